@@ -1,0 +1,11 @@
+/* Capabilities, through libcap-ng. */
+#ifndef SBX_CAPS_H
+#define SBX_CAPS_H
+
+#include "error.h"
+
+/* Empty the effective, permitted, inheritable, ambient and bounding sets. Needs CAP_SETPCAP
+ * (for the bounding set), so it runs while the sandbox still holds its namespace capabilities. */
+int caps_drop_all(sbx_error_t *err);
+
+#endif

@@ -1,0 +1,41 @@
+/* Subcommands, and the pure option parser for `exec` (unit-tested). */
+#ifndef SBX_CLI_H
+#define SBX_CLI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "error.h"
+#include "policy.h"
+#include "sandbox.h"
+
+#define EXEC_MAX_BINDS 32
+#define EXEC_MAX_ENV 128
+
+struct exec_options {
+  const char *policy;  /* name or path; NULL = default */
+  const char *rootfs;  /* NULL = search */
+  const char *report;  /* JSON report path or NULL */
+  const char *workdir; /* NULL = /workspace */
+  const char *code;    /* -c CODE, or NULL */
+  const char *file;    /* FILE, or NULL with -c */
+  char **args;         /* arguments after FILE/CODE */
+  int n_args;
+  struct sbx_limits limits; /* requested; UINT64_MAX = not given */
+  struct sbx_bind binds[EXEC_MAX_BINDS];
+  size_t n_binds;
+  char *env[EXEC_MAX_ENV];
+  size_t n_env;
+  bool help;
+};
+
+/* Parse `exec` arguments (argv[0] is "exec"). Pure: touches no files. */
+int exec_parse_args(int argc, char **argv, struct exec_options *o, sbx_error_t *err);
+/* Find the default rootfs: $SANDBOXD_ROOTFS, then next to the binary, then the system path. */
+int rootfs_find(const char *requested, char **ret_path, sbx_error_t *err);
+
+int cmd_exec(int argc, char **argv);
+int cmd_policy(int argc, char **argv);
+int cmd_doctor(int argc, char **argv);
+
+#endif

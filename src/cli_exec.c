@@ -1,0 +1,412 @@
+/* `sandboxd exec`: argv -> sbx_spec -> sandbox_run() -> exit status (and a JSON report). */
+#include "cli.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "json.h"
+#include "log.h"
+#include "seccomp.h"
+#include "util.h"
+
+#define DEFAULT_ROOTFS_NAME "python-3.14-slim"
+#define PYTHON "/usr/bin/python3"
+
+static const char exec_usage[] =
+  "usage: sandboxd exec [OPTIONS] FILE [ARG...]\n"
+  "       sandboxd exec [OPTIONS] -c CODE [ARG...]\n"
+  "Run Python in a fresh sandbox. Options:\n"
+  "  --policy NAME|PATH    policy to enforce (default: default)\n"
+  "  --timeout SEC         wall-clock limit          --memory SIZE   memory limit (e.g. 256M)\n"
+  "  --pids N              process/thread limit      --cpus F        CPU limit in cores\n"
+  "  --tmp-size SIZE       /tmp tmpfs size           --workspace-size SIZE  /workspace size\n"
+  "  --shm-size SIZE       /dev/shm size             --nofile N      open files per process\n"
+  "  --fsize SIZE          largest file written\n"
+  "  --bind SRC:DST        bind host SRC read-only at DST\n"
+  "  --bind-rw SRC:DST     bind host SRC writable at DST\n"
+  "  --workdir DIR         working directory inside (default /workspace)\n"
+  "  --env NAME=VALUE      add to the (otherwise fixed) environment\n"
+  "  --rootfs DIR          root filesystem (default: the built python-3.14-slim)\n"
+  "  --report FILE         write a JSON report of the run to FILE\n"
+  "Exit status: the code's own; 128+N if killed by signal N; 124 on timeout; 125 on usage,\n"
+  "policy or setup errors. See sandboxd(1).\n";
+
+enum {
+  OPT_POLICY = 256, OPT_TIMEOUT, OPT_MEMORY, OPT_PIDS, OPT_CPUS, OPT_BIND, OPT_BIND_RW, OPT_WORKDIR,
+  OPT_ENV, OPT_ROOTFS, OPT_REPORT, OPT_TMP, OPT_WS, OPT_SHM, OPT_NOFILE, OPT_FSIZE,
+};
+
+/* Absolute, not "/", and no empty, "." or ".." components. */
+static bool path_is_clean_abs(const char *p)
+{
+  if (p[0] != '/' || !p[1])
+    return false;
+  for (const char *c = p; *c;) {
+    const char *next = strchr(c + 1, '/');
+    size_t len = next ? (size_t) (next - c - 1) : strlen(c + 1);
+    if (len == 0 && next)
+      return false;
+    if ((len == 1 && c[1] == '.') || (len == 2 && c[1] == '.' && c[2] == '.'))
+      return false;
+    if (!next)
+      break;
+    c = next;
+  }
+  return true;
+}
+
+static int parse_bind(const char *arg, bool rw, struct exec_options *o, sbx_error_t *err)
+{
+  if (o->n_binds >= EXEC_MAX_BINDS)
+    return sbx_error_set(err, 0, "too many --bind options (at most %d)", EXEC_MAX_BINDS);
+  const char *colon = strrchr(arg, ':');
+  if (!colon || colon == arg || !colon[1])
+    return sbx_error_set(err, 0, "--bind%s `%s`: expected SRC:DST", rw ? "-rw" : "", arg);
+  const char *dst = colon + 1;
+  if (!path_is_clean_abs(dst))
+    return sbx_error_set(err, 0, "--bind `%s`: DST must be an absolute path without `..`, and not `/`", arg);
+  static char bufs[EXEC_MAX_BINDS][2][PATH_MAX];
+  size_t i = o->n_binds;
+  size_t slen = (size_t) (colon - arg);
+  if (slen >= PATH_MAX || strlen(dst) >= PATH_MAX)
+    return sbx_error_set(err, ENAMETOOLONG, "--bind `%s`", arg);
+  memcpy(bufs[i][0], arg, slen);
+  bufs[i][0][slen] = '\0';
+  strcpy(bufs[i][1], dst);
+  size_t dl = strlen(bufs[i][1]);
+  while (dl > 1 && bufs[i][1][dl - 1] == '/')
+    bufs[i][1][--dl] = '\0';
+  o->binds[i] = (struct sbx_bind){ .src = bufs[i][0], .dst = bufs[i][1], .rw = rw };
+  o->n_binds++;
+  return 0;
+}
+
+static int parse_limit(int opt, const char *arg, struct sbx_limits *l, sbx_error_t *err)
+{
+  uint64_t v;
+  switch (opt) {
+  case OPT_TIMEOUT:
+    if (parse_duration_ms(arg, &v) < 0 || v == 0)
+      return sbx_error_set(err, 0, "--timeout `%s`: expected seconds, e.g. 30 or 1.5", arg);
+    l->timeout_ms = v;
+    return 0;
+  case OPT_CPUS:
+    if (parse_milli(arg, &v) < 0 || v == 0)
+      return sbx_error_set(err, 0, "--cpus `%s`: expected a number of cores, e.g. 0.5", arg);
+    l->cpus_milli = v;
+    return 0;
+  case OPT_PIDS:
+  case OPT_NOFILE:
+    if (parse_u64(arg, &v) < 0 || v == 0 || v > INT_MAX)
+      return sbx_error_set(err, 0, "%s `%s`: expected a positive whole number",
+                           opt == OPT_PIDS ? "--pids" : "--nofile", arg);
+    *(opt == OPT_PIDS ? &l->pids : &l->nofile) = v;
+    return 0;
+  default:
+    break;
+  }
+  const char *name = opt == OPT_MEMORY ? "--memory" : opt == OPT_TMP ? "--tmp-size" : opt == OPT_WS ? "--workspace-size"
+                     : opt == OPT_SHM ? "--shm-size" : "--fsize";
+  if (parse_size(arg, &v) < 0 || v == 0)
+    return sbx_error_set(err, 0, "%s `%s`: expected a size, e.g. 256M or 1G", name, arg);
+  switch (opt) {
+  case OPT_MEMORY: l->memory_bytes = v; break;
+  case OPT_TMP: l->tmp_bytes = v; break;
+  case OPT_WS: l->workspace_bytes = v; break;
+  case OPT_SHM: l->shm_bytes = v; break;
+  default: l->fsize_bytes = v; break;
+  }
+  return 0;
+}
+
+int exec_parse_args(int argc, char **argv, struct exec_options *o, sbx_error_t *err)
+{
+  static const struct option longopts[] = {
+    { "policy", required_argument, NULL, OPT_POLICY },
+    { "timeout", required_argument, NULL, OPT_TIMEOUT },
+    { "memory", required_argument, NULL, OPT_MEMORY },
+    { "pids", required_argument, NULL, OPT_PIDS },
+    { "cpus", required_argument, NULL, OPT_CPUS },
+    { "bind", required_argument, NULL, OPT_BIND },
+    { "bind-rw", required_argument, NULL, OPT_BIND_RW },
+    { "workdir", required_argument, NULL, OPT_WORKDIR },
+    { "env", required_argument, NULL, OPT_ENV },
+    { "rootfs", required_argument, NULL, OPT_ROOTFS },
+    { "report", required_argument, NULL, OPT_REPORT },
+    { "tmp-size", required_argument, NULL, OPT_TMP },
+    { "workspace-size", required_argument, NULL, OPT_WS },
+    { "shm-size", required_argument, NULL, OPT_SHM },
+    { "nofile", required_argument, NULL, OPT_NOFILE },
+    { "fsize", required_argument, NULL, OPT_FSIZE },
+    { "help", no_argument, NULL, 'h' },
+    { NULL, 0, NULL, 0 },
+  };
+  memset(o, 0, sizeof *o);
+  limits_unset(&o->limits);
+  optind = 0; /* reset getopt, also across calls in unit tests */
+  opterr = 0;
+  int c;
+  /* '+': options end at FILE, so the script's own options pass through untouched. */
+  while ((c = getopt_long(argc, argv, "+c:h", longopts, NULL)) != -1) {
+    switch (c) {
+    case 'c':
+      o->code = optarg;
+      /* -c CODE ends option parsing, like python -c. */
+      goto done;
+    case 'h':
+      o->help = true;
+      return 0;
+    case OPT_POLICY: o->policy = optarg; break;
+    case OPT_ROOTFS: o->rootfs = optarg; break;
+    case OPT_REPORT: o->report = optarg; break;
+    case OPT_WORKDIR:
+      if (!path_is_clean_abs(optarg) && strcmp(optarg, "/") != 0)
+        return sbx_error_set(err, 0, "--workdir `%s`: must be an absolute path inside the sandbox", optarg);
+      o->workdir = optarg;
+      break;
+    case OPT_BIND:
+    case OPT_BIND_RW:
+      if (parse_bind(optarg, c == OPT_BIND_RW, o, err) < 0)
+        return -1;
+      break;
+    case OPT_ENV: {
+      const char *eq = strchr(optarg, '=');
+      if (!eq || eq == optarg || strcspn(optarg, "=") != (size_t) (eq - optarg))
+        return sbx_error_set(err, 0, "--env `%s`: expected NAME=VALUE", optarg);
+      if (o->n_env >= EXEC_MAX_ENV)
+        return sbx_error_set(err, 0, "too many --env options (at most %d)", EXEC_MAX_ENV);
+      o->env[o->n_env++] = optarg;
+      break;
+    }
+    case '?':
+      if (optopt == 'c')
+        return sbx_error_set(err, 0, "-c needs CODE");
+      if (optopt)
+        return sbx_error_set(err, 0, "unknown option `-%c` (see sandboxd exec --help)", optopt);
+      return sbx_error_set(err, 0, "unknown or incomplete option `%s` (see sandboxd exec --help)",
+                           argv[optind - 1]);
+    default:
+      if (parse_limit(c, optarg, &o->limits, err) < 0)
+        return -1;
+      break;
+    }
+  }
+done:
+  if (!o->code) {
+    if (optind >= argc)
+      return sbx_error_set(err, 0, "missing FILE or -c CODE (see sandboxd exec --help)");
+    o->file = argv[optind++];
+    if (!o->file[0])
+      return sbx_error_set(err, 0, "FILE is empty");
+  }
+  o->args = argv + optind;
+  o->n_args = argc - optind;
+  return 0;
+}
+
+int rootfs_find(const char *requested, char **ret_path, sbx_error_t *err)
+{
+  char cand[4][PATH_MAX];
+  int n = 0;
+  if (requested) {
+    snprintf(cand[n++], PATH_MAX, "%s", requested);
+  } else {
+    const char *env = getenv("SANDBOXD_ROOTFS");
+    if (env && *env)
+      snprintf(cand[n++], PATH_MAX, "%s", env);
+    char exe[PATH_MAX];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (len > 0) {
+      exe[len] = '\0';
+      char *slash = strrchr(exe, '/');
+      if (slash)
+        *slash = '\0';
+      snprintf(cand[n++], PATH_MAX, "%s/../rootfs/%s", exe, DEFAULT_ROOTFS_NAME);
+      snprintf(cand[n++], PATH_MAX, "%s/../share/sandboxd/rootfs/%s", exe, DEFAULT_ROOTFS_NAME);
+    }
+    snprintf(cand[n++], PATH_MAX, "/var/lib/sandboxd/rootfs/%s", DEFAULT_ROOTFS_NAME);
+  }
+  for (int i = 0; i < n; i++) {
+    char real[PATH_MAX], py[PATH_MAX + 32];
+    if (!realpath(cand[i], real))
+      continue;
+    snprintf(py, sizeof py, "%s%s", real, PYTHON);
+    struct stat st;
+    if (stat(real, &st) < 0 || !S_ISDIR(st.st_mode))
+      continue;
+    if (lstat(py, &st) < 0)
+      return sbx_error_set(err, ENOENT, "rootfs `%s` has no %s (rebuild it with `make rootfs`)", real, PYTHON);
+    if (!(*ret_path = strdup(real)))
+      return sbx_error_set(err, ENOMEM, "rootfs");
+    return 0;
+  }
+  if (requested)
+    return sbx_error_set(err, ENOENT, "rootfs `%s` not found", requested);
+  return sbx_error_set(err, ENOENT, "no rootfs found: run `make rootfs` or pass --rootfs DIR (see sandboxd doctor)");
+}
+
+static void write_report(const char *path, const struct sbx_policy *p, const struct sbx_result *res,
+                         const sbx_error_t *failure)
+{
+  json_writer_t *w = json_writer_new();
+  if (!w)
+    return;
+  json_obj_begin(w);
+  json_key(w, "status");
+  json_str(w, failure ? "setup_error" : sbx_status_name(res->status));
+  json_key(w, "exit_code");
+  json_int(w, failure ? SBX_EXIT_SETUP : res->exit_code);
+  json_key(w, "signal");
+  if (!failure && res->signal)
+    json_int(w, res->signal);
+  else
+    json_null(w);
+  json_key(w, "timed_out");
+  json_bool(w, !failure && res->timed_out);
+  json_key(w, "execution_time_ms");
+  json_uint(w, failure ? 0 : res->execution_time_ms);
+  json_key(w, "cpu_time_ms");
+  json_uint(w, failure ? 0 : res->cpu_time_ms);
+  json_key(w, "memory_peak_bytes");
+  json_uint(w, failure ? 0 : res->memory_peak_bytes);
+  json_key(w, "policy");
+  if (p)
+    json_str(w, p->name);
+  else
+    json_null(w);
+  json_key(w, "policy_sha256");
+  if (p)
+    json_str(w, p->sha256);
+  else
+    json_null(w);
+  json_key(w, "limits");
+  json_str(w, "rlimit");
+  if (failure) {
+    json_key(w, "error");
+    json_str(w, failure->msg);
+  }
+  json_obj_end(w);
+  size_t len;
+  const char *buf = json_writer_buf(w, &len);
+  FILE *f = buf ? fopen(path, "we") : NULL;
+  if (!f || fwrite(buf, 1, len, f) != len || fputc('\n', f) == EOF)
+    log_warn("cannot write report `%s`: %s", path, strerror(errno));
+  if (f && fclose(f) != 0)
+    log_warn("cannot write report `%s`: %s", path, strerror(errno));
+  json_writer_free(w);
+}
+
+static int fail(const char *report, const struct sbx_policy *p, const sbx_error_t *err)
+{
+  log_sbx_error(err);
+  if (report)
+    write_report(report, p, NULL, err);
+  return SBX_EXIT_SETUP;
+}
+
+int cmd_exec(int argc, char **argv)
+{
+  struct exec_options o;
+  sbx_error_t err = { 0 };
+  if (exec_parse_args(argc, argv, &o, &err) < 0)
+    return fail(NULL, NULL, &err);
+  if (o.help) {
+    fputs(exec_usage, stdout);
+    return 0;
+  }
+  struct sbx_policy *p = NULL;
+  if (policy_load(o.policy, &p, &err) < 0 || seccomp_validate(p, &err) < 0)
+    return fail(o.report, NULL, &err);
+
+  int rc = SBX_EXIT_SETUP;
+  _cleanup_free_ char *rootfs = NULL;
+  _cleanup_free_ char *file_real = NULL;
+  _cleanup_free_ char *file_dst = NULL;
+  _cleanup_free_ char **child_argv = NULL;
+  struct sbx_spec spec = { 0 };
+  struct sbx_bind binds[EXEC_MAX_BINDS + 1];
+  size_t n_binds = 0;
+
+  if (policy_resolve_limits(p, &o.limits, &spec.limits, &err) < 0 || rootfs_find(o.rootfs, &rootfs, &err) < 0)
+    goto out_fail;
+
+  /* Bind sources must exist; they are opened by the sandbox itself. */
+  static char srcs[EXEC_MAX_BINDS][PATH_MAX];
+  for (size_t i = 0; i < o.n_binds; i++) {
+    if (!realpath(o.binds[i].src, srcs[i])) {
+      sbx_error_errno(&err, "--bind source `%s`", o.binds[i].src);
+      goto out_fail;
+    }
+    binds[n_binds] = o.binds[i];
+    binds[n_binds++].src = srcs[i];
+  }
+  size_t nargv = 0;
+  child_argv = calloc((size_t) o.n_args + 4, sizeof *child_argv);
+  if (!child_argv) {
+    sbx_error_set(&err, ENOMEM, "exec");
+    goto out_fail;
+  }
+  child_argv[nargv++] = PYTHON;
+  if (o.file) {
+    struct stat st;
+    if (!(file_real = realpath(o.file, NULL)) || stat(file_real, &st) < 0) {
+      sbx_error_errno(&err, "FILE `%s`", o.file);
+      goto out_fail;
+    }
+    if (!S_ISREG(st.st_mode)) {
+      sbx_error_set(&err, EINVAL, "FILE `%s` is not a regular file", o.file);
+      goto out_fail;
+    }
+    const char *base = strrchr(file_real, '/') + 1;
+    if (asprintf(&file_dst, "/workspace/%s", base) < 0) {
+      file_dst = NULL;
+      sbx_error_set(&err, ENOMEM, "exec");
+      goto out_fail;
+    }
+    binds[n_binds++] = (struct sbx_bind){ .src = file_real, .dst = file_dst, .rw = false };
+    child_argv[nargv++] = file_dst;
+  } else {
+    child_argv[nargv++] = "-c";
+    child_argv[nargv++] = (char *) o.code;
+  }
+  for (int i = 0; i < o.n_args; i++)
+    child_argv[nargv++] = o.args[i];
+
+  spec.policy = p;
+  spec.rootfs = rootfs;
+  spec.argv = child_argv;
+  spec.extra_env = o.env;
+  spec.n_extra_env = o.n_env;
+  spec.binds = binds;
+  spec.n_binds = n_binds;
+  spec.workdir = o.workdir;
+  spec.stdin_fd = 0;
+  spec.stdout_fd = 1;
+  spec.stderr_fd = 2;
+  spec.bridge_fd = -1;
+
+  struct sbx_result res;
+  if (sandbox_run(&spec, &res, &err) < 0)
+    goto out_fail;
+  if (res.timed_out)
+    log_error("timeout: the code ran longer than %llu.%03llus and was killed",
+              (unsigned long long) (spec.limits.timeout_ms / 1000), (unsigned long long) (spec.limits.timeout_ms % 1000));
+  if (o.report)
+    write_report(o.report, p, &res, NULL);
+  rc = res.exit_code;
+  policy_free(p);
+  return rc;
+
+out_fail:
+  rc = fail(o.report, p, &err);
+  policy_free(p);
+  return rc;
+}

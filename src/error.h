@@ -1,0 +1,28 @@
+/* Errors: functions that can fail return a negative int and fill an sbx_error_t given last.
+ * The struct is flat (no heap) so the sandbox child can send it to the parent as bytes. */
+#ifndef SBX_ERROR_H
+#define SBX_ERROR_H
+
+#include <stddef.h>
+
+typedef struct sbx_error {
+  int errnum;     /* errno of the failed operation, 0 if none */
+  int status;     /* exit status the failure maps to (SBX_EXIT_*) */
+  char msg[480];  /* one line, no trailing newline */
+} sbx_error_t;
+
+/* Exit statuses shared by every command (documented in sandboxd(1)). */
+enum {
+  SBX_EXIT_TIMEOUT = 124,
+  SBX_EXIT_SETUP = 125, /* usage, policy or setup error */
+};
+
+/* Set err: message from fmt, plus ": strerror(errnum)" when errnum != 0. Returns -1. */
+int sbx_error_set(sbx_error_t *err, int errnum, const char *fmt, ...)
+  __attribute__((format(printf, 3, 4)));
+/* Same, with errno as errnum. */
+int sbx_error_errno(sbx_error_t *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Prefix an existing message with context: "ctx: old". Returns -1. */
+int sbx_error_prefix(sbx_error_t *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif

@@ -1,0 +1,29 @@
+/* Filesystem setup inside the new mount namespace. Paths given as `rel` are relative to the
+ * current directory, which is the new root while it is being built. */
+#ifndef SBX_MOUNT_H
+#define SBX_MOUNT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "error.h"
+#include "policy.h"
+
+/* Stop mount events propagating back to the host. */
+int mount_make_private(sbx_error_t *err);
+/* Bind the rootfs (an O_PATH fd) onto itself and chdir into it: it becomes the root-to-be. */
+int mount_enter_rootfs(int rootfs_fd, const char *path, sbx_error_t *err);
+/* Size-limited tmpfs, nosuid+nodev. */
+int mount_tmpfs(const char *rel, uint64_t size, unsigned mode, bool noexec, sbx_error_t *err);
+/* A minimal /dev: null zero full random urandom, fd/stdio links, and a size-limited /dev/shm. */
+int mount_dev(uint64_t shm_bytes, sbx_error_t *err);
+/* A fresh /proc for the new pid namespace, masked and partly read-only as the policy says. */
+int mount_proc(const struct sbx_policy *p, sbx_error_t *err);
+/* Bind an O_PATH fd at rel (created under a tmpfs if missing), read-only unless rw. */
+int mount_bind_fd(int src_fd, const char *rel, bool rw, sbx_error_t *err);
+/* Remount the root-to-be read-only, nosuid, nodev. */
+int mount_root_readonly(sbx_error_t *err);
+/* pivot_root into the current directory and detach the old root. */
+int mount_pivot(sbx_error_t *err);
+
+#endif

@@ -1,0 +1,899 @@
+/* Policy file parser. See sandboxd.policy(5).
+ *
+ * A policy is a list of lines. The first non-blank, non-comment line is `sandboxd-policy 1`.
+ * Scalar keys must be defined exactly once across a file and its include; list keys (env,
+ * proc_mask, proc_readonly) accumulate; syscall rules belong to the group above them. */
+#include "policy.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <linux/sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "util.h"
+
+#define POLICY_MAX_BYTES (1 << 20)
+#define POLICY_MAX_RULES 4096
+
+/* ------------------------------------------------------------------ named constants */
+
+struct named_value {
+  const char *name;
+  uint64_t value;
+};
+
+static const struct named_value constants[] = {
+  { "AF_UNIX", AF_UNIX },
+  { "AF_INET", AF_INET },
+  { "AF_INET6", AF_INET6 },
+  { "AF_NETLINK", AF_NETLINK },
+  { "AF_PACKET", AF_PACKET },
+  { "CLONE_NEWNS", CLONE_NEWNS },
+  { "CLONE_NEWUTS", CLONE_NEWUTS },
+  { "CLONE_NEWIPC", CLONE_NEWIPC },
+  { "CLONE_NEWUSER", CLONE_NEWUSER },
+  { "CLONE_NEWPID", CLONE_NEWPID },
+  { "CLONE_NEWNET", CLONE_NEWNET },
+  { "CLONE_NEWCGROUP", CLONE_NEWCGROUP },
+  { "CLONE_NEWTIME", 0x00000080 },
+  { "TIOCSTI", TIOCSTI },
+  { "TIOCLINUX", TIOCLINUX },
+};
+
+static const struct named_value errnos[] = {
+  { "EPERM", EPERM }, { "ENOSYS", ENOSYS }, { "EACCES", EACCES },
+  { "EAFNOSUPPORT", EAFNOSUPPORT }, { "EINVAL", EINVAL }, { "ENOTSUP", ENOTSUP },
+};
+
+int policy_constant(const char *name, uint64_t *ret)
+{
+  for (size_t i = 0; i < ARRAY_SIZE(constants); i++)
+    if (strcmp(constants[i].name, name) == 0) {
+      *ret = constants[i].value;
+      return 0;
+    }
+  return -1;
+}
+
+static int errno_by_name(const char *name)
+{
+  for (size_t i = 0; i < ARRAY_SIZE(errnos); i++)
+    if (strcmp(errnos[i].name, name) == 0)
+      return (int) errnos[i].value;
+  return -1;
+}
+
+const char *policy_errno_name(int e)
+{
+  for (size_t i = 0; i < ARRAY_SIZE(errnos); i++)
+    if ((int) errnos[i].value == e)
+      return errnos[i].name;
+  return "?";
+}
+
+/* ------------------------------------------------------------------ keys */
+
+enum key_kind { K_SIZE, K_DURATION, K_COUNT, K_MILLI, K_ID, K_BOOL, K_TEXT, K_WORD };
+
+struct key_def {
+  const char *name;
+  enum key_kind kind;
+  size_t offset; /* into struct sbx_policy */
+};
+
+#define LIM(field) offsetof(struct sbx_policy, limits.field)
+#define MAX(field) offsetof(struct sbx_policy, max.field)
+#define FIELD(field) offsetof(struct sbx_policy, field)
+
+static const struct key_def keys[] = {
+  { "name", K_WORD, FIELD(name) },
+  { "description", K_TEXT, FIELD(description) },
+  { "timeout", K_DURATION, LIM(timeout_ms) },
+  { "max_timeout", K_DURATION, MAX(timeout_ms) },
+  { "memory", K_SIZE, LIM(memory_bytes) },
+  { "max_memory", K_SIZE, MAX(memory_bytes) },
+  { "pids", K_COUNT, LIM(pids) },
+  { "max_pids", K_COUNT, MAX(pids) },
+  { "cpus", K_MILLI, LIM(cpus_milli) },
+  { "max_cpus", K_MILLI, MAX(cpus_milli) },
+  { "tmp_size", K_SIZE, LIM(tmp_bytes) },
+  { "max_tmp_size", K_SIZE, MAX(tmp_bytes) },
+  { "workspace_size", K_SIZE, LIM(workspace_bytes) },
+  { "max_workspace_size", K_SIZE, MAX(workspace_bytes) },
+  { "shm_size", K_SIZE, LIM(shm_bytes) },
+  { "max_shm_size", K_SIZE, MAX(shm_bytes) },
+  { "nofile", K_COUNT, LIM(nofile) },
+  { "max_nofile", K_COUNT, MAX(nofile) },
+  { "fsize", K_SIZE, LIM(fsize_bytes) },
+  { "max_fsize", K_SIZE, MAX(fsize_bytes) },
+  { "output_limit", K_SIZE, LIM(output_bytes) },
+  { "max_output_limit", K_SIZE, MAX(output_bytes) },
+  { "uid", K_ID, FIELD(uid) },
+  { "gid", K_ID, FIELD(gid) },
+  { "host_uid", K_ID, FIELD(host_uid) },
+  { "host_gid", K_ID, FIELD(host_gid) },
+  { "hostname", K_WORD, FIELD(hostname) },
+  { "no_new_privs", K_BOOL, FIELD(no_new_privs) },
+  { "drop_capabilities", K_BOOL, FIELD(drop_capabilities) },
+  { "readonly_root", K_BOOL, FIELD(readonly_root) },
+  { "mask_proc", K_BOOL, FIELD(mask_proc) },
+};
+
+#define N_SCALAR_KEYS ARRAY_SIZE(keys)
+
+/* ------------------------------------------------------------------ parser state */
+
+struct parser {
+  struct sbx_policy *p;
+  const char *file;
+  int line;
+  int depth;
+  bool seen[N_SCALAR_KEYS];
+  bool seen_default, seen_badarch;
+  long current_group; /* -1 before the first group line */
+  sbx_error_t *err;
+};
+
+static int perr(struct parser *ps, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int perr(struct parser *ps, const char *fmt, ...)
+{
+  char msg[400];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  return sbx_error_set(ps->err, 0, "%s:%d: %s", ps->file, ps->line, msg);
+}
+
+static int push_str(char ***arr, size_t *n, const char *s)
+{
+  char **a = realloc(*arr, (*n + 1) * sizeof **arr);
+  if (!a)
+    return -1;
+  *arr = a;
+  if (!(a[*n] = strdup(s)))
+    return -1;
+  (*n)++;
+  return 0;
+}
+
+/* Split a line into words in place. Handles "double quoted" words and trailing # comments. */
+static int tokenize(struct parser *ps, char *line, char **words, int max, int *ret_n)
+{
+  int n = 0;
+  char *p = line;
+  for (;;) {
+    while (*p == ' ' || *p == '\t')
+      p++;
+    if (!*p || *p == '#')
+      break;
+    if (n == max)
+      return perr(ps, "too many words on one line (at most %d)", max);
+    if (*p == '"') {
+      char *start = ++p;
+      while (*p && *p != '"')
+        p++;
+      if (*p != '"')
+        return perr(ps, "unterminated quote");
+      *p++ = '\0';
+      words[n++] = start;
+      if (*p && *p != ' ' && *p != '\t')
+        return perr(ps, "expected a space after a closing quote");
+      continue;
+    }
+    words[n++] = p;
+    while (*p && *p != ' ' && *p != '\t')
+      p++;
+    if (*p)
+      *p++ = '\0';
+  }
+  *ret_n = n;
+  return 0;
+}
+
+static int parse_value(struct parser *ps, const char *text, uint64_t *ret)
+{
+  /* VALUE := NAME|NUMBER ['|' VALUE]... */
+  _cleanup_free_ char *copy = strdup(text);
+  if (!copy)
+    return perr(ps, "out of memory");
+  uint64_t v = 0;
+  char *save = NULL;
+  for (char *t = strtok_r(copy, "|", &save); t; t = strtok_r(NULL, "|", &save)) {
+    uint64_t x;
+    if (policy_constant(t, &x) < 0 && parse_u64(t, &x) < 0)
+      return perr(ps, "unknown constant `%s`", t);
+    v |= x;
+  }
+  *ret = v;
+  return 0;
+}
+
+static int add_rule(struct parser *ps, const char *syscall, enum sbx_action action, int errno_value,
+                    enum sbx_cmp cmp, unsigned arg, uint64_t mask, uint64_t value, const char *cond)
+{
+  struct sbx_policy *p = ps->p;
+  if (strlen(syscall) > 64 || !syscall[0])
+    return perr(ps, "bad syscall name `%s`", syscall);
+  for (const char *c = syscall; *c; c++)
+    if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '_'))
+      return perr(ps, "bad syscall name `%s`", syscall);
+
+  /* Combinations libseccomp cannot express faithfully are refused here, not silently merged:
+   * an unconditional rule would replace every conditional rule of the same call. */
+  for (size_t i = 0; i < p->n_rules; i++) {
+    const struct sbx_rule *r = &p->rules[i];
+    if (strcmp(r->syscall, syscall) != 0)
+      continue;
+    bool r_uncond = r->cmp == SBX_CMP_ANY, uncond = cmp == SBX_CMP_ANY;
+    if (r_uncond && uncond)
+      return perr(ps, "`%s` already has a rule at %s:%d", syscall, r->file, r->line);
+    if (!r_uncond && !uncond && r->cmp == cmp && r->arg == arg && r->mask == mask && r->value == value)
+      return perr(ps, "duplicate rule for `%s` (first at %s:%d)", syscall, r->file, r->line);
+    bool r_allow = r->action == SBX_ACT_ALLOW, allow = action == SBX_ACT_ALLOW;
+    if ((uncond && !r_uncond && r_allow) || (r_uncond && !uncond && allow))
+      return perr(ps, "`%s`: an unconditional rule cannot be combined with conditional allow rules "
+                      "(see %s:%d); list the allowed cases and let the rest take seccomp_default",
+                  syscall, r->file, r->line);
+    if ((uncond && !r_uncond && !r_allow && !allow) || (r_uncond && !uncond && !r_allow && !allow))
+      return perr(ps, "`%s`: conditional and unconditional deny rules conflict (see %s:%d)", syscall,
+                  r->file, r->line);
+  }
+  if (p->n_rules >= POLICY_MAX_RULES)
+    return perr(ps, "too many rules (at most %d)", POLICY_MAX_RULES);
+  struct sbx_rule *rules = realloc(p->rules, (p->n_rules + 1) * sizeof *rules);
+  if (!rules)
+    return perr(ps, "out of memory");
+  p->rules = rules;
+  struct sbx_rule *r = &rules[p->n_rules];
+  *r = (struct sbx_rule){
+    .syscall = strdup(syscall),
+    .action = action,
+    .errno_value = errno_value,
+    .cmp = cmp,
+    .arg = arg,
+    .mask = mask,
+    .value = value,
+    .cond_text = cond ? strdup(cond) : NULL,
+    .group = (size_t) ps->current_group,
+    .file = strdup(ps->file),
+    .line = ps->line,
+  };
+  if (!r->syscall || !r->file || (cond && !r->cond_text))
+    return perr(ps, "out of memory");
+  p->n_rules++;
+  return 0;
+}
+
+/* allow|errno E|kill SYSCALL... [when argN (== V | in A,B | & MASK == V)] */
+static int parse_rule(struct parser *ps, char **w, int n)
+{
+  enum sbx_action action;
+  int errno_value = 0, i = 1;
+  if (ps->current_group < 0)
+    return perr(ps, "`%s` before any `group` line: every rule needs a group and a reason", w[0]);
+  if (strcmp(w[0], "allow") == 0)
+    action = SBX_ACT_ALLOW;
+  else if (strcmp(w[0], "kill") == 0)
+    action = SBX_ACT_KILL;
+  else {
+    action = SBX_ACT_ERRNO;
+    if (n < 2 || (errno_value = errno_by_name(w[1])) < 0)
+      return perr(ps, "`errno` needs a known error name (EPERM, ENOSYS, EACCES, EAFNOSUPPORT, EINVAL)");
+    i = 2;
+  }
+  int when = -1;
+  for (int j = i; j < n; j++)
+    if (strcmp(w[j], "when") == 0) {
+      when = j;
+      break;
+    }
+  int last = when < 0 ? n : when;
+  if (last == i)
+    return perr(ps, "`%s` names no syscall", w[0]);
+  if (when < 0) {
+    for (int j = i; j < last; j++)
+      if (add_rule(ps, w[j], action, errno_value, SBX_CMP_ANY, 0, 0, 0, NULL) < 0)
+        return -1;
+    return 0;
+  }
+  if (last - i != 1)
+    return perr(ps, "a rule with `when` names exactly one syscall");
+  const char *sc = w[i];
+  char **c = &w[when + 1];
+  int nc = n - when - 1;
+  unsigned arg;
+  if (nc < 3 || strncmp(c[0], "arg", 3) != 0 || c[0][3] < '0' || c[0][3] > '5' || c[0][4])
+    return perr(ps, "condition must start with arg0..arg5");
+  arg = (unsigned) (c[0][3] - '0');
+  char cond[512];
+  size_t off = 0;
+  for (int j = 0; j < nc; j++)
+    off += (size_t) snprintf(cond + off, sizeof cond - off, "%s%s", j ? " " : "", c[j]);
+  if (off >= sizeof cond)
+    return perr(ps, "condition too long");
+  uint64_t v, mask;
+  if (nc == 3 && strcmp(c[1], "==") == 0) {
+    if (parse_value(ps, c[2], &v) < 0)
+      return -1;
+    if (v > UINT32_MAX)
+      return perr(ps, "`==` compares the low 32 bits; %s does not fit", c[2]);
+    return add_rule(ps, sc, action, errno_value, SBX_CMP_EQ32, arg, 0xffffffffULL, v, cond);
+  }
+  if (nc == 3 && strcmp(c[1], "in") == 0) {
+    _cleanup_free_ char *list = strdup(c[2]);
+    char *save = NULL;
+    if (!list)
+      return perr(ps, "out of memory");
+    for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+      char one[128];
+      if (parse_value(ps, t, &v) < 0)
+        return -1;
+      if (v > UINT32_MAX)
+        return perr(ps, "`in` compares the low 32 bits; %s does not fit", t);
+      snprintf(one, sizeof one, "%s == %s", c[0], t);
+      if (add_rule(ps, sc, action, errno_value, SBX_CMP_EQ32, arg, 0xffffffffULL, v, one) < 0)
+        return -1;
+    }
+    return 0;
+  }
+  if (nc == 5 && strcmp(c[1], "&") == 0 && strcmp(c[3], "==") == 0) {
+    if (parse_value(ps, c[2], &mask) < 0 || parse_value(ps, c[4], &v) < 0)
+      return -1;
+    if ((v & ~mask) != 0)
+      return perr(ps, "value has bits outside the mask: the rule could never match");
+    return add_rule(ps, sc, action, errno_value, SBX_CMP_MASKED_EQ, arg, mask, v, cond);
+  }
+  return perr(ps, "condition must be `argN == V`, `argN in A,B,...` or `argN & MASK == V`");
+}
+
+static int parse_bool(const char *s, bool *ret)
+{
+  if (!strcmp(s, "yes") || !strcmp(s, "true")) {
+    *ret = true;
+    return 0;
+  }
+  if (!strcmp(s, "no") || !strcmp(s, "false")) {
+    *ret = false;
+    return 0;
+  }
+  return -1;
+}
+
+static int parse_scalar(struct parser *ps, size_t k, char **w, int n, const char *rest)
+{
+  const struct key_def *kd = &keys[k];
+  char *base = (char *) ps->p + kd->offset;
+  if (ps->seen[k])
+    return perr(ps, "`%s` is defined twice", kd->name);
+  ps->seen[k] = true;
+  if (kd->kind == K_TEXT) {
+    if (!rest || !*rest)
+      return perr(ps, "`%s` needs a value", kd->name);
+    if (!(*(char **) base = strdup(rest)))
+      return perr(ps, "out of memory");
+    return 0;
+  }
+  if (n != 2)
+    return perr(ps, "`%s` takes exactly one value", kd->name);
+  uint64_t v;
+  switch (kd->kind) {
+  case K_SIZE:
+    if (parse_size(w[1], &v) < 0)
+      return perr(ps, "`%s`: bad size `%s` (use e.g. 512M, 1G)", kd->name, w[1]);
+    *(uint64_t *) base = v;
+    break;
+  case K_DURATION:
+    if (parse_duration_ms(w[1], &v) < 0 || v == 0)
+      return perr(ps, "`%s`: bad duration `%s` (use e.g. 30s, 500ms)", kd->name, w[1]);
+    *(uint64_t *) base = v;
+    break;
+  case K_COUNT:
+    if (parse_u64(w[1], &v) < 0 || v == 0 || v > INT_MAX)
+      return perr(ps, "`%s`: bad count `%s`", kd->name, w[1]);
+    *(uint64_t *) base = v;
+    break;
+  case K_MILLI:
+    if (parse_milli(w[1], &v) < 0 || v == 0 || v > 1024 * 1000)
+      return perr(ps, "`%s`: bad number `%s` (use e.g. 0.5, 2)", kd->name, w[1]);
+    *(uint64_t *) base = v;
+    break;
+  case K_ID:
+    if (parse_u64(w[1], &v) < 0 || v >= 65535 * 65536ULL)
+      return perr(ps, "`%s`: bad id `%s`", kd->name, w[1]);
+    *(unsigned *) base = (unsigned) v;
+    break;
+  case K_BOOL:
+    if (parse_bool(w[1], (bool *) base) < 0)
+      return perr(ps, "`%s`: expected yes or no, got `%s`", kd->name, w[1]);
+    break;
+  case K_WORD:
+    for (const char *c = w[1]; *c; c++)
+      if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+            *c == '-' || *c == '_' || *c == '.'))
+        return perr(ps, "`%s`: `%s` may only hold letters, digits, '-', '_' and '.'", kd->name, w[1]);
+    if (strlen(w[1]) > 63)
+      return perr(ps, "`%s`: longer than 63 characters", kd->name);
+    if (!(*(char **) base = strdup(w[1])))
+      return perr(ps, "out of memory");
+    break;
+  case K_TEXT:
+    break;
+  }
+  return 0;
+}
+
+static int parse_text(struct parser *ps, const char *text, const char *dir);
+
+static int parse_include(struct parser *ps, char **w, int n, const char *dir)
+{
+  if (n != 2)
+    return perr(ps, "`include` takes one file name");
+  if (ps->depth > 0)
+    return perr(ps, "`include` inside an included file: at most one level of include");
+  if (strchr(w[1], '/') || w[1][0] == '.')
+    return perr(ps, "`include %s`: name a file in the same directory", w[1]);
+  char path[PATH_MAX];
+  snprintf(path, sizeof path, "%s/%s", dir, w[1]);
+  _cleanup_free_ char *text = NULL;
+  if (read_file(path, POLICY_MAX_BYTES, &text, NULL, ps->err) < 0)
+    return sbx_error_prefix(ps->err, "%s:%d", ps->file, ps->line);
+  struct parser sub = *ps;
+  sub.file = path;
+  sub.line = 0;
+  sub.depth = ps->depth + 1;
+  sub.current_group = -1;
+  if (parse_text(&sub, text, dir) < 0)
+    return -1;
+  memcpy(ps->seen, sub.seen, sizeof ps->seen);
+  ps->seen_default = sub.seen_default;
+  ps->seen_badarch = sub.seen_badarch;
+  return 0;
+}
+
+static int parse_group(struct parser *ps, char **w, int n)
+{
+  struct sbx_policy *p = ps->p;
+  if (n != 3)
+    return perr(ps, "`group` takes a name and a quoted reason");
+  for (size_t i = 0; i < p->n_groups; i++)
+    if (strcmp(p->groups[i].name, w[1]) == 0)
+      return perr(ps, "group `%s` is defined twice", w[1]);
+  if (!*w[2])
+    return perr(ps, "group `%s` needs a reason", w[1]);
+  struct sbx_group *g = realloc(p->groups, (p->n_groups + 1) * sizeof *g);
+  if (!g)
+    return perr(ps, "out of memory");
+  p->groups = g;
+  g[p->n_groups].name = strdup(w[1]);
+  g[p->n_groups].reason = strdup(w[2]);
+  if (!g[p->n_groups].name || !g[p->n_groups].reason)
+    return perr(ps, "out of memory");
+  ps->current_group = (long) p->n_groups++;
+  return 0;
+}
+
+static int parse_seccomp_action(struct parser *ps, char **w, int n, bool *seen, enum sbx_action *act,
+                                int *e)
+{
+  if (*seen)
+    return perr(ps, "`%s` is defined twice", w[0]);
+  *seen = true;
+  if (n == 2 && strcmp(w[1], "kill") == 0) {
+    *act = SBX_ACT_KILL;
+    return 0;
+  }
+  if (n == 3 && strcmp(w[1], "errno") == 0 && e && (*e = errno_by_name(w[2])) >= 0) {
+    *act = SBX_ACT_ERRNO;
+    return 0;
+  }
+  return perr(ps, "`%s` must be `kill`%s", w[0], e ? " or `errno NAME`" : "");
+}
+
+static int parse_line(struct parser *ps, char *line, const char *dir)
+{
+  char *w[64];
+  int n;
+  /* `description` keeps the rest of the line verbatim (minus a trailing comment). */
+  char *rest = NULL, restbuf[512];
+  if (strncmp(line, "description", 11) == 0 && (line[11] == ' ' || line[11] == '\t')) {
+    snprintf(restbuf, sizeof restbuf, "%s", line + 11);
+    rest = restbuf;
+    while (*rest == ' ' || *rest == '\t')
+      rest++;
+    char *hash = strstr(rest, " #");
+    if (hash)
+      *hash = '\0';
+    size_t len = strlen(rest);
+    while (len && (rest[len - 1] == ' ' || rest[len - 1] == '\t'))
+      rest[--len] = '\0';
+  }
+  if (tokenize(ps, line, w, (int) ARRAY_SIZE(w), &n) < 0)
+    return -1;
+  if (n == 0)
+    return 0;
+  if (!strcmp(w[0], "include"))
+    return parse_include(ps, w, n, dir);
+  if (!strcmp(w[0], "group"))
+    return parse_group(ps, w, n);
+  if (!strcmp(w[0], "allow") || !strcmp(w[0], "errno") || !strcmp(w[0], "kill"))
+    return parse_rule(ps, w, n);
+  if (!strcmp(w[0], "seccomp_default"))
+    return parse_seccomp_action(ps, w, n, &ps->seen_default, &ps->p->default_action,
+                                &ps->p->default_errno);
+  if (!strcmp(w[0], "seccomp_badarch"))
+    return parse_seccomp_action(ps, w, n, &ps->seen_badarch, &ps->p->badarch_action, NULL);
+  if (!strcmp(w[0], "env")) {
+    if (n != 2 || !strchr(w[1], '=') || w[1][0] == '=')
+      return perr(ps, "`env` takes one NAME=VALUE");
+    size_t klen = (size_t) (strchr(w[1], '=') - w[1]);
+    for (size_t i = 0; i < ps->p->n_env; i++)
+      if (strncmp(ps->p->env[i], w[1], klen + 1) == 0)
+        return perr(ps, "`env %.*s` is defined twice", (int) klen, w[1]);
+    return push_str(&ps->p->env, &ps->p->n_env, w[1]) < 0 ? perr(ps, "out of memory") : 0;
+  }
+  if (!strcmp(w[0], "proc_mask") || !strcmp(w[0], "proc_readonly")) {
+    bool mask = w[0][5] == 'm';
+    char ***arr = mask ? &ps->p->proc_masked : &ps->p->proc_readonly;
+    size_t *cnt = mask ? &ps->p->n_proc_masked : &ps->p->n_proc_readonly;
+    if (n < 2)
+      return perr(ps, "`%s` needs at least one path", w[0]);
+    for (int i = 1; i < n; i++) {
+      if (strncmp(w[i], "/proc/", 6) != 0 || strstr(w[i], "..") || strlen(w[i]) > 200)
+        return perr(ps, "`%s`: `%s` is not a path under /proc", w[0], w[i]);
+      for (size_t j = 0; j < *cnt; j++)
+        if (!strcmp((*arr)[j], w[i]))
+          return perr(ps, "`%s %s` is listed twice", w[0], w[i]);
+      if (push_str(arr, cnt, w[i]) < 0)
+        return perr(ps, "out of memory");
+    }
+    return 0;
+  }
+  for (size_t k = 0; k < N_SCALAR_KEYS; k++)
+    if (!strcmp(w[0], keys[k].name))
+      return parse_scalar(ps, k, w, n, rest);
+  return perr(ps, "unknown key `%s`", w[0]);
+}
+
+static int parse_text(struct parser *ps, const char *text, const char *dir)
+{
+  _cleanup_free_ char *copy = strdup(text);
+  if (!copy)
+    return sbx_error_set(ps->err, ENOMEM, "%s", ps->file);
+  bool have_header = false;
+  char *save = NULL;
+  char *line = copy;
+  ps->line = 0;
+  for (;;) {
+    char *nl = strchr(line, '\n');
+    if (nl)
+      *nl = '\0';
+    ps->line++;
+    if (strchr(line, '\r'))
+      return perr(ps, "carriage return in line (save the file with Unix line endings)");
+    char *t = line;
+    while (*t == ' ' || *t == '\t')
+      t++;
+    if (*t && *t != '#') {
+      if (!have_header) {
+        char *w[4];
+        int n;
+        if (tokenize(ps, t, w, 4, &n) < 0)
+          return -1;
+        if (n != 2 || strcmp(w[0], "sandboxd-policy") != 0)
+          return perr(ps, "the first line must be `sandboxd-policy %d`", SBX_POLICY_VERSION);
+        if (strcmp(w[1], "1") != 0)
+          return perr(ps, "unsupported policy version `%s` (this sandboxd reads version %d)", w[1],
+                      SBX_POLICY_VERSION);
+        have_header = true;
+      } else if (parse_line(ps, t, dir) < 0) {
+        return -1;
+      }
+    }
+    if (!nl)
+      break;
+    line = nl + 1;
+  }
+  (void) save;
+  if (!have_header)
+    return perr(ps, "empty policy: the first line must be `sandboxd-policy %d`", SBX_POLICY_VERSION);
+  return 0;
+}
+
+static int check_complete(struct parser *ps)
+{
+  struct sbx_policy *p = ps->p;
+  for (size_t k = 0; k < N_SCALAR_KEYS; k++)
+    if (!ps->seen[k])
+      return sbx_error_set(ps->err, 0, "%s: missing key `%s` (every limit and switch is explicit)",
+                           ps->file, keys[k].name);
+  if (!ps->seen_default || !ps->seen_badarch)
+    return sbx_error_set(ps->err, 0, "%s: missing `%s`", ps->file,
+                         ps->seen_default ? "seccomp_badarch" : "seccomp_default");
+  if (p->n_rules == 0)
+    return sbx_error_set(ps->err, 0, "%s: no syscall rules", ps->file);
+  static const struct { const char *name; size_t off; } pairs[] = {
+    { "timeout", offsetof(struct sbx_limits, timeout_ms) },
+    { "memory", offsetof(struct sbx_limits, memory_bytes) },
+    { "pids", offsetof(struct sbx_limits, pids) },
+    { "cpus", offsetof(struct sbx_limits, cpus_milli) },
+    { "tmp_size", offsetof(struct sbx_limits, tmp_bytes) },
+    { "workspace_size", offsetof(struct sbx_limits, workspace_bytes) },
+    { "shm_size", offsetof(struct sbx_limits, shm_bytes) },
+    { "nofile", offsetof(struct sbx_limits, nofile) },
+    { "fsize", offsetof(struct sbx_limits, fsize_bytes) },
+    { "output_limit", offsetof(struct sbx_limits, output_bytes) },
+  };
+  for (size_t i = 0; i < ARRAY_SIZE(pairs); i++) {
+    uint64_t def = *(uint64_t *) ((char *) &p->limits + pairs[i].off);
+    uint64_t max = *(uint64_t *) ((char *) &p->max + pairs[i].off);
+    if (def > max)
+      return sbx_error_set(ps->err, 0, "%s: `%s` is above `max_%s`", ps->file, pairs[i].name,
+                           pairs[i].name);
+  }
+  if (p->uid == 0 || p->gid == 0)
+    return sbx_error_set(ps->err, 0, "%s: `uid` and `gid` must not be 0: code never runs as root",
+                         ps->file);
+  return 0;
+}
+
+int policy_parse_string(const char *text, const char *file, const char *dir, struct sbx_policy **ret,
+                        sbx_error_t *err)
+{
+  struct sbx_policy *p = calloc(1, sizeof *p);
+  if (!p)
+    return sbx_error_set(err, ENOMEM, "policy");
+  struct parser ps = { .p = p, .file = file, .current_group = -1, .err = err };
+  if (!(p->path = strdup(file)) || parse_text(&ps, text, dir) < 0 || check_complete(&ps) < 0) {
+    policy_free(p);
+    return -1;
+  }
+  _cleanup_free_ char *canon = policy_format(p);
+  if (!canon) {
+    policy_free(p);
+    return sbx_error_set(err, ENOMEM, "policy");
+  }
+  sha256_hex(canon, strlen(canon), p->sha256);
+  *ret = p;
+  return 0;
+}
+
+int policy_load_file(const char *path, struct sbx_policy **ret, sbx_error_t *err)
+{
+  _cleanup_free_ char *text = NULL;
+  if (read_file(path, POLICY_MAX_BYTES, &text, NULL, err) < 0)
+    return -1;
+  _cleanup_free_ char *dir = strdup(path);
+  if (!dir)
+    return sbx_error_set(err, ENOMEM, "policy");
+  char *slash = strrchr(dir, '/');
+  if (slash == dir)
+    dir[1] = '\0';
+  else if (slash)
+    *slash = '\0';
+  else
+    strcpy(dir, ".");
+  return policy_parse_string(text, path, dir, ret, err);
+}
+
+static char search_path[PATH_MAX * 3];
+
+const char *policy_search_path(void)
+{
+  if (search_path[0])
+    return search_path;
+  const char *env = getenv("SANDBOXD_POLICY_DIR");
+  char exe[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  char exedir[PATH_MAX] = ".";
+  if (n > 0) {
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (slash) {
+      *slash = '\0';
+      snprintf(exedir, sizeof exedir, "%s", exe);
+    }
+  }
+  /* build/sandboxd -> policy/; PREFIX/bin/sandboxd -> PREFIX/share/sandboxd/policy. */
+  snprintf(search_path, sizeof search_path, "%s%s%s/../policy:%s/../share/sandboxd/policy:/etc/sandboxd/policy",
+           env && *env ? env : "", env && *env ? ":" : "", exedir, exedir);
+  return search_path;
+}
+
+int policy_load(const char *name_or_path, struct sbx_policy **ret, sbx_error_t *err)
+{
+  const char *name = name_or_path ? name_or_path : "default";
+  size_t len = strlen(name);
+  if (strchr(name, '/') || (len > 7 && strcmp(name + len - 7, ".policy") == 0))
+    return policy_load_file(name, ret, err);
+  for (const char *c = name; *c; c++)
+    if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '-' || *c == '_'))
+      return sbx_error_set(err, 0, "policy name `%s`: use a name like `default` or a path", name);
+  _cleanup_free_ char *paths = strdup(policy_search_path());
+  if (!paths)
+    return sbx_error_set(err, ENOMEM, "policy");
+  char *save = NULL;
+  for (char *dir = strtok_r(paths, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s.policy", dir, name);
+    if (access(path, F_OK) == 0)
+      return policy_load_file(path, ret, err);
+  }
+  return sbx_error_set(err, ENOENT, "policy `%s` not found in %s", name, policy_search_path());
+}
+
+static void free_strv(char **v, size_t n)
+{
+  for (size_t i = 0; i < n; i++)
+    free(v[i]);
+  free(v);
+}
+
+void policy_free(struct sbx_policy *p)
+{
+  if (!p)
+    return;
+  free(p->name);
+  free(p->path);
+  free(p->description);
+  free(p->hostname);
+  free_strv(p->env, p->n_env);
+  free_strv(p->proc_masked, p->n_proc_masked);
+  free_strv(p->proc_readonly, p->n_proc_readonly);
+  for (size_t i = 0; i < p->n_groups; i++) {
+    free(p->groups[i].name);
+    free(p->groups[i].reason);
+  }
+  free(p->groups);
+  for (size_t i = 0; i < p->n_rules; i++) {
+    free(p->rules[i].syscall);
+    free(p->rules[i].cond_text);
+    free(p->rules[i].file);
+  }
+  free(p->rules);
+  free(p);
+}
+
+/* ------------------------------------------------------------------ canonical text */
+
+static void fmt_size(strbuf_t *sb, const char *key, uint64_t v)
+{
+  static const char *suffix[] = { "", "K", "M", "G", "T" };
+  size_t i = 0;
+  while (i + 1 < ARRAY_SIZE(suffix) && v >= 1024 && v % 1024 == 0) {
+    v /= 1024;
+    i++;
+  }
+  strbuf_printf(sb, "%-18s %llu%s\n", key, (unsigned long long) v, suffix[i]);
+}
+
+static void fmt_milli(strbuf_t *sb, const char *key, uint64_t v, const char *unit)
+{
+  if (v % 1000 == 0)
+    strbuf_printf(sb, "%-18s %llu%s\n", key, (unsigned long long) (v / 1000), unit);
+  else
+    strbuf_printf(sb, "%-18s %llu.%03llu%s\n", key, (unsigned long long) (v / 1000),
+                  (unsigned long long) (v % 1000), unit);
+}
+
+static void fmt_action(strbuf_t *sb, enum sbx_action a, int e)
+{
+  if (a == SBX_ACT_ALLOW)
+    strbuf_printf(sb, "allow");
+  else if (a == SBX_ACT_KILL)
+    strbuf_printf(sb, "kill");
+  else
+    strbuf_printf(sb, "errno %s", policy_errno_name(e));
+}
+
+char *policy_format(const struct sbx_policy *p)
+{
+  strbuf_t sb = { 0 };
+  const struct sbx_limits *l = &p->limits, *m = &p->max;
+  strbuf_printf(&sb, "sandboxd-policy %d\n", SBX_POLICY_VERSION);
+  strbuf_printf(&sb, "%-18s %s\n", "name", p->name);
+  strbuf_printf(&sb, "%-18s %s\n", "description", p->description);
+  fmt_milli(&sb, "timeout", l->timeout_ms, "s");
+  fmt_milli(&sb, "max_timeout", m->timeout_ms, "s");
+  fmt_size(&sb, "memory", l->memory_bytes);
+  fmt_size(&sb, "max_memory", m->memory_bytes);
+  strbuf_printf(&sb, "%-18s %llu\n", "pids", (unsigned long long) l->pids);
+  strbuf_printf(&sb, "%-18s %llu\n", "max_pids", (unsigned long long) m->pids);
+  fmt_milli(&sb, "cpus", l->cpus_milli, "");
+  fmt_milli(&sb, "max_cpus", m->cpus_milli, "");
+  fmt_size(&sb, "tmp_size", l->tmp_bytes);
+  fmt_size(&sb, "max_tmp_size", m->tmp_bytes);
+  fmt_size(&sb, "workspace_size", l->workspace_bytes);
+  fmt_size(&sb, "max_workspace_size", m->workspace_bytes);
+  fmt_size(&sb, "shm_size", l->shm_bytes);
+  fmt_size(&sb, "max_shm_size", m->shm_bytes);
+  strbuf_printf(&sb, "%-18s %llu\n", "nofile", (unsigned long long) l->nofile);
+  strbuf_printf(&sb, "%-18s %llu\n", "max_nofile", (unsigned long long) m->nofile);
+  fmt_size(&sb, "fsize", l->fsize_bytes);
+  fmt_size(&sb, "max_fsize", m->fsize_bytes);
+  fmt_size(&sb, "output_limit", l->output_bytes);
+  fmt_size(&sb, "max_output_limit", m->output_bytes);
+  strbuf_printf(&sb, "%-18s %u\n%-18s %u\n%-18s %u\n%-18s %u\n", "uid", p->uid, "gid", p->gid,
+                "host_uid", p->host_uid, "host_gid", p->host_gid);
+  strbuf_printf(&sb, "%-18s %s\n", "hostname", p->hostname);
+  for (size_t i = 0; i < p->n_env; i++)
+    strbuf_printf(&sb, "env %s\n", p->env[i]);
+  strbuf_printf(&sb, "%-18s %s\n", "no_new_privs", p->no_new_privs ? "yes" : "no");
+  strbuf_printf(&sb, "%-18s %s\n", "drop_capabilities", p->drop_capabilities ? "yes" : "no");
+  strbuf_printf(&sb, "%-18s %s\n", "readonly_root", p->readonly_root ? "yes" : "no");
+  strbuf_printf(&sb, "%-18s %s\n", "mask_proc", p->mask_proc ? "yes" : "no");
+  for (size_t i = 0; i < p->n_proc_masked; i++)
+    strbuf_printf(&sb, "proc_mask %s\n", p->proc_masked[i]);
+  for (size_t i = 0; i < p->n_proc_readonly; i++)
+    strbuf_printf(&sb, "proc_readonly %s\n", p->proc_readonly[i]);
+  strbuf_printf(&sb, "seccomp_default ");
+  fmt_action(&sb, p->default_action, p->default_errno);
+  strbuf_printf(&sb, "\nseccomp_badarch ");
+  fmt_action(&sb, p->badarch_action, 0);
+  strbuf_printf(&sb, "\n");
+  for (size_t g = 0; g < p->n_groups; g++) {
+    strbuf_printf(&sb, "group %s \"%s\"\n", p->groups[g].name, p->groups[g].reason);
+    for (size_t i = 0; i < p->n_rules; i++) {
+      const struct sbx_rule *r = &p->rules[i];
+      if (r->group != g)
+        continue;
+      fmt_action(&sb, r->action, r->errno_value);
+      strbuf_printf(&sb, " %s", r->syscall);
+      if (r->cmp == SBX_CMP_EQ32)
+        strbuf_printf(&sb, " when arg%u == 0x%llx", r->arg, (unsigned long long) r->value);
+      else if (r->cmp == SBX_CMP_MASKED_EQ)
+        strbuf_printf(&sb, " when arg%u & 0x%llx == 0x%llx", r->arg, (unsigned long long) r->mask,
+                      (unsigned long long) r->value);
+      if (r->cond_text)
+        strbuf_printf(&sb, "   # %s", r->cond_text);
+      strbuf_printf(&sb, "\n");
+    }
+  }
+  return sb.data;
+}
+
+/* ------------------------------------------------------------------ limits */
+
+void limits_unset(struct sbx_limits *l)
+{
+  memset(l, 0xff, sizeof *l);
+}
+
+int policy_resolve_limits(const struct sbx_policy *p, const struct sbx_limits *req,
+                          struct sbx_limits *ret, sbx_error_t *err)
+{
+  static const struct { const char *opt, *key; size_t off; } f[] = {
+    { "--timeout", "timeout", offsetof(struct sbx_limits, timeout_ms) },
+    { "--memory", "memory", offsetof(struct sbx_limits, memory_bytes) },
+    { "--pids", "pids", offsetof(struct sbx_limits, pids) },
+    { "--cpus", "cpus", offsetof(struct sbx_limits, cpus_milli) },
+    { "--tmp-size", "tmp_size", offsetof(struct sbx_limits, tmp_bytes) },
+    { "--workspace-size", "workspace_size", offsetof(struct sbx_limits, workspace_bytes) },
+    { "--shm-size", "shm_size", offsetof(struct sbx_limits, shm_bytes) },
+    { "--nofile", "nofile", offsetof(struct sbx_limits, nofile) },
+    { "--fsize", "fsize", offsetof(struct sbx_limits, fsize_bytes) },
+    { "--output-limit", "output_limit", offsetof(struct sbx_limits, output_bytes) },
+  };
+  struct sbx_limits out = p->limits;
+  for (size_t i = 0; i < ARRAY_SIZE(f); i++) {
+    uint64_t want = *(const uint64_t *) ((const char *) req + f[i].off);
+    uint64_t max = *(const uint64_t *) ((const char *) &p->max + f[i].off);
+    if (want == UINT64_MAX)
+      continue;
+    if (want == 0)
+      return sbx_error_set(err, 0, "%s must be greater than 0", f[i].opt);
+    if (want > max)
+      return sbx_error_set(err, 0, "%s is above the policy `%s` maximum (max_%s); use a policy that allows more",
+                           f[i].opt, p->name, f[i].key);
+    *(uint64_t *) ((char *) &out + f[i].off) = want;
+  }
+  *ret = out;
+  return 0;
+}

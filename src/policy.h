@@ -1,0 +1,118 @@
+/* Policy files -> plain structs. Pure: no syscalls beyond reading the files, so it is unit-testable.
+ * The format is described in sandboxd.policy(5) and at the top of policy/default.policy. */
+#ifndef SBX_POLICY_H
+#define SBX_POLICY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+
+#define SBX_POLICY_VERSION 1
+
+enum sbx_action {
+  SBX_ACT_ALLOW,
+  SBX_ACT_ERRNO, /* fail with errno_value */
+  SBX_ACT_KILL,  /* kill the whole process */
+};
+
+enum sbx_cmp {
+  SBX_CMP_ANY,       /* no condition */
+  SBX_CMP_EQ32,      /* (arg & 0xffffffff) == value: int arguments, kernel ignores high bits */
+  SBX_CMP_MASKED_EQ, /* (arg & mask) == value, all 64 bits */
+};
+
+struct sbx_rule {
+  char *syscall;
+  enum sbx_action action;
+  int errno_value;
+  enum sbx_cmp cmp;
+  unsigned arg;
+  uint64_t mask, value;
+  char *cond_text; /* the condition as written, for `policy show`; NULL if none */
+  size_t group;    /* index into groups */
+  char *file;      /* where it was defined, for diagnostics */
+  int line;
+};
+
+struct sbx_group {
+  char *name;
+  char *reason;
+};
+
+/* Limits: what the policy grants by default and the most a command line may ask for. */
+struct sbx_limits {
+  uint64_t timeout_ms;
+  uint64_t memory_bytes;
+  uint64_t pids;
+  uint64_t cpus_milli; /* 1000 = one core; 0 = unlimited */
+  uint64_t tmp_bytes;
+  uint64_t workspace_bytes;
+  uint64_t shm_bytes;
+  uint64_t nofile;
+  uint64_t fsize_bytes;
+  uint64_t output_bytes;
+};
+
+struct sbx_policy {
+  char *name;
+  char *path;        /* the top-level file */
+  char *description;
+  struct sbx_limits limits; /* defaults */
+  struct sbx_limits max;    /* ceilings for command-line values */
+
+  unsigned uid, gid;           /* identity of the code inside */
+  unsigned host_uid, host_gid; /* what uid/gid map to when sandboxd runs as root */
+  char *hostname;
+
+  bool no_new_privs;
+  bool drop_capabilities;
+  bool readonly_root;
+  bool mask_proc;
+
+  char **env; /* NAME=VALUE, in order */
+  size_t n_env;
+  char **proc_masked; /* paths hidden behind /dev/null or an empty dir */
+  size_t n_proc_masked;
+  char **proc_readonly; /* paths made read-only */
+  size_t n_proc_readonly;
+
+  enum sbx_action default_action; /* for syscalls no rule names */
+  int default_errno;
+  enum sbx_action badarch_action; /* for syscalls of another ABI (i386, x32) */
+
+  struct sbx_group *groups;
+  size_t n_groups;
+  struct sbx_rule *rules;
+  size_t n_rules;
+
+  char sha256[65]; /* of the canonical text printed by policy_format() */
+};
+
+/* Find and parse a policy. name_or_path: a path if it contains '/' or ends in .policy,
+ * else a name looked up in the policy directories. NULL means "default". */
+int policy_load(const char *name_or_path, struct sbx_policy **ret, sbx_error_t *err);
+/* Parse one file (and its includes). */
+int policy_load_file(const char *path, struct sbx_policy **ret, sbx_error_t *err);
+/* Parse from memory; `file` names it in diagnostics, `dir` resolves includes. */
+int policy_parse_string(const char *text, const char *file, const char *dir, struct sbx_policy **ret,
+                        sbx_error_t *err);
+void policy_free(struct sbx_policy *p);
+/* Where named policies are looked up (colon-separated), for diagnostics. */
+const char *policy_search_path(void);
+
+/* The fully resolved policy as stable, diffable text (what `policy show` prints, minus the hash). */
+char *policy_format(const struct sbx_policy *p);
+
+/* Constants a policy may name (AF_UNIX, CLONE_NEWUSER, TIOCSTI, EPERM...). */
+int policy_constant(const char *name, uint64_t *ret);
+const char *policy_errno_name(int e);
+
+/* Apply requested limits (fields set to UINT64_MAX mean "not requested") on top of the policy's
+ * defaults, refusing any value above the policy's max. */
+int policy_resolve_limits(const struct sbx_policy *p, const struct sbx_limits *requested,
+                          struct sbx_limits *ret, sbx_error_t *err);
+void limits_unset(struct sbx_limits *l);
+
+#endif

@@ -1,0 +1,644 @@
+/* THE setup sequence. sandbox_spawn() (parent) and sandbox_child() (the sandbox's pid 1) read
+ * top to bottom; every ordering constraint says why. The order follows minijail_enter():
+ * namespaces, identity, mounts, pivot_root, host identity, drop caps, no_new_privs, seccomp last. */
+#include "sandbox.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/sched.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "caps.h"
+#include "cleanup.h"
+#include "log.h"
+#include "mount.h"
+#include "netlink.h"
+#include "seccomp.h"
+#include "util.h"
+
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
+
+#define NS_FLAGS                                                                                   \
+  (CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS |       \
+   CLONE_NEWCGROUP)
+
+/* Signals sandboxd forwards to the code; the sandbox's init relays them. */
+static const int forwarded_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 };
+
+/* Messages on the sync socket (SOCK_SEQPACKET: one message per send, never merged). */
+enum msg_type { MSG_GO = 1, MSG_READY, MSG_ERROR, MSG_EXIT };
+struct sync_msg {
+  int type;
+  int wait_status; /* MSG_EXIT: the code's wait status */
+  sbx_error_t err; /* MSG_ERROR */
+};
+
+struct sbx_sandbox {
+  pid_t pid;   /* the sandbox's init, in our pid namespace */
+  int pidfd;
+  int sync_fd; /* our end of the sync socket */
+  uint64_t start_ns, deadline_ns;
+  bool timed_out, reaped;
+  int code_status; /* from MSG_EXIT; -1 if none arrived */
+};
+
+const char *sbx_status_name(enum sbx_status s)
+{
+  switch (s) {
+  case SBX_STATUS_OK:
+    return "ok";
+  case SBX_STATUS_ERROR:
+    return "error";
+  case SBX_STATUS_KILLED:
+    return "killed";
+  case SBX_STATUS_TIMEOUT:
+    return "timeout";
+  case SBX_STATUS_MEMORY_LIMIT:
+    return "memory_limit";
+  }
+  return "error";
+}
+
+/* ------------------------------------------------------------------ the child: pid 1 inside */
+
+/* Everything the child needs, prepared by the parent so the child allocates nothing it must
+ * free and can report any failure as one message. */
+struct child_args {
+  const struct sbx_spec *spec;
+  const struct sbx_bpf *bpf;
+  char **envp;
+  int sync_fd;
+  bool host_root;
+};
+
+static void send_msg(int fd, const struct sync_msg *m)
+{
+  ssize_t n;
+  do
+    n = send(fd, m, sizeof *m, MSG_NOSIGNAL);
+  while (n < 0 && errno == EINTR);
+}
+
+static _Noreturn void child_fail(int sync_fd, const sbx_error_t *err)
+{
+  struct sync_msg m = { .type = MSG_ERROR, .err = *err };
+  send_msg(sync_fd, &m);
+  _exit(SBX_EXIT_SETUP);
+}
+
+static int set_rlimit(int res, uint64_t v, const char *name, sbx_error_t *err)
+{
+  struct rlimit rl = { .rlim_cur = v, .rlim_max = v };
+  if (setrlimit(res, &rl) < 0)
+    return sbx_error_errno(err, "setrlimit %s", name);
+  return 0;
+}
+
+static int set_rlimits(const struct sbx_limits *l, sbx_error_t *err)
+{
+  /* Until cgroups make them exact: address space per process, and processes of the sandbox uid
+   * (counted per user namespace since Linux 5.14, so only the sandbox's own). */
+  if (set_rlimit(RLIMIT_CORE, 0, "core", err) < 0 ||
+      set_rlimit(RLIMIT_NOFILE, l->nofile, "nofile", err) < 0 ||
+      set_rlimit(RLIMIT_FSIZE, l->fsize_bytes, "fsize", err) < 0 ||
+      set_rlimit(RLIMIT_AS, l->memory_bytes, "as", err) < 0 ||
+      set_rlimit(RLIMIT_NPROC, l->pids, "nproc", err) < 0)
+    return -1;
+  return 0;
+}
+
+/* Move fd to exactly `target`, closing what was there. */
+static int move_fd(int fd, int target)
+{
+  if (fd == target)
+    return fcntl(fd, F_SETFD, 0);
+  return dup2(fd, target) < 0 ? -1 : 0;
+}
+
+static void noop_handler(int sig) { (void) sig; }
+
+/* The code's process: fork of pid 1, execs the interpreter. Never returns. */
+static _Noreturn void exec_code(const struct child_args *a, int bridge_fd, int exec_err_fd)
+{
+  const struct sbx_spec *spec = a->spec;
+  sigset_t none;
+  sigemptyset(&none);
+  for (size_t i = 0; i < sizeof forwarded_signals / sizeof *forwarded_signals; i++)
+    signal(forwarded_signals[i], SIG_DFL);
+  signal(SIGCHLD, SIG_DFL);
+  sigprocmask(SIG_SETMASK, &none, NULL);
+  /* A new session has no controlling terminal, so the code cannot push input into ours. */
+  setsid();
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  /* The exec-error pipe goes high, the bridge to its fixed number, then everything else closes. */
+  int high = fcntl(exec_err_fd, F_DUPFD_CLOEXEC, 100);
+  if (high < 0)
+    _exit(127);
+  if (bridge_fd >= 0) {
+    if (move_fd(bridge_fd, SBX_BRIDGE_FD) < 0)
+      _exit(127);
+  }
+  int first = bridge_fd >= 0 ? SBX_BRIDGE_FD + 1 : 3;
+  if (syscall(SYS_close_range, first, high - 1, 0) < 0 || syscall(SYS_close_range, high + 1, ~0U, 0) < 0)
+    _exit(127);
+  if (chdir(spec->workdir ? spec->workdir : "/workspace") < 0) {
+    int e = errno;
+    (void) !write(high, &e, sizeof e);
+    _exit(127);
+  }
+  execve(spec->argv[0], spec->argv, a->envp);
+  int e = errno;
+  (void) !write(high, &e, sizeof e);
+  _exit(127);
+}
+
+/* Wait for the code, relaying signals and reaping orphans. Reports the code's status. */
+static _Noreturn void init_loop(int sync_fd, pid_t code_pid, const sigset_t *mask)
+{
+  int code_status = -1;
+  for (;;) {
+    siginfo_t si;
+    int sig = sigwaitinfo(mask, &si);
+    if (sig < 0)
+      continue;
+    if (sig != SIGCHLD) {
+      kill(code_pid, sig);
+      continue;
+    }
+    for (;;) {
+      int st;
+      pid_t p = waitpid(-1, &st, WNOHANG);
+      if (p <= 0)
+        break;
+      if (p == code_pid)
+        code_status = st;
+    }
+    if (code_status != -1)
+      break;
+  }
+  /* When pid 1 exits, the kernel kills every other process of the namespace, so nothing the
+   * code left running (daemons, orphans) survives it. */
+  struct sync_msg m = { .type = MSG_EXIT, .wait_status = code_status };
+  send_msg(sync_fd, &m);
+  _exit(WIFEXITED(code_status) ? WEXITSTATUS(code_status) : 128 + WTERMSIG(code_status));
+}
+
+static _Noreturn void sandbox_child(const struct child_args *a)
+{
+  const struct sbx_spec *spec = a->spec;
+  const struct sbx_policy *p = spec->policy;
+  sbx_error_t err = { 0 };
+  int sync_fd = a->sync_fd;
+  struct sync_msg m;
+
+  /* Die with sandboxd. Set before waiting for GO, so a parent that dies before sending it is
+   * noticed (the read below then returns 0). */
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+    child_fail(sync_fd, (sbx_error_errno(&err, "prctl(PR_SET_PDEATHSIG)"), &err));
+
+  /* The parent writes our uid/gid maps; until then we have no identity to act with. */
+  ssize_t n;
+  do
+    n = recv(sync_fd, &m, sizeof m, 0);
+  while (n < 0 && errno == EINTR);
+  if (n != sizeof m || m.type != MSG_GO)
+    _exit(SBX_EXIT_SETUP);
+
+  /* Stdio first, to fixed numbers, before any other fd is opened. */
+  int fds[3] = { spec->stdin_fd, spec->stdout_fd, spec->stderr_fd };
+  int tmp[3];
+  for (int i = 0; i < 3; i++)
+    if ((tmp[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 10)) < 0)
+      child_fail(sync_fd, (sbx_error_errno(&err, "dup stdio"), &err));
+  for (int i = 0; i < 3; i++)
+    if (dup2(tmp[i], i) < 0)
+      child_fail(sync_fd, (sbx_error_errno(&err, "dup stdio"), &err));
+  for (int i = 0; i < 3; i++)
+    close(tmp[i]);
+
+  /* Nothing we mount may propagate back to the host. */
+  if (mount_make_private(&err) < 0)
+    child_fail(sync_fd, &err);
+
+  /* Open host paths while we still have the caller's host identity: after setresuid below, the
+   * root case is the unprivileged host_uid and could not reach e.g. /root. O_PATH fds opened here
+   * resolve in our new mount namespace, which is what bind mounts require. */
+  _cleanup_close_ int rootfs_fd = open(spec->rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (rootfs_fd < 0)
+    child_fail(sync_fd, (sbx_error_errno(&err, "open rootfs `%s`", spec->rootfs), &err));
+  int bind_fds[64];
+  if (spec->n_binds > sizeof bind_fds / sizeof *bind_fds)
+    child_fail(sync_fd, (sbx_error_set(&err, E2BIG, "too many binds"), &err));
+  for (size_t i = 0; i < spec->n_binds; i++)
+    if ((bind_fds[i] = open(spec->binds[i].src, O_PATH | O_CLOEXEC)) < 0)
+      child_fail(sync_fd, (sbx_error_errno(&err, "open bind source `%s`", spec->binds[i].src), &err));
+  if (mount_enter_rootfs(rootfs_fd, spec->rootfs, &err) < 0)
+    child_fail(sync_fd, &err);
+
+  /* Become the sandbox uid now, keeping our capabilities in the new user namespace: files the
+   * setup creates in the tmpfs mounts must be owned by a mapped uid (else EOVERFLOW). From
+   * host uid 0 (unmapped here) setresuid does not clear capabilities (capabilities(7)). */
+  if (a->host_root && setgroups(0, NULL) < 0) /* drop root's host supplementary groups */
+    child_fail(sync_fd, (sbx_error_errno(&err, "setgroups"), &err));
+  if (setresgid(p->gid, p->gid, p->gid) < 0 || setresuid(p->uid, p->uid, p->uid) < 0)
+    child_fail(sync_fd, (sbx_error_errno(&err, "set sandbox uid/gid"), &err));
+
+  /* The writable places, then /dev and /proc, then binds into them. */
+  if (mount_tmpfs("tmp", spec->limits.tmp_bytes, 01777, false, &err) < 0 ||
+      mount_tmpfs("workspace", spec->limits.workspace_bytes, 0755, false, &err) < 0 ||
+      mount_dev(spec->limits.shm_bytes, &err) < 0 || mount_proc(p, &err) < 0)
+    child_fail(sync_fd, &err);
+  for (size_t i = 0; i < spec->n_binds; i++) {
+    if (mount_bind_fd(bind_fds[i], spec->binds[i].dst + 1, spec->binds[i].rw, &err) < 0)
+      child_fail(sync_fd, &err);
+    close(bind_fds[i]);
+  }
+  /* Read-only last: mount points above had to be created first. */
+  if (p->readonly_root && mount_root_readonly(&err) < 0)
+    child_fail(sync_fd, &err);
+  if (mount_pivot(&err) < 0)
+    child_fail(sync_fd, &err);
+
+  if (sethostname(p->hostname, strlen(p->hostname)) < 0)
+    child_fail(sync_fd, (sbx_error_errno(&err, "sethostname"), &err));
+  if (netlink_loopback_up(&err) < 0)
+    child_fail(sync_fd, &err);
+  if (set_rlimits(&spec->limits, &err) < 0)
+    child_fail(sync_fd, &err);
+
+  /* Signals: pid 1 gets only signals it has a handler for (pid_namespaces(7)), so install
+   * no-op handlers and take them synchronously with sigwaitinfo. */
+  sigset_t mask;
+  sigemptyset(&mask);
+  sigaddset(&mask, SIGCHLD);
+  for (size_t i = 0; i < sizeof forwarded_signals / sizeof *forwarded_signals; i++) {
+    sigaddset(&mask, forwarded_signals[i]);
+    signal(forwarded_signals[i], noop_handler);
+  }
+  sigprocmask(SIG_BLOCK, &mask, NULL);
+
+  /* Privileges: bounding set and capabilities need CAP_SETPCAP, so before no_new_privs and
+   * seccomp; seccomp last so the filter need not allow the setup calls. Without no_new_privs
+   * (test policies only), installing a filter needs CAP_SYS_ADMIN, so it goes before the drop. */
+  if (!p->no_new_privs && seccomp_install(a->bpf, &err) < 0)
+    child_fail(sync_fd, &err);
+  if (p->drop_capabilities && caps_drop_all(&err) < 0)
+    child_fail(sync_fd, &err);
+  if (p->no_new_privs && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+    child_fail(sync_fd, (sbx_error_errno(&err, "prctl(PR_SET_NO_NEW_PRIVS)"), &err));
+  /* pid 1 is not dumpable: the code (same uid) cannot ptrace it or open its /proc files. */
+  prctl(PR_SET_DUMPABLE, 0);
+  if (p->no_new_privs && seccomp_install(a->bpf, &err) < 0)
+    child_fail(sync_fd, &err);
+
+  /* The code: a child, so pid 1 stays ours to reap orphans and relay signals. A CLOEXEC pipe
+   * tells us whether execve worked. */
+  int ep[2];
+  if (pipe2(ep, O_CLOEXEC) < 0)
+    child_fail(sync_fd, (sbx_error_errno(&err, "pipe"), &err));
+  pid_t code = fork();
+  if (code < 0)
+    child_fail(sync_fd, (sbx_error_errno(&err, "fork"), &err));
+  if (code == 0) {
+    close(ep[0]);
+    close(sync_fd);
+    exec_code(a, spec->bridge_fd >= 0 ? spec->bridge_fd : -1, ep[1]);
+  }
+  close(ep[1]);
+  if (spec->bridge_fd >= 0)
+    close(spec->bridge_fd);
+  int exec_errno = 0;
+  do
+    n = read(ep[0], &exec_errno, sizeof exec_errno);
+  while (n < 0 && errno == EINTR);
+  close(ep[0]);
+  if (n == sizeof exec_errno) {
+    sbx_error_set(&err, exec_errno, "exec `%s` in the sandbox (workdir `%s`)", spec->argv[0],
+                  spec->workdir ? spec->workdir : "/workspace");
+    child_fail(sync_fd, &err);
+  }
+  m = (struct sync_msg){ .type = MSG_READY };
+  send_msg(sync_fd, &m);
+  init_loop(sync_fd, code, &mask);
+}
+
+/* ------------------------------------------------------------------ the parent */
+
+static int write_id_maps(pid_t pid, const struct sbx_policy *p, bool host_root, sbx_error_t *err)
+{
+  char path[64], map[64];
+  unsigned host_uid = host_root ? p->host_uid : (unsigned) geteuid();
+  unsigned host_gid = host_root ? p->host_gid : (unsigned) getegid();
+  /* An unprivileged writer may map only its own ids, and must deny setgroups before writing
+   * gid_map (user_namespaces(7)), so the sandbox cannot drop a group used to deny it access. */
+  if (!host_root) {
+    snprintf(path, sizeof path, "/proc/%d/setgroups", pid);
+    if (write_file(path, "deny", err) < 0)
+      return -1;
+  }
+  snprintf(path, sizeof path, "/proc/%d/uid_map", pid);
+  snprintf(map, sizeof map, "%u %u 1\n", p->uid, host_uid);
+  if (write_file(path, map, err) < 0)
+    return -1;
+  snprintf(path, sizeof path, "/proc/%d/gid_map", pid);
+  snprintf(map, sizeof map, "%u %u 1\n", p->gid, host_gid);
+  return write_file(path, map, err);
+}
+
+static char **build_env(const struct sbx_spec *spec)
+{
+  const struct sbx_policy *p = spec->policy;
+  size_t n = p->n_env + spec->n_extra_env;
+  char **env = calloc(n + 1, sizeof *env);
+  if (!env)
+    return NULL;
+  size_t k = 0;
+  /* --env overrides a policy value of the same name. */
+  for (size_t i = 0; i < p->n_env; i++) {
+    size_t klen = strcspn(p->env[i], "=");
+    bool overridden = false;
+    for (size_t j = 0; j < spec->n_extra_env; j++)
+      if (strncmp(spec->extra_env[j], p->env[i], klen + 1) == 0)
+        overridden = true;
+    if (!overridden)
+      env[k++] = p->env[i];
+  }
+  for (size_t j = 0; j < spec->n_extra_env; j++)
+    env[k++] = spec->extra_env[j];
+  env[k] = NULL;
+  return env;
+}
+
+/* The compiled filter for the last policy seen; policies do not change within a process. */
+static struct sbx_bpf bpf_cache;
+static char bpf_cache_sha[65];
+
+static int get_bpf(const struct sbx_policy *p, const struct sbx_bpf **ret, sbx_error_t *err)
+{
+  if (!bpf_cache.main_prog || strcmp(bpf_cache_sha, p->sha256) != 0) {
+    seccomp_bpf_free(&bpf_cache);
+    if (seccomp_compile(p, &bpf_cache, err) < 0)
+      return -1;
+    memcpy(bpf_cache_sha, p->sha256, sizeof bpf_cache_sha);
+  }
+  *ret = &bpf_cache;
+  return 0;
+}
+
+static pid_t clone_sandbox(int *ret_pidfd)
+{
+  struct clone_args ca = {
+    .flags = NS_FLAGS | CLONE_PIDFD,
+    .pidfd = (uint64_t) (uintptr_t) ret_pidfd,
+    .exit_signal = SIGCHLD,
+  };
+  pid_t pid = (pid_t) syscall(SYS_clone3, &ca, sizeof ca);
+  if (pid < 0 && errno == ENOSYS)
+    pid = (pid_t) syscall(SYS_clone, NS_FLAGS | CLONE_PIDFD | SIGCHLD, NULL, ret_pidfd, NULL, 0);
+  return pid;
+}
+
+static int recv_msg(int fd, struct sync_msg *m)
+{
+  ssize_t n;
+  do
+    n = recv(fd, m, sizeof *m, 0);
+  while (n < 0 && errno == EINTR);
+  return n == sizeof *m ? 0 : -1;
+}
+
+int sandbox_spawn(const struct sbx_spec *spec, struct sbx_sandbox **ret, sbx_error_t *err)
+{
+  const struct sbx_policy *p = spec->policy;
+  const struct sbx_bpf *bpf;
+  uint64_t start = now_ns();
+
+  if (!spec->argv || !spec->argv[0] || spec->argv[0][0] != '/')
+    return sbx_error_set(err, EINVAL, "sandbox: the command must be an absolute path");
+  for (size_t i = 0; i < spec->n_binds; i++) {
+    const char *d = spec->binds[i].dst;
+    if (d[0] != '/' || strstr(d, "/..") || strstr(d, "/./") || strcmp(d, "/") == 0)
+      return sbx_error_set(err, EINVAL, "bind destination `%s`: must be an absolute, normalised path", d);
+  }
+  if (get_bpf(p, &bpf, err) < 0)
+    return -1;
+  _cleanup_free_ char **envp = build_env(spec);
+  if (!envp)
+    return sbx_error_set(err, ENOMEM, "sandbox: environment");
+
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+    return sbx_error_errno(err, "sandbox: socketpair");
+  _cleanup_close_ int parent_fd = sv[0];
+  _cleanup_close_ int child_fd = sv[1];
+
+  struct child_args a = {
+    .spec = spec,
+    .bpf = bpf,
+    .envp = envp,
+    .sync_fd = child_fd,
+    .host_root = geteuid() == 0,
+  };
+  int pidfd = -1;
+  pid_t pid = clone_sandbox(&pidfd);
+  if (pid < 0) {
+    int e = errno;
+    if (e == EPERM || e == ENOSPC || e == EUSERS)
+      return sbx_error_set(err, e, "cannot create user namespace (see sandboxd doctor)");
+    return sbx_error_set(err, e, "cannot create sandbox namespaces (see sandboxd doctor)");
+  }
+  if (pid == 0) {
+    close(parent_fd);
+    sandbox_child(&a);
+  }
+  close(TAKE_FD(child_fd));
+
+  struct sbx_sandbox *s = calloc(1, sizeof *s);
+  if (!s) {
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    close(pidfd);
+    return sbx_error_set(err, ENOMEM, "sandbox");
+  }
+  *s = (struct sbx_sandbox){ .pid = pid, .pidfd = pidfd, .sync_fd = TAKE_FD(parent_fd),
+                             .start_ns = start, .code_status = -1 };
+  s->deadline_ns = start + spec->limits.timeout_ms * 1000000ULL;
+
+  /* Maps must be written before the child calls setresuid/setgroups. */
+  struct sync_msg m = { .type = MSG_GO };
+  if (write_id_maps(pid, p, a.host_root, err) < 0) {
+    sbx_error_prefix(err, "write uid/gid maps (see sandboxd doctor)");
+    sandbox_free(s);
+    return -1;
+  }
+  send_msg(s->sync_fd, &m);
+  if (recv_msg(s->sync_fd, &m) < 0) {
+    sbx_error_set(err, 0, "sandbox setup failed: the sandbox exited before it was ready");
+    sandbox_free(s);
+    return -1;
+  }
+  if (m.type == MSG_ERROR) {
+    *err = m.err;
+    err->msg[sizeof err->msg - 1] = '\0';
+    err->status = SBX_EXIT_SETUP;
+    sandbox_free(s);
+    return -1;
+  }
+  *ret = s;
+  return 0;
+}
+
+int sandbox_pidfd(const struct sbx_sandbox *s) { return s->pidfd; }
+uint64_t sandbox_deadline_ns(const struct sbx_sandbox *s) { return s->deadline_ns; }
+
+int sandbox_signal(struct sbx_sandbox *s, int sig)
+{
+  if (s->reaped)
+    return 0;
+  return (int) syscall(SYS_pidfd_send_signal, s->pidfd, sig, NULL, 0);
+}
+
+void sandbox_kill(struct sbx_sandbox *s, bool timed_out)
+{
+  if (s->reaped)
+    return;
+  if (timed_out)
+    s->timed_out = true;
+  /* SIGKILL to pid 1 of the namespace: the kernel then kills every process in it. */
+  syscall(SYS_pidfd_send_signal, s->pidfd, SIGKILL, NULL, 0);
+}
+
+int sandbox_wait(struct sbx_sandbox *s, struct sbx_result *res, sbx_error_t *err)
+{
+  siginfo_t si = { 0 };
+  struct rusage ru = { 0 };
+  int st = 0;
+  pid_t r;
+  do
+    r = wait4(s->pid, &st, 0, &ru);
+  while (r < 0 && errno == EINTR);
+  if (r < 0)
+    return sbx_error_errno(err, "wait for sandbox");
+  (void) si;
+  s->reaped = true;
+  struct sync_msg m;
+  /* The exit message is queued before pid 1 exits; a non-blocking read finds it or nothing. */
+  if (recv(s->sync_fd, &m, sizeof m, MSG_DONTWAIT) == sizeof m && m.type == MSG_EXIT)
+    s->code_status = m.wait_status;
+
+  *res = (struct sbx_result){ 0 };
+  res->execution_time_ms = (now_ns() - s->start_ns) / 1000000ULL;
+  res->cpu_time_ms = (uint64_t) (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000 +
+                     (uint64_t) (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1000;
+  res->memory_peak_bytes = (uint64_t) ru.ru_maxrss * 1024;
+  int cs = s->code_status;
+  if (s->timed_out) {
+    res->status = SBX_STATUS_TIMEOUT;
+    res->timed_out = true;
+    res->exit_code = SBX_EXIT_TIMEOUT;
+    res->signal = SIGKILL;
+  } else if (cs == -1) {
+    /* pid 1 died without reporting: killed from outside (sandbox_kill) or by the kernel. */
+    res->status = SBX_STATUS_KILLED;
+    res->signal = WIFSIGNALED(st) ? WTERMSIG(st) : SIGKILL;
+    res->exit_code = 128 + res->signal;
+  } else if (WIFSIGNALED(cs)) {
+    res->status = SBX_STATUS_KILLED;
+    res->signal = WTERMSIG(cs);
+    res->exit_code = 128 + res->signal;
+  } else {
+    res->exit_code = WEXITSTATUS(cs);
+    res->status = res->exit_code == 0 ? SBX_STATUS_OK : SBX_STATUS_ERROR;
+  }
+  return 0;
+}
+
+void sandbox_free(struct sbx_sandbox *s)
+{
+  if (!s)
+    return;
+  if (!s->reaped) {
+    syscall(SYS_pidfd_send_signal, s->pidfd, SIGKILL, NULL, 0);
+    while (waitpid(s->pid, NULL, 0) < 0 && errno == EINTR)
+      ;
+  }
+  if (s->pidfd >= 0)
+    close(s->pidfd);
+  if (s->sync_fd >= 0)
+    close(s->sync_fd);
+  free(s);
+}
+
+/* ------------------------------------------------------------------ exec: run to completion */
+
+#define GRACE_MS 2000
+
+int sandbox_run(const struct sbx_spec *spec, struct sbx_result *res, sbx_error_t *err)
+{
+  /* Take the signals synchronously, so a Ctrl-C arriving during setup is not lost and a handler
+   * never runs in the middle of it. The child unblocks them again. */
+  sigset_t mask, old;
+  sigemptyset(&mask);
+  for (size_t i = 0; i < sizeof forwarded_signals / sizeof *forwarded_signals; i++)
+    sigaddset(&mask, forwarded_signals[i]);
+  sigprocmask(SIG_BLOCK, &mask, &old);
+  _cleanup_close_ int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+  if (sfd < 0) {
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    return sbx_error_errno(err, "signalfd");
+  }
+  struct sbx_sandbox *s = NULL;
+  if (sandbox_spawn(spec, &s, err) < 0) {
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    return -1;
+  }
+  uint64_t kill_at = s->deadline_ns;
+  bool killed = false;
+  for (;;) {
+    uint64_t now = now_ns();
+    if (now >= kill_at) {
+      sandbox_kill(s, !killed);
+      break;
+    }
+    uint64_t left_ms = (kill_at - now + 999999) / 1000000;
+    struct pollfd pfd[2] = { { .fd = s->pidfd, .events = POLLIN }, { .fd = sfd, .events = POLLIN } };
+    int r = poll(pfd, 2, left_ms > INT32_MAX ? INT32_MAX : (int) left_ms);
+    if (r < 0 && errno != EINTR)
+      break;
+    if (pfd[0].revents)
+      break;
+    if (pfd[1].revents) {
+      struct signalfd_siginfo si;
+      while (read(sfd, &si, sizeof si) == sizeof si) {
+        /* Relay to the code; if it has not ended within the grace period, kill it. */
+        sandbox_signal(s, (int) si.ssi_signo);
+        if (!killed) {
+          killed = true;
+          uint64_t grace = now_ns() + GRACE_MS * 1000000ULL;
+          if (grace < kill_at)
+            kill_at = grace;
+        }
+      }
+    }
+  }
+  int rc = sandbox_wait(s, res, err);
+  sandbox_free(s);
+  sigprocmask(SIG_SETMASK, &old, NULL);
+  return rc;
+}

@@ -1,0 +1,77 @@
+/* One disposable sandbox: namespaces, rootfs, limits, seccomp, then the code.
+ * sandbox_spawn() returns once the sandbox is built and the code is starting; the caller watches
+ * sandbox_pidfd() (readable when the sandbox has ended) and calls sandbox_wait(). */
+#ifndef SBX_SANDBOX_H
+#define SBX_SANDBOX_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "error.h"
+#include "policy.h"
+
+/* The fd at which the bridge socket (if any) appears inside the sandbox. */
+#define SBX_BRIDGE_FD 3
+
+struct sbx_bind {
+  const char *src; /* host path */
+  const char *dst; /* absolute path inside */
+  bool rw;
+};
+
+struct sbx_spec {
+  const struct sbx_policy *policy;
+  struct sbx_limits limits;  /* resolved with policy_resolve_limits() */
+  const char *rootfs;        /* host directory holding the root filesystem */
+  char *const *argv;         /* run inside, argv[0] is an absolute path */
+  char *const *extra_env;    /* NAME=VALUE overriding/adding to the policy's env; may be NULL */
+  size_t n_extra_env;
+  const struct sbx_bind *binds;
+  size_t n_binds;
+  const char *workdir;       /* inside; NULL means /workspace */
+  int stdin_fd, stdout_fd, stderr_fd; /* parent fds that become 0, 1, 2 inside */
+  int bridge_fd;             /* -1, or a socket that becomes SBX_BRIDGE_FD inside */
+};
+
+enum sbx_status {
+  SBX_STATUS_OK,           /* exited 0 */
+  SBX_STATUS_ERROR,        /* exited non-zero */
+  SBX_STATUS_KILLED,       /* killed by a signal */
+  SBX_STATUS_TIMEOUT,      /* killed at the deadline */
+  SBX_STATUS_MEMORY_LIMIT, /* killed by the memory limit */
+};
+
+const char *sbx_status_name(enum sbx_status s);
+
+struct sbx_result {
+  enum sbx_status status;
+  int exit_code;   /* what sandboxd exits with: the code's status, 128+N for signal N, 124 timeout */
+  int signal;      /* the signal that killed the code, or 0 */
+  bool timed_out;
+  uint64_t execution_time_ms;
+  uint64_t cpu_time_ms;
+  uint64_t memory_peak_bytes;
+};
+
+struct sbx_sandbox;
+
+int sandbox_spawn(const struct sbx_spec *spec, struct sbx_sandbox **ret, sbx_error_t *err);
+/* Readable (POLLIN) once every process of the sandbox has exited. */
+int sandbox_pidfd(const struct sbx_sandbox *s);
+/* Absolute CLOCK_MONOTONIC deadline in ns, from the spec's timeout. */
+uint64_t sandbox_deadline_ns(const struct sbx_sandbox *s);
+/* Forward a signal to the code (through the sandbox's init). */
+int sandbox_signal(struct sbx_sandbox *s, int sig);
+/* Kill every process of the sandbox now. `timed_out` marks the result as a timeout. */
+void sandbox_kill(struct sbx_sandbox *s, bool timed_out);
+/* Reap the sandbox (blocks until it has ended) and fill res. */
+int sandbox_wait(struct sbx_sandbox *s, struct sbx_result *res, sbx_error_t *err);
+/* Kill if still running, reap, release everything. NULL is fine. */
+void sandbox_free(struct sbx_sandbox *s);
+
+/* spawn + wait with the timeout; SIGINT/SIGTERM/SIGHUP are forwarded, then the sandbox is killed
+ * after a grace period. For `sandboxd exec`. */
+int sandbox_run(const struct sbx_spec *spec, struct sbx_result *res, sbx_error_t *err);
+
+#endif

@@ -1,0 +1,27 @@
+/* The seccomp filter, built from policy rules with libseccomp. */
+#ifndef SBX_SECCOMP_H
+#define SBX_SECCOMP_H
+
+#include <stddef.h>
+
+#include "error.h"
+#include "policy.h"
+
+/* Compiled BPF, ready to install without libseccomp. Built once in the parent, so the sandbox
+ * child does no compilation and a bad rule is reported before any process is created. */
+struct sbx_bpf {
+  void *main_prog;   /* struct sock_filter[] */
+  size_t main_len;   /* number of instructions */
+  void *except_prog; /* conditional denials, stacked on top; NULL if none */
+  size_t except_len;
+};
+
+/* Check every rule resolves on this architecture; errors name file:line. */
+int seccomp_validate(const struct sbx_policy *p, sbx_error_t *err);
+int seccomp_compile(const struct sbx_policy *p, struct sbx_bpf *ret, sbx_error_t *err);
+void seccomp_bpf_free(struct sbx_bpf *bpf);
+/* Install the compiled filters in the calling thread. Async-signal-safe (no allocation). */
+int seccomp_install(const struct sbx_bpf *bpf, sbx_error_t *err);
+const char *seccomp_arch_name(void);
+
+#endif

@@ -1,0 +1,263 @@
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sha2.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+
+int parse_u64(const char *s, uint64_t *ret)
+{
+  if (!s || !*s || *s == '-' || *s == '+' || *s == ' ')
+    return -1;
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 0);
+  if (errno || *end)
+    return -1;
+  *ret = v;
+  return 0;
+}
+
+/* Parse "D[.DDD]" into value * scale, where scale is a power of ten up to 1000. */
+static int parse_decimal(const char *s, uint64_t scale, const char **ret_end, uint64_t *ret)
+{
+  const char *p = s;
+  uint64_t whole = 0, frac = 0, frac_scale = scale;
+  if (*p < '0' || *p > '9')
+    return -1;
+  for (; *p >= '0' && *p <= '9'; p++) {
+    if (whole > (UINT64_MAX - 9) / 10)
+      return -1;
+    whole = whole * 10 + (uint64_t) (*p - '0');
+  }
+  if (*p == '.') {
+    p++;
+    if (*p < '0' || *p > '9')
+      return -1;
+    for (; *p >= '0' && *p <= '9'; p++) {
+      if (frac_scale >= 10) {
+        frac_scale /= 10;
+        frac += (uint64_t) (*p - '0') * frac_scale;
+      }
+    }
+  }
+  if (whole > UINT64_MAX / scale)
+    return -1;
+  *ret = whole * scale + frac;
+  *ret_end = p;
+  return 0;
+}
+
+int parse_size(const char *s, uint64_t *ret_bytes)
+{
+  static const struct { const char *suffix; uint64_t mult; } units[] = {
+    { "", 1 }, { "B", 1 },
+    { "K", 1ULL << 10 }, { "KiB", 1ULL << 10 }, { "k", 1ULL << 10 },
+    { "M", 1ULL << 20 }, { "MiB", 1ULL << 20 },
+    { "G", 1ULL << 30 }, { "GiB", 1ULL << 30 },
+    { "T", 1ULL << 40 }, { "TiB", 1ULL << 40 },
+  };
+  const char *end;
+  uint64_t milli;
+  if (!s || parse_decimal(s, 1000, &end, &milli) < 0)
+    return -1;
+  for (size_t i = 0; i < ARRAY_SIZE(units); i++) {
+    if (strcmp(end, units[i].suffix) != 0)
+      continue;
+    uint64_t mult = units[i].mult;
+    if (milli / 1000 > UINT64_MAX / mult)
+      return -1;
+    *ret_bytes = (milli / 1000) * mult + (milli % 1000) * mult / 1000;
+    return 0;
+  }
+  return -1;
+}
+
+int parse_duration_ms(const char *s, uint64_t *ret_ms)
+{
+  const char *end;
+  uint64_t v;
+  if (!s)
+    return -1;
+  size_t n = strlen(s);
+  if (n > 2 && strcmp(s + n - 2, "ms") == 0) {
+    if (parse_decimal(s, 1, &end, &v) < 0 || strcmp(end, "ms") != 0)
+      return -1;
+    *ret_ms = v;
+    return 0;
+  }
+  if (parse_decimal(s, 1000, &end, &v) < 0)
+    return -1;
+  if (*end && strcmp(end, "s") != 0)
+    return -1;
+  *ret_ms = v;
+  return 0;
+}
+
+int parse_milli(const char *s, uint64_t *ret_milli)
+{
+  const char *end;
+  if (!s || parse_decimal(s, 1000, &end, ret_milli) < 0 || *end)
+    return -1;
+  return 0;
+}
+
+const char *format_size(uint64_t bytes, char *buf, size_t len)
+{
+  static const char *names[] = { "bytes", "KiB", "MiB", "GiB", "TiB" };
+  size_t i = 0;
+  uint64_t v = bytes;
+  while (i + 1 < ARRAY_SIZE(names) && v >= 1024 && v % 1024 == 0) {
+    v /= 1024;
+    i++;
+  }
+  snprintf(buf, len, "%llu %s", (unsigned long long) v, names[i]);
+  return buf;
+}
+
+int strbuf_append(strbuf_t *sb, const char *s, size_t n)
+{
+  if (sb->len + n + 1 > sb->cap) {
+    size_t cap = sb->cap ? sb->cap : 256;
+    while (cap < sb->len + n + 1)
+      cap *= 2;
+    char *p = realloc(sb->data, cap);
+    if (!p)
+      return -1;
+    sb->data = p;
+    sb->cap = cap;
+  }
+  memcpy(sb->data + sb->len, s, n);
+  sb->len += n;
+  sb->data[sb->len] = '\0';
+  return 0;
+}
+
+int strbuf_printf(strbuf_t *sb, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(NULL, 0, fmt, ap);
+  va_end(ap);
+  if (n < 0)
+    return -1;
+  _cleanup_free_ char *tmp = malloc((size_t) n + 1);
+  if (!tmp)
+    return -1;
+  va_start(ap, fmt);
+  vsnprintf(tmp, (size_t) n + 1, fmt, ap);
+  va_end(ap);
+  return strbuf_append(sb, tmp, (size_t) n);
+}
+
+void strbuf_free(strbuf_t *sb)
+{
+  free(sb->data);
+  sb->data = NULL;
+  sb->len = sb->cap = 0;
+}
+
+static void digest_hex(const uint8_t d[SHA256_DIGEST_LENGTH], char out[65])
+{
+  static const char hex[] = "0123456789abcdef";
+  for (int i = 0; i < SHA256_DIGEST_LENGTH; i++) {
+    out[2 * i] = hex[d[i] >> 4];
+    out[2 * i + 1] = hex[d[i] & 15];
+  }
+  out[64] = '\0';
+}
+
+void sha256_hex(const void *data, size_t len, char out[65])
+{
+  SHA2_CTX ctx;
+  uint8_t d[SHA256_DIGEST_LENGTH];
+  SHA256Init(&ctx);
+  SHA256Update(&ctx, data, len);
+  SHA256Final(d, &ctx);
+  digest_hex(d, out);
+}
+
+int sha256_file_hex(const char *path, char out[65], sbx_error_t *err)
+{
+  _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return sbx_error_errno(err, "open `%s`", path);
+  SHA2_CTX ctx;
+  uint8_t d[SHA256_DIGEST_LENGTH], buf[65536];
+  SHA256Init(&ctx);
+  for (;;) {
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0)
+      return sbx_error_errno(err, "read `%s`", path);
+    if (n == 0)
+      break;
+    SHA256Update(&ctx, buf, (size_t) n);
+  }
+  SHA256Final(d, &ctx);
+  digest_hex(d, out);
+  return 0;
+}
+
+int read_file(const char *path, size_t max, char **ret_data, size_t *ret_len, sbx_error_t *err)
+{
+  _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return sbx_error_errno(err, "open `%s`", path);
+  strbuf_t sb = { 0 };
+  char buf[16384];
+  for (;;) {
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0) {
+      strbuf_free(&sb);
+      return sbx_error_errno(err, "read `%s`", path);
+    }
+    if (n == 0)
+      break;
+    if (sb.len + (size_t) n > max) {
+      strbuf_free(&sb);
+      return sbx_error_set(err, EFBIG, "read `%s`: larger than %zu bytes", path, max);
+    }
+    if (strbuf_append(&sb, buf, (size_t) n) < 0) {
+      strbuf_free(&sb);
+      return sbx_error_set(err, ENOMEM, "read `%s`", path);
+    }
+  }
+  if (!sb.data && strbuf_append(&sb, "", 0) < 0)
+    return sbx_error_set(err, ENOMEM, "read `%s`", path);
+  *ret_data = sb.data;
+  if (ret_len)
+    *ret_len = sb.len;
+  return 0;
+}
+
+int write_file(const char *path, const char *data, sbx_error_t *err)
+{
+  _cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
+  if (fd < 0)
+    return sbx_error_errno(err, "open `%s`", path);
+  size_t len = strlen(data);
+  ssize_t n = write(fd, data, len);
+  if (n < 0)
+    return sbx_error_errno(err, "write `%s`", path);
+  if ((size_t) n != len)
+    return sbx_error_set(err, EIO, "write `%s`: short write", path);
+  return 0;
+}
+
+uint64_t now_ns(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec;
+}

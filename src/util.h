@@ -1,0 +1,47 @@
+/* Small pure helpers: parsing numbers and sizes, growable buffers, hashing. */
+#ifndef SBX_UTIL_H
+#define SBX_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* "512M", "64MiB", "1G", "4096" -> bytes. Binary units. Rejects overflow and junk. */
+int parse_size(const char *s, uint64_t *ret_bytes);
+/* "30", "30s", "1.5", "500ms" -> milliseconds. */
+int parse_duration_ms(const char *s, uint64_t *ret_ms);
+/* Decimal or 0x-prefixed unsigned integer, whole string. */
+int parse_u64(const char *s, uint64_t *ret);
+/* Non-negative decimal like "0.5" or "2" -> thousandths. */
+int parse_milli(const char *s, uint64_t *ret_milli);
+/* "512 MiB" style rendering into buf. */
+const char *format_size(uint64_t bytes, char *buf, size_t len);
+
+/* A growable byte buffer, always NUL-terminated. */
+typedef struct strbuf {
+  char *data;
+  size_t len, cap;
+} strbuf_t;
+
+int strbuf_append(strbuf_t *sb, const char *s, size_t n);
+int strbuf_printf(strbuf_t *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void strbuf_free(strbuf_t *sb);
+
+/* sha256 of data as 64 lowercase hex chars + NUL. */
+void sha256_hex(const void *data, size_t len, char out[65]);
+/* sha256 of a file's contents. */
+int sha256_file_hex(const char *path, char out[65], sbx_error_t *err);
+
+/* Read a whole (small) file, NUL-terminated. Fails above max bytes. */
+int read_file(const char *path, size_t max, char **ret_data, size_t *ret_len, sbx_error_t *err);
+/* Write a whole string to an existing file (for /proc files). */
+int write_file(const char *path, const char *data, sbx_error_t *err);
+
+/* Monotonic clock in nanoseconds. */
+uint64_t now_ns(void);
+
+#endif
