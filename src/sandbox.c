@@ -393,7 +393,7 @@ static int get_bpf(const struct sbx_policy *p, const struct sbx_bpf **ret, sbx_e
 {
   if (!bpf_cache.main_prog || strcmp(bpf_cache_sha, p->sha256) != 0) {
     seccomp_bpf_free(&bpf_cache);
-    if (seccomp_compile(p, &bpf_cache, err) < 0)
+    if (seccomp_prepare(p, &bpf_cache, err) < 0)
       return -1;
     memcpy(bpf_cache_sha, p->sha256, sizeof bpf_cache_sha);
   }

@@ -13,10 +13,16 @@
 #include <seccomp.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+
+#include "cleanup.h"
+#include "util.h"
 
 static uint32_t to_scmp(enum sbx_action a, int e)
 {
@@ -103,7 +109,11 @@ static scmp_filter_ctx new_ctx(uint32_t def, uint32_t badarch)
    * bad-arch action unless x32 is added, which we never do. */
   if (seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, badarch) < 0 ||
       /* We set no_new_privs ourselves, as the policy says; libseccomp must not. */
-      seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0) < 0) {
+      seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0) < 0 ||
+      /* A binary search over syscall numbers instead of a linear chain: fewer instructions per
+       * syscall at run time, and a faster install (the kernel emulates the filter per syscall
+       * number to build its action cache). */
+      seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2) < 0) {
     seccomp_release(ctx);
     return NULL;
   }
@@ -167,4 +177,136 @@ int seccomp_install(const struct sbx_bpf *bpf, sbx_error_t *err)
   if (bpf->except_prog && install_one(bpf->except_prog, bpf->except_len, err) < 0)
     return -1;
   return install_one(bpf->main_prog, bpf->main_len, err);
+}
+
+/* ------------------------------------------------------------------ compiled-filter cache
+ * Compiling ~300 rules with libseccomp costs about a millisecond, a tenth of Python's startup.
+ * The result depends only on the policy's canonical text, the architecture and libseccomp, so
+ * it is cached under a key hashed from those. A cache file is trusted only if it and its
+ * directory belong to us and nobody else can write them, and its own checksum matches. */
+
+#define BPF_MAGIC "SBXBPF01"
+#define BPF_MAX_INSNS 4096
+
+struct bpf_header {
+  char magic[8];
+  uint32_t main_len, except_len;
+};
+
+static int cache_dir(char *buf, size_t len)
+{
+  const char *env = getenv("SANDBOXD_CACHE_DIR");
+  if (env)
+    return *env ? (snprintf(buf, len, "%s", env), 0) : -1; /* set but empty: no cache */
+  if (geteuid() == 0)
+    return snprintf(buf, len, "/var/cache/sandboxd"), 0;
+  const char *xdg = getenv("XDG_CACHE_HOME");
+  if (xdg && xdg[0] == '/')
+    return snprintf(buf, len, "%s/sandboxd", xdg), 0;
+  const char *home = getenv("HOME");
+  if (home && home[0] == '/')
+    return snprintf(buf, len, "%s/.cache/sandboxd", home), 0;
+  return -1;
+}
+
+static bool trusted(const struct stat *st)
+{
+  return st->st_uid == geteuid() && !(st->st_mode & (S_IWGRP | S_IWOTH));
+}
+
+static int cache_path(const struct sbx_policy *p, char *dir, size_t dlen, char *path, size_t plen)
+{
+  if (cache_dir(dir, dlen) < 0)
+    return -1;
+  const struct scmp_version *v = seccomp_version();
+  char keysrc[256], key[65];
+  snprintf(keysrc, sizeof keysrc, "%s %s %u.%u.%u %s", p->sha256, seccomp_arch_name(), v->major, v->minor,
+           v->micro, BPF_MAGIC);
+  sha256_hex(keysrc, strlen(keysrc), key);
+  snprintf(path, plen, "%s/seccomp-%s.bpf", dir, key);
+  return 0;
+}
+
+static int cache_read(const char *dir, const char *path, struct sbx_bpf *ret)
+{
+  struct stat st;
+  if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode) || !trusted(&st))
+    return -1;
+  _cleanup_close_ int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || !trusted(&st) || st.st_size > (1 << 20) ||
+      st.st_size < (off_t) (sizeof(struct bpf_header) + 64))
+    return -1;
+  _cleanup_free_ char *buf = malloc((size_t) st.st_size);
+  if (!buf || read(fd, buf, (size_t) st.st_size) != st.st_size)
+    return -1;
+  size_t body = (size_t) st.st_size - 64;
+  char sum[65];
+  sha256_hex(buf, body, sum);
+  if (memcmp(sum, buf + body, 64) != 0)
+    return -1;
+  struct bpf_header h;
+  memcpy(&h, buf, sizeof h);
+  if (memcmp(h.magic, BPF_MAGIC, 8) != 0 || h.main_len == 0 || h.main_len > BPF_MAX_INSNS ||
+      h.except_len > BPF_MAX_INSNS ||
+      sizeof h + ((size_t) h.main_len + h.except_len) * sizeof(struct sock_filter) != body)
+    return -1;
+  struct sbx_bpf b = { .main_len = h.main_len, .except_len = h.except_len };
+  size_t msz = h.main_len * sizeof(struct sock_filter), esz = h.except_len * sizeof(struct sock_filter);
+  b.main_prog = malloc(msz);
+  b.except_prog = esz ? malloc(esz) : NULL;
+  if (!b.main_prog || (esz && !b.except_prog)) {
+    seccomp_bpf_free(&b);
+    return -1;
+  }
+  memcpy(b.main_prog, buf + sizeof h, msz);
+  if (esz)
+    memcpy(b.except_prog, buf + sizeof h + msz, esz);
+  *ret = b;
+  return 0;
+}
+
+static void cache_write(const char *dir, const char *path, const struct sbx_bpf *b)
+{
+  struct stat st;
+  if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+    return;
+  if (stat(dir, &st) < 0 || !trusted(&st))
+    return;
+  size_t msz = b->main_len * sizeof(struct sock_filter), esz = b->except_len * sizeof(struct sock_filter);
+  size_t body = sizeof(struct bpf_header) + msz + esz;
+  _cleanup_free_ char *buf = malloc(body + 64);
+  if (!buf)
+    return;
+  struct bpf_header h = { .main_len = (uint32_t) b->main_len, .except_len = (uint32_t) b->except_len };
+  memcpy(h.magic, BPF_MAGIC, 8);
+  memcpy(buf, &h, sizeof h);
+  memcpy(buf + sizeof h, b->main_prog, msz);
+  if (esz)
+    memcpy(buf + sizeof h + msz, b->except_prog, esz);
+  char sum[65];
+  sha256_hex(buf, body, sum);
+  memcpy(buf + body, sum, 64);
+  char tmp[4200];
+  snprintf(tmp, sizeof tmp, "%s.%d.tmp", path, (int) getpid());
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0)
+    return;
+  bool ok = write(fd, buf, body + 64) == (ssize_t) (body + 64);
+  ok = close(fd) == 0 && ok;
+  /* rename is atomic: readers see the old file, no file, or the whole new one. */
+  if (!ok || rename(tmp, path) < 0)
+    unlink(tmp);
+}
+
+int seccomp_prepare(const struct sbx_policy *p, struct sbx_bpf *ret, sbx_error_t *err)
+{
+  char dir[4096], path[4200];
+  bool cache = cache_path(p, dir, sizeof dir, path, sizeof path) == 0;
+  if (cache && cache_read(dir, path, ret) == 0)
+    return 0;
+  if (seccomp_compile(p, ret, err) < 0)
+    return -1;
+  if (cache)
+    cache_write(dir, path, ret);
+  return 0;
 }

@@ -20,6 +20,10 @@ struct sbx_bpf {
 int seccomp_validate(const struct sbx_policy *p, sbx_error_t *err);
 int seccomp_compile(const struct sbx_policy *p, struct sbx_bpf *ret, sbx_error_t *err);
 void seccomp_bpf_free(struct sbx_bpf *bpf);
+/* seccomp_compile() through a per-user cache of compiled filters ($SANDBOXD_CACHE_DIR, else
+ * /var/cache/sandboxd for root, else $XDG_CACHE_HOME/sandboxd or ~/.cache/sandboxd; an empty
+ * SANDBOXD_CACHE_DIR disables it). Unknown syscalls are reported as by seccomp_validate(). */
+int seccomp_prepare(const struct sbx_policy *p, struct sbx_bpf *ret, sbx_error_t *err);
 /* Install the compiled filters in the calling thread. Async-signal-safe (no allocation). */
 int seccomp_install(const struct sbx_bpf *bpf, sbx_error_t *err);
 const char *seccomp_arch_name(void);
