@@ -56,12 +56,36 @@ static int remount_bind(const char *path, unsigned long flags, sbx_error_t *err)
   return 0;
 }
 
+#ifndef MOUNT_ATTR_RDONLY
+#define MOUNT_ATTR_RDONLY 0x00000001
+#define MOUNT_ATTR_NOSUID 0x00000002
+#define MOUNT_ATTR_NODEV 0x00000004
+#endif
+#ifndef AT_RECURSIVE
+#define AT_RECURSIVE 0x8000
+#endif
+struct sbx_mount_attr {
+  uint64_t attr_set, attr_clr, propagation, userns_fd;
+};
+
+/* Read-only (plus nosuid, nodev) on a mount and everything below it. A bind of a tree that holds
+ * mounts must be recursive in a user namespace (the kernel refuses to reveal what they cover),
+ * and a plain remount would leave those submounts writable. */
+static int make_readonly_tree(const char *path, unsigned long extra, sbx_error_t *err)
+{
+  struct sbx_mount_attr a = { .attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV };
+  if (syscall(SYS_mount_setattr, AT_FDCWD, path, AT_RECURSIVE, &a, sizeof a) == 0)
+    return 0;
+  if (errno != ENOSYS)
+    return sbx_error_errno(err, "make `%s` read-only", path);
+  return remount_bind(path, MS_RDONLY | MS_NOSUID | MS_NODEV | extra, err); /* Linux < 5.12 */
+}
+
 int mount_enter_rootfs(int rootfs_fd, const char *path, sbx_error_t *err)
 {
   char src[32];
   fd_path(rootfs_fd, src);
-  /* Non-recursive: nothing mounted below the rootfs on the host is carried in. */
-  if (mount(src, path, NULL, MS_BIND, NULL) < 0)
+  if (mount(src, path, NULL, MS_BIND | MS_REC, NULL) < 0)
     return sbx_error_errno(err, "bind rootfs `%s`", path);
   /* By path, not by fd: the fd still names the directory under the new mount. */
   if (chdir(path) < 0)
@@ -203,15 +227,16 @@ int mount_bind_fd(int src_fd, const char *rel, bool rw, sbx_error_t *err)
     return sbx_error_errno(err, "stat bind source for `/%s`", rel);
   if (make_mountpoint(rel, S_ISDIR(st.st_mode), err) < 0)
     return -1;
-  /* Non-recursive: host mounts below the source are not exposed. */
-  if (mount(src, rel, NULL, MS_BIND, NULL) < 0)
+  if (mount(src, rel, NULL, MS_BIND | MS_REC, NULL) < 0)
     return sbx_error_errno(err, "bind `/%s`", rel);
-  return remount_bind(rel, (rw ? 0 : MS_RDONLY) | MS_NOSUID | MS_NODEV, err);
+  if (rw)
+    return remount_bind(rel, MS_NOSUID | MS_NODEV, err);
+  return make_readonly_tree(rel, 0, err);
 }
 
 int mount_root_readonly(sbx_error_t *err)
 {
-  return remount_bind(".", MS_RDONLY | MS_NOSUID | MS_NODEV, err);
+  return make_readonly_tree(".", 0, err);
 }
 
 int mount_pivot(sbx_error_t *err)

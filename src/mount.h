@@ -21,7 +21,8 @@ int mount_dev(uint64_t shm_bytes, sbx_error_t *err);
 int mount_proc(const struct sbx_policy *p, sbx_error_t *err);
 /* Bind an O_PATH fd at rel (created under a tmpfs if missing), read-only unless rw. */
 int mount_bind_fd(int src_fd, const char *rel, bool rw, sbx_error_t *err);
-/* Remount the root-to-be read-only, nosuid, nodev. */
+/* Make the root-to-be (and any host mounts inside it) read-only, nosuid, nodev. Call before
+ * mounting the writable places on top, which must stay writable. */
 int mount_root_readonly(sbx_error_t *err);
 /* pivot_root into the current directory and detach the old root. */
 int mount_pivot(sbx_error_t *err);

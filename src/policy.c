@@ -431,6 +431,7 @@ static int parse_scalar(struct parser *ps, size_t k, char **w, int n, const char
 }
 
 static int parse_text(struct parser *ps, const char *text, const char *dir);
+static char *format(const struct sbx_policy *p, bool comments);
 
 static int parse_include(struct parser *ps, char **w, int n, const char *dir)
 {
@@ -655,7 +656,8 @@ int policy_parse_string(const char *text, const char *file, const char *dir, str
     policy_free(p);
     return -1;
   }
-  _cleanup_free_ char *canon = policy_format(p);
+  /* The hash covers what is enforced, not how constants were spelled (comments). */
+  _cleanup_free_ char *canon = format(p, false);
   if (!canon) {
     policy_free(p);
     return sbx_error_set(err, ENOMEM, "policy");
@@ -793,7 +795,7 @@ static void fmt_action(strbuf_t *sb, enum sbx_action a, int e)
     strbuf_printf(sb, "errno %s", policy_errno_name(e));
 }
 
-char *policy_format(const struct sbx_policy *p)
+static char *format(const struct sbx_policy *p, bool comments)
 {
   strbuf_t sb = { 0 };
   const struct sbx_limits *l = &p->limits, *m = &p->max;
@@ -851,12 +853,17 @@ char *policy_format(const struct sbx_policy *p)
       else if (r->cmp == SBX_CMP_MASKED_EQ)
         strbuf_printf(&sb, " when arg%u & 0x%llx == 0x%llx", r->arg, (unsigned long long) r->mask,
                       (unsigned long long) r->value);
-      if (r->cond_text)
+      if (comments && r->cond_text)
         strbuf_printf(&sb, "   # %s", r->cond_text);
       strbuf_printf(&sb, "\n");
     }
   }
   return sb.data;
+}
+
+char *policy_format(const struct sbx_policy *p)
+{
+  return format(p, true);
 }
 
 /* ------------------------------------------------------------------ limits */

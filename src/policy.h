@@ -102,7 +102,8 @@ void policy_free(struct sbx_policy *p);
 /* Where named policies are looked up (colon-separated), for diagnostics. */
 const char *policy_search_path(void);
 
-/* The fully resolved policy as stable, diffable text (what `policy show` prints, minus the hash). */
+/* The fully resolved policy as stable, diffable text (what `policy show` prints, minus the hash).
+ * sha256 is over the same text without its trailing comments. */
 char *policy_format(const struct sbx_policy *p);
 
 /* Constants a policy may name (AF_UNIX, CLONE_NEWUSER, TIOCSTI, EPERM...). */

@@ -250,6 +250,10 @@ static _Noreturn void sandbox_child(const struct child_args *a)
       child_fail(sync_fd, (sbx_error_errno(&err, "open bind source `%s`", spec->binds[i].src), &err));
   if (mount_enter_rootfs(rootfs_fd, spec->rootfs, &err) < 0)
     child_fail(sync_fd, &err);
+  /* Read-only now, before the writable mounts go on top: every mount point they need exists
+   * in the rootfs, and binds are only created under the tmpfs mounts. */
+  if (p->readonly_root && mount_root_readonly(&err) < 0)
+    child_fail(sync_fd, &err);
 
   /* Become the sandbox uid now, keeping our capabilities in the new user namespace: files the
    * setup creates in the tmpfs mounts must be owned by a mapped uid (else EOVERFLOW). From
@@ -269,9 +273,6 @@ static _Noreturn void sandbox_child(const struct child_args *a)
       child_fail(sync_fd, &err);
     close(bind_fds[i]);
   }
-  /* Read-only last: mount points above had to be created first. */
-  if (p->readonly_root && mount_root_readonly(&err) < 0)
-    child_fail(sync_fd, &err);
   if (mount_pivot(&err) < 0)
     child_fail(sync_fd, &err);
 

@@ -1,0 +1,69 @@
+/* Unit tests for `sandboxd exec` option parsing (src/cli_exec.c). */
+#include <stdint.h>
+#include <string.h>
+
+#include "check.h"
+#include "cli.h"
+
+static int parse(struct exec_options *o, sbx_error_t *err, int argc, char **argv)
+{
+  memset(err, 0, sizeof *err);
+  return exec_parse_args(argc, argv, o, err);
+}
+
+#define ARGV(...) ((char *[]){ "exec", __VA_ARGS__, NULL })
+#define ARGC(...) ((int) (sizeof((char *[]){ "exec", __VA_ARGS__ }) / sizeof(char *)))
+#define PARSE(o, e, ...) parse(o, e, ARGC(__VA_ARGS__), ARGV(__VA_ARGS__))
+
+int main(void)
+{
+  struct exec_options o;
+  sbx_error_t e;
+
+  CHECK(PARSE(&o, &e, "x.py") == 0 && strcmp(o.file, "x.py") == 0 && o.n_args == 0 && !o.code);
+  CHECK(o.limits.timeout_ms == UINT64_MAX && o.limits.memory_bytes == UINT64_MAX);
+
+  /* Options stop at FILE: the script's own options pass through. */
+  CHECK(PARSE(&o, &e, "--timeout", "5", "x.py", "--timeout", "9", "-c") == 0);
+  CHECK(o.limits.timeout_ms == 5000 && o.n_args == 3 && strcmp(o.args[0], "--timeout") == 0);
+
+  CHECK(PARSE(&o, &e, "-c", "print(1)", "a", "b") == 0 && strcmp(o.code, "print(1)") == 0 && !o.file &&
+        o.n_args == 2);
+  CHECK(PARSE(&o, &e, "--memory", "256M", "--pids", "32", "--cpus", "0.5", "--timeout", "1.5", "-c", "x") == 0);
+  CHECK(o.limits.memory_bytes == 256ULL << 20 && o.limits.pids == 32 && o.limits.cpus_milli == 500 &&
+        o.limits.timeout_ms == 1500);
+  CHECK(PARSE(&o, &e, "--tmp-size", "1G", "--workspace-size", "10M", "--fsize", "1K", "--nofile", "64", "-c",
+              "x") == 0);
+  CHECK(o.limits.tmp_bytes == 1ULL << 30 && o.limits.workspace_bytes == 10ULL << 20 &&
+        o.limits.fsize_bytes == 1024 && o.limits.nofile == 64);
+
+  CHECK(PARSE(&o, &e, "--bind", "/a:/data", "--bind-rw", "/b/c:/workspace/out/", "-c", "x") == 0);
+  CHECK(o.n_binds == 2 && !o.binds[0].rw && o.binds[1].rw && strcmp(o.binds[0].src, "/a") == 0 &&
+        strcmp(o.binds[1].dst, "/workspace/out") == 0);
+  CHECK(PARSE(&o, &e, "--env", "A=1", "--env", "B=", "--policy", "strict", "--report", "r.json", "-c", "x") == 0);
+  CHECK(o.n_env == 2 && strcmp(o.env[1], "B=") == 0 && strcmp(o.policy, "strict") == 0 &&
+        strcmp(o.report, "r.json") == 0);
+  CHECK(PARSE(&o, &e, "--help") == 0 && o.help);
+
+  /* Usage errors: one line naming the problem. */
+  CHECK(PARSE(&o, &e, "--timeout", "soon", "x.py") < 0 && strstr(e.msg, "--timeout `soon`"));
+  CHECK(PARSE(&o, &e, "--timeout", "0", "x.py") < 0);
+  CHECK(PARSE(&o, &e, "--memory", "-5", "x.py") < 0 && strstr(e.msg, "--memory"));
+  CHECK(PARSE(&o, &e, "--pids", "0", "x.py") < 0);
+  CHECK(PARSE(&o, &e, "--cpus", "abc", "x.py") < 0);
+  CHECK(PARSE(&o, &e, "--bind", "nocolon", "x.py") < 0 && strstr(e.msg, "SRC:DST"));
+  CHECK(PARSE(&o, &e, "--bind", "/a:relative", "x.py") < 0);
+  CHECK(PARSE(&o, &e, "--bind", "/a:/workspace/../etc", "x.py") < 0);
+  CHECK(PARSE(&o, &e, "--bind", "/a:/", "x.py") < 0);
+  CHECK(PARSE(&o, &e, "--bind", "/a:/x/./y", "x.py") < 0);
+  CHECK(PARSE(&o, &e, "--env", "NOEQUALS", "x.py") < 0 && strstr(e.msg, "NAME=VALUE"));
+  CHECK(PARSE(&o, &e, "--env", "=v", "x.py") < 0);
+  CHECK(PARSE(&o, &e, "--workdir", "rel", "x.py") < 0);
+  CHECK(PARSE(&o, &e, "--workdir", "/a/../b", "x.py") < 0);
+  CHECK(PARSE(&o, &e, "--frobnicate", "x.py") < 0 && strstr(e.msg, "--frobnicate"));
+  CHECK(PARSE(&o, &e, "--timeout") < 0);
+  CHECK(parse(&o, &e, 1, (char *[]){ "exec", NULL }) < 0 && strstr(e.msg, "missing FILE"));
+  CHECK(PARSE(&o, &e, "-c") < 0);
+  CHECK(PARSE(&o, &e, "") < 0);
+  return check_summary("test_exec_args");
+}

@@ -1,0 +1,280 @@
+/* Unit tests for the policy parser (src/policy.c) and limit resolution. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "policy.h"
+#include "seccomp.h"
+
+/* A complete, minimal policy; tests append or replace lines. */
+static const char base[] =
+  "sandboxd-policy 1\n"
+  "name t\n"
+  "description test policy\n"
+  "timeout 30s\nmax_timeout 120s\nmemory 512M\nmax_memory 4G\npids 128\nmax_pids 1024\n"
+  "cpus 1\nmax_cpus 2\ntmp_size 64M\nmax_tmp_size 1G\nworkspace_size 128M\nmax_workspace_size 2G\n"
+  "shm_size 64M\nmax_shm_size 1G\nnofile 1024\nmax_nofile 65536\nfsize 128M\nmax_fsize 2G\n"
+  "output_limit 1M\nmax_output_limit 64M\n"
+  "uid 1000\ngid 1000\nhost_uid 65534\nhost_gid 65534\nhostname sandbox\n"
+  "no_new_privs yes\ndrop_capabilities yes\nreadonly_root yes\nmask_proc yes\n"
+  "env PATH=/usr/bin\n"
+  "seccomp_default errno ENOSYS\nseccomp_badarch kill\n"
+  "group io \"basic io\"\n"
+  "allow read write\n";
+
+static struct sbx_policy *parse(const char *extra, sbx_error_t *err)
+{
+  size_t n = strlen(base) + strlen(extra) + 1;
+  char *text = malloc(n);
+  snprintf(text, n, "%s%s", base, extra);
+  struct sbx_policy *p = NULL;
+  memset(err, 0, sizeof *err);
+  if (policy_parse_string(text, "t.policy", ".", &p, err) < 0)
+    p = NULL;
+  free(text);
+  return p;
+}
+
+/* base with one line replaced */
+static struct sbx_policy *parse_replaced(const char *old, const char *new, sbx_error_t *err)
+{
+  char text[sizeof base + 256];
+  const char *at = strstr(base, old);
+  if (!at)
+    return NULL;
+  snprintf(text, sizeof text, "%.*s%s%s", (int) (at - base), base, new, at + strlen(old));
+  struct sbx_policy *p = NULL;
+  memset(err, 0, sizeof *err);
+  if (policy_parse_string(text, "t.policy", ".", &p, err) < 0)
+    p = NULL;
+  return p;
+}
+
+static int check_failure(struct sbx_policy *p, const sbx_error_t *err, const char *needle)
+{
+  if (p) {
+    policy_free(p);
+    return 0;
+  }
+  if (!strstr(err->msg, needle)) {
+    fprintf(stderr, "  message `%s` lacks `%s`\n", err->msg, needle);
+    return 0;
+  }
+  return 1;
+}
+
+static int replaced_fails_with(const char *old, const char *new, const char *needle)
+{
+  sbx_error_t err;
+  return check_failure(parse_replaced(old, new, &err), &err, needle);
+}
+
+static int fails_with(const char *extra, const char *needle)
+{
+  sbx_error_t err;
+  struct sbx_policy *p = parse(extra, &err);
+  if (p) {
+    policy_free(p);
+    fprintf(stderr, "  expected failure for: %s", extra);
+    return 0;
+  }
+  if (!strstr(err.msg, needle)) {
+    fprintf(stderr, "  message `%s` lacks `%s`\n", err.msg, needle);
+    return 0;
+  }
+  return 1;
+}
+
+static void test_valid(void)
+{
+  sbx_error_t err;
+  struct sbx_policy *p = parse("", &err);
+  CHECK(p != NULL);
+  if (!p) {
+    fprintf(stderr, "  %s\n", err.msg);
+    return;
+  }
+  CHECK(strcmp(p->name, "t") == 0);
+  CHECK(strcmp(p->description, "test policy") == 0);
+  CHECK(p->limits.timeout_ms == 30000);
+  CHECK(p->max.timeout_ms == 120000);
+  CHECK(p->limits.memory_bytes == 512ULL << 20);
+  CHECK(p->max.memory_bytes == 4ULL << 30);
+  CHECK(p->limits.cpus_milli == 1000);
+  CHECK(p->uid == 1000 && p->host_uid == 65534);
+  CHECK(p->n_rules == 2);
+  CHECK(p->n_env == 1);
+  CHECK(p->default_action == SBX_ACT_ERRNO && p->default_errno == 38);
+  CHECK(p->badarch_action == SBX_ACT_KILL);
+  CHECK(strlen(p->sha256) == 64);
+  policy_free(p);
+}
+
+static void test_errors(void)
+{
+  /* Each error names file:line. */
+  CHECK(fails_with("bogus_key 1\n", "t.policy:38: unknown key `bogus_key`"));
+  CHECK(fails_with("timeout 10s\n", "`timeout` is defined twice"));
+  CHECK(fails_with("env PATH=/x\n", "`env PATH` is defined twice"));
+  CHECK(fails_with("allow read\n", "`read` already has a rule"));
+  CHECK(fails_with("group io \"again\"\n", "group `io` is defined twice"));
+  CHECK(replaced_fails_with("memory 512M", "memory lots", "bad size"));
+  CHECK(fails_with("include ../x.policy\n", "same directory"));
+  CHECK(fails_with("allow ioctl when arg1 > 5\n", "condition must be"));
+  CHECK(fails_with("allow ioctl when arg9 == 5\n", "arg0..arg5"));
+  CHECK(fails_with("allow socket when arg0 == NOPE\n", "unknown constant `NOPE`"));
+  CHECK(fails_with("errno EWHAT mount\n", "known error name"));
+  CHECK(fails_with("allow socket when arg0 == AF_UNIX\nallow socket\n", "cannot be combined"));
+  CHECK(fails_with("allow socket\nallow socket when arg0 == AF_UNIX\n", "cannot be combined"));
+  CHECK(fails_with("errno EPERM ioctl when arg1 == 1\nerrno EPERM ioctl\n", "conflict"));
+  CHECK(fails_with("allow clone when arg0 & 0xf == 0x10\n", "outside the mask"));
+  CHECK(fails_with("allow x when arg0 == 0x100000000\n", "low 32 bits"));
+  CHECK(fails_with("proc_mask /etc/passwd\n", "not a path under /proc"));
+  CHECK(replaced_fails_with("hostname sandbox", "hostname a/b", "may only hold"));
+  CHECK(fails_with("allow Read\n", "bad syscall name"));
+
+  sbx_error_t err;
+  struct sbx_policy *p = NULL;
+  CHECK(policy_parse_string("", "e.policy", ".", &p, &err) < 0 && strstr(err.msg, "first line"));
+  CHECK(policy_parse_string("sandboxd-policy 2\n", "e.policy", ".", &p, &err) < 0 &&
+        strstr(err.msg, "unsupported policy version"));
+  CHECK(policy_parse_string("sandboxd-policy 1\nname x\n", "e.policy", ".", &p, &err) < 0 &&
+        strstr(err.msg, "missing key"));
+  /* A rule before any group has no reason for an auditor to read. */
+  CHECK(policy_parse_string("sandboxd-policy 1\nallow read\n", "e.policy", ".", &p, &err) < 0 &&
+        strstr(err.msg, "before any `group`"));
+  /* uid 0 is refused: code never runs as root inside. */
+  char *text = strdup(base);
+  char *u = strstr(text, "uid 1000");
+  memcpy(u, "uid 0   ", 8);
+  CHECK(policy_parse_string(text, "u.policy", ".", &p, &err) < 0 && strstr(err.msg, "must not be 0"));
+  free(text);
+  /* A default above its max is refused. */
+  CHECK(replaced_fails_with("pids 128", "pids 9999", "above `max_pids`"));
+  CHECK(replaced_fails_with("no_new_privs yes", "no_new_privs maybe", "expected yes or no"));
+  CHECK(replaced_fails_with("timeout 30s", "timeout 0", "bad duration"));
+}
+
+static void test_conditions(void)
+{
+  sbx_error_t err;
+  struct sbx_policy *p = parse("group net \"n\"\n"
+                               "allow socket when arg0 in AF_UNIX,AF_INET,AF_INET6\n"
+                               "allow clone when arg0 & CLONE_NEWUSER|CLONE_NEWNS == 0\n"
+                               "errno EPERM ioctl when arg1 == TIOCSTI\n"
+                               "allow ioctl\n",
+                               &err);
+  CHECK(p != NULL);
+  if (!p) {
+    fprintf(stderr, "  %s\n", err.msg);
+    return;
+  }
+  /* `in` expands to one rule per value; all compare the low 32 bits. */
+  int sockets = 0;
+  for (size_t i = 0; i < p->n_rules; i++) {
+    const struct sbx_rule *r = &p->rules[i];
+    if (!strcmp(r->syscall, "socket")) {
+      sockets++;
+      CHECK(r->cmp == SBX_CMP_EQ32 && r->mask == 0xffffffffULL && r->arg == 0);
+    }
+    if (!strcmp(r->syscall, "clone"))
+      CHECK(r->cmp == SBX_CMP_MASKED_EQ && r->mask == (0x10000000ULL | 0x00020000ULL) && r->value == 0);
+    if (!strcmp(r->syscall, "ioctl") && r->cmp != SBX_CMP_ANY)
+      CHECK(r->action == SBX_ACT_ERRNO && r->errno_value == 1 && r->value == 0x5412 && r->arg == 1);
+  }
+  CHECK(sockets == 3);
+  /* The filter compiles, and the conditional denial goes to the stacked exception filter. */
+  struct sbx_bpf bpf;
+  CHECK(seccomp_compile(p, &bpf, &err) == 0);
+  CHECK(bpf.main_len > 0 && bpf.except_prog != NULL && bpf.except_len > 0);
+  seccomp_bpf_free(&bpf);
+  policy_free(p);
+
+  p = parse("group x \"x\"\nallow not_a_syscall\n", &err);
+  CHECK(p != NULL);
+  if (p) {
+    CHECK(seccomp_validate(p, &err) < 0 && strstr(err.msg, "unknown syscall `not_a_syscall`") &&
+          strstr(err.msg, "t.policy:39"));
+    policy_free(p);
+  }
+}
+
+static void test_roundtrip(void)
+{
+  /* `policy show` output is itself a policy with the same hash. */
+  sbx_error_t err;
+  struct sbx_policy *p = parse("group net \"n\"\nallow socket when arg0 in AF_UNIX,AF_INET\n", &err);
+  CHECK(p != NULL);
+  if (!p)
+    return;
+  char *text = policy_format(p);
+  struct sbx_policy *q = NULL;
+  CHECK(policy_parse_string(text, "show", ".", &q, &err) == 0);
+  if (q) {
+    CHECK(strcmp(p->sha256, q->sha256) == 0);
+    policy_free(q);
+  } else {
+    fprintf(stderr, "  %s\n", err.msg);
+  }
+  free(text);
+  /* Any change in effect changes the hash. */
+  struct sbx_policy *r = parse("group net \"n\"\nallow socket when arg0 in AF_UNIX,AF_INET6\n", &err);
+  CHECK(r && strcmp(p->sha256, r->sha256) != 0);
+  policy_free(r);
+  policy_free(p);
+}
+
+static void test_limits(void)
+{
+  sbx_error_t err;
+  struct sbx_policy *p = parse("", &err);
+  CHECK(p != NULL);
+  if (!p)
+    return;
+  struct sbx_limits req, out;
+  limits_unset(&req);
+  CHECK(policy_resolve_limits(p, &req, &out, &err) == 0 && out.timeout_ms == 30000);
+  req.timeout_ms = 5000; /* tighten */
+  CHECK(policy_resolve_limits(p, &req, &out, &err) == 0 && out.timeout_ms == 5000);
+  req.timeout_ms = 120000; /* loosen up to the max */
+  CHECK(policy_resolve_limits(p, &req, &out, &err) == 0 && out.timeout_ms == 120000);
+  req.timeout_ms = 120001; /* beyond */
+  CHECK(policy_resolve_limits(p, &req, &out, &err) < 0 && strstr(err.msg, "--timeout") &&
+        strstr(err.msg, "max_timeout"));
+  limits_unset(&req);
+  req.memory_bytes = 5ULL << 30;
+  CHECK(policy_resolve_limits(p, &req, &out, &err) < 0 && strstr(err.msg, "--memory"));
+  policy_free(p);
+}
+
+static void test_shipped(void)
+{
+  /* The shipped policies parse and compile (run from the repository root). */
+  static const char *files[] = { "policy/default.policy" };
+  for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+    sbx_error_t err = { 0 };
+    struct sbx_policy *p = NULL;
+    CHECK(policy_load_file(files[i], &p, &err) == 0);
+    if (!p) {
+      fprintf(stderr, "  %s\n", err.msg);
+      continue;
+    }
+    CHECK(seccomp_validate(p, &err) == 0);
+    struct sbx_bpf bpf;
+    CHECK(seccomp_compile(p, &bpf, &err) == 0);
+    seccomp_bpf_free(&bpf);
+    policy_free(p);
+  }
+}
+
+int main(void)
+{
+  test_valid();
+  test_errors();
+  test_conditions();
+  test_roundtrip();
+  test_limits();
+  test_shipped();
+  return check_summary("test_policy");
+}
