@@ -21,7 +21,7 @@ UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
 ROOTFS  ?= rootfs/python-3.14-slim
 
-.PHONY: all clean check check-unit check-integration asan rootfs install bench format
+.PHONY: all clean check check-unit check-integration asan rootfs install bench format demo
 all: $(BUILD)/sandboxd
 
 $(BUILD)/sandboxd: $(OBJS)
@@ -62,6 +62,12 @@ install: all
 
 bench: all rootfs
 	bench/run
+
+# The README's first command: run the demo script in a sandbox and show its exit status.
+demo: all rootfs
+	@echo '$$ build/sandboxd exec --report build/demo-report.json scripts/demo.py'
+	@build/sandboxd exec --report build/demo-report.json scripts/demo.py; echo "exit status: $$?"
+	@echo '$$ cat build/demo-report.json'; cat build/demo-report.json
 
 format:
 	clang-format -i src/*.c src/*.h tests/unit/*.c

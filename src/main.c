@@ -1,8 +1,10 @@
 /* sandboxd: the subcommand table. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "sandbox.h"
 #include "log.h"
 
 #ifndef SANDBOXD_VERSION
@@ -30,7 +32,7 @@ static void usage(FILE *f)
           "print the version");
 }
 
-int main(int argc, char **argv)
+static int dispatch(int argc, char **argv)
 {
   if (argc < 2) {
     usage(stderr);
@@ -49,4 +51,23 @@ int main(int argc, char **argv)
       return commands[i].run(argc - 1, argv + 1);
   log_error("unknown command `%s` (see sandboxd --help)", argv[1]);
   return 125;
+}
+
+int main(int argc, char **orig_argv)
+{
+  /* Work on a heap copy of argv: the sandbox's init blanks the original strings (contiguous,
+   * from argv[0] to the end of the last) so /proc/1/cmdline shows no host paths. */
+  char **argv = calloc((size_t) argc + 1, sizeof *argv);
+  if (!argv)
+    return 125;
+  for (int i = 0; i < argc; i++)
+    if (!(argv[i] = strdup(orig_argv[i])))
+      return 125;
+  sandbox_set_argv_area(orig_argv[0],
+                        (size_t) (orig_argv[argc - 1] + strlen(orig_argv[argc - 1]) + 1 - orig_argv[0]));
+  int rc = dispatch(argc, argv);
+  for (int i = 0; i < argc; i++)
+    free(argv[i]);
+  free(argv);
+  return rc;
 }

@@ -77,6 +77,25 @@ const char *sbx_status_name(enum sbx_status s)
 
 /* ------------------------------------------------------------------ the child: pid 1 inside */
 
+static char *argv_area;
+static size_t argv_area_len;
+
+void sandbox_set_argv_area(char *start, size_t len)
+{
+  argv_area = start;
+  argv_area_len = len;
+}
+
+/* /proc/1/cmdline would show the host command line (script paths, options); replace it. */
+static void hide_host_argv(void)
+{
+  static const char name[] = "sandboxd-init";
+  if (!argv_area || argv_area_len < sizeof name)
+    return;
+  memset(argv_area, 0, argv_area_len);
+  memcpy(argv_area, name, sizeof name);
+}
+
 /* Everything the child needs, prepared by the parent so the child allocates nothing it must
  * free and can report any failure as one message. */
 struct child_args {
@@ -219,6 +238,8 @@ static _Noreturn void sandbox_child(const struct child_args *a)
   while (n < 0 && errno == EINTR);
   if (n != sizeof m || m.type != MSG_GO)
     _exit(SBX_EXIT_SETUP);
+
+  hide_host_argv();
 
   /* Stdio first, to fixed numbers, before any other fd is opened. */
   int fds[3] = { spec->stdin_fd, spec->stdout_fd, spec->stderr_fd };

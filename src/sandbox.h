@@ -56,6 +56,10 @@ struct sbx_result {
 
 struct sbx_sandbox;
 
+/* Tell the sandbox where sandboxd's own argv strings live (from main), so the sandbox's init can
+ * overwrite them: /proc/1/cmdline is readable by anyone and must not show host paths. */
+void sandbox_set_argv_area(char *start, size_t len);
+
 int sandbox_spawn(const struct sbx_spec *spec, struct sbx_sandbox **ret, sbx_error_t *err);
 /* Readable (POLLIN) once every process of the sandbox has exited. */
 int sandbox_pidfd(const struct sbx_sandbox *s);
