@@ -287,8 +287,13 @@ static void write_report(const char *path, const struct sbx_policy *p, const str
     json_str(w, p->sha256);
   else
     json_null(w);
+  json_key(w, "pids_limit_hit");
+  json_bool(w, !failure && res->pids_limit_hit);
   json_key(w, "limits");
-  json_str(w, "rlimit");
+  if (failure)
+    json_null(w);
+  else
+    json_str(w, res->limits);
   if (failure) {
     json_key(w, "error");
     json_str(w, failure->msg);
@@ -400,6 +405,12 @@ int cmd_exec(int argc, char **argv)
   if (res.timed_out)
     log_error("timeout: the code ran longer than %llu.%03llus and was killed",
               (unsigned long long) (spec.limits.timeout_ms / 1000), (unsigned long long) (spec.limits.timeout_ms % 1000));
+  if (res.status == SBX_STATUS_MEMORY_LIMIT) {
+    char size[32];
+    log_error("memory limit (%s) exceeded", format_size(spec.limits.memory_bytes, size, sizeof size));
+  }
+  if (res.pids_limit_hit)
+    log_warn("the code reached the process limit (%llu)", (unsigned long long) spec.limits.pids);
   if (o.report)
     write_report(o.report, p, &res, NULL);
   rc = res.exit_code;

@@ -80,7 +80,7 @@ const char *policy_errno_name(int e)
 
 /* ------------------------------------------------------------------ keys */
 
-enum key_kind { K_SIZE, K_DURATION, K_COUNT, K_MILLI, K_ID, K_BOOL, K_TEXT, K_WORD };
+enum key_kind { K_SIZE, K_DURATION, K_COUNT, K_MILLI, K_ID, K_BOOL, K_TEXT, K_WORD, K_CGROUP };
 
 struct key_def {
   const char *name;
@@ -124,6 +124,7 @@ static const struct key_def keys[] = {
   { "drop_capabilities", K_BOOL, FIELD(drop_capabilities) },
   { "readonly_root", K_BOOL, FIELD(readonly_root) },
   { "mask_proc", K_BOOL, FIELD(mask_proc) },
+  { "cgroup", K_CGROUP, FIELD(cgroup) },
 };
 
 #define N_SCALAR_KEYS ARRAY_SIZE(keys)
@@ -423,6 +424,14 @@ static int parse_scalar(struct parser *ps, size_t k, char **w, int n, const char
       return perr(ps, "`%s`: longer than 63 characters", kd->name);
     if (!(*(char **) base = strdup(w[1])))
       return perr(ps, "out of memory");
+    break;
+  case K_CGROUP:
+    if (!strcmp(w[1], "required"))
+      *(enum sbx_cgroup_policy *) base = SBX_CGROUP_REQUIRED;
+    else if (!strcmp(w[1], "fallback-rlimit"))
+      *(enum sbx_cgroup_policy *) base = SBX_CGROUP_FALLBACK_RLIMIT;
+    else
+      return perr(ps, "`cgroup`: expected required or fallback-rlimit, got `%s`", w[1]);
     break;
   case K_TEXT:
     break;
@@ -831,6 +840,7 @@ static char *format(const struct sbx_policy *p, bool comments)
   strbuf_printf(&sb, "%-18s %s\n", "drop_capabilities", p->drop_capabilities ? "yes" : "no");
   strbuf_printf(&sb, "%-18s %s\n", "readonly_root", p->readonly_root ? "yes" : "no");
   strbuf_printf(&sb, "%-18s %s\n", "mask_proc", p->mask_proc ? "yes" : "no");
+  strbuf_printf(&sb, "%-18s %s\n", "cgroup", p->cgroup == SBX_CGROUP_REQUIRED ? "required" : "fallback-rlimit");
   for (size_t i = 0; i < p->n_proc_masked; i++)
     strbuf_printf(&sb, "proc_mask %s\n", p->proc_masked[i]);
   for (size_t i = 0; i < p->n_proc_readonly; i++)

@@ -55,6 +55,11 @@ struct sbx_limits {
   uint64_t output_bytes;
 };
 
+enum sbx_cgroup_policy {
+  SBX_CGROUP_REQUIRED,        /* refuse to run without a cgroup to enforce limits */
+  SBX_CGROUP_FALLBACK_RLIMIT, /* degrade to rlimits, warn, and say so in reports */
+};
+
 struct sbx_policy {
   char *name;
   char *path;        /* the top-level file */
@@ -70,6 +75,7 @@ struct sbx_policy {
   bool drop_capabilities;
   bool readonly_root;
   bool mask_proc;
+  enum sbx_cgroup_policy cgroup;
 
   char **env; /* NAME=VALUE, in order */
   size_t n_env;

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "caps.h"
+#include "cgroup.h"
 #include "cleanup.h"
 #include "log.h"
 #include "mount.h"
@@ -56,6 +57,8 @@ struct sbx_sandbox {
   uint64_t start_ns, deadline_ns;
   bool timed_out, reaped;
   int code_status; /* from MSG_EXIT; -1 if none arrived */
+  struct sbx_cgroup *cgroup; /* NULL when degraded to rlimits */
+  uint64_t memory_limit;
 };
 
 const char *sbx_status_name(enum sbx_status s)
@@ -99,6 +102,7 @@ static void hide_host_argv(void)
 /* Everything the child needs, prepared by the parent so the child allocates nothing it must
  * free and can report any failure as one message. */
 struct child_args {
+  bool degraded; /* no cgroup: limits are rlimits */
   const struct sbx_spec *spec;
   const struct sbx_bpf *bpf;
   char **envp;
@@ -129,15 +133,17 @@ static int set_rlimit(int res, uint64_t v, const char *name, sbx_error_t *err)
   return 0;
 }
 
-static int set_rlimits(const struct sbx_limits *l, sbx_error_t *err)
+static int set_rlimits(const struct sbx_limits *l, bool degraded, sbx_error_t *err)
 {
-  /* Until cgroups make them exact: address space per process, and processes of the sandbox uid
-   * (counted per user namespace since Linux 5.14, so only the sandbox's own). */
   if (set_rlimit(RLIMIT_CORE, 0, "core", err) < 0 ||
       set_rlimit(RLIMIT_NOFILE, l->nofile, "nofile", err) < 0 ||
-      set_rlimit(RLIMIT_FSIZE, l->fsize_bytes, "fsize", err) < 0 ||
-      set_rlimit(RLIMIT_AS, l->memory_bytes, "as", err) < 0 ||
-      set_rlimit(RLIMIT_NPROC, l->pids, "nproc", err) < 0)
+      set_rlimit(RLIMIT_FSIZE, l->fsize_bytes, "fsize", err) < 0)
+    return -1;
+  /* Without a cgroup: address space per process, and processes of the sandbox uid (counted per
+   * user namespace since Linux 5.14, so only the sandbox's own), and CPU seconds. */
+  if (degraded && (set_rlimit(RLIMIT_AS, l->memory_bytes, "as", err) < 0 ||
+                   set_rlimit(RLIMIT_NPROC, l->pids, "nproc", err) < 0 ||
+                   set_rlimit(RLIMIT_CPU, (l->timeout_ms + 999) / 1000, "cpu", err) < 0))
     return -1;
   return 0;
 }
@@ -301,7 +307,7 @@ static _Noreturn void sandbox_child(const struct child_args *a)
     child_fail(sync_fd, (sbx_error_errno(&err, "sethostname"), &err));
   if (netlink_loopback_up(&err) < 0)
     child_fail(sync_fd, &err);
-  if (set_rlimits(&spec->limits, &err) < 0)
+  if (set_rlimits(&spec->limits, a->degraded, &err) < 0)
     child_fail(sync_fd, &err);
 
   /* Signals: pid 1 gets only signals it has a handler for (pid_namespaces(7)), so install
@@ -423,17 +429,64 @@ static int get_bpf(const struct sbx_policy *p, const struct sbx_bpf **ret, sbx_e
   return 0;
 }
 
-static pid_t clone_sandbox(int *ret_pidfd)
+/* clone3 with CLONE_INTO_CGROUP puts the child in its cgroup atomically (Linux 5.7); without it
+ * the parent moves the child before letting it run (*ret_in_cgroup = false). */
+static pid_t clone_sandbox(int cgroup_fd, int *ret_pidfd, bool *ret_in_cgroup)
 {
   struct clone_args ca = {
-    .flags = NS_FLAGS | CLONE_PIDFD,
+    .flags = NS_FLAGS | CLONE_PIDFD | (cgroup_fd >= 0 ? CLONE_INTO_CGROUP : 0),
     .pidfd = (uint64_t) (uintptr_t) ret_pidfd,
     .exit_signal = SIGCHLD,
+    .cgroup = (uint64_t) (cgroup_fd >= 0 ? cgroup_fd : 0),
   };
+  *ret_in_cgroup = cgroup_fd >= 0;
   pid_t pid = (pid_t) syscall(SYS_clone3, &ca, sizeof ca);
+  if (pid < 0 && cgroup_fd >= 0 && (errno == EINVAL || errno == E2BIG || errno == ENOSYS)) {
+    *ret_in_cgroup = false;
+    ca.flags &= ~(uint64_t) CLONE_INTO_CGROUP;
+    ca.cgroup = 0;
+    pid = (pid_t) syscall(SYS_clone3, &ca, sizeof ca);
+  }
   if (pid < 0 && errno == ENOSYS)
     pid = (pid_t) syscall(SYS_clone, NS_FLAGS | CLONE_PIDFD | SIGCHLD, NULL, ret_pidfd, NULL, 0);
   return pid;
+}
+
+static bool warned_degraded;
+
+static const char *probe_mode_name(void)
+{
+  enum cgroup_mode m;
+  cgroup_probe(&m, NULL);
+  return cgroup_mode_name(m);
+}
+
+/* A cgroup for the sandbox, or NULL when the policy allows running on rlimits. */
+static int make_cgroup(const struct sbx_spec *spec, struct sbx_cgroup **ret, sbx_error_t *err)
+{
+  static bool swept;
+  enum cgroup_mode mode;
+  sbx_error_t why = { 0 };
+  *ret = NULL;
+  if (cgroup_probe(&mode, &why) == 0) {
+    if (!swept) {
+      swept = true;
+      cgroup_cleanup_stale();
+    }
+    return cgroup_create(&spec->limits, ret, err);
+  }
+  if (spec->policy->cgroup == SBX_CGROUP_FALLBACK_RLIMIT) {
+    if (!warned_degraded) {
+      warned_degraded = true;
+      log_warn("no cgroup for limits (%s); running with rlimits only, as policy `%s` allows", why.msg,
+               spec->policy->name);
+    }
+    return 0;
+  }
+  return sbx_error_set(err, why.errnum,
+                       "no cgroup to enforce limits: %s; run under `systemd-run --user --scope -p Delegate=yes "
+                       "sandboxd ...` or use a policy with `cgroup fallback-rlimit` (see sandboxd doctor)",
+                       why.msg);
 }
 
 static int recv_msg(int fd, struct sync_msg *m)
@@ -464,9 +517,14 @@ int sandbox_spawn(const struct sbx_spec *spec, struct sbx_sandbox **ret, sbx_err
   if (!envp)
     return sbx_error_set(err, ENOMEM, "sandbox: environment");
 
+  struct sbx_cgroup *cg = NULL;
+  if (make_cgroup(spec, &cg, err) < 0)
+    return -1;
   int sv[2];
-  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+    cgroup_destroy(cg);
     return sbx_error_errno(err, "sandbox: socketpair");
+  }
   _cleanup_close_ int parent_fd = sv[0];
   _cleanup_close_ int child_fd = sv[1];
 
@@ -476,11 +534,14 @@ int sandbox_spawn(const struct sbx_spec *spec, struct sbx_sandbox **ret, sbx_err
     .envp = envp,
     .sync_fd = child_fd,
     .host_root = geteuid() == 0,
+    .degraded = cg == NULL,
   };
   int pidfd = -1;
-  pid_t pid = clone_sandbox(&pidfd);
+  bool in_cgroup;
+  pid_t pid = clone_sandbox(cgroup_clone_fd(cg), &pidfd, &in_cgroup);
   if (pid < 0) {
     int e = errno;
+    cgroup_destroy(cg);
     if (e == EPERM || e == ENOSPC || e == EUSERS)
       return sbx_error_set(err, e, "cannot create user namespace (see sandboxd doctor)");
     return sbx_error_set(err, e, "cannot create sandbox namespaces (see sandboxd doctor)");
@@ -496,10 +557,17 @@ int sandbox_spawn(const struct sbx_spec *spec, struct sbx_sandbox **ret, sbx_err
     kill(pid, SIGKILL);
     waitpid(pid, NULL, 0);
     close(pidfd);
+    cgroup_destroy(cg);
     return sbx_error_set(err, ENOMEM, "sandbox");
   }
   *s = (struct sbx_sandbox){ .pid = pid, .pidfd = pidfd, .sync_fd = TAKE_FD(parent_fd),
-                             .start_ns = start, .code_status = -1 };
+                             .start_ns = start, .code_status = -1, .cgroup = cg,
+                             .memory_limit = spec->limits.memory_bytes };
+  /* In its cgroup before it runs anything: the child waits for GO. */
+  if (cg && !in_cgroup && cgroup_attach(cg, pid, err) < 0) {
+    sandbox_free(s);
+    return -1;
+  }
   s->deadline_ns = start + spec->limits.timeout_ms * 1000000ULL;
 
   /* Maps must be written before the child calls setresuid/setgroups. */
@@ -542,8 +610,10 @@ void sandbox_kill(struct sbx_sandbox *s, bool timed_out)
     return;
   if (timed_out)
     s->timed_out = true;
-  /* SIGKILL to pid 1 of the namespace: the kernel then kills every process in it. */
+  /* SIGKILL to pid 1 of the namespace: the kernel then kills every process in it. The cgroup
+   * kill is belt and braces: it also reaches anything that left the pid namespace's view. */
   syscall(SYS_pidfd_send_signal, s->pidfd, SIGKILL, NULL, 0);
+  cgroup_kill(s->cgroup);
 }
 
 int sandbox_wait(struct sbx_sandbox *s, struct sbx_result *res, sbx_error_t *err)
@@ -569,8 +639,26 @@ int sandbox_wait(struct sbx_sandbox *s, struct sbx_result *res, sbx_error_t *err
   res->cpu_time_ms = (uint64_t) (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000 +
                      (uint64_t) (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1000;
   res->memory_peak_bytes = (uint64_t) ru.ru_maxrss * 1024;
+  res->limits = "degraded";
+  struct cgroup_stats cst = { 0 };
+  if (s->cgroup) {
+    cgroup_read_stats(s->cgroup, &cst);
+    res->limits = probe_mode_name();
+    if (cst.have_peak)
+      res->memory_peak_bytes = cst.memory_peak;
+    if (cst.have_cpu)
+      res->cpu_time_ms = cst.cpu_usec / 1000;
+    res->pids_limit_hit = cst.pids_max_events > 0;
+    /* Gone with the sandbox: nothing of it may outlive sandbox_wait(). */
+    cgroup_destroy(s->cgroup);
+    s->cgroup = NULL;
+  }
   int cs = s->code_status;
-  if (s->timed_out) {
+  if (cst.oom_kills > 0 && !s->timed_out) {
+    res->status = SBX_STATUS_MEMORY_LIMIT;
+    res->signal = SIGKILL;
+    res->exit_code = 128 + SIGKILL;
+  } else if (s->timed_out) {
     res->status = SBX_STATUS_TIMEOUT;
     res->timed_out = true;
     res->exit_code = SBX_EXIT_TIMEOUT;
@@ -604,6 +692,7 @@ void sandbox_free(struct sbx_sandbox *s)
     close(s->pidfd);
   if (s->sync_fd >= 0)
     close(s->sync_fd);
+  cgroup_destroy(s->cgroup);
   free(s);
 }
 

@@ -52,6 +52,8 @@ struct sbx_result {
   uint64_t execution_time_ms;
   uint64_t cpu_time_ms;
   uint64_t memory_peak_bytes;
+  bool pids_limit_hit;    /* a fork was refused at the pids limit */
+  const char *limits;     /* how limits were enforced: "cgroup2", "cgroup1" or "degraded" */
 };
 
 struct sbx_sandbox;

@@ -17,7 +17,7 @@ static const char base[] =
   "shm_size 64M\nmax_shm_size 1G\nnofile 1024\nmax_nofile 65536\nfsize 128M\nmax_fsize 2G\n"
   "output_limit 1M\nmax_output_limit 64M\n"
   "uid 1000\ngid 1000\nhost_uid 65534\nhost_gid 65534\nhostname sandbox\n"
-  "no_new_privs yes\ndrop_capabilities yes\nreadonly_root yes\nmask_proc yes\n"
+  "no_new_privs yes\ndrop_capabilities yes\nreadonly_root yes\nmask_proc yes\ncgroup required\n"
   "env PATH=/usr/bin\n"
   "seccomp_default errno ENOSYS\nseccomp_badarch kill\n"
   "group io \"basic io\"\n"
@@ -114,7 +114,7 @@ static void test_valid(void)
 static void test_errors(void)
 {
   /* Each error names file:line. */
-  CHECK(fails_with("bogus_key 1\n", "t.policy:38: unknown key `bogus_key`"));
+  CHECK(fails_with("bogus_key 1\n", "t.policy:39: unknown key `bogus_key`"));
   CHECK(fails_with("timeout 10s\n", "`timeout` is defined twice"));
   CHECK(fails_with("env PATH=/x\n", "`env PATH` is defined twice"));
   CHECK(fails_with("allow read\n", "`read` already has a rule"));
@@ -154,6 +154,7 @@ static void test_errors(void)
   CHECK(replaced_fails_with("pids 128", "pids 9999", "above `max_pids`"));
   CHECK(replaced_fails_with("no_new_privs yes", "no_new_privs maybe", "expected yes or no"));
   CHECK(replaced_fails_with("timeout 30s", "timeout 0", "bad duration"));
+  CHECK(replaced_fails_with("cgroup required", "cgroup maybe", "expected required or fallback-rlimit"));
 }
 
 static void test_conditions(void)
@@ -195,7 +196,7 @@ static void test_conditions(void)
   CHECK(p != NULL);
   if (p) {
     CHECK(seccomp_validate(p, &err) < 0 && strstr(err.msg, "unknown syscall `not_a_syscall`") &&
-          strstr(err.msg, "t.policy:39"));
+          strstr(err.msg, "t.policy:40"));
     policy_free(p);
   }
 }

@@ -1,0 +1,42 @@
+/* One cgroup per sandbox: exact memory, pids and cpu limits, honest usage figures, and a
+ * teardown that leaves nothing behind. cgroup v2, or the v1 controllers on hybrid/legacy hosts. */
+#ifndef SBX_CGROUP_H
+#define SBX_CGROUP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "error.h"
+#include "policy.h"
+
+enum cgroup_mode { CGROUP_NONE, CGROUP_V2, CGROUP_V1 };
+
+struct cgroup_stats {
+  uint64_t memory_peak; /* bytes */
+  uint64_t cpu_usec;
+  uint64_t oom_kills;       /* OOM kills inside the sandbox */
+  uint64_t pids_max_events; /* forks refused at pids.max */
+  bool have_peak, have_cpu;
+};
+
+struct sbx_cgroup;
+
+/* Where may this process create cgroups? Probed once. On CGROUP_NONE, err says why. */
+int cgroup_probe(enum cgroup_mode *ret, sbx_error_t *err);
+const char *cgroup_mode_name(enum cgroup_mode m);
+/* Remove cgroups left by a sandboxd that was killed (its pid no longer runs sandboxd). */
+void cgroup_cleanup_stale(void);
+/* Create sandboxd-<pid>-<n> with the limits set. */
+int cgroup_create(const struct sbx_limits *l, struct sbx_cgroup **ret, sbx_error_t *err);
+/* v2: a directory fd for clone3(CLONE_INTO_CGROUP); -1 on v1. */
+int cgroup_clone_fd(const struct sbx_cgroup *cg);
+/* Move a process in (v1, or v2 without CLONE_INTO_CGROUP). */
+int cgroup_attach(struct sbx_cgroup *cg, pid_t pid, sbx_error_t *err);
+/* Kill every process in the cgroup. */
+void cgroup_kill(struct sbx_cgroup *cg);
+void cgroup_read_stats(struct sbx_cgroup *cg, struct cgroup_stats *st);
+/* Kill what is left, remove the cgroup(s), free. NULL is fine. */
+void cgroup_destroy(struct sbx_cgroup *cg);
+
+#endif
