@@ -1,4 +1,5 @@
 /* `sandboxd policy check FILE...` and `sandboxd policy show [NAME|FILE]`. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,9 +13,11 @@ static const char policy_usage[] =
   "       sandboxd policy show [NAME|FILE]  print the resolved policy and its sha256\n"
   "Named policies are looked up in $SANDBOXD_POLICY_DIR, next to the binary, and /etc/sandboxd/policy.\n";
 
-static int load_checked(const char *name, struct sbx_policy **ret, sbx_error_t *err)
+static int load_checked(const char *name, bool allow_fragment, struct sbx_policy **ret, sbx_error_t *err)
 {
-  if (policy_load(name, ret, err) < 0)
+  size_t len = name ? strlen(name) : 0;
+  bool fragment = allow_fragment && len > 4 && strcmp(name + len - 4, ".inc") == 0;
+  if ((fragment ? policy_load_file(name, ret, err) : policy_load(name, ret, err)) < 0)
     return -1;
   if (seccomp_validate(*ret, err) < 0) {
     policy_free(*ret);
@@ -33,13 +36,16 @@ static int policy_check(int argc, char **argv)
   for (int i = 0; i < argc; i++) {
     sbx_error_t err = { 0 };
     struct sbx_policy *p;
-    if (load_checked(argv[i], &p, &err) < 0) {
+    if (load_checked(argv[i], true, &p, &err) < 0) {
       log_sbx_error(&err);
       bad++;
       continue;
     }
-    printf("%s: ok (policy `%s`, %zu syscall rules in %zu groups, sha256 %s)\n", argv[i], p->name, p->n_rules,
-           p->n_groups, p->sha256);
+    if (!p->sha256[0])
+      printf("%s: ok (fragment for `include`, %zu syscall rules in %zu groups)\n", argv[i], p->n_rules, p->n_groups);
+    else
+      printf("%s: ok (policy `%s`, %zu syscall rules in %zu groups, sha256 %s)\n", argv[i], p->name, p->n_rules,
+             p->n_groups, p->sha256);
     policy_free(p);
   }
   return bad ? 125 : 0;
@@ -53,7 +59,7 @@ static int policy_show(int argc, char **argv)
   }
   sbx_error_t err = { 0 };
   struct sbx_policy *p;
-  if (load_checked(argc ? argv[0] : NULL, &p, &err) < 0) {
+  if (load_checked(argc ? argv[0] : NULL, false, &p, &err) < 0) {
     log_sbx_error(&err);
     return 125;
   }

@@ -661,11 +661,20 @@ int policy_parse_string(const char *text, const char *file, const char *dir, str
   if (!p)
     return sbx_error_set(err, ENOMEM, "policy");
   struct parser ps = { .p = p, .file = file, .current_group = -1, .err = err };
-  if (!(p->path = strdup(file)) || parse_text(&ps, text, dir) < 0 || check_complete(&ps) < 0) {
+  /* A fragment (*.inc, what `include` names) is checked on its own without the completeness
+   * rules; it cannot be used as a policy. */
+  size_t flen = strlen(file);
+  bool fragment = flen > 4 && strcmp(file + flen - 4, ".inc") == 0;
+  if (!(p->path = strdup(file)) || parse_text(&ps, text, dir) < 0 || (!fragment && check_complete(&ps) < 0)) {
     policy_free(p);
     return -1;
   }
   /* The hash covers what is enforced, not how constants were spelled (comments). */
+  if (fragment) {
+    p->name = strdup("(fragment)");
+    *ret = p;
+    return 0;
+  }
   _cleanup_free_ char *canon = format(p, false);
   if (!canon) {
     policy_free(p);
@@ -718,12 +727,24 @@ const char *policy_search_path(void)
   return search_path;
 }
 
+static int load_whole(const char *path, struct sbx_policy **ret, sbx_error_t *err)
+{
+  if (policy_load_file(path, ret, err) < 0)
+    return -1;
+  if (!(*ret)->sha256[0]) {
+    policy_free(*ret);
+    return sbx_error_set(err, 0, "`%s` is a fragment for `include`, not a policy", path);
+  }
+  return 0;
+}
+
 int policy_load(const char *name_or_path, struct sbx_policy **ret, sbx_error_t *err)
 {
   const char *name = name_or_path ? name_or_path : "default";
   size_t len = strlen(name);
-  if (strchr(name, '/') || (len > 7 && strcmp(name + len - 7, ".policy") == 0))
-    return policy_load_file(name, ret, err);
+  if (strchr(name, '/') || (len > 7 && strcmp(name + len - 7, ".policy") == 0) ||
+      (len > 4 && strcmp(name + len - 4, ".inc") == 0))
+    return load_whole(name, ret, err);
   for (const char *c = name; *c; c++)
     if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '-' || *c == '_'))
       return sbx_error_set(err, 0, "policy name `%s`: use a name like `default` or a path", name);
@@ -735,7 +756,7 @@ int policy_load(const char *name_or_path, struct sbx_policy **ret, sbx_error_t *
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/%s.policy", dir, name);
     if (access(path, F_OK) == 0)
-      return policy_load_file(path, ret, err);
+      return load_whole(path, ret, err);
   }
   return sbx_error_set(err, ENOENT, "policy `%s` not found in %s", name, policy_search_path());
 }

@@ -252,7 +252,7 @@ static void test_limits(void)
 static void test_shipped(void)
 {
   /* The shipped policies parse and compile (run from the repository root). */
-  static const char *files[] = { "policy/default.policy" };
+  static const char *files[] = { "policy/default.policy", "policy/ci.policy", "policy/strict.policy" };
   for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
     sbx_error_t err = { 0 };
     struct sbx_policy *p = NULL;
