@@ -11,6 +11,7 @@
 static const char policy_usage[] =
   "usage: sandboxd policy check FILE...     validate policy files (errors as file:line)\n"
   "       sandboxd policy show [NAME|FILE]  print the resolved policy and its sha256\n"
+  "       sandboxd policy diff A B          differences in effect (exit 1 if any)\n"
   "Named policies are looked up in $SANDBOXD_POLICY_DIR, next to the binary, and /etc/sandboxd/policy.\n";
 
 static int load_checked(const char *name, bool allow_fragment, struct sbx_policy **ret, sbx_error_t *err)
@@ -78,6 +79,68 @@ static int policy_show(int argc, char **argv)
   return 0;
 }
 
+/* Lines of the canonical text (comments dropped) present in a but not in b. */
+static int print_missing(const char *a, const char *b, char sign)
+{
+  int n = 0;
+  for (const char *l = a; *l;) {
+    const char *end = strchr(l, '\n');
+    size_t len = end ? (size_t) (end - l) : strlen(l);
+    size_t eff = len;
+    const char *hash = memmem(l, len, "   # ", 5);
+    if (hash)
+      eff = (size_t) (hash - l);
+    bool found = false;
+    for (const char *m = b; *m && !found;) {
+      const char *mend = strchr(m, '\n');
+      size_t mlen = mend ? (size_t) (mend - m) : strlen(m);
+      const char *mh = memmem(m, mlen, "   # ", 5);
+      if (mh)
+        mlen = (size_t) (mh - m);
+      found = mlen == eff && memcmp(m, l, eff) == 0;
+      m = mend ? mend + 1 : m + strlen(m);
+    }
+    if (!found && strncmp(l, "description", 11) != 0) {
+      printf("%c %.*s\n", sign, (int) len, l);
+      n++;
+    }
+    l = end ? end + 1 : l + len;
+  }
+  return n;
+}
+
+/* Differences in effect between two policies: enforced lines only in A (-) and only in B (+). */
+static int policy_diff(int argc, char **argv)
+{
+  if (argc != 2) {
+    log_error("policy diff: takes two policies, A and B");
+    return 125;
+  }
+  struct sbx_policy *a = NULL, *b = NULL;
+  sbx_error_t err = { 0 };
+  if (load_checked(argv[0], false, &a, &err) < 0 || load_checked(argv[1], false, &b, &err) < 0) {
+    log_sbx_error(&err);
+    policy_free(a);
+    return 125;
+  }
+  char *ta = policy_format(a), *tb = policy_format(b);
+  int n = 0;
+  if (ta && tb) {
+    printf("--- %s (%s, sha256 %.12s)\n+++ %s (%s, sha256 %.12s)\n", argv[0], a->name, a->sha256, argv[1], b->name,
+           b->sha256);
+    n += print_missing(ta, tb, '-');
+    n += print_missing(tb, ta, '+');
+    if (!n)
+      printf("no difference in effect\n");
+  }
+  free(ta);
+  free(tb);
+  policy_free(a);
+  policy_free(b);
+  /* Like diff(1): 0 the same, 1 different. */
+  return n ? 1 : 0;
+}
+
 int cmd_policy(int argc, char **argv)
 {
   if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
@@ -88,6 +151,8 @@ int cmd_policy(int argc, char **argv)
     return policy_check(argc - 2, argv + 2);
   if (!strcmp(argv[1], "show"))
     return policy_show(argc - 2, argv + 2);
-  log_error("policy: unknown command `%s` (expected check or show)", argv[1]);
+  if (!strcmp(argv[1], "diff"))
+    return policy_diff(argc - 2, argv + 2);
+  log_error("policy: unknown command `%s` (expected check, show or diff)", argv[1]);
   return 125;
 }
