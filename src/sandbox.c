@@ -175,10 +175,8 @@ static _Noreturn void exec_code(const struct child_args *a, int bridge_fd, int e
   int high = fcntl(exec_err_fd, F_DUPFD_CLOEXEC, 100);
   if (high < 0)
     _exit(127);
-  if (bridge_fd >= 0) {
-    if (move_fd(bridge_fd, SBX_BRIDGE_FD) < 0)
-      _exit(127);
-  }
+  if (bridge_fd >= 0 && move_fd(bridge_fd, SBX_BRIDGE_FD) < 0)
+    _exit(127);
   int first = bridge_fd >= 0 ? SBX_BRIDGE_FD + 1 : 3;
   if (syscall(SYS_close_range, first, high - 1, 0) < 0 || syscall(SYS_close_range, high + 1, ~0U, 0) < 0)
     _exit(127);
@@ -259,6 +257,19 @@ static _Noreturn void sandbox_child(const struct child_args *a)
   for (int i = 0; i < 3; i++)
     close(tmp[i]);
 
+  /* Then keep only the sync socket (at 3) and the bridge (at 4). pid 1 never execs, so
+   * O_CLOEXEC does not protect it: without this it would hold every fd sandboxd had open, such
+   * as other sandboxes' pipes in `sandboxd mcp`, and keep their readers from seeing EOF. */
+  int hi_sync = fcntl(sync_fd, F_DUPFD_CLOEXEC, 10);
+  int hi_bridge = spec->bridge_fd >= 0 ? fcntl(spec->bridge_fd, F_DUPFD_CLOEXEC, 10) : -1;
+  if (hi_sync < 0 || (spec->bridge_fd >= 0 && hi_bridge < 0) || dup3(hi_sync, 3, O_CLOEXEC) < 0 ||
+      (hi_bridge >= 0 && dup3(hi_bridge, 4, O_CLOEXEC) < 0))
+    child_fail(sync_fd, (sbx_error_errno(&err, "arrange fds"), &err));
+  sync_fd = 3;
+  int bridge_fd = hi_bridge >= 0 ? 4 : -1;
+  if (syscall(SYS_close_range, bridge_fd >= 0 ? 5 : 4, ~0U, 0) < 0)
+    child_fail(sync_fd, (sbx_error_errno(&err, "close inherited fds"), &err));
+
   /* Nothing we mount may propagate back to the host. */
   if (mount_make_private(&err) < 0)
     child_fail(sync_fd, &err);
@@ -277,6 +288,7 @@ static _Noreturn void sandbox_child(const struct child_args *a)
       child_fail(sync_fd, (sbx_error_errno(&err, "open bind source `%s`", spec->binds[i].src), &err));
   if (mount_enter_rootfs(rootfs_fd, spec->rootfs, &err) < 0)
     child_fail(sync_fd, &err);
+  close(TAKE_FD(rootfs_fd));
   /* Read-only now, before the writable mounts go on top: every mount point they need exists
    * in the rootfs, and binds are only created under the tmpfs mounts. */
   if (p->readonly_root && mount_root_readonly(&err) < 0)
@@ -346,11 +358,11 @@ static _Noreturn void sandbox_child(const struct child_args *a)
   if (code == 0) {
     close(ep[0]);
     close(sync_fd);
-    exec_code(a, spec->bridge_fd >= 0 ? spec->bridge_fd : -1, ep[1]);
+    exec_code(a, bridge_fd, ep[1]);
   }
   close(ep[1]);
-  if (spec->bridge_fd >= 0)
-    close(spec->bridge_fd);
+  if (bridge_fd >= 0)
+    close(bridge_fd);
   int exec_errno = 0;
   do
     n = read(ep[0], &exec_errno, sizeof exec_errno);
