@@ -18,6 +18,8 @@ struct exec_options {
   const char *report;  /* JSON report path or NULL */
   const char *workdir; /* NULL = /workspace */
   const char *code;    /* -c CODE, or NULL */
+  const char *audit_log; /* path, "syslog", "off", or NULL for the default */
+  bool audit_code;     /* put the code text itself into the audit record */
   const char *file;    /* FILE, or NULL with -c */
   char **args;         /* arguments after FILE/CODE */
   int n_args;

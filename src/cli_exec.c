@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "audit.h"
 #include "json.h"
 #include "log.h"
 #include "seccomp.h"
@@ -36,12 +37,16 @@ static const char exec_usage[] =
   "  --env NAME=VALUE      add to the (otherwise fixed) environment\n"
   "  --rootfs DIR          root filesystem (default: the built python-3.14-slim)\n"
   "  --report FILE         write a JSON report of the run to FILE\n"
+  "  --audit-log PATH|syslog|off   where the audit record goes (default: $SANDBOXD_AUDIT_LOG,\n"
+  "                        else under $XDG_STATE_HOME/sandboxd/, or /var/log/sandboxd/ for root)\n"
+  "  --audit-code          include the code itself in the audit record (default: its sha256)\n"
   "Exit status: the code's own; 128+N if killed by signal N; 124 on timeout; 125 on usage,\n"
   "policy or setup errors. See sandboxd(1).\n";
 
 enum {
   OPT_POLICY = 256, OPT_TIMEOUT, OPT_MEMORY, OPT_PIDS, OPT_CPUS, OPT_BIND, OPT_BIND_RW, OPT_WORKDIR,
-  OPT_ENV, OPT_ROOTFS, OPT_REPORT, OPT_TMP, OPT_WS, OPT_SHM, OPT_NOFILE, OPT_FSIZE,
+  OPT_ENV, OPT_ROOTFS, OPT_REPORT, OPT_TMP, OPT_WS, OPT_SHM, OPT_NOFILE, OPT_FSIZE, OPT_AUDIT_LOG,
+  OPT_AUDIT_CODE,
 };
 
 /* Absolute, not "/", and no empty, "." or ".." components. */
@@ -146,6 +151,8 @@ int exec_parse_args(int argc, char **argv, struct exec_options *o, sbx_error_t *
     { "shm-size", required_argument, NULL, OPT_SHM },
     { "nofile", required_argument, NULL, OPT_NOFILE },
     { "fsize", required_argument, NULL, OPT_FSIZE },
+    { "audit-log", required_argument, NULL, OPT_AUDIT_LOG },
+    { "audit-code", no_argument, NULL, OPT_AUDIT_CODE },
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
   };
@@ -167,6 +174,8 @@ int exec_parse_args(int argc, char **argv, struct exec_options *o, sbx_error_t *
     case OPT_POLICY: o->policy = optarg; break;
     case OPT_ROOTFS: o->rootfs = optarg; break;
     case OPT_REPORT: o->report = optarg; break;
+    case OPT_AUDIT_LOG: o->audit_log = optarg; break;
+    case OPT_AUDIT_CODE: o->audit_code = true; break;
     case OPT_WORKDIR:
       if (!path_is_clean_abs(optarg) && strcmp(optarg, "/") != 0)
         return sbx_error_set(err, 0, "--workdir `%s`: must be an absolute path inside the sandbox", optarg);
@@ -309,11 +318,40 @@ static void write_report(const char *path, const struct sbx_policy *p, const str
   json_writer_free(w);
 }
 
-static int fail(const char *report, const struct sbx_policy *p, const sbx_error_t *err)
+/* The code as text for the audit hash: -c CODE, or FILE's contents (bounded). */
+static char *code_text(const struct exec_options *o, size_t *ret_len)
+{
+  char *data = NULL;
+  if (o->code) {
+    *ret_len = strlen(o->code);
+    return strdup(o->code);
+  }
+  if (o->file && read_file(o->file, 64 << 20, &data, ret_len, NULL) == 0)
+    return data;
+  *ret_len = 0;
+  return NULL;
+}
+
+static void audit(const struct exec_options *o, const struct sbx_policy *p, const struct sbx_limits *l,
+                  const struct sbx_result *res, const sbx_error_t *err)
+{
+  audit_configure(o->audit_log);
+  audit_set_log_code(o->audit_code);
+  size_t len;
+  _cleanup_free_ char *code = code_text(o, &len);
+  struct audit_record r = {
+    .mode = "exec", .code = code, .code_len = len, .file = o->file, .policy = p, .limits = l,
+    .result = res, .error = err ? err->msg : NULL,
+  };
+  audit_write(&r);
+}
+
+static int fail(const struct exec_options *o, const struct sbx_policy *p, const sbx_error_t *err)
 {
   log_sbx_error(err);
-  if (report)
-    write_report(report, p, NULL, err);
+  if (o->report)
+    write_report(o->report, p, NULL, err);
+  audit(o, p, NULL, NULL, err);
   return SBX_EXIT_SETUP;
 }
 
@@ -321,8 +359,10 @@ int cmd_exec(int argc, char **argv)
 {
   struct exec_options o;
   sbx_error_t err = { 0 };
-  if (exec_parse_args(argc, argv, &o, &err) < 0)
-    return fail(NULL, NULL, &err);
+  if (exec_parse_args(argc, argv, &o, &err) < 0) {
+    log_sbx_error(&err);
+    return SBX_EXIT_SETUP;
+  }
   if (o.help) {
     fputs(exec_usage, stdout);
     return 0;
@@ -330,7 +370,7 @@ int cmd_exec(int argc, char **argv)
   struct sbx_policy *p = NULL;
   /* Syscall names are checked when the filter is compiled (or were, when it was cached). */
   if (policy_load(o.policy, &p, &err) < 0)
-    return fail(o.report, NULL, &err);
+    return fail(&o, NULL, &err);
 
   int rc = SBX_EXIT_SETUP;
   _cleanup_free_ char *rootfs = NULL;
@@ -413,12 +453,13 @@ int cmd_exec(int argc, char **argv)
     log_warn("the code reached the process limit (%llu)", (unsigned long long) spec.limits.pids);
   if (o.report)
     write_report(o.report, p, &res, NULL);
+  audit(&o, p, &spec.limits, &res, NULL);
   rc = res.exit_code;
   policy_free(p);
   return rc;
 
 out_fail:
-  rc = fail(o.report, p, &err);
+  rc = fail(&o, p, &err);
   policy_free(p);
   return rc;
 }

@@ -1,0 +1,40 @@
+/* The audit log: one JSON line per execution, to a file or syslog. Never blocks or fails an
+ * execution: a record that cannot be written is counted and the count goes into the next one. */
+#ifndef SBX_AUDIT_H
+#define SBX_AUDIT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "error.h"
+#include "policy.h"
+#include "sandbox.h"
+
+struct audit_record {
+  const char *mode;        /* "exec" or "mcp" */
+  const char *request_id;  /* NULL: one is made up */
+  const char *code;        /* the code (hashed; logged only with audit_set_log_code) */
+  size_t code_len;
+  const char *file;        /* exec FILE, or NULL for -c */
+  const struct sbx_policy *policy;
+  const struct sbx_limits *limits;
+  const struct sbx_result *result; /* NULL if setup failed */
+  const char *error;               /* setup error message, or NULL */
+  const char *calls_json;          /* proxied calls as a JSON array, or NULL */
+};
+
+/* Where records go: a path, "syslog", "off", or NULL for the default ($SANDBOXD_AUDIT_LOG, else
+ * $XDG_STATE_HOME/sandboxd/audit.log, ~/.local/state/sandboxd/audit.log, or for root
+ * /var/log/sandboxd/audit.log). Opening failures are reported later as dropped records. */
+void audit_configure(const char *target);
+/* Also log the code text itself (opt-in: it may hold secrets). */
+void audit_set_log_code(bool on);
+void audit_write(const struct audit_record *r);
+/* Reopen the file (after logrotate moved it): call on SIGHUP. */
+void audit_reopen(void);
+/* Records that could not be written so far. */
+unsigned long audit_dropped(void);
+/* Where records go, for messages. */
+const char *audit_target(void);
+
+#endif
