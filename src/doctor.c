@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "cgroup.h"
 #include "cli.h"
 #include "util.h"
 
@@ -50,8 +51,9 @@ int cmd_doctor(int argc, char **argv)
   _cleanup_free_ char *apparmor = NULL;
   if (read_file("/proc/sys/kernel/apparmor_restrict_unprivileged_userns", 16, &apparmor, NULL, NULL) == 0 &&
       apparmor[0] == '1')
-    fix = "Ubuntu restricts unprivileged user namespaces with AppArmor: install an AppArmor profile for "
-          "sandboxd (see sandboxd(1)) or sysctl -w kernel.apparmor_restrict_unprivileged_userns=0";
+    fix = "Ubuntu restricts unprivileged user namespaces with AppArmor: install the profile shipped in "
+          "policy/apparmor.d/sandboxd (sudo install -m 0644 policy/apparmor.d/sandboxd /etc/apparmor.d/ && "
+          "sudo apparmor_parser -r /etc/apparmor.d/sandboxd)";
   bad += report(userns, "user namespaces", detail, fix);
 
   bool seccomp = prctl(PR_GET_SECCOMP, 0, 0, 0, 0) >= 0;
@@ -64,16 +66,21 @@ int cmd_doctor(int argc, char **argv)
   if (pidfd >= 0)
     close(pidfd);
 
-  struct stat st;
-  const char *mode = "none found";
-  if (stat("/sys/fs/cgroup/cgroup.controllers", &st) == 0)
-    mode = "unified (cgroup v2)";
-  else if (stat("/sys/fs/cgroup/unified/cgroup.controllers", &st) == 0)
-    mode = "hybrid (v1 controllers, cgroup2 at /sys/fs/cgroup/unified)";
-  else if (stat("/sys/fs/cgroup/memory", &st) == 0)
-    mode = "legacy (cgroup v1)";
-  snprintf(detail, sizeof detail, "%s; memory and pids are bounded with rlimits", mode);
-  report(true, "cgroups", detail, NULL);
+  enum cgroup_mode cg;
+  sbx_error_t why = { 0 };
+  if (cgroup_probe(&cg, &why) == 0) {
+    snprintf(detail, sizeof detail, "%s: each sandbox gets its own cgroup (memory, pids, cpu)", cgroup_mode_name(cg));
+    report(true, "cgroups", detail, NULL);
+  } else {
+    snprintf(detail, sizeof detail, "%s", why.msg);
+    bad += report(false, "cgroups", detail,
+                  "run under a delegated cgroup: `systemd-run --user --scope -p Delegate=yes sandboxd ...`, "
+                  "or use a policy with `cgroup fallback-rlimit` (e.g. --policy ci) to run on rlimits");
+  }
+
+  long clone3 = syscall(SYS_clone3, NULL, 0);
+  bool have_clone3 = !(clone3 < 0 && errno == ENOSYS);
+  report(have_clone3, "clone3", have_clone3 ? "clone3 is available (CLONE_INTO_CGROUP)" : "no clone3 (Linux < 5.3): falls back to clone", NULL);
 
   _cleanup_free_ char *rootfs = NULL;
   sbx_error_t err = { 0 };

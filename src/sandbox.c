@@ -305,6 +305,8 @@ static _Noreturn void sandbox_child(const struct child_args *a)
   /* The writable places, then /dev and /proc, then binds into them. */
   if (mount_tmpfs("tmp", spec->limits.tmp_bytes, 01777, false, &err) < 0 ||
       mount_tmpfs("workspace", spec->limits.workspace_bytes, 0755, false, &err) < 0 ||
+      /* /run holds sandboxd's own files (the Python helpers at /run/sandboxd/python). */
+      mount_tmpfs("run", 1 << 20, 0755, true, &err) < 0 ||
       mount_dev(spec->limits.shm_bytes, &err) < 0 || mount_proc(p, &err) < 0)
     child_fail(sync_fd, &err);
   for (size_t i = 0; i < spec->n_binds; i++) {
