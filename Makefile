@@ -21,7 +21,7 @@ UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
 ROOTFS  ?= rootfs/python-3.14-slim
 
-.PHONY: all clean check check-unit check-integration asan rootfs install bench format demo
+.PHONY: all clean check check-unit check-integration asan rootfs install bench format demo fuzz fuzz-build
 all: $(BUILD)/sandboxd
 
 $(BUILD)/sandboxd: $(OBJS)
@@ -31,7 +31,7 @@ $(BUILD)/obj/%.o: src/%.c $(wildcard src/*.h) | $(BUILD)/obj
 	@echo "  CC $<"; $(CC) $(CFLAGS) -c -o $@ $<
 
 $(BUILD)/tests/%: tests/unit/%.c $(LIBOBJS) | $(BUILD)/tests
-	$(CC) $(CFLAGS) -Isrc $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(CFLAGS) -iquote src $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/obj $(BUILD)/tests:
 	mkdir -p $@
@@ -40,6 +40,31 @@ $(BUILD)/obj $(BUILD)/tests:
 asan:
 	$(MAKE) BUILD=build-asan OPT="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined -U_FORTIFY_SOURCE" \
 	  LDFLAGS="-fsanitize=address,undefined" all $(UNIT_BINS:$(BUILD)/%=build-asan/%)
+
+# libFuzzer targets (tests/fuzz/fuzz_*.c) under ASan+UBSan. `make fuzz FUZZ_SECONDS=60` runs each
+# for that long on its corpus; a crash is saved under tests/fuzz/regressions/NAME/, which
+# `make check` replays.
+FUZZ_SECONDS ?= 30
+FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_BINS := $(FUZZ_SRCS:tests/fuzz/%.c=build-fuzz/%)
+FUZZ_CFLAGS = -std=gnu17 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined \
+              -fno-sanitize-recover=undefined $(shell pkg-config --cflags $(PKGS)) -iquote src
+FUZZ_LIBSRCS := $(filter-out src/main.c,$(SRCS))
+
+build-fuzz/%: tests/fuzz/%.c $(FUZZ_LIBSRCS) $(wildcard src/*.h)
+	@mkdir -p build-fuzz
+	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_LIBSRCS) $(LDLIBS)
+
+fuzz-build: $(FUZZ_BINS)
+
+fuzz: $(FUZZ_BINS)
+	@set -e; for f in $(FUZZ_BINS); do n=$${f#build-fuzz/fuzz_}; \
+	  mkdir -p tests/fuzz/corpus/$$n tests/fuzz/regressions/$$n build-fuzz/corpus-$$n; \
+	  echo "fuzz: $$n for $(FUZZ_SECONDS)s"; \
+	  $$f -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 -artifact_prefix=tests/fuzz/regressions/$$n/ \
+	    build-fuzz/corpus-$$n tests/fuzz/corpus/$$n 2>&1 | grep -E '^(stat::number_of_executed_units|==.*ERROR|SUMMARY)' || true; \
+	  if ls tests/fuzz/regressions/$$n/crash-* tests/fuzz/regressions/$$n/leak-* >/dev/null 2>&1; then \
+	    echo "fuzz: $$n found a crash (saved in tests/fuzz/regressions/$$n/)"; exit 1; fi; done
 
 rootfs:
 	scripts/build-rootfs $(ROOTFS)
@@ -73,4 +98,4 @@ format:
 	clang-format -i src/*.c src/*.h tests/unit/*.c
 
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-fuzz
