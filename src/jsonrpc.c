@@ -12,13 +12,13 @@
 
 void jsonrpc_framer_init(jsonrpc_framer_t *f, size_t max_message)
 {
-  *f = (jsonrpc_framer_t){ .max_message = max_message };
+  *f = (jsonrpc_framer_t){.max_message = max_message};
 }
 
 void jsonrpc_framer_free(jsonrpc_framer_t *f)
 {
   free(f->buf);
-  *f = (jsonrpc_framer_t){ 0 };
+  *f = (jsonrpc_framer_t){0};
 }
 
 int jsonrpc_framer_push(jsonrpc_framer_t *f, const char *data, size_t n, sbx_error_t *err)
@@ -151,7 +151,7 @@ static int fail_with(struct jsonrpc_failure *fail, int code, char *id, const cha
 
 int jsonrpc_parse(const char *buf, size_t len, struct jsonrpc_message *ret, struct jsonrpc_failure *fail)
 {
-  *fail = (struct jsonrpc_failure){ 0 };
+  *fail = (struct jsonrpc_failure){0};
   json_node_t *root = NULL;
   sbx_error_t perr;
   if (json_parse(buf, len, &root, &perr) < 0)
@@ -170,18 +170,20 @@ int jsonrpc_parse(const char *buf, size_t len, struct jsonrpc_message *ret, stru
   }
   const json_node_t *idn = json_get(root, "id");
   if (idn && !(id = jsonrpc_id_canonical(idn))) {
-    fail_with(fail, JSONRPC_INVALID_REQUEST, NULL, "Invalid Request: %s", "`id` must be a string or an integer");
+    fail_with(fail, JSONRPC_INVALID_REQUEST, NULL, "Invalid Request: %s",
+              "`id` must be a string or an integer");
     goto out;
   }
   const char *version = json_as_string(json_get(root, "jsonrpc"), NULL);
   if (!version || strcmp(version, "2.0") != 0) {
-    fail_with(fail, JSONRPC_INVALID_REQUEST, TAKE_PTR(id), "Invalid Request: %s", "`jsonrpc` must be \"2.0\"");
+    fail_with(fail, JSONRPC_INVALID_REQUEST, TAKE_PTR(id), "Invalid Request: %s",
+              "`jsonrpc` must be \"2.0\"");
     goto out;
   }
   const json_node_t *method = json_get(root, "method");
   if (!method) {
     if (id && (json_get(root, "result") || json_get(root, "error"))) {
-      *ret = (struct jsonrpc_message){ .kind = JSONRPC_RESPONSE, .root = root, .id = id };
+      *ret = (struct jsonrpc_message){.kind = JSONRPC_RESPONSE, .root = root, .id = id};
       return 0;
     }
     fail_with(fail, JSONRPC_INVALID_REQUEST, TAKE_PTR(id), "Invalid Request: %s", "`method` is missing");
@@ -190,7 +192,8 @@ int jsonrpc_parse(const char *buf, size_t len, struct jsonrpc_message *ret, stru
   size_t mlen;
   const char *m = json_as_string(method, &mlen);
   if (!m || strlen(m) != mlen) {
-    fail_with(fail, JSONRPC_INVALID_REQUEST, TAKE_PTR(id), "Invalid Request: %s", "`method` must be a string");
+    fail_with(fail, JSONRPC_INVALID_REQUEST, TAKE_PTR(id), "Invalid Request: %s",
+              "`method` must be a string");
     goto out;
   }
   const json_node_t *params = json_get(root, "params");
@@ -200,11 +203,11 @@ int jsonrpc_parse(const char *buf, size_t len, struct jsonrpc_message *ret, stru
     goto out;
   }
   *ret = (struct jsonrpc_message){
-    .kind = id ? JSONRPC_REQUEST : JSONRPC_NOTIFICATION,
-    .root = root,
-    .method = m,
-    .params = params,
-    .id = id,
+      .kind = id ? JSONRPC_REQUEST : JSONRPC_NOTIFICATION,
+      .root = root,
+      .method = m,
+      .params = params,
+      .id = id,
   };
   return 0;
 out:
@@ -215,7 +218,7 @@ out:
 
 void jsonrpc_oversize(const char *prefix, size_t len, size_t max_message, struct jsonrpc_failure *fail)
 {
-  *fail = (struct jsonrpc_failure){ .code = JSONRPC_INVALID_REQUEST };
+  *fail = (struct jsonrpc_failure){.code = JSONRPC_INVALID_REQUEST};
   /* Clients write "id" before "params", so the id is usually in the part we kept. */
   char *id = NULL;
   if (json_peek_member(prefix, len, "id", &id) == 0 && strcmp(id, "null") != 0 && id[0] != 't' &&
@@ -230,7 +233,7 @@ void jsonrpc_message_clear(struct jsonrpc_message *m)
 {
   json_free(m->root);
   free(m->id);
-  *m = (struct jsonrpc_message){ 0 };
+  *m = (struct jsonrpc_message){0};
 }
 
 void jsonrpc_failure_clear(struct jsonrpc_failure *f)
@@ -269,7 +272,10 @@ void jsonrpc_begin_notification(json_writer_t *w, const char *method)
   json_key(w, "params");
 }
 
-void jsonrpc_end(json_writer_t *w) { json_obj_end(w); }
+void jsonrpc_end(json_writer_t *w)
+{
+  json_obj_end(w);
+}
 
 void jsonrpc_write_error(json_writer_t *w, const char *id, int code, const char *message)
 {

@@ -54,9 +54,9 @@ enum jsonrpc_kind {
 struct jsonrpc_message {
   enum jsonrpc_kind kind;
   json_node_t *root;
-  const char *method;         /* requests and notifications */
-  const json_node_t *params;  /* object or array, or NULL when absent */
-  char *id;                   /* canonical compact JSON ("0", "\"a\""); NULL for notifications */
+  const char *method;        /* requests and notifications */
+  const json_node_t *params; /* object or array, or NULL when absent */
+  char *id;                  /* canonical compact JSON ("0", "\"a\""); NULL for notifications */
 };
 
 /* Why a message was rejected: the code and message to answer with, and the id to answer to

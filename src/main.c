@@ -4,12 +4,11 @@
 #include <string.h>
 
 #include "cli.h"
+#include "mcp_server.h"
 #include "sandbox.h"
 #include "log.h"
+#include "version.h"
 
-#ifndef SANDBOXD_VERSION
-#define SANDBOXD_VERSION "0.1.0"
-#endif
 
 struct command {
   const char *name;
@@ -19,7 +18,8 @@ struct command {
 
 static const struct command commands[] = {
   { "exec", cmd_exec, "run a Python file or -c CODE in a fresh sandbox" },
-  { "policy", cmd_policy, "check or show policies" },
+  { "mcp", cmd_mcp, "serve run_python over the Model Context Protocol on stdio" },
+  { "policy", cmd_policy, "check, show or diff policies" },
   { "doctor", cmd_doctor, "say what this host supports and how to fix what is missing" },
 };
 

@@ -1,0 +1,1432 @@
+/* `sandboxd mcp`: MCP over stdio (https://modelcontextprotocol.io/specification), one tool.
+ *
+ * One thread, one poll loop. It watches stdin (requests), stdout (when replies are waiting for a
+ * slow reader), a signalfd (SIGTERM/SIGINT/SIGHUP), and for every running call its sandbox's pidfd
+ * and its stdout/stderr pipes. Deadlines and progress ticks become the poll timeout. Nothing here
+ * blocks for long except sandbox_spawn() while it builds a sandbox, so ping is always answered. */
+#include "mcp_server.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "cli.h"
+#include "json.h"
+#include "jsonrpc.h"
+#include "log.h"
+#include "version.h"
+#include "policy.h"
+#include "sandbox.h"
+#include "seccomp.h"
+#include "util.h"
+
+
+#define PYTHON "/usr/bin/python3"
+#define TOOL_NAME "run_python"
+#define CAPABILITIES_URI "sandboxd://capabilities"
+/* execve() refuses any single argument longer than MAX_ARG_STRLEN (32 pages), NUL included. */
+#define MAX_CODE_BYTES (32 * 4096 - 1)
+#define READ_CHUNK 65536
+#define PROGRESS_INTERVAL_NS 1000000000ULL
+/* Stop reading requests while this much output waits for the client to read it. */
+#define OUTQ_HIGH_WATER (64u << 20)
+
+#define DEFAULT_MAX_CONCURRENT 4
+#define DEFAULT_MAX_QUEUE 64
+#define DEFAULT_MAX_MESSAGE (4u << 20)
+
+const char *const mcp_protocol_versions[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05", NULL};
+
+const char mcp_runner_source[] =
+    "# sandboxd run_python entry point: runs sys.argv[1] as the __main__ module, with top-level await.\n"
+    "# sandboxd passes this file's text to `python3 -c`, so keep it self-contained (src/mcp_server.c\n"
+    "# holds a copy that tests/unit/test_jsonrpc.c checks against this file).\n"
+    "def _sandboxd_run():\n"
+    "    import ast, asyncio, inspect, linecache, sys, traceback\n"
+    "\n"
+    "    code = sys.argv[1]\n"
+    "    del sys.argv[1:]\n"
+    "    name = \"<run_python>\"\n"
+    "    # Show the user's lines in tracebacks.\n"
+    "    linecache.cache[name] = (len(code), None, code.splitlines(True), name)\n"
+    "    # A killed run still shows what it printed up to then.\n"
+    "    sys.stdout.reconfigure(line_buffering=True)\n"
+    "    main = sys.modules[\"__main__\"].__dict__\n"
+    "    main.pop(\"_sandboxd_run\", None)\n"
+    "    try:\n"
+    "        co = compile(code, name, \"exec\", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)\n"
+    "        if co.co_flags & inspect.CO_COROUTINE:\n"
+    "            asyncio.run(eval(co, main))\n"
+    "        else:\n"
+    "            exec(co, main)\n"
+    "    except SystemExit:\n"
+    "        raise\n"
+    "    except BaseException as e:\n"
+    "        # Drop this runner's (and asyncio's) frames: the traceback starts in the user's code.\n"
+    "        tb = e.__traceback__\n"
+    "        while tb is not None and tb.tb_frame.f_code.co_filename != name:\n"
+    "            tb = tb.tb_next\n"
+    "        traceback.print_exception(type(e), e, tb)\n"
+    "        sys.stderr.flush()\n"
+    "        sys.exit(1)\n"
+    "\n"
+    "\n"
+    "_sandboxd_run()\n";
+
+static const char tool_description[] =
+    "Run Python 3 code in a fresh, disposable Linux sandbox and get back its stdout, stderr and exit "
+    "status. Every call starts clean: files, variables and processes never carry over, so send "
+    "complete programs. No host files; the network is loopback-only; time, memory, processes and "
+    "output are limited (read resource " CAPABILITIES_URI " for the limits). Use print() for results; "
+    "tracebacks go to stderr. Top-level `await` works. To use tools of host MCP servers, list them in "
+    "`servers`; the code then calls them with `await mcp_<server>.<tool>(arg=...)` (helpers in "
+    "`from mcp import runtime`).";
+
+/* ------------------------------------------------------------------ state */
+
+enum call_state { CALL_QUEUED, CALL_RUNNING };
+
+struct call {
+  struct call *next;
+  enum call_state state;
+  char *id;             /* canonical JSON */
+  char *progress_token; /* canonical JSON, or NULL */
+  char *code;
+  uint64_t timeout_ms; /* requested, or UINT64_MAX */
+  uint64_t queued_ns, next_progress_ns;
+  unsigned progress;
+
+  struct sbx_sandbox *sb;
+  struct sbx_limits limits;
+  int out_fd, err_fd; /* read ends, -1 once at EOF */
+  strbuf_t out, err;
+  bool truncated;
+  bool killed;    /* sandbox_kill() sent (deadline or cancel) */
+  bool cancelled; /* the client cancelled: kill, and never answer */
+};
+
+struct server {
+  struct sbx_policy *policy;
+  char *rootfs;
+  size_t max_concurrent, max_queue, max_message;
+
+  struct call *calls; /* in arrival order */
+  size_t n_running, n_queued;
+
+  jsonrpc_framer_t framer;
+  strbuf_t outq; /* replies not yet written to stdout */
+  size_t outq_off;
+  int stdout_flags; /* to restore, or -1 */
+  int sigfd;
+  bool stdin_eof, stop;
+  int log_level; /* index into log_levels: send notifications/message at this level or above */
+};
+
+static const char *const log_levels[] = {"debug", "info",     "notice", "warning",
+                                         "error", "critical", "alert",  "emergency"};
+
+/* ------------------------------------------------------------------ output */
+
+static void flush_output(struct server *srv)
+{
+  while (srv->outq_off < srv->outq.len) {
+    ssize_t n = write(STDOUT_FILENO, srv->outq.data + srv->outq_off, srv->outq.len - srv->outq_off);
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      if (errno == EAGAIN)
+        break;
+      /* The client closed our stdout: nobody is listening any more. */
+      log_error("write to stdout: %s", strerror(errno));
+      srv->stop = true;
+      srv->outq_off = srv->outq.len;
+      break;
+    }
+    srv->outq_off += (size_t) n;
+  }
+  if (srv->outq_off < srv->outq.len) {
+    /* Keep the pending bytes at the front, so a slow reader does not make the buffer creep. */
+    if (srv->outq_off > srv->outq.len / 2) {
+      memmove(srv->outq.data, srv->outq.data + srv->outq_off, srv->outq.len - srv->outq_off);
+      srv->outq.len -= srv->outq_off;
+      srv->outq_off = 0;
+    }
+    return;
+  }
+  srv->outq.len = srv->outq_off = 0;
+  if (srv->outq.data)
+    srv->outq.data[0] = '\0';
+}
+
+/* Queue one finished message (and free the writer). */
+static void send_writer(struct server *srv, json_writer_t *w)
+{
+  size_t n;
+  const char *buf = w ? json_writer_buf(w, &n) : NULL;
+  if (!buf || strbuf_append(&srv->outq, buf, n) < 0 || strbuf_append(&srv->outq, "\n", 1) < 0)
+    log_error("cannot build a reply: out of memory");
+  json_writer_free(w);
+  flush_output(srv);
+}
+
+static void send_error(struct server *srv, const char *id, int code, const char *message)
+{
+  json_writer_t *w = json_writer_new();
+  if (!w)
+    return;
+  jsonrpc_write_error(w, id, code, message);
+  send_writer(srv, w);
+}
+
+static void send_errorf(struct server *srv, const char *id, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void send_errorf(struct server *srv, const char *id, int code, const char *fmt, ...)
+{
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  send_error(srv, id, code, msg);
+}
+
+/* A result that is an empty object: {}. */
+static void send_empty_result(struct server *srv, const char *id)
+{
+  json_writer_t *w = json_writer_new();
+  if (!w)
+    return;
+  jsonrpc_begin_result(w, id);
+  json_obj_begin(w);
+  json_obj_end(w);
+  jsonrpc_end(w);
+  send_writer(srv, w);
+}
+
+static void mcp_log(struct server *srv, int level, const char *msg)
+{
+  if (level < srv->log_level)
+    return;
+  json_writer_t *w = json_writer_new();
+  if (!w)
+    return;
+  jsonrpc_begin_notification(w, "notifications/message");
+  json_obj_begin(w);
+  json_key(w, "level");
+  json_str(w, log_levels[level]);
+  json_key(w, "logger");
+  json_str(w, "sandboxd");
+  json_key(w, "data");
+  json_str(w, msg);
+  json_obj_end(w);
+  jsonrpc_end(w);
+  send_writer(srv, w);
+}
+
+/* ------------------------------------------------------------------ calls */
+
+static void call_free(struct call *c)
+{
+  if (!c)
+    return;
+  sandbox_free(c->sb);
+  if (c->out_fd >= 0)
+    close(c->out_fd);
+  if (c->err_fd >= 0)
+    close(c->err_fd);
+  strbuf_free(&c->out);
+  strbuf_free(&c->err);
+  free(c->id);
+  free(c->progress_token);
+  free(c->code);
+  free(c);
+}
+
+static void call_unlink(struct server *srv, struct call *c)
+{
+  for (struct call **p = &srv->calls; *p; p = &(*p)->next)
+    if (*p == c) {
+      *p = c->next;
+      break;
+    }
+  if (c->state == CALL_RUNNING)
+    srv->n_running--;
+  else
+    srv->n_queued--;
+}
+
+static struct call *call_find(struct server *srv, const char *id)
+{
+  for (struct call *c = srv->calls; c; c = c->next)
+    if (strcmp(c->id, id) == 0)
+      return c;
+  return NULL;
+}
+
+/* A tool result that is only an error message (bad arguments, setup failure): isError, text only.
+ * No structuredContent: clients validate it against outputSchema, and there is no run to describe. */
+static void send_tool_error(struct server *srv, const char *id, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void send_tool_error(struct server *srv, const char *id, const char *fmt, ...)
+{
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  json_writer_t *w = json_writer_new();
+  if (!w)
+    return;
+  jsonrpc_begin_result(w, id);
+  json_obj_begin(w);
+  json_key(w, "content");
+  json_arr_begin(w);
+  json_obj_begin(w);
+  json_key(w, "type");
+  json_str(w, "text");
+  json_key(w, "text");
+  json_str(w, msg);
+  json_obj_end(w);
+  json_arr_end(w);
+  json_key(w, "isError");
+  json_bool(w, true);
+  json_obj_end(w);
+  jsonrpc_end(w);
+  send_writer(srv, w);
+}
+
+/* Cut back to a UTF-8 character boundary, so truncation never leaves half a character. */
+static size_t utf8_trim(const char *s, size_t len)
+{
+  size_t i = len;
+  for (size_t back = 0; back < 4 && i > 0; back++) {
+    unsigned char c = (unsigned char) s[i - 1];
+    if ((c & 0xc0) != 0x80) { /* a lead byte or ASCII: is its sequence complete? */
+      size_t need = c < 0x80 ? 1 : c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1;
+      return len - (i - 1) >= need ? len : i - 1;
+    }
+    i--;
+  }
+  return len;
+}
+
+/* Read what is in one pipe; keep it while the call is under its output limit. 1 at EOF. */
+static int drain_pipe(struct call *c, int *fd, strbuf_t *sb)
+{
+  char buf[READ_CHUNK];
+  for (int rounds = 0; rounds < 16; rounds++) {
+    ssize_t n = read(*fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0 && errno == EAGAIN)
+      return 0;
+    if (n <= 0) {
+      close(*fd);
+      *fd = -1;
+      return 1;
+    }
+    size_t used = c->out.len + c->err.len;
+    size_t room = c->limits.output_bytes > used ? c->limits.output_bytes - used : 0;
+    size_t keep = c->truncated ? 0 : (size_t) n < room ? (size_t) n : room;
+    if (keep < (size_t) n) {
+      /* Once cut, keep nothing more: a later byte must not land after half a character. */
+      if (!c->truncated)
+        keep = utf8_trim(buf, keep);
+      c->truncated = true;
+    }
+    if (keep && strbuf_append(sb, buf, keep) < 0)
+      c->truncated = true;
+  }
+  return 0;
+}
+
+static void write_text_block(json_writer_t *w, const char *text, size_t len)
+{
+  json_obj_begin(w);
+  json_key(w, "type");
+  json_str(w, "text");
+  json_key(w, "text");
+  json_strn(w, text, len);
+  json_obj_end(w);
+}
+
+static void send_call_result(struct server *srv, struct call *c, const struct sbx_result *res)
+{
+  /* The text a model reads: stdout, then stderr, then what went wrong. */
+  strbuf_t text = {0};
+  int r = 0;
+  char size[32];
+  if (c->out.len)
+    r |= strbuf_append(&text, c->out.data, c->out.len);
+  if (c->err.len) {
+    if (text.len && text.data[text.len - 1] != '\n')
+      r |= strbuf_append(&text, "\n", 1);
+    r |= strbuf_printf(&text, "--- stderr ---\n");
+    r |= strbuf_append(&text, c->err.data, c->err.len);
+  }
+  if (c->truncated || res->status != SBX_STATUS_OK) {
+    if (text.len && text.data[text.len - 1] != '\n')
+      r |= strbuf_append(&text, "\n", 1);
+  }
+  if (c->truncated)
+    r |= strbuf_printf(&text, "--- output truncated at %s (output_limit) ---\n",
+                       format_size(c->limits.output_bytes, size, sizeof size));
+  switch (res->status) {
+  case SBX_STATUS_OK:
+    break;
+  case SBX_STATUS_ERROR:
+    r |= strbuf_printf(&text, "--- status: error, exit code %d ---", res->exit_code);
+    break;
+  case SBX_STATUS_TIMEOUT:
+    r |= strbuf_printf(&text, "--- status: timeout, killed after %llu.%03llu s (the limit) ---",
+                       (unsigned long long) (c->limits.timeout_ms / 1000),
+                       (unsigned long long) (c->limits.timeout_ms % 1000));
+    break;
+  case SBX_STATUS_MEMORY_LIMIT:
+    r |= strbuf_printf(&text, "--- status: memory_limit, killed at %s ---",
+                       format_size(c->limits.memory_bytes, size, sizeof size));
+    break;
+  case SBX_STATUS_KILLED:
+    r |= strbuf_printf(&text, "--- status: killed by signal %d ---", res->signal);
+    break;
+  }
+  if (!text.len)
+    r |= strbuf_printf(&text, "(no output)");
+  if (r < 0) {
+    strbuf_free(&text);
+    send_error(srv, c->id, JSONRPC_INTERNAL_ERROR, "Internal error: out of memory");
+    return;
+  }
+
+  json_writer_t *w = json_writer_new();
+  if (!w) {
+    strbuf_free(&text);
+    return;
+  }
+  jsonrpc_begin_result(w, c->id);
+  json_obj_begin(w);
+  json_key(w, "content");
+  json_arr_begin(w);
+  write_text_block(w, text.data, text.len);
+  json_arr_end(w);
+  json_key(w, "structuredContent");
+  json_obj_begin(w);
+  json_key(w, "status");
+  json_str(w, sbx_status_name(res->status));
+  json_key(w, "exit_code");
+  json_int(w, res->exit_code);
+  json_key(w, "stdout");
+  json_strn(w, c->out.data ? c->out.data : "", c->out.len);
+  json_key(w, "stderr");
+  json_strn(w, c->err.data ? c->err.data : "", c->err.len);
+  json_key(w, "truncated");
+  json_bool(w, c->truncated);
+  json_key(w, "execution_time_ms");
+  json_uint(w, res->execution_time_ms);
+  json_key(w, "memory_peak_bytes");
+  json_uint(w, res->memory_peak_bytes);
+  json_obj_end(w);
+  json_key(w, "isError");
+  json_bool(w, res->status != SBX_STATUS_OK);
+  json_obj_end(w);
+  jsonrpc_end(w);
+  strbuf_free(&text);
+  send_writer(srv, w);
+}
+
+/* The sandbox has ended: collect the rest of its output, reap it, answer. */
+static void call_finish(struct server *srv, struct call *c)
+{
+  /* Every process of the sandbox is gone, so the pipes are at EOF once drained. */
+  while (c->out_fd >= 0 && drain_pipe(c, &c->out_fd, &c->out) == 0)
+    if (c->out_fd >= 0 && poll(&(struct pollfd){.fd = c->out_fd, .events = POLLIN}, 1, 100) <= 0)
+      break;
+  while (c->err_fd >= 0 && drain_pipe(c, &c->err_fd, &c->err) == 0)
+    if (c->err_fd >= 0 && poll(&(struct pollfd){.fd = c->err_fd, .events = POLLIN}, 1, 100) <= 0)
+      break;
+  struct sbx_result res;
+  sbx_error_t err = {0};
+  int r = sandbox_wait(c->sb, &res, &err);
+  call_unlink(srv, c);
+  if (c->cancelled)
+    ; /* the client cancelled: it expects no answer */
+  else if (r < 0)
+    send_tool_error(srv, c->id, "sandboxd: %s", err.msg);
+  else
+    send_call_result(srv, c, &res);
+  call_free(c);
+}
+
+static int open_pipe(int *ret_read, int *ret_write, sbx_error_t *err)
+{
+  int p[2];
+  if (pipe2(p, O_CLOEXEC) < 0)
+    return sbx_error_errno(err, "pipe");
+  if (fcntl(p[0], F_SETFL, O_NONBLOCK) < 0) {
+    int e = errno;
+    close(p[0]);
+    close(p[1]);
+    return sbx_error_set(err, e, "pipe");
+  }
+  *ret_read = p[0];
+  *ret_write = p[1];
+  return 0;
+}
+
+static int call_start(struct server *srv, struct call *c, sbx_error_t *err)
+{
+  struct sbx_limits req;
+  limits_unset(&req);
+  if (c->timeout_ms != UINT64_MAX)
+    req.timeout_ms = c->timeout_ms;
+  if (policy_resolve_limits(srv->policy, &req, &c->limits, err) < 0)
+    return -1;
+
+  _cleanup_close_ int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (devnull < 0)
+    return sbx_error_errno(err, "open `/dev/null`");
+  _cleanup_close_ int out_w = -1, err_w = -1;
+  _cleanup_close_ int out_r = -1, err_r = -1;
+  if (open_pipe(&out_r, &out_w, err) < 0 || open_pipe(&err_r, &err_w, err) < 0)
+    return -1;
+
+  /* python3 -c RUNNER CODE: the runner finds the code in sys.argv[1]. */
+  char *argv[] = {PYTHON, "-c", (char *) mcp_runner_source, c->code, NULL};
+  struct sbx_spec spec = {
+      .policy = srv->policy,
+      .limits = c->limits,
+      .rootfs = srv->rootfs,
+      .argv = argv,
+      .stdin_fd = devnull,
+      .stdout_fd = out_w,
+      .stderr_fd = err_w,
+      .bridge_fd = -1,
+  };
+  if (sandbox_spawn(&spec, &c->sb, err) < 0)
+    return -1;
+  /* Our copies of the write ends must go, or the pipes never reach EOF. */
+  c->out_fd = TAKE_FD(out_r);
+  c->err_fd = TAKE_FD(err_r);
+  return 0;
+}
+
+/* Start queued calls while there is room. */
+static void start_queued(struct server *srv)
+{
+  struct call *c = srv->calls;
+  while (c && srv->n_running < srv->max_concurrent) {
+    struct call *next = c->next;
+    if (c->state == CALL_QUEUED) {
+      sbx_error_t err = {0};
+      srv->n_queued--;
+      c->state = CALL_RUNNING;
+      srv->n_running++;
+      if (call_start(srv, c, &err) < 0) {
+        log_sbx_error(&err);
+        mcp_log(srv, 4, err.msg);
+        call_unlink(srv, c);
+        send_tool_error(srv, c->id, "sandboxd could not start the sandbox: %s", err.msg);
+        call_free(c);
+      }
+    }
+    c = next;
+  }
+}
+
+static void send_progress(struct server *srv, struct call *c, uint64_t now)
+{
+  char msg[64];
+  uint64_t secs = (now - c->queued_ns) / 1000000000ULL;
+  if (c->state == CALL_QUEUED)
+    snprintf(msg, sizeof msg, "queued for %llus", (unsigned long long) secs);
+  else
+    snprintf(msg, sizeof msg, "running for %llus", (unsigned long long) secs);
+  json_writer_t *w = json_writer_new();
+  if (!w)
+    return;
+  jsonrpc_begin_notification(w, "notifications/progress");
+  json_obj_begin(w);
+  json_key(w, "progressToken");
+  json_raw(w, c->progress_token, strlen(c->progress_token));
+  json_key(w, "progress");
+  json_uint(w, ++c->progress);
+  json_key(w, "message");
+  json_str(w, msg);
+  json_obj_end(w);
+  jsonrpc_end(w);
+  send_writer(srv, w);
+}
+
+/* ------------------------------------------------------------------ methods */
+
+const char *mcp_negotiate_version(const char *client_version)
+{
+  for (size_t i = 0; client_version && mcp_protocol_versions[i]; i++)
+    if (strcmp(client_version, mcp_protocol_versions[i]) == 0)
+      return mcp_protocol_versions[i];
+  return mcp_protocol_versions[0];
+}
+
+static void m_initialize(struct server *srv, const char *id, const json_node_t *params)
+{
+  (void) srv;
+  const char *version = mcp_negotiate_version(json_as_string(json_get(params, "protocolVersion"), NULL));
+  json_writer_t *w = json_writer_new();
+  if (!w)
+    return;
+  jsonrpc_begin_result(w, id);
+  json_obj_begin(w);
+  json_key(w, "protocolVersion");
+  json_str(w, version);
+  json_key(w, "capabilities");
+  json_obj_begin(w);
+  json_key(w, "tools");
+  json_obj_begin(w);
+  json_key(w, "listChanged");
+  json_bool(w, false);
+  json_obj_end(w);
+  json_key(w, "resources");
+  json_obj_begin(w);
+  json_key(w, "listChanged");
+  json_bool(w, false);
+  json_key(w, "subscribe");
+  json_bool(w, false);
+  json_obj_end(w);
+  json_key(w, "logging");
+  json_obj_begin(w);
+  json_obj_end(w);
+  json_obj_end(w);
+  json_key(w, "serverInfo");
+  json_obj_begin(w);
+  json_key(w, "name");
+  json_str(w, "sandboxd");
+  json_key(w, "title");
+  json_str(w, "sandboxd Python sandbox");
+  json_key(w, "version");
+  json_str(w, SANDBOXD_VERSION);
+  json_obj_end(w);
+  json_key(w, "instructions");
+  json_str(w, "Use run_python to execute Python code in a fresh, isolated sandbox per call. "
+              "Nothing persists between calls. Limits are in resource " CAPABILITIES_URI ".");
+  json_obj_end(w);
+  jsonrpc_end(w);
+  send_writer(srv, w);
+}
+
+static void schema_prop(json_writer_t *w, const char *name, const char *type, const char *description)
+{
+  json_key(w, name);
+  json_obj_begin(w);
+  json_key(w, "type");
+  json_str(w, type);
+  if (description) {
+    json_key(w, "description");
+    json_str(w, description);
+  }
+  json_obj_end(w);
+}
+
+static void write_tool(struct server *srv, json_writer_t *w)
+{
+  char desc[160];
+  json_obj_begin(w);
+  json_key(w, "name");
+  json_str(w, TOOL_NAME);
+  json_key(w, "title");
+  json_str(w, "Run Python in a sandbox");
+  json_key(w, "description");
+  json_str(w, tool_description);
+
+  json_key(w, "inputSchema");
+  json_obj_begin(w);
+  json_key(w, "type");
+  json_str(w, "object");
+  json_key(w, "properties");
+  json_obj_begin(w);
+  schema_prop(w, "code", "string", "Python 3 source to run as a script; top-level await is allowed.");
+  json_key(w, "servers");
+  json_obj_begin(w);
+  json_key(w, "type");
+  json_str(w, "array");
+  json_key(w, "items");
+  json_obj_begin(w);
+  json_key(w, "type");
+  json_str(w, "string");
+  json_obj_end(w);
+  json_key(w, "description");
+  json_str(w, "Host MCP servers the code may call, by name.");
+  json_obj_end(w);
+  snprintf(desc, sizeof desc, "Wall-clock limit in seconds (default %llu, at most %llu).",
+           (unsigned long long) (srv->policy->limits.timeout_ms / 1000),
+           (unsigned long long) (srv->policy->max.timeout_ms / 1000));
+  json_key(w, "timeout");
+  json_obj_begin(w);
+  json_key(w, "type");
+  json_str(w, "integer");
+  json_key(w, "minimum");
+  json_int(w, 1);
+  json_key(w, "description");
+  json_str(w, desc);
+  json_obj_end(w);
+  json_obj_end(w);
+  json_key(w, "required");
+  json_arr_begin(w);
+  json_str(w, "code");
+  json_arr_end(w);
+  json_obj_end(w);
+
+  json_key(w, "outputSchema");
+  json_obj_begin(w);
+  json_key(w, "type");
+  json_str(w, "object");
+  json_key(w, "properties");
+  json_obj_begin(w);
+  json_key(w, "status");
+  json_obj_begin(w);
+  json_key(w, "type");
+  json_str(w, "string");
+  json_key(w, "enum");
+  json_arr_begin(w);
+  for (int s = SBX_STATUS_OK; s <= SBX_STATUS_MEMORY_LIMIT; s++)
+    json_str(w, sbx_status_name((enum sbx_status) s));
+  json_arr_end(w);
+  json_obj_end(w);
+  schema_prop(w, "exit_code", "integer",
+              "the code's exit status; 128+N if killed by signal N; 124 on timeout");
+  schema_prop(w, "stdout", "string", NULL);
+  schema_prop(w, "stderr", "string", NULL);
+  schema_prop(w, "truncated", "boolean", "output went over the limit and was cut");
+  schema_prop(w, "execution_time_ms", "integer", NULL);
+  schema_prop(w, "memory_peak_bytes", "integer", NULL);
+  json_obj_end(w);
+  json_key(w, "required");
+  json_arr_begin(w);
+  static const char *const required[] = {"status",    "exit_code",         "stdout",           "stderr",
+                                         "truncated", "execution_time_ms", "memory_peak_bytes"};
+  for (size_t i = 0; i < ARRAY_SIZE(required); i++)
+    json_str(w, required[i]);
+  json_arr_end(w);
+  json_obj_end(w);
+
+  json_key(w, "annotations");
+  json_obj_begin(w);
+  json_key(w, "title");
+  json_str(w, "Run Python in a sandbox");
+  json_key(w, "readOnlyHint");
+  json_bool(w, false);
+  /* Nothing on the host changes: each sandbox is thrown away. */
+  json_key(w, "destructiveHint");
+  json_bool(w, false);
+  json_key(w, "idempotentHint");
+  json_bool(w, false);
+  /* The sandbox reaches nothing outside itself (loopback-only network). */
+  json_key(w, "openWorldHint");
+  json_bool(w, false);
+  json_obj_end(w);
+  json_obj_end(w);
+}
+
+static void m_tools_list(struct server *srv, const char *id, const json_node_t *params)
+{
+  (void) params;
+  json_writer_t *w = json_writer_new();
+  if (!w)
+    return;
+  jsonrpc_begin_result(w, id);
+  json_obj_begin(w);
+  json_key(w, "tools");
+  json_arr_begin(w);
+  write_tool(srv, w);
+  json_arr_end(w);
+  json_obj_end(w);
+  jsonrpc_end(w);
+  send_writer(srv, w);
+}
+
+static void m_tools_call(struct server *srv, const char *id, const json_node_t *params)
+{
+  const char *name = json_as_string(json_get(params, "name"), NULL);
+  if (!name) {
+    send_error(srv, id, JSONRPC_INVALID_PARAMS, "Invalid params: `name` must be a string");
+    return;
+  }
+  if (strcmp(name, TOOL_NAME) != 0) {
+    send_errorf(srv, id, JSONRPC_INVALID_PARAMS, "Unknown tool: %.200s", name);
+    return;
+  }
+  /* Bad arguments are the model's to fix: answer with an isError result it can read. */
+  const json_node_t *args = json_get(params, "arguments");
+  if (args && json_type(args) != JSON_OBJECT) {
+    send_tool_error(srv, id, "arguments must be an object with `code` (string)");
+    return;
+  }
+  const json_node_t *coden = json_get(args, "code");
+  size_t code_len = 0;
+  const char *code = json_as_string(coden, &code_len);
+  if (!coden) {
+    send_tool_error(srv, id, "missing `code`: pass the Python source to run as a string");
+    return;
+  }
+  if (!code) {
+    send_tool_error(srv, id, "`code` must be a string, not %s", json_type_name(json_type(coden)));
+    return;
+  }
+  if (code_len == 0 || strspn(code, " \t\r\n") == code_len) {
+    send_tool_error(srv, id, "`code` is empty: pass the Python source to run");
+    return;
+  }
+  if (strlen(code) != code_len) {
+    send_tool_error(srv, id, "`code` contains a NUL character, which Python source cannot hold");
+    return;
+  }
+  if (code_len > MAX_CODE_BYTES) {
+    send_tool_error(srv, id,
+                    "code too large: %zu bytes, the limit is %d; write less code, or generate "
+                    "data inside the sandbox",
+                    code_len, MAX_CODE_BYTES);
+    return;
+  }
+  uint64_t timeout_ms = UINT64_MAX;
+  const json_node_t *tn = json_get(args, "timeout");
+  if (tn && json_type(tn) != JSON_NULL) {
+    long long t;
+    if (json_as_int(tn, &t) < 0 || t <= 0) {
+      send_tool_error(srv, id, "`timeout` must be a positive whole number of seconds");
+      return;
+    }
+    /* Clamp to the policy's ceiling rather than refuse: the model cannot know it. */
+    uint64_t max = srv->policy->max.timeout_ms;
+    timeout_ms = (uint64_t) t > max / 1000 ? max : (uint64_t) t * 1000;
+  }
+  const json_node_t *servers = json_get(args, "servers");
+  if (servers && json_type(servers) != JSON_NULL) {
+    if (json_type(servers) != JSON_ARRAY) {
+      send_tool_error(srv, id, "`servers` must be an array of server names");
+      return;
+    }
+    for (size_t i = 0; i < json_array_len(servers); i++) {
+      const char *s = json_as_string(json_array_at(servers, i), NULL);
+      if (!s) {
+        send_tool_error(srv, id, "`servers` must be an array of server names (strings)");
+        return;
+      }
+      /* The proxy to host servers is not there yet: name the first unknown server. */
+      send_tool_error(srv, id, "unknown server `%.100s`: no host MCP servers are configured for sandboxd", s);
+      return;
+    }
+  }
+  if (call_find(srv, id)) {
+    send_errorf(srv, id, JSONRPC_INVALID_REQUEST, "Invalid Request: id %.100s is already in use", id);
+    return;
+  }
+  if (srv->n_running >= srv->max_concurrent && srv->n_queued >= srv->max_queue) {
+    send_tool_error(srv, id,
+                    "sandboxd is busy: %zu calls running and %zu queued (--max-queue); try again later",
+                    srv->n_running, srv->n_queued);
+    return;
+  }
+
+  struct call *c = calloc(1, sizeof *c);
+  if (!c || !(c->id = strdup(id)) || !(c->code = strndup(code, code_len))) {
+    call_free(c);
+    send_error(srv, id, JSONRPC_INTERNAL_ERROR, "Internal error: out of memory");
+    return;
+  }
+  c->out_fd = c->err_fd = -1;
+  c->timeout_ms = timeout_ms;
+  c->queued_ns = now_ns();
+  c->next_progress_ns = c->queued_ns + PROGRESS_INTERVAL_NS;
+  c->progress_token = jsonrpc_id_canonical(json_get(json_get(params, "_meta"), "progressToken"));
+  c->state = CALL_QUEUED;
+  struct call **tail = &srv->calls;
+  while (*tail)
+    tail = &(*tail)->next;
+  *tail = c;
+  srv->n_queued++;
+  start_queued(srv);
+}
+
+static void write_limits(json_writer_t *w, const struct sbx_limits *l)
+{
+  json_obj_begin(w);
+  json_key(w, "timeout_ms");
+  json_uint(w, l->timeout_ms);
+  json_key(w, "memory_bytes");
+  json_uint(w, l->memory_bytes);
+  json_key(w, "pids");
+  json_uint(w, l->pids);
+  json_key(w, "cpus");
+  json_double(w, (double) l->cpus_milli / 1000.0);
+  json_key(w, "tmp_bytes");
+  json_uint(w, l->tmp_bytes);
+  json_key(w, "workspace_bytes");
+  json_uint(w, l->workspace_bytes);
+  json_key(w, "shm_bytes");
+  json_uint(w, l->shm_bytes);
+  json_key(w, "nofile");
+  json_uint(w, l->nofile);
+  json_key(w, "fsize_bytes");
+  json_uint(w, l->fsize_bytes);
+  json_key(w, "output_bytes");
+  json_uint(w, l->output_bytes);
+  json_obj_end(w);
+}
+
+/* What the capabilities resource says: enough for a model or a user to plan within the limits. */
+static void write_capabilities(struct server *srv, json_writer_t *w)
+{
+  const struct sbx_policy *p = srv->policy;
+  json_obj_begin(w);
+  json_key(w, "server");
+  json_obj_begin(w);
+  json_key(w, "name");
+  json_str(w, "sandboxd");
+  json_key(w, "version");
+  json_str(w, SANDBOXD_VERSION);
+  json_obj_end(w);
+  json_key(w, "python");
+  json_str(w, PYTHON);
+  json_key(w, "rootfs");
+  json_str(w, srv->rootfs);
+  json_key(w, "policy");
+  json_obj_begin(w);
+  json_key(w, "name");
+  json_str(w, p->name ? p->name : "");
+  json_key(w, "description");
+  json_str(w, p->description ? p->description : "");
+  json_key(w, "sha256");
+  json_str(w, p->sha256);
+  json_key(w, "readonly_root");
+  json_bool(w, p->readonly_root);
+  json_key(w, "no_new_privs");
+  json_bool(w, p->no_new_privs);
+  json_key(w, "drop_capabilities");
+  json_bool(w, p->drop_capabilities);
+  json_key(w, "uid");
+  json_uint(w, p->uid);
+  json_key(w, "syscall_rules");
+  json_uint(w, p->n_rules);
+  json_obj_end(w);
+  json_key(w, "network");
+  json_str(w, "loopback only");
+  json_key(w, "persistence");
+  json_str(w, "none: every call runs in a fresh sandbox with an empty /workspace and /tmp");
+  json_key(w, "limits");
+  write_limits(w, &p->limits);
+  json_key(w, "max_limits");
+  write_limits(w, &p->max);
+  json_key(w, "concurrency");
+  json_obj_begin(w);
+  json_key(w, "max_concurrent");
+  json_uint(w, srv->max_concurrent);
+  json_key(w, "max_queue");
+  json_uint(w, srv->max_queue);
+  json_key(w, "max_code_bytes");
+  json_uint(w, MAX_CODE_BYTES);
+  json_key(w, "max_message_bytes");
+  json_uint(w, srv->max_message);
+  json_obj_end(w);
+  json_key(w, "servers");
+  json_arr_begin(w);
+  json_arr_end(w);
+  json_obj_end(w);
+}
+
+static void m_resources_list(struct server *srv, const char *id, const json_node_t *params)
+{
+  (void) params;
+  json_writer_t *w = json_writer_new();
+  if (!w)
+    return;
+  jsonrpc_begin_result(w, id);
+  json_obj_begin(w);
+  json_key(w, "resources");
+  json_arr_begin(w);
+  json_obj_begin(w);
+  json_key(w, "uri");
+  json_str(w, CAPABILITIES_URI);
+  json_key(w, "name");
+  json_str(w, "capabilities");
+  json_key(w, "title");
+  json_str(w, "Sandbox capabilities and limits");
+  json_key(w, "description");
+  json_str(w, "The policy, limits and concurrency run_python enforces.");
+  json_key(w, "mimeType");
+  json_str(w, "application/json");
+  json_obj_end(w);
+  json_arr_end(w);
+  json_obj_end(w);
+  jsonrpc_end(w);
+  send_writer(srv, w);
+}
+
+static void m_resources_templates_list(struct server *srv, const char *id, const json_node_t *params)
+{
+  (void) params;
+  json_writer_t *w = json_writer_new();
+  if (!w)
+    return;
+  jsonrpc_begin_result(w, id);
+  json_obj_begin(w);
+  json_key(w, "resourceTemplates");
+  json_arr_begin(w);
+  json_arr_end(w);
+  json_obj_end(w);
+  jsonrpc_end(w);
+  send_writer(srv, w);
+}
+
+static void m_resources_read(struct server *srv, const char *id, const json_node_t *params)
+{
+  const char *uri = json_as_string(json_get(params, "uri"), NULL);
+  if (!uri) {
+    send_error(srv, id, JSONRPC_INVALID_PARAMS, "Invalid params: `uri` must be a string");
+    return;
+  }
+  if (strcmp(uri, CAPABILITIES_URI) != 0) {
+    /* -32002: MCP's "resource not found". */
+    send_errorf(srv, id, -32002, "Resource not found: %.200s", uri);
+    return;
+  }
+  json_writer_t *doc = json_writer_new();
+  json_writer_t *w = json_writer_new();
+  size_t n = 0;
+  const char *text = NULL;
+  if (doc) {
+    write_capabilities(srv, doc);
+    text = json_writer_buf(doc, &n);
+  }
+  if (!w || !text) {
+    json_writer_free(doc);
+    json_writer_free(w);
+    send_error(srv, id, JSONRPC_INTERNAL_ERROR, "Internal error: out of memory");
+    return;
+  }
+  jsonrpc_begin_result(w, id);
+  json_obj_begin(w);
+  json_key(w, "contents");
+  json_arr_begin(w);
+  json_obj_begin(w);
+  json_key(w, "uri");
+  json_str(w, CAPABILITIES_URI);
+  json_key(w, "mimeType");
+  json_str(w, "application/json");
+  json_key(w, "text");
+  json_strn(w, text, n);
+  json_obj_end(w);
+  json_arr_end(w);
+  json_obj_end(w);
+  jsonrpc_end(w);
+  json_writer_free(doc);
+  send_writer(srv, w);
+}
+
+static void m_logging_set_level(struct server *srv, const char *id, const json_node_t *params)
+{
+  const char *level = json_as_string(json_get(params, "level"), NULL);
+  for (size_t i = 0; level && i < ARRAY_SIZE(log_levels); i++)
+    if (strcmp(level, log_levels[i]) == 0) {
+      srv->log_level = (int) i;
+      send_empty_result(srv, id);
+      return;
+    }
+  send_error(srv, id, JSONRPC_INVALID_PARAMS,
+             "Invalid params: `level` must be one of debug, info, notice, "
+             "warning, error, critical, alert, emergency");
+}
+
+static void m_ping(struct server *srv, const char *id, const json_node_t *params)
+{
+  (void) params;
+  send_empty_result(srv, id);
+}
+
+static const struct method {
+  const char *name;
+  void (*run)(struct server *srv, const char *id, const json_node_t *params);
+} methods[] = {
+    {"initialize", m_initialize},         {"ping", m_ping},
+    {"tools/list", m_tools_list},         {"tools/call", m_tools_call},
+    {"resources/list", m_resources_list}, {"resources/templates/list", m_resources_templates_list},
+    {"resources/read", m_resources_read}, {"logging/setLevel", m_logging_set_level},
+    /* Not here, so answered -32601: server/discover (the stateless probe; clients then fall back to
+     * initialize), prompts/list, completion/complete. */
+};
+
+static void on_cancelled(struct server *srv, const json_node_t *params)
+{
+  _cleanup_free_ char *id = jsonrpc_id_canonical(json_get(params, "requestId"));
+  struct call *c = id ? call_find(srv, id) : NULL;
+  if (!c)
+    return; /* already answered, or never ours: nothing to do */
+  if (c->state == CALL_QUEUED) {
+    call_unlink(srv, c);
+    call_free(c);
+    return;
+  }
+  c->cancelled = true;
+  if (!c->killed) {
+    c->killed = true;
+    sandbox_kill(c->sb, false);
+  }
+}
+
+static void handle_message(struct server *srv, const char *line, size_t len)
+{
+  struct jsonrpc_message m;
+  struct jsonrpc_failure fail;
+  if (jsonrpc_parse(line, len, &m, &fail) < 0) {
+    send_error(srv, fail.id, fail.code, fail.detail.msg);
+    jsonrpc_failure_clear(&fail);
+    return;
+  }
+  if (m.kind == JSONRPC_RESPONSE) {
+    /* We send no requests, so no answer is expected; ignore it as the spec allows. */
+  } else if (m.kind == JSONRPC_NOTIFICATION) {
+    if (strcmp(m.method, "notifications/cancelled") == 0)
+      on_cancelled(srv, m.params);
+    /* notifications/initialized and anything else: nothing to do, never answered. */
+  } else if (m.params && json_type(m.params) != JSON_OBJECT) {
+    send_error(srv, m.id, JSONRPC_INVALID_PARAMS, "Invalid params: `params` must be an object");
+  } else {
+    size_t i = 0;
+    while (i < ARRAY_SIZE(methods) && strcmp(methods[i].name, m.method) != 0)
+      i++;
+    if (i < ARRAY_SIZE(methods))
+      methods[i].run(srv, m.id, m.params);
+    else
+      send_errorf(srv, m.id, JSONRPC_METHOD_NOT_FOUND, "Method not found: %.200s", m.method);
+  }
+  jsonrpc_message_clear(&m);
+}
+
+/* ------------------------------------------------------------------ the loop */
+
+static void read_stdin(struct server *srv)
+{
+  char buf[READ_CHUNK];
+  ssize_t n = read(STDIN_FILENO, buf, sizeof buf);
+  if (n < 0 && (errno == EINTR || errno == EAGAIN))
+    return;
+  const char *line;
+  size_t len;
+  enum jsonrpc_frame f;
+  if (n <= 0) {
+    if (n < 0)
+      log_error("read stdin: %s", strerror(errno));
+    srv->stdin_eof = true;
+    while ((f = jsonrpc_framer_finish(&srv->framer, &line, &len)) != JSONRPC_FRAME_NONE)
+      if (f == JSONRPC_FRAME_MESSAGE)
+        handle_message(srv, line, len);
+    return;
+  }
+  sbx_error_t err;
+  if (jsonrpc_framer_push(&srv->framer, buf, (size_t) n, &err) < 0) {
+    log_sbx_error(&err);
+    return;
+  }
+  while ((f = jsonrpc_framer_next(&srv->framer, &line, &len)) != JSONRPC_FRAME_NONE) {
+    if (f == JSONRPC_FRAME_MESSAGE) {
+      handle_message(srv, line, len);
+    } else {
+      struct jsonrpc_failure fail;
+      jsonrpc_oversize(line, len, srv->max_message, &fail);
+      log_warn("dropped a message larger than %zu bytes (--max-message-size)", srv->max_message);
+      send_error(srv, fail.id, fail.code, fail.detail.msg);
+      jsonrpc_failure_clear(&fail);
+    }
+  }
+}
+
+static int ms_until(uint64_t when, uint64_t now)
+{
+  if (when <= now)
+    return 0;
+  uint64_t ms = (when - now + 999999) / 1000000;
+  return ms > INT_MAX ? INT_MAX : (int) ms;
+}
+
+/* Kill at deadlines, tick progress; returns the poll timeout until the next such event. */
+static int run_timers(struct server *srv)
+{
+  uint64_t now = now_ns();
+  int timeout = -1;
+  for (struct call *c = srv->calls; c; c = c->next) {
+    if (c->state == CALL_RUNNING && !c->killed) {
+      uint64_t deadline = sandbox_deadline_ns(c->sb);
+      if (now >= deadline) {
+        c->killed = true;
+        sandbox_kill(c->sb, true);
+      } else if (timeout < 0 || ms_until(deadline, now) < timeout)
+        timeout = ms_until(deadline, now);
+    }
+    if (c->progress_token && !c->cancelled) {
+      if (now >= c->next_progress_ns) {
+        send_progress(srv, c, now);
+        c->next_progress_ns = now + PROGRESS_INTERVAL_NS;
+      }
+      int t = ms_until(c->next_progress_ns, now);
+      if (timeout < 0 || t < timeout)
+        timeout = t;
+    }
+  }
+  return timeout;
+}
+
+enum { FD_SIGNAL, FD_STDIN, FD_STDOUT, FD_FIXED };
+
+static void serve(struct server *srv)
+{
+  struct pollfd *pfds = NULL;
+  struct call **owners = NULL;
+  size_t cap = 0;
+  while (!srv->stop && !srv->stdin_eof) {
+    start_queued(srv);
+    int timeout = run_timers(srv);
+
+    size_t need = FD_FIXED + 3 * srv->n_running;
+    if (need > cap) {
+      struct pollfd *p = realloc(pfds, need * sizeof *p);
+      if (p)
+        pfds = p;
+      struct call **o = realloc(owners, need * sizeof *o);
+      if (o)
+        owners = o;
+      if (!p || !o) {
+        log_error("poll set: out of memory");
+        break;
+      }
+      cap = need;
+    }
+    bool backlog = srv->outq.len - srv->outq_off > OUTQ_HIGH_WATER;
+    pfds[FD_SIGNAL] = (struct pollfd){.fd = srv->sigfd, .events = POLLIN};
+    /* A client that does not read our replies gets no more of its requests read. */
+    pfds[FD_STDIN] = (struct pollfd){.fd = backlog ? -1 : STDIN_FILENO, .events = POLLIN};
+    pfds[FD_STDOUT] =
+        (struct pollfd){.fd = srv->outq_off < srv->outq.len ? STDOUT_FILENO : -1, .events = POLLOUT};
+    size_t n = FD_FIXED;
+    for (struct call *c = srv->calls; c; c = c->next) {
+      if (c->state != CALL_RUNNING)
+        continue;
+      int fds[3] = {sandbox_pidfd(c->sb), c->out_fd, c->err_fd};
+      for (int i = 0; i < 3; i++) {
+        owners[n] = c;
+        pfds[n++] = (struct pollfd){.fd = fds[i], .events = POLLIN};
+      }
+    }
+    int r = poll(pfds, n, timeout);
+    if (r < 0) {
+      if (errno == EINTR)
+        continue;
+      log_error("poll: %s", strerror(errno));
+      break;
+    }
+    if (pfds[FD_SIGNAL].revents) {
+      struct signalfd_siginfo si;
+      if (read(srv->sigfd, &si, sizeof si) == sizeof si)
+        log_warn("signal %u: stopping", si.ssi_signo);
+      srv->stop = true;
+      break;
+    }
+    if (pfds[FD_STDOUT].revents)
+      flush_output(srv);
+    /* Output first, then ends: a call may finish (and be freed) below. */
+    for (size_t i = FD_FIXED; i < n; i += 3) {
+      struct call *c = owners[i];
+      if (pfds[i + 1].revents && c->out_fd >= 0)
+        drain_pipe(c, &c->out_fd, &c->out);
+      if (pfds[i + 2].revents && c->err_fd >= 0)
+        drain_pipe(c, &c->err_fd, &c->err);
+    }
+    for (size_t i = FD_FIXED; i < n; i += 3)
+      if (pfds[i].revents)
+        call_finish(srv, owners[i]);
+    if (pfds[FD_STDIN].revents)
+      read_stdin(srv);
+  }
+  free(pfds);
+  free(owners);
+}
+
+/* Kill and reap every sandbox, then give the client what is already written, briefly. */
+static void shutdown_server(struct server *srv)
+{
+  while (srv->calls) {
+    struct call *c = srv->calls;
+    call_unlink(srv, c);
+    call_free(c); /* sandbox_free kills and reaps */
+  }
+  uint64_t give_up = now_ns() + 2000000000ULL;
+  while (srv->outq_off < srv->outq.len && !srv->stop) {
+    uint64_t now = now_ns();
+    if (now >= give_up)
+      break;
+    struct pollfd p = {.fd = STDOUT_FILENO, .events = POLLOUT};
+    if (poll(&p, 1, ms_until(give_up, now)) <= 0)
+      break;
+    flush_output(srv);
+  }
+}
+
+/* ------------------------------------------------------------------ command line */
+
+static const char mcp_usage[] =
+    "usage: sandboxd mcp [OPTIONS]\n"
+    "Serve the Model Context Protocol on stdin/stdout with one tool, run_python; every call runs in\n"
+    "a fresh sandbox. Logs go to stderr. Options:\n"
+    "  --policy NAME|PATH       policy to enforce (default: default)\n"
+    "  --rootfs DIR             root filesystem (default: the built python-3.14-slim)\n"
+    "  --max-concurrent N       sandboxes running at once (default 4); further calls queue\n"
+    "  --max-queue N            calls waiting beyond that (default 64); more are refused\n"
+    "  --max-message-size SIZE  largest JSON-RPC message accepted (default 4M)\n"
+    "See sandboxd(1).\n";
+
+static int parse_count(const char *opt, const char *arg, size_t max, size_t *ret, sbx_error_t *err)
+{
+  uint64_t v;
+  if (parse_u64(arg, &v) < 0 || v == 0 || v > max)
+    return sbx_error_set(err, 0, "%s `%s`: expected a whole number from 1 to %zu", opt, arg, max);
+  *ret = (size_t) v;
+  return 0;
+}
+
+enum { OPT_POLICY = 256, OPT_ROOTFS, OPT_MAX_CONCURRENT, OPT_MAX_QUEUE, OPT_MAX_MESSAGE };
+
+static int parse_args(int argc, char **argv, struct server *srv, const char **ret_policy,
+                      const char **ret_rootfs, bool *ret_help, sbx_error_t *err)
+{
+  static const struct option longopts[] = {
+      {"policy", required_argument, NULL, OPT_POLICY},
+      {"rootfs", required_argument, NULL, OPT_ROOTFS},
+      {"max-concurrent", required_argument, NULL, OPT_MAX_CONCURRENT},
+      {"max-queue", required_argument, NULL, OPT_MAX_QUEUE},
+      {"max-message-size", required_argument, NULL, OPT_MAX_MESSAGE},
+      {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0},
+  };
+  optind = 0;
+  opterr = 0;
+  int c;
+  uint64_t v;
+  while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    switch (c) {
+    case 'h':
+      *ret_help = true;
+      return 0;
+    case OPT_POLICY:
+      *ret_policy = optarg;
+      break;
+    case OPT_ROOTFS:
+      *ret_rootfs = optarg;
+      break;
+    case OPT_MAX_CONCURRENT:
+      if (parse_count("--max-concurrent", optarg, 256, &srv->max_concurrent, err) < 0)
+        return -1;
+      break;
+    case OPT_MAX_QUEUE:
+      if (parse_count("--max-queue", optarg, 65536, &srv->max_queue, err) < 0)
+        return -1;
+      break;
+    case OPT_MAX_MESSAGE:
+      if (parse_size(optarg, &v) < 0 || v < 1024 || v > (1u << 30))
+        return sbx_error_set(err, 0, "--max-message-size `%s`: expected a size from 1K to 1G", optarg);
+      srv->max_message = (size_t) v;
+      break;
+    default:
+      return sbx_error_set(err, 0, "unknown or incomplete option `%s` (see sandboxd mcp --help)",
+                           argv[optind - 1]);
+    }
+  }
+  if (optind < argc)
+    return sbx_error_set(err, 0, "unexpected argument `%s` (see sandboxd mcp --help)", argv[optind]);
+  return 0;
+}
+
+/* Replies may wait for a slow client without stalling the loop: make stdout non-blocking, but only
+ * a pipe or socket of our own (a terminal is shared with the shell). */
+static int stdout_nonblocking(void)
+{
+  struct stat st;
+  if (fstat(STDOUT_FILENO, &st) < 0 || !(S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)))
+    return -1;
+  int flags = fcntl(STDOUT_FILENO, F_GETFL);
+  if (flags < 0 || (flags & O_NONBLOCK) || fcntl(STDOUT_FILENO, F_SETFL, flags | O_NONBLOCK) < 0)
+    return -1;
+  return flags;
+}
+
+int cmd_mcp(int argc, char **argv)
+{
+  struct server srv = {
+      .max_concurrent = DEFAULT_MAX_CONCURRENT,
+      .max_queue = DEFAULT_MAX_QUEUE,
+      .max_message = DEFAULT_MAX_MESSAGE,
+      .stdout_flags = -1,
+      .sigfd = -1,
+      .log_level = 3, /* warning */
+  };
+  const char *policy_name = NULL, *rootfs = NULL;
+  bool help = false;
+  sbx_error_t err = {0};
+  if (parse_args(argc, argv, &srv, &policy_name, &rootfs, &help, &err) < 0) {
+    log_sbx_error(&err);
+    return SBX_EXIT_SETUP;
+  }
+  if (help) {
+    fputs(mcp_usage, stdout);
+    return 0;
+  }
+  /* Refuse to start rather than fail every call: the client shows the server as failed, and
+   * stderr says why. */
+  if (policy_load(policy_name, &srv.policy, &err) < 0 || seccomp_validate(srv.policy, &err) < 0 ||
+      rootfs_find(rootfs, &srv.rootfs, &err) < 0) {
+    log_sbx_error(&err);
+    policy_free(srv.policy);
+    return SBX_EXIT_SETUP;
+  }
+
+  /* Take the stop signals through a signalfd. The sandbox's code starts with an empty mask. */
+  sigset_t mask, old;
+  sigemptyset(&mask);
+  sigaddset(&mask, SIGTERM);
+  sigaddset(&mask, SIGINT);
+  sigaddset(&mask, SIGHUP);
+  srv.sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+  /* A client that goes away must give us EPIPE, not kill us before we clean up. Blocked rather
+   * than ignored: an ignored disposition would be inherited by the code, a mask is reset. */
+  sigaddset(&mask, SIGPIPE);
+  sigprocmask(SIG_BLOCK, &mask, &old);
+  if (srv.sigfd < 0) {
+    log_error("signalfd: %s", strerror(errno));
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    policy_free(srv.policy);
+    free(srv.rootfs);
+    return SBX_EXIT_SETUP;
+  }
+  srv.stdout_flags = stdout_nonblocking();
+  jsonrpc_framer_init(&srv.framer, srv.max_message);
+
+  serve(&srv);
+  shutdown_server(&srv);
+
+  if (srv.stdout_flags >= 0)
+    fcntl(STDOUT_FILENO, F_SETFL, srv.stdout_flags);
+  close(srv.sigfd);
+  sigprocmask(SIG_SETMASK, &old, NULL);
+  jsonrpc_framer_free(&srv.framer);
+  strbuf_free(&srv.outq);
+  policy_free(srv.policy);
+  free(srv.rootfs);
+  return 0;
+}

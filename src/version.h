@@ -1,0 +1,4 @@
+#ifndef SBX_VERSION_H
+#define SBX_VERSION_H
+#define SANDBOXD_VERSION "0.2.0"
+#endif

@@ -1,0 +1,45 @@
+// Claude Code's CLI registers `sandboxd mcp` in a throwaway HOME and reports it Connected.
+// The CLI is installed once into tests/.work/claude-code (CLAUDE_CODE_TEST=0 skips this test).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { REPO, SANDBOXD } from './helpers.mjs';
+
+const VERSION = '2.1.197';
+const DIR = join(REPO, 'tests/.work/claude-code');
+const CLAUDE = join(DIR, 'node_modules/.bin/claude');
+
+function install() {
+  if (existsSync(CLAUDE)) return null;
+  mkdirSync(DIR, { recursive: true });
+  try {
+    execFileSync('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error', '--prefix', DIR,
+      `@anthropic-ai/claude-code@${VERSION}`], { stdio: ['ignore', 'ignore', 'pipe'], timeout: 300000 });
+  } catch (e) {
+    return `cannot install @anthropic-ai/claude-code@${VERSION}: ${e.stderr || e.message}`;
+  }
+  return existsSync(CLAUDE) ? null : 'the claude binary is missing after npm install';
+}
+
+const skip = process.env.CLAUDE_CODE_TEST === '0' ? 'CLAUDE_CODE_TEST=0' : false;
+
+test('claude mcp add + claude mcp list shows sandboxd Connected', { skip, timeout: 400000 }, (t) => {
+  const why = install();
+  if (why) {
+    t.skip(why);
+    return;
+  }
+  const home = mkdtempSync(join(tmpdir(), 'sandboxd-claude-'));
+  try {
+    const env = { ...process.env, HOME: home, XDG_CONFIG_HOME: join(home, '.config'), DISABLE_AUTOUPDATER: '1' };
+    const opts = { cwd: home, env, encoding: 'utf8', timeout: 90000 };
+    execFileSync(CLAUDE, ['mcp', 'add', 'sandboxd', '--', SANDBOXD, 'mcp'], opts);
+    const out = execFileSync(CLAUDE, ['mcp', 'list'], opts);
+    assert.match(out, /sandboxd: .*sandboxd mcp - ✔ Connected/, out);
+  } finally {
+    rmSync(home, { recursive: true, force: true });
+  }
+});
