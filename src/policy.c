@@ -287,7 +287,7 @@ static int parse_rule(struct parser *ps, char **w, int n)
   else {
     action = SBX_ACT_ERRNO;
     if (n < 2 || (errno_value = errno_by_name(w[1])) < 0)
-      return perr(ps, "`errno` needs a known error name (EPERM, ENOSYS, EACCES, EAFNOSUPPORT, EINVAL)");
+      return perr(ps, "`errno` needs a known error name (EPERM, ENOSYS, EACCES, EAFNOSUPPORT, EINVAL, ENOTSUP)");
     i = 2;
   }
   int when = -1;
@@ -650,6 +650,9 @@ static int check_complete(struct parser *ps)
   }
   if (p->uid == 0 || p->gid == 0)
     return sbx_error_set(ps->err, 0, "%s: `uid` and `gid` must not be 0: code never runs as root",
+                         ps->file);
+  if (p->host_uid == 0 || p->host_gid == 0)
+    return sbx_error_set(ps->err, 0, "%s: `host_uid` and `host_gid` must not be 0: the sandbox must not be root on the host",
                          ps->file);
   return 0;
 }

@@ -155,6 +155,7 @@ static void test_errors(void)
   CHECK(replaced_fails_with("no_new_privs yes", "no_new_privs maybe", "expected yes or no"));
   CHECK(replaced_fails_with("timeout 30s", "timeout 0", "bad duration"));
   CHECK(replaced_fails_with("cgroup required", "cgroup maybe", "expected required or fallback-rlimit"));
+  CHECK(replaced_fails_with("host_uid 65534", "host_uid 0", "must not be root on the host"));
 }
 
 static void test_conditions(void)
