@@ -2,7 +2,7 @@
 CC      ?= cc
 PREFIX  ?= /usr/local
 BUILD   ?= build
-PKGS     = libseccomp libcap-ng yajl libmnl libmd
+PKGS     = libseccomp libcap-ng yajl libmnl libmd libarchive
 WARN     = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wformat=2 \
            -Wno-format-nonliteral -Wno-format-truncation
 HARDEN   = -fstack-protector-strong -D_FORTIFY_SOURCE=3 -fPIE
@@ -66,8 +66,16 @@ fuzz: $(FUZZ_BINS)
 	  if ls tests/fuzz/regressions/$$n/crash-* tests/fuzz/regressions/$$n/leak-* >/dev/null 2>&1; then \
 	    echo "fuzz: $$n found a crash (saved in tests/fuzz/regressions/$$n/)"; exit 1; fi; done
 
-rootfs:
-	scripts/build-rootfs $(ROOTFS)
+# The real python:3.14-slim from a registry if one answers (scripts/fetch-rootfs gives up within
+# FETCH_TIMEOUT seconds), else the offline Debian sid build; both go through `sandboxd rootfs import`.
+# Nothing is fetched or built while the tree is up to date with either.
+FETCH_TIMEOUT ?= 3
+rootfs: $(BUILD)/sandboxd
+	@if scripts/fetch-rootfs --check $(ROOTFS) || scripts/build-rootfs --check $(ROOTFS); then :; \
+	elif SANDBOXD=$(BUILD)/sandboxd scripts/fetch-rootfs --timeout $(FETCH_TIMEOUT) $(ROOTFS); then \
+	  echo "rootfs: used scripts/fetch-rootfs (registry image)"; \
+	else echo "rootfs: fetch failed; falling back to scripts/build-rootfs (offline build)"; \
+	  SANDBOXD=$(BUILD)/sandboxd scripts/build-rootfs $(ROOTFS) && echo "rootfs: used scripts/build-rootfs"; fi
 
 check-unit: $(UNIT_BINS)
 	@set -e; for t in $(UNIT_BINS); do $$t; done

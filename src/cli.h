@@ -39,5 +39,6 @@ int rootfs_find(const char *requested, char **ret_path, sbx_error_t *err);
 int cmd_exec(int argc, char **argv);
 int cmd_policy(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
+int cmd_rootfs(int argc, char **argv);
 
 #endif

@@ -184,6 +184,15 @@ int mount_proc(const struct sbx_policy *p, sbx_error_t *err)
   return 0;
 }
 
+static int missing_target(const char *rel, sbx_error_t *err)
+{
+  if (errno == EROFS)
+    return sbx_error_set(err, ENOENT,
+                         "bind target `/%s` does not exist in the read-only rootfs: bind below /workspace, "
+                         "/tmp or /mnt, or onto an existing path", rel);
+  return sbx_error_errno(err, "create bind target `/%s`", rel);
+}
+
 /* Create the mount point for a bind: a file or directory like the source. Only missing leaves
  * under writable places are created; the rootfs itself is read-only. */
 static int make_mountpoint(const char *rel, bool dir, sbx_error_t *err)
@@ -203,17 +212,17 @@ static int make_mountpoint(const char *rel, bool dir, sbx_error_t *err)
   for (char *s = strchr(buf, '/'); s; s = strchr(s + 1, '/')) {
     *s = '\0';
     if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-      return sbx_error_errno(err, "create bind target `/%s`", buf);
+      return missing_target(rel, err);
     *s = '/';
   }
   if (dir) {
     if (mkdir(rel, 0755) < 0)
-      return sbx_error_errno(err, "create bind target `/%s`", rel);
+      return missing_target(rel, err);
     return 0;
   }
   int fd = open(rel, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0444);
   if (fd < 0)
-    return sbx_error_errno(err, "create bind target `/%s`", rel);
+    return missing_target(rel, err);
   close(fd);
   return 0;
 }

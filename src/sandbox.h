@@ -62,6 +62,10 @@ struct sbx_sandbox;
  * overwrite them: /proc/1/cmdline is readable by anyone and must not show host paths. */
 void sandbox_set_argv_area(char *start, size_t len);
 
+/* Warn on stderr when limits degrade to rlimits even if stderr is not a terminal (for servers,
+ * whose stderr is a log). */
+void sandbox_warn_degraded_always(bool on);
+
 int sandbox_spawn(const struct sbx_spec *spec, struct sbx_sandbox **ret, sbx_error_t *err);
 /* Readable (POLLIN) once every process of the sandbox has exited. */
 int sandbox_pidfd(const struct sbx_sandbox *s);

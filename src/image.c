@@ -1,0 +1,1894 @@
+/* OCI image import: sources (layout, oci-archive, docker-archive), blob verification, platform
+ * selection, safe layer extraction, the file manifest, metadata and the atomic swap. */
+#include "image.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <sys/xattr.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "json.h"
+#include "util.h"
+
+#define MAX_JSON_BLOB (4u << 20) /* index, manifest, config */
+#define MAX_LAYERS 256
+#define MAX_INDEX_DEPTH 4
+#define MAX_SYMLINKS 40       /* like the kernel's own limit */
+#define RM_MAX_DEPTH 64       /* deeper subtrees are moved up before removal (bounded fds/stack) */
+#define WALK_MAX_DEPTH 256    /* a tree deeper than this is refused */
+#define CAPS_XATTR "security.capability"
+
+/* ------------------------------------------------------------------ small helpers */
+
+/* User data for a one-line message: control characters escaped, long names cut. */
+static const char *shown(const char *s, char buf[160])
+{
+  size_t o = 0;
+  for (const unsigned char *c = (const unsigned char *) s; *c && o < 150; c++) {
+    if (*c < 0x20 || *c == 0x7f)
+      o += (size_t) snprintf(buf + o, 160 - o, "\\x%02x", *c);
+    else
+      buf[o++] = (char) *c;
+    if (o >= 150 && c[1]) {
+      memcpy(buf + 150, "...", 4);
+      return buf;
+    }
+  }
+  buf[o < 160 ? o : 159] = '\0';
+  return buf;
+}
+
+static void closedirp(DIR **d)
+{
+  if (*d)
+    closedir(*d);
+}
+
+struct mapping {
+  void *data;
+  size_t len;
+};
+static void unmapp(struct mapping *m)
+{
+  if (m->data && m->len)
+    munmap(m->data, m->len);
+  m->data = NULL;
+}
+
+static void free_names(char **names, size_t n)
+{
+  for (size_t i = 0; i < n; i++)
+    free(names[i]);
+  free(names);
+}
+
+/* Names in a directory (not . and ..), unsorted. The fd is not consumed. */
+static int list_dir(int fd, char ***ret_names, size_t *ret_n)
+{
+  int dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0)
+    return -1;
+  __attribute__((cleanup(closedirp))) DIR *d = fdopendir(dfd);
+  if (!d) {
+    close(dfd);
+    return -1;
+  }
+  char **names = NULL;
+  size_t n = 0, cap = 0;
+  struct dirent *de;
+  errno = 0;
+  while ((de = readdir(d))) {
+    if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+      continue;
+    if (n == cap) {
+      cap = cap ? cap * 2 : 16;
+      char **nn = realloc(names, cap * sizeof *nn);
+      if (!nn)
+        goto nomem;
+      names = nn;
+    }
+    if (!(names[n] = strdup(de->d_name)))
+      goto nomem;
+    n++;
+    errno = 0;
+  }
+  if (errno) {
+    int e = errno;
+    free_names(names, n);
+    errno = e;
+    return -1;
+  }
+  *ret_names = names;
+  *ret_n = n;
+  return 0;
+nomem:
+  free_names(names, n);
+  errno = ENOMEM;
+  return -1;
+}
+
+/* Split "a/b/c" into "a/b" and "c" (dir "" for a top-level name). */
+static void split_path(const char *path, char dir[PATH_MAX], const char **ret_base)
+{
+  const char *slash = strrchr(path, '/');
+  if (!slash) {
+    dir[0] = '\0';
+    *ret_base = path;
+    return;
+  }
+  size_t n = (size_t) (slash - path);
+  memcpy(dir, path, n);
+  dir[n] = '\0';
+  *ret_base = slash + 1;
+}
+
+static int map_fd(int fd, size_t len, struct mapping *ret)
+{
+  ret->len = len;
+  ret->data = NULL;
+  if (len == 0)
+    return 0;
+  void *p = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
+  if (p == MAP_FAILED)
+    return -1;
+  ret->data = p;
+  return 0;
+}
+
+static void iso_time(time_t t, char out[32])
+{
+  struct tm tm;
+  gmtime_r(&t, &tm);
+  strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+/* ------------------------------------------------------------------ path names */
+
+int image_path_normalize(const char *in, char *out, size_t outlen, sbx_error_t *err)
+{
+  char b[160];
+  size_t o = 0;
+  if (strnlen(in, PATH_MAX) >= PATH_MAX)
+    return sbx_error_set(err, ENAMETOOLONG, "name `%s`: longer than %d bytes", shown(in, b), PATH_MAX - 1);
+  for (const unsigned char *c = (const unsigned char *) in; *c; c++)
+    if (*c < 0x20 || *c == 0x7f)
+      return sbx_error_set(err, EINVAL, "name `%s`: contains a control character", shown(in, b));
+  for (const char *p = in; *p;) {
+    while (*p == '/')
+      p++;
+    if (!*p)
+      break;
+    const char *e = strchrnul(p, '/');
+    size_t n = (size_t) (e - p);
+    if (n == 1 && p[0] == '.') {
+      p = e;
+      continue;
+    }
+    if (n == 2 && p[0] == '.' && p[1] == '.')
+      return sbx_error_set(err, EINVAL, "name `%s`: `..` component", shown(in, b));
+    if (n > NAME_MAX)
+      return sbx_error_set(err, ENAMETOOLONG, "name `%s`: a component is longer than %d bytes", shown(in, b),
+                           NAME_MAX);
+    if (o + (o ? 1 : 0) + n + 1 > outlen)
+      return sbx_error_set(err, ENAMETOOLONG, "name `%s`: too long", shown(in, b));
+    if (o)
+      out[o++] = '/';
+    memcpy(out + o, p, n);
+    o += n;
+    p = e;
+  }
+  out[o] = '\0';
+  return 0;
+}
+
+bool image_name_valid(const char *name)
+{
+  size_t n = strlen(name);
+  if (n == 0 || n > IMAGE_NAME_MAX)
+    return false;
+  for (size_t i = 0; i < n; i++) {
+    char c = name[i];
+    bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+    if (!alnum && (i == 0 || (c != '.' && c != '_' && c != '-')))
+      return false;
+  }
+  return true;
+}
+
+/* ------------------------------------------------------------------ a string set */
+
+struct strset {
+  char **slots;
+  size_t cap, n;
+};
+
+static uint64_t hash_str(const char *s)
+{
+  uint64_t h = 1469598103934665603ULL;
+  for (; *s; s++)
+    h = (h ^ (unsigned char) *s) * 1099511628211ULL;
+  return h;
+}
+
+static bool strset_has(const struct strset *s, const char *key)
+{
+  if (!s->cap)
+    return false;
+  for (size_t i = hash_str(key) & (s->cap - 1);; i = (i + 1) & (s->cap - 1)) {
+    if (!s->slots[i])
+      return false;
+    if (!strcmp(s->slots[i], key))
+      return true;
+  }
+}
+
+static int strset_insert(char **slots, size_t cap, char *key)
+{
+  for (size_t i = hash_str(key) & (cap - 1);; i = (i + 1) & (cap - 1)) {
+    if (!slots[i]) {
+      slots[i] = key;
+      return 1;
+    }
+    if (!strcmp(slots[i], key))
+      return 0;
+  }
+}
+
+/* 1 if added, 0 if present, -1 (ENOMEM). */
+static int strset_add(struct strset *s, const char *key)
+{
+  if (strset_has(s, key))
+    return 0;
+  if ((s->n + 1) * 2 > s->cap) {
+    size_t cap = s->cap ? s->cap * 2 : 64;
+    char **slots = calloc(cap, sizeof *slots);
+    if (!slots)
+      return -1;
+    for (size_t i = 0; i < s->cap; i++)
+      if (s->slots[i])
+        strset_insert(slots, cap, s->slots[i]);
+    free(s->slots);
+    s->slots = slots;
+    s->cap = cap;
+  }
+  char *k = strdup(key);
+  if (!k)
+    return -1;
+  strset_insert(s->slots, s->cap, k);
+  s->n++;
+  return 1;
+}
+
+static void strset_free(struct strset *s)
+{
+  for (size_t i = 0; i < s->cap; i++)
+    free(s->slots[i]);
+  free(s->slots);
+  *s = (struct strset){ 0 };
+}
+
+/* ------------------------------------------------------------------ resolving inside a root */
+
+struct root {
+  int fd;         /* O_PATH directory: the root of the tree */
+  dev_t dev;      /* nothing below it may be on another file system */
+  bool fallback;  /* no openat2: walk component by component */
+  unsigned rm_seq;
+};
+
+static int resolve_openat2(const struct root *r, const char *path)
+{
+  /* RESOLVE_IN_ROOT: symlinks (and "..") are resolved as if r->fd were "/", so nothing resolves
+   * outside it; no magic links (/proc/self/fd/N) and no crossing into another mount. */
+  struct open_how how = {
+    .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+    .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
+  };
+  for (int i = 0;; i++) {
+    int fd = (int) syscall(SYS_openat2, r->fd, *path ? path : ".", &how, sizeof how);
+    /* EAGAIN: a concurrent rename somewhere; the kernel asks us to retry. */
+    if (fd >= 0 || (errno != EAGAIN && errno != EINTR) || i == 16)
+      return fd;
+  }
+}
+
+/* The fallback, with the same semantics as RESOLVE_IN_ROOT: each component is opened with
+ * O_NOFOLLOW; a symlink's target is spliced into the remaining path, an absolute one restarting at
+ * the root; ".." never climbs above the root. */
+static int resolve_walk(const struct root *r, const char *path)
+{
+  _cleanup_free_ char *rem = strdup(path);
+  _cleanup_free_ int *stack = NULL;
+  size_t depth = 0, cap = 0;
+  int links = 0, ret = -1;
+  if (!rem) {
+    errno = ENOMEM;
+    return -1;
+  }
+  char *p = rem;
+  for (;;) {
+    while (*p == '/')
+      p++;
+    if (!*p)
+      break;
+    char *e = strchrnul(p, '/');
+    const char *name = p;
+    p = *e ? e + 1 : e;
+    *e = '\0';
+    if (!strcmp(name, "."))
+      continue;
+    if (!strcmp(name, "..")) {
+      if (depth)
+        close(stack[--depth]);
+      continue;
+    }
+    int fd = openat(depth ? stack[depth - 1] : r->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0)
+      goto out;
+    if (fstat(fd, &st) < 0) {
+      close(fd);
+      goto out;
+    }
+    if (S_ISLNK(st.st_mode)) {
+      char target[PATH_MAX];
+      ssize_t n = ++links > MAX_SYMLINKS ? (errno = ELOOP, -1) : readlinkat(fd, "", target, sizeof target);
+      close(fd);
+      if (n < 0)
+        goto out;
+      if ((size_t) n >= sizeof target) {
+        errno = ENAMETOOLONG;
+        goto out;
+      }
+      size_t rest = strlen(p);
+      char *nr = malloc((size_t) n + 1 + rest + 1);
+      if (!nr) {
+        errno = ENOMEM;
+        goto out;
+      }
+      memcpy(nr, target, (size_t) n);
+      nr[n] = '/';
+      memcpy(nr + n + 1, p, rest + 1);
+      free(rem);
+      rem = p = nr;
+      if (target[0] == '/')
+        while (depth)
+          close(stack[--depth]);
+      continue;
+    }
+    if (!S_ISDIR(st.st_mode) || st.st_dev != r->dev) {
+      close(fd);
+      errno = S_ISDIR(st.st_mode) ? EXDEV : ENOTDIR;
+      goto out;
+    }
+    if (depth == cap) {
+      cap = cap ? cap * 2 : 16;
+      int *ns = realloc(stack, cap * sizeof *ns);
+      if (!ns) {
+        close(fd);
+        errno = ENOMEM;
+        goto out;
+      }
+      stack = ns;
+    }
+    stack[depth++] = fd;
+  }
+  ret = depth ? stack[--depth] : openat(r->fd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+out:;
+  int saved = errno;
+  while (depth)
+    close(stack[--depth]);
+  errno = saved;
+  return ret;
+}
+
+/* An O_PATH fd for directory `path` (relative to the root; "" is the root), or -1 with errno. */
+static int resolve_dir(struct root *r, const char *path)
+{
+  if (!r->fallback) {
+    int fd = resolve_openat2(r, path);
+    if (fd >= 0 || errno != ENOSYS)
+      return fd;
+    r->fallback = true; /* kernel older than 5.6 */
+  }
+  return resolve_walk(r, path);
+}
+
+/* Like resolve_dir, creating missing directories (0755) on the way. A dangling symlink in the way
+ * is an error (ENOENT), not something to create a directory through. */
+static int ensure_dir(struct root *r, const char *path)
+{
+  int fd = resolve_dir(r, path);
+  if (fd >= 0 || errno != ENOENT || !*path)
+    return fd;
+  _cleanup_free_ char *parent = strdup(path);
+  if (!parent) {
+    errno = ENOMEM;
+    return -1;
+  }
+  char *slash = strrchr(parent, '/');
+  const char *base = slash ? slash + 1 : parent;
+  if (slash)
+    *slash = '\0';
+  _cleanup_close_ int pfd = ensure_dir(r, slash ? parent : "");
+  if (pfd < 0)
+    return -1;
+  if (mkdirat(pfd, base, 0755) == 0) {
+    if (fchmodat(pfd, base, 0755, 0) < 0) /* whatever the umask */
+      return -1;
+  } else if (errno != EEXIST) {
+    return -1;
+  }
+  return resolve_dir(r, path);
+}
+
+/* Lexically join a symlink's target onto the directory holding it, clamped at the root. */
+static int join_in_root(const char *dir, const char *target, char out[PATH_MAX])
+{
+  char tmp[2 * PATH_MAX + 2];
+  int n = snprintf(tmp, sizeof tmp, "%s/%s", target[0] == '/' ? "" : dir, target);
+  if (n < 0 || (size_t) n >= sizeof tmp || (size_t) n >= PATH_MAX)
+    return -1;
+  size_t o = 0;
+  for (char *save = NULL, *c = strtok_r(tmp, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+    if (!strcmp(c, "."))
+      continue;
+    if (!strcmp(c, "..")) {
+      while (o > 0 && out[o - 1] != '/')
+        o--;
+      if (o > 0)
+        o--;
+      continue;
+    }
+    if (o)
+      out[o++] = '/';
+    size_t l = strlen(c);
+    memcpy(out + o, c, l);
+    o += l;
+  }
+  out[o] = '\0';
+  return 0;
+}
+
+/* Open a regular file inside the root for reading, following symlinks only within the root. */
+static int open_file_in_root(struct root *r, const char *path)
+{
+  char cur[PATH_MAX], dir[PATH_MAX];
+  snprintf(cur, sizeof cur, "%s", path);
+  for (int links = 0; links <= MAX_SYMLINKS; links++) {
+    const char *base;
+    split_path(cur, dir, &base);
+    _cleanup_close_ int pfd = resolve_dir(r, dir);
+    if (pfd < 0)
+      return -1;
+    /* O_NONBLOCK: a FIFO must not hang us; the caller checks for a regular file. */
+    int fd = openat(pfd, base, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    if (fd >= 0 || errno != ELOOP)
+      return fd;
+    char target[PATH_MAX];
+    ssize_t n = readlinkat(pfd, base, target, sizeof target - 1);
+    if (n < 0)
+      return -1;
+    target[n] = '\0';
+    if (join_in_root(dir, target, cur) < 0) {
+      errno = ENAMETOOLONG;
+      return -1;
+    }
+  }
+  errno = ELOOP;
+  return -1;
+}
+
+/* ------------------------------------------------------------------ removing trees */
+
+static int rm_children(struct root *r, int fd, unsigned depth);
+
+/* Remove dirfd/name and everything below it, never following a symlink, never leaving the root's
+ * file system. Subtrees deeper than RM_MAX_DEPTH are first renamed to the top of the root. */
+static int rm_tree(struct root *r, int dirfd, const char *name)
+{
+  struct stat st;
+  if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+    return -1;
+  if (!S_ISDIR(st.st_mode))
+    return unlinkat(dirfd, name, 0);
+  if (st.st_dev != r->dev) {
+    errno = EXDEV;
+    return -1;
+  }
+  _cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0 || rm_children(r, fd, 1) < 0)
+    return -1;
+  return unlinkat(dirfd, name, AT_REMOVEDIR);
+}
+
+static int rm_children(struct root *r, int fd, unsigned depth)
+{
+  char **names;
+  size_t n;
+  struct stat st;
+  /* Without CAP_DAC_OVERRIDE we need write and search permission on our own directory. */
+  if (geteuid() != 0 && fstat(fd, &st) == 0 && (st.st_mode & 0700) != 0700 &&
+      fchmod(fd, (st.st_mode & 07777) | 0700) < 0)
+    return -1;
+  if (list_dir(fd, &names, &n) < 0)
+    return -1;
+  int ret = 0;
+  for (size_t i = 0; i < n && ret == 0; i++) {
+    if (fstatat(fd, names[i], &st, AT_SYMLINK_NOFOLLOW) < 0) {
+      ret = errno == ENOENT ? 0 : -1;
+      continue;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+      ret = unlinkat(fd, names[i], 0) < 0 && errno != ENOENT ? -1 : 0;
+      continue;
+    }
+    if (depth >= RM_MAX_DEPTH) {
+      char tmp[64];
+      for (;;) {
+        snprintf(tmp, sizeof tmp, ".sandboxd-rm.%u", r->rm_seq++);
+        if (renameat2(fd, names[i], r->fd, tmp, RENAME_NOREPLACE) == 0 || errno != EEXIST)
+          break;
+      }
+      ret = errno == EEXIST ? -1 : rm_tree(r, r->fd, tmp);
+      continue;
+    }
+    if (st.st_dev != r->dev) {
+      errno = EXDEV;
+      ret = -1;
+      continue;
+    }
+    int cfd = openat(fd, names[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (cfd < 0 || rm_children(r, cfd, depth + 1) < 0 || unlinkat(fd, names[i], AT_REMOVEDIR) < 0)
+      ret = -1;
+    if (cfd >= 0) {
+      int e = errno;
+      close(cfd);
+      errno = e;
+    }
+  }
+  int e = errno;
+  free_names(names, n);
+  errno = e;
+  return ret;
+}
+
+/* Remove STORE/name (a temporary or replaced tree) as a root of its own. */
+static int rm_store_entry(int storefd, const char *name)
+{
+  struct stat st;
+  if (fstatat(storefd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+    return errno == ENOENT ? 0 : -1;
+  if (!S_ISDIR(st.st_mode))
+    return unlinkat(storefd, name, 0);
+  _cleanup_close_ int fd = openat(storefd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0)
+    return -1;
+  struct root r = { .fd = fd, .dev = st.st_dev };
+  /* Deep subtrees are moved to the top: repeat until nothing is left. */
+  if (rm_children(&r, fd, 1) < 0)
+    return -1;
+  return unlinkat(storefd, name, AT_REMOVEDIR);
+}
+
+/* ------------------------------------------------------------------ the extractor */
+
+struct dirfix {
+  char *path;
+  mode_t mode;
+  uid_t uid;
+  gid_t gid;
+  struct timespec mtime;
+};
+
+struct extractor {
+  struct root root;
+  const struct image_import_options *o;
+  struct image_import_stats *st;
+  uint64_t max_bytes, max_files, nbytes, nentries;
+  bool chown;    /* we are root: keep the archive's numeric owners */
+  bool plain;    /* an outer archive (oci-archive, docker-archive): plain files, no owners */
+  struct strset layer_paths; /* written by the current layer, with their parents */
+  struct dirfix *fix;
+  size_t nfix, capfix;
+};
+
+static void extractor_free(struct extractor *x)
+{
+  strset_free(&x->layer_paths);
+  for (size_t i = 0; i < x->nfix; i++)
+    free(x->fix[i].path);
+  free(x->fix);
+  x->fix = NULL;
+  x->nfix = x->capfix = 0;
+}
+
+static int note_written(struct extractor *x, const char *path)
+{
+  char buf[PATH_MAX];
+  snprintf(buf, sizeof buf, "%s", path);
+  for (;;) {
+    if (strset_add(&x->layer_paths, buf) < 0)
+      return -1;
+    char *slash = strrchr(buf, '/');
+    if (!slash)
+      return 0;
+    *slash = '\0';
+  }
+}
+
+static int add_dirfix(struct extractor *x, const char *path, struct archive_entry *e)
+{
+  if (x->nfix == x->capfix) {
+    size_t cap = x->capfix ? x->capfix * 2 : 256;
+    struct dirfix *f = realloc(x->fix, cap * sizeof *f);
+    if (!f)
+      return -1;
+    x->fix = f;
+    x->capfix = cap;
+  }
+  struct dirfix *f = &x->fix[x->nfix];
+  if (!(f->path = strdup(path)))
+    return -1;
+  /* A setuid bit on a directory means nothing; setgid (group inheritance) and sticky stay. */
+  f->mode = (mode_t) (archive_entry_perm(e) & 07777) & (mode_t) ~S_ISUID;
+  if (x->plain)
+    f->mode = 0755;
+  f->uid = (uid_t) archive_entry_uid(e);
+  f->gid = (gid_t) archive_entry_gid(e);
+  f->mtime.tv_sec = archive_entry_mtime(e);
+  f->mtime.tv_nsec = archive_entry_mtime_nsec(e);
+  x->nfix++;
+  return 0;
+}
+
+static int check_cancel(const struct extractor *x, sbx_error_t *err)
+{
+  if (x->o->cancel && *x->o->cancel)
+    return sbx_error_set(err, ECANCELED, "interrupted");
+  return 0;
+}
+
+/* Owner, mode (without setuid/setgid unless kept), capabilities and times of a new file. */
+static int set_attrs(struct extractor *x, int fd, struct archive_entry *e, const char *path, sbx_error_t *err)
+{
+  char b[160];
+  mode_t mode = (mode_t) (archive_entry_perm(e) & 07777);
+  if (x->plain) {
+    mode = (mode & 0755) | 0600;
+  } else {
+    if (x->chown && fchown(fd, (uid_t) archive_entry_uid(e), (gid_t) archive_entry_gid(e)) < 0 &&
+        errno != EINVAL) /* EINVAL: an id not mapped in our user namespace; keep ours */
+      return sbx_error_errno(err, "entry `%s`: chown", shown(path, b));
+    if ((mode & (S_ISUID | S_ISGID)) && !x->o->keep_privileges) {
+      mode &= (mode_t) ~(S_ISUID | S_ISGID);
+      x->st->setid_stripped++;
+    }
+    const char *xname;
+    const void *xval;
+    size_t xlen;
+    archive_entry_xattr_reset(e);
+    while (archive_entry_xattr_next(e, &xname, &xval, &xlen) == ARCHIVE_OK) {
+      /* Other xattrs (user.*, security.selinux, trusted.*) are not applied: nothing in the sandbox
+       * needs them and some would grant or label. File capabilities only when asked to keep them. */
+      if (strcmp(xname, CAPS_XATTR))
+        continue;
+      if (!x->o->keep_privileges)
+        x->st->caps_stripped++;
+      else if (fsetxattr(fd, CAPS_XATTR, xval, xlen, 0) < 0)
+        return sbx_error_errno(err, "entry `%s`: set file capabilities", shown(path, b));
+    }
+  }
+  /* After fchown, which clears setuid bits. */
+  if (fchmod(fd, mode) < 0)
+    return sbx_error_errno(err, "entry `%s`: chmod", shown(path, b));
+  struct timespec ts[2] = {
+    { archive_entry_atime(e), archive_entry_atime_nsec(e) },
+    { archive_entry_mtime(e), archive_entry_mtime_nsec(e) },
+  };
+  if (!archive_entry_atime_is_set(e))
+    ts[0] = ts[1];
+  if (futimens(fd, ts) < 0)
+    return sbx_error_errno(err, "entry `%s`: set times", shown(path, b));
+  return 0;
+}
+
+static int write_regular(struct extractor *x, struct archive *a, struct archive_entry *e, int pfd, const char *base,
+                         const char *path, sbx_error_t *err)
+{
+  char b[160], sz[32];
+  int64_t declared = archive_entry_size_is_set(e) ? archive_entry_size(e) : 0;
+  if (declared < 0)
+    declared = 0;
+  if ((uint64_t) declared > x->max_bytes - x->nbytes)
+    return sbx_error_set(err, EFBIG, "entry `%s`: more than %s unpacked (size limit; see --max-size)",
+                         shown(path, b), format_size(x->max_bytes, sz, sizeof sz));
+  _cleanup_close_ int fd = openat(pfd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
+  if (fd < 0)
+    return sbx_error_errno(err, "entry `%s`: create", shown(path, b));
+  for (;;) {
+    const void *buf;
+    size_t len;
+    la_int64_t off;
+    int r = archive_read_data_block(a, &buf, &len, &off);
+    if (r == ARCHIVE_EOF)
+      break;
+    if (r < ARCHIVE_WARN)
+      return sbx_error_set(err, EIO, "entry `%s`: %s", shown(path, b), archive_error_string(a));
+    if (off < 0 || (uint64_t) off + len > (uint64_t) declared)
+      return sbx_error_set(err, EINVAL, "entry `%s`: data beyond its declared size", shown(path, b));
+    for (size_t done = 0; done < len;) {
+      ssize_t n = pwrite(fd, (const char *) buf + done, len - done, off + (off_t) done);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n < 0)
+        return sbx_error_errno(err, "entry `%s`: write", shown(path, b));
+      done += (size_t) n;
+    }
+    if (check_cancel(x, err) < 0)
+      return -1;
+  }
+  /* Sparse files may end in a hole. */
+  if (ftruncate(fd, declared) < 0)
+    return sbx_error_errno(err, "entry `%s`: truncate", shown(path, b));
+  x->nbytes += (uint64_t) declared;
+  return set_attrs(x, fd, e, path, err);
+}
+
+static int check_link_target(const char *what, const char *path, const char *target, sbx_error_t *err)
+{
+  char b[160], c[160];
+  if (!target || !*target)
+    return sbx_error_set(err, EINVAL, "entry `%s`: empty %s target", shown(path, b), what);
+  if (strlen(target) >= PATH_MAX)
+    return sbx_error_set(err, ENAMETOOLONG, "entry `%s`: %s target longer than %d bytes", shown(path, b), what,
+                         PATH_MAX - 1);
+  for (const unsigned char *t = (const unsigned char *) target; *t; t++)
+    if (*t < 0x20 || *t == 0x7f)
+      return sbx_error_set(err, EINVAL, "entry `%s`: %s target `%s` contains a control character",
+                           shown(path, b), what, shown(target, c));
+  return 0;
+}
+
+/* D/.wh.NAME deletes D/NAME of the layers below; D/.wh..wh..opq empties D of them. */
+static int apply_whiteout(struct extractor *x, const char *dir, const char *name, const char *path,
+                          sbx_error_t *err)
+{
+  char b[160], target[PATH_MAX];
+  x->st->whiteouts++;
+  bool opaque = !strcmp(name, ".wh..opq");
+  if (!opaque && (!*name || !strcmp(name, ".") || !strcmp(name, "..") || !strncmp(name, ".wh.", 4)))
+    return sbx_error_set(err, EINVAL, "whiteout `%s`: names no removable file", shown(path, b));
+  _cleanup_close_ int dfd = resolve_dir(&x->root, dir);
+  if (dfd < 0) /* nothing below to hide */
+    return errno == ENOENT || errno == ENOTDIR ? 0 : sbx_error_errno(err, "whiteout `%s`", shown(path, b));
+  if (!opaque) {
+    snprintf(target, sizeof target, "%s%s%s", dir, *dir ? "/" : "", name);
+    if (strset_has(&x->layer_paths, target)) /* from this very layer: stays */
+      return 0;
+    if (rm_tree(&x->root, dfd, name) < 0 && errno != ENOENT)
+      return sbx_error_errno(err, "whiteout `%s`: remove", shown(path, b));
+    return 0;
+  }
+  char **names;
+  size_t n;
+  if (list_dir(dfd, &names, &n) < 0)
+    return sbx_error_errno(err, "opaque whiteout `%s`: list", shown(path, b));
+  int ret = 0;
+  for (size_t i = 0; i < n && ret == 0; i++) {
+    snprintf(target, sizeof target, "%s%s%s", dir, *dir ? "/" : "", names[i]);
+    if (!strset_has(&x->layer_paths, target) && rm_tree(&x->root, dfd, names[i]) < 0 && errno != ENOENT)
+      ret = sbx_error_errno(err, "opaque whiteout `%s`: remove `%s`", shown(path, b), names[i]);
+  }
+  free_names(names, n);
+  return ret;
+}
+
+static int apply_entry(struct extractor *x, struct archive *a, struct archive_entry *e, sbx_error_t *err)
+{
+  char b[160], c[160], path[PATH_MAX], dir[PATH_MAX];
+  const char *raw = archive_entry_pathname(e);
+  if (!raw)
+    return sbx_error_set(err, EINVAL, "an entry without a usable name");
+  if (image_path_normalize(raw, path, sizeof path, err) < 0)
+    return -1;
+  if (++x->nentries > x->max_files)
+    return sbx_error_set(err, EFBIG, "more than %llu entries (file-count limit; see --max-files)",
+                         (unsigned long long) x->max_files);
+  x->st->entries++;
+  const char *base;
+  split_path(path, dir, &base);
+  if (!x->plain && !strncmp(base, ".wh.", 4))
+    return apply_whiteout(x, dir, base + 4, path, err);
+
+  mode_t type = archive_entry_filetype(e);
+  const char *hardlink = archive_entry_hardlink(e);
+  if (!*path) {
+    if (type != AE_IFDIR || hardlink)
+      return sbx_error_set(err, EINVAL, "entry `%s`: names the root but is not a directory", shown(raw, b));
+    return add_dirfix(x, "", e) < 0 ? sbx_error_set(err, ENOMEM, "entry `%s`", shown(raw, b)) : 0;
+  }
+  if (!hardlink && (type == AE_IFCHR || type == AE_IFBLK)) {
+    x->st->devices_skipped++;
+    return 0;
+  }
+  if (!hardlink && type == AE_IFSOCK) /* a socket file is meaningless in an archive */
+    return 0;
+  if (x->plain && !hardlink && type != AE_IFREG && type != AE_IFDIR && type != AE_IFLNK)
+    return 0;
+  if (hardlink && check_link_target("hard link", path, hardlink, err) < 0)
+    return -1;
+  if (!hardlink && type == AE_IFLNK && check_link_target("symlink", path, archive_entry_symlink(e), err) < 0)
+    return -1;
+  if (!hardlink && type != AE_IFDIR && type != AE_IFREG && type != AE_IFLNK && type != AE_IFIFO)
+    return sbx_error_set(err, EINVAL, "entry `%s`: unknown file type 0%o", shown(path, b), (unsigned) type);
+  if (note_written(x, path) < 0)
+    return sbx_error_set(err, ENOMEM, "entry `%s`", shown(path, b));
+
+  _cleanup_close_ int pfd = ensure_dir(&x->root, dir);
+  if (pfd < 0)
+    return sbx_error_errno(err, "entry `%s`: parent directory (missing, or a symlink that leads nowhere inside the image)",
+                           shown(path, b));
+  /* Clear the way: whatever is there is replaced, never written through. Only a directory over a
+   * directory merges. */
+  struct stat old;
+  bool merge = false;
+  if (fstatat(pfd, base, &old, AT_SYMLINK_NOFOLLOW) == 0) {
+    merge = type == AE_IFDIR && !hardlink && S_ISDIR(old.st_mode);
+    if (!merge && rm_tree(&x->root, pfd, base) < 0)
+      return sbx_error_errno(err, "entry `%s`: replace", shown(path, b));
+  } else if (errno != ENOENT) {
+    return sbx_error_errno(err, "entry `%s`: stat", shown(path, b));
+  }
+
+  if (hardlink) {
+    /* The target must already be in the tree; its parent resolves inside the root, its last
+     * component is not followed (linkat without AT_SYMLINK_FOLLOW). */
+    char tpath[PATH_MAX], tdir[PATH_MAX];
+    const char *tbase;
+    if (image_path_normalize(hardlink, tpath, sizeof tpath, err) < 0)
+      return sbx_error_prefix(err, "hard link `%s`", shown(path, b));
+    split_path(tpath, tdir, &tbase);
+    _cleanup_close_ int tfd = *tbase ? resolve_dir(&x->root, tdir) : -1;
+    if (!*tbase)
+      errno = EISDIR;
+    if (tfd < 0 || linkat(tfd, tbase, pfd, base, 0) < 0)
+      return sbx_error_errno(err, "hard link `%s` to `%s`", shown(path, b), shown(hardlink, c));
+    x->st->hardlinks++;
+    return 0;
+  }
+  switch (type) {
+  case AE_IFDIR:
+    if (!merge && mkdirat(pfd, base, 0700) < 0)
+      return sbx_error_errno(err, "entry `%s`: mkdir", shown(path, b));
+    /* Mode and times last: entries below change the mtime, and a read-only mode would stop them. */
+    if (add_dirfix(x, path, e) < 0)
+      return sbx_error_set(err, ENOMEM, "entry `%s`", shown(path, b));
+    return 0;
+  case AE_IFREG:
+    return write_regular(x, a, e, pfd, base, path, err);
+  case AE_IFLNK: {
+    /* Stored as is; it is only ever resolved later inside the root (or inside the sandbox). */
+    if (symlinkat(archive_entry_symlink(e), pfd, base) < 0)
+      return sbx_error_errno(err, "entry `%s`: symlink", shown(path, b));
+    if (x->chown && !x->plain &&
+        fchownat(pfd, base, (uid_t) archive_entry_uid(e), (gid_t) archive_entry_gid(e), AT_SYMLINK_NOFOLLOW) < 0 &&
+        errno != EINVAL)
+      return sbx_error_errno(err, "entry `%s`: chown", shown(path, b));
+    struct timespec ts[2] = { { archive_entry_mtime(e), archive_entry_mtime_nsec(e) },
+                              { archive_entry_mtime(e), archive_entry_mtime_nsec(e) } };
+    if (utimensat(pfd, base, ts, AT_SYMLINK_NOFOLLOW) < 0)
+      return sbx_error_errno(err, "entry `%s`: set times", shown(path, b));
+    return 0;
+  }
+  case AE_IFIFO: {
+    if (mknodat(pfd, base, S_IFIFO | 0600, 0) < 0)
+      return sbx_error_errno(err, "entry `%s`: mkfifo", shown(path, b));
+    _cleanup_close_ int fd = openat(pfd, base, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    char proc[64];
+    if (fd < 0)
+      return sbx_error_errno(err, "entry `%s`: open", shown(path, b));
+    /* fchmod/fchown/futimens do not work on O_PATH fds; go through the fd's own path. */
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+    _cleanup_close_ int rfd = open(proc, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (rfd < 0)
+      return sbx_error_errno(err, "entry `%s`: open", shown(path, b));
+    return set_attrs(x, rfd, e, path, err);
+  }
+  }
+  return 0;
+}
+
+static int apply_dirfixes(struct extractor *x, sbx_error_t *err)
+{
+  struct strset done = { 0 };
+  int ret = 0;
+  /* Last entry for a directory wins; children before parents. */
+  for (size_t i = x->nfix; i-- > 0 && ret == 0;) {
+    struct dirfix *f = &x->fix[i];
+    char b[160], dir[PATH_MAX];
+    int added = strset_add(&done, f->path);
+    if (added < 0) {
+      ret = sbx_error_set(err, ENOMEM, "directory attributes");
+      break;
+    }
+    if (!added)
+      continue;
+    const char *base;
+    split_path(f->path, dir, &base);
+    _cleanup_close_ int pfd = *f->path ? resolve_dir(&x->root, dir) : -1;
+    _cleanup_close_ int fd = *f->path ? (pfd < 0 ? -1 : openat(pfd, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC))
+                                      : openat(x->root.fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) { /* replaced by a later entry or removed by a whiteout */
+      if (errno != ENOENT && errno != ENOTDIR && errno != ELOOP)
+        ret = sbx_error_errno(err, "directory `%s`", shown(f->path, b));
+      continue;
+    }
+    if (x->chown && !x->plain && fchown(fd, f->uid, f->gid) < 0 && errno != EINVAL)
+      ret = sbx_error_errno(err, "directory `%s`: chown", shown(f->path, b));
+    else if (fchmod(fd, f->mode) < 0)
+      ret = sbx_error_errno(err, "directory `%s`: chmod", shown(f->path, b));
+    else if (futimens(fd, (struct timespec[2]){ f->mtime, f->mtime }) < 0)
+      ret = sbx_error_errno(err, "directory `%s`: set times", shown(f->path, b));
+  }
+  strset_free(&done);
+  return ret;
+}
+
+/* Apply one tar stream (already in memory) to the tree. */
+static int apply_archive(struct extractor *x, const void *data, size_t len, sbx_error_t *err)
+{
+  struct archive *a = archive_read_new();
+  if (!a)
+    return sbx_error_set(err, ENOMEM, "libarchive");
+  int ret = -1;
+  /* Only what an image layer can be: tar (ustar/pax/GNU), uncompressed, gzip or zstd. */
+  if (archive_read_support_format_tar(a) != ARCHIVE_OK || archive_read_support_filter_gzip(a) < ARCHIVE_WARN ||
+      archive_read_support_filter_zstd(a) < ARCHIVE_WARN) {
+    sbx_error_set(err, ENOTSUP, "libarchive: %s", archive_error_string(a));
+    goto out;
+  }
+  if (archive_read_open_memory(a, data, len) != ARCHIVE_OK) {
+    sbx_error_set(err, EINVAL, "not a tar archive (plain, gzip or zstd): %s", archive_error_string(a));
+    goto out;
+  }
+  strset_free(&x->layer_paths);
+  for (;;) {
+    struct archive_entry *e;
+    int r = archive_read_next_header(a, &e);
+    if (r == ARCHIVE_EOF)
+      break;
+    if (r < ARCHIVE_WARN) {
+      sbx_error_set(err, EINVAL, "read: %s", archive_error_string(a));
+      goto out;
+    }
+    if (check_cancel(x, err) < 0 || apply_entry(x, a, e, err) < 0)
+      goto out;
+  }
+  ret = 0;
+out:
+  archive_read_free(a);
+  return ret;
+}
+
+/* ------------------------------------------------------------------ the file manifest */
+
+/* Escape a name for the line-oriented manifest: control bytes and backslash as \xHH. */
+static char *escape_name(const char *s)
+{
+  size_t n = strlen(s);
+  char *out = malloc(n * 4 + 1), *o = out;
+  if (!out)
+    return NULL;
+  for (const unsigned char *c = (const unsigned char *) s; *c; c++)
+    if (*c < 0x20 || *c == 0x7f || *c == '\\')
+      o += sprintf(o, "\\x%02x", *c);
+    else
+      *o++ = (char) *c;
+  *o = '\0';
+  return out;
+}
+
+struct walk {
+  strbuf_t out;
+  struct image_import_stats counts;
+};
+
+static int walk_line(struct walk *w, const struct stat *st, char type, const char *digest, const char *path)
+{
+  char size[32] = "-", mtime[32] = "-";
+  if (type == 'f')
+    snprintf(size, sizeof size, "%lld", (long long) st->st_size);
+  if (*path) /* the root's own mtime changes when it is renamed into place */
+    snprintf(mtime, sizeof mtime, "%lld", (long long) st->st_mtim.tv_sec);
+  return strbuf_printf(&w->out, "%c %04o %u %u %s %s %s /%s\n", type, (unsigned) (st->st_mode & 07777),
+                       (unsigned) st->st_uid, (unsigned) st->st_gid, size, mtime, digest, path);
+}
+
+struct walk_item {
+  char *name, *shown;
+};
+static int cmp_item(const void *a, const void *b)
+{
+  return strcmp(((const struct walk_item *) a)->shown, ((const struct walk_item *) b)->shown);
+}
+
+/* One line per file, depth first, names sorted within each directory (by their escaped form). */
+static int walk_dir(struct walk *w, int dfd, dev_t dev, const char *prefix, unsigned depth, sbx_error_t *err)
+{
+  char b[160];
+  if (depth > WALK_MAX_DEPTH)
+    return sbx_error_set(err, ELOOP, "`%s`: tree deeper than %d levels", shown(prefix, b), WALK_MAX_DEPTH);
+  char **names;
+  size_t n;
+  if (list_dir(dfd, &names, &n) < 0)
+    return sbx_error_errno(err, "list `/%s`", shown(prefix, b));
+  struct walk_item *items = calloc(n ? n : 1, sizeof *items);
+  int ret = 0;
+  if (!items)
+    ret = sbx_error_set(err, ENOMEM, "walk");
+  for (size_t i = 0; i < n && ret == 0; i++) {
+    items[i].name = names[i];
+    if (!(items[i].shown = escape_name(names[i])))
+      ret = sbx_error_set(err, ENOMEM, "walk");
+  }
+  if (ret == 0)
+    qsort(items, n, sizeof *items, cmp_item);
+  for (size_t i = 0; i < n && ret == 0; i++) {
+    _cleanup_free_ char *path = NULL;
+    if (asprintf(&path, "%s%s%s", prefix, *prefix ? "/" : "", items[i].shown) < 0) {
+      path = NULL;
+      ret = sbx_error_set(err, ENOMEM, "walk");
+      break;
+    }
+    struct stat st;
+    if (fstatat(dfd, items[i].name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+      ret = sbx_error_errno(err, "stat `/%s`", shown(path, b));
+      break;
+    }
+    char digest[65] = "-";
+    if (S_ISREG(st.st_mode)) {
+      _cleanup_close_ int fd = openat(dfd, items[i].name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+      struct mapping m __attribute__((cleanup(unmapp))) = { 0 };
+      struct stat fst;
+      if (fd < 0 || fstat(fd, &fst) < 0 || map_fd(fd, (size_t) fst.st_size, &m) < 0) {
+        ret = sbx_error_errno(err, "read `/%s`", shown(path, b));
+        break;
+      }
+      sha256_hex(m.data ? m.data : "", m.len, digest);
+      w->counts.files++;
+      w->counts.bytes += (uint64_t) fst.st_size;
+      ret = walk_line(w, &st, 'f', digest, path);
+    } else if (S_ISLNK(st.st_mode)) {
+      char target[PATH_MAX];
+      ssize_t len = readlinkat(dfd, items[i].name, target, sizeof target);
+      if (len < 0 || (size_t) len >= sizeof target) {
+        ret = sbx_error_errno(err, "readlink `/%s`", shown(path, b));
+        break;
+      }
+      sha256_hex(target, (size_t) len, digest);
+      w->counts.symlinks++;
+      ret = walk_line(w, &st, 'l', digest, path);
+    } else if (S_ISDIR(st.st_mode)) {
+      w->counts.dirs++;
+      ret = walk_line(w, &st, 'd', digest, path);
+      if (ret == 0 && st.st_dev != dev)
+        ret = sbx_error_set(err, EXDEV, "`/%s`: another file system", shown(path, b));
+      if (ret == 0) {
+        _cleanup_close_ int cfd = openat(dfd, items[i].name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (cfd < 0)
+          ret = sbx_error_errno(err, "open `/%s`", shown(path, b));
+        else
+          ret = walk_dir(w, cfd, dev, path, depth + 1, err);
+      }
+    } else {
+      ret = walk_line(w, &st, S_ISFIFO(st.st_mode) ? 'p' : '?', digest, path);
+    }
+    if (ret < 0 && !err->msg[0])
+      sbx_error_set(err, ENOMEM, "walk");
+  }
+  for (size_t i = 0; items && i < n; i++)
+    free(items[i].shown);
+  free(items);
+  free_names(names, n);
+  return ret;
+}
+
+static int walk_tree(int rootfd, struct walk *w, sbx_error_t *err)
+{
+  struct stat st;
+  if (fstat(rootfd, &st) < 0)
+    return sbx_error_errno(err, "stat the tree");
+  w->counts.dirs++;
+  if (walk_line(w, &st, 'd', "-", "") < 0)
+    return sbx_error_set(err, ENOMEM, "walk");
+  return walk_dir(w, rootfd, st.st_dev, "", 0, err);
+}
+
+/* ------------------------------------------------------------------ image sources */
+
+struct source {
+  const char *src; /* as given, for messages */
+  struct root root;
+  bool docker;     /* docker-archive (manifest.json) rather than an OCI layout */
+};
+
+/* Parse "sha256:<64 hex>" into hex. Anything else (other algorithms, "../") is refused. */
+static int parse_digest(const char *digest, char hex[65], sbx_error_t *err)
+{
+  char b[160];
+  if (!digest || strncmp(digest, "sha256:", 7) || strlen(digest) != 7 + 64)
+    return sbx_error_set(err, EINVAL, "unsupported or malformed digest `%s` (only sha256)",
+                         shown(digest ? digest : "", b));
+  for (int i = 0; i < 64; i++) {
+    char c = digest[7 + i];
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
+      return sbx_error_set(err, EINVAL, "malformed digest `%s`", shown(digest, b));
+    hex[i] = c;
+  }
+  hex[64] = '\0';
+  return 0;
+}
+
+/* Map a file of the source (a regular file, at most max bytes); with want_hex, check its sha256;
+ * with size >= 0, its size. */
+static int map_source_file(struct source *s, const char *path, const char *want_hex, int64_t size, size_t max,
+                           struct mapping *ret, char got_hex[65], sbx_error_t *err)
+{
+  char b[160];
+  _cleanup_close_ int fd = open_file_in_root(&s->root, path);
+  struct stat st;
+  if (fd < 0)
+    return sbx_error_errno(err, "`%s`: open `%s`", s->src, shown(path, b));
+  if (fstat(fd, &st) < 0)
+    return sbx_error_errno(err, "`%s`: stat `%s`", s->src, shown(path, b));
+  if (!S_ISREG(st.st_mode))
+    return sbx_error_set(err, EINVAL, "`%s`: `%s` is not a regular file", s->src, shown(path, b));
+  if (size >= 0 && st.st_size != size)
+    return sbx_error_set(err, EINVAL, "`%s`: `%s` is %lld bytes, its descriptor says %lld", s->src, shown(path, b),
+                         (long long) st.st_size, (long long) size);
+  if ((uint64_t) st.st_size > max)
+    return sbx_error_set(err, EFBIG, "`%s`: `%s` is larger than %zu bytes", s->src, shown(path, b), max);
+  struct mapping m = { 0 };
+  if (map_fd(fd, (size_t) st.st_size, &m) < 0)
+    return sbx_error_errno(err, "`%s`: map `%s`", s->src, shown(path, b));
+  char hex[65];
+  sha256_hex(m.data ? m.data : "", m.len, hex);
+  if (want_hex && strcmp(hex, want_hex)) {
+    unmapp(&m);
+    return sbx_error_set(err, EINVAL, "`%s`: `%s` has digest sha256:%s, expected sha256:%s", s->src, shown(path, b),
+                         hex, want_hex);
+  }
+  if (got_hex)
+    memcpy(got_hex, hex, 65);
+  *ret = m;
+  return 0;
+}
+
+/* A blob named by an OCI descriptor: digest and size verified. */
+static int map_blob(struct source *s, const json_node_t *desc, size_t max, struct mapping *ret, char digest[72],
+                    sbx_error_t *err)
+{
+  char hex[65], path[96];
+  const char *d = json_as_string(json_get(desc, "digest"), NULL);
+  long long size;
+  if (json_as_int(json_get(desc, "size"), &size) < 0 || size < 0)
+    return sbx_error_set(err, EINVAL, "`%s`: a descriptor without a valid size", s->src);
+  if (parse_digest(d, hex, err) < 0)
+    return sbx_error_prefix(err, "`%s`", s->src);
+  snprintf(path, sizeof path, "blobs/sha256/%s", hex);
+  if (map_source_file(s, path, hex, size, max, ret, NULL, err) < 0)
+    return -1;
+  if (digest)
+    snprintf(digest, 72, "sha256:%s", hex);
+  return 0;
+}
+
+static int parse_json_mapping(struct source *s, const struct mapping *m, const char *what, json_node_t **ret,
+                              sbx_error_t *err)
+{
+  if (json_parse(m->data ? m->data : "", m->len, ret, err) < 0)
+    return sbx_error_prefix(err, "`%s`: %s", s->src, what);
+  if (json_type(*ret) != JSON_OBJECT) {
+    json_free(*ret);
+    return sbx_error_set(err, EINVAL, "`%s`: %s is not a JSON object", s->src, what);
+  }
+  return 0;
+}
+
+static void host_platform(char os[16], char arch[16], char variant[16])
+{
+  struct utsname u;
+  strcpy(os, "linux");
+  variant[0] = '\0';
+  if (uname(&u) < 0 || !strcmp(u.machine, "x86_64"))
+    strcpy(arch, "amd64");
+  else if (!strcmp(u.machine, "aarch64")) {
+    strcpy(arch, "arm64");
+    strcpy(variant, "v8");
+  } else if (!strcmp(u.machine, "i686") || !strcmp(u.machine, "i386"))
+    strcpy(arch, "386");
+  else
+    snprintf(arch, 16, "%s", u.machine);
+}
+
+static bool platform_matches(const json_node_t *p)
+{
+  char os[16], arch[16], variant[16];
+  host_platform(os, arch, variant);
+  const char *pos = json_as_string(json_get(p, "os"), NULL);
+  const char *parch = json_as_string(json_get(p, "architecture"), NULL);
+  const char *pvar = json_as_string(json_get(p, "variant"), NULL);
+  return pos && parch && !strcmp(pos, os) && !strcmp(parch, arch) && (!pvar || !*variant || !strcmp(pvar, variant));
+}
+
+/* From an index (image index / manifest list), the descriptor for this host. */
+static const json_node_t *pick_manifest(struct source *s, const json_node_t *index, sbx_error_t *err)
+{
+  const json_node_t *ms = json_get(index, "manifests");
+  size_t n = json_array_len(ms), with_platform = 0;
+  if (json_type(ms) != JSON_ARRAY || n == 0) {
+    sbx_error_set(err, EINVAL, "`%s`: an image index without manifests", s->src);
+    return NULL;
+  }
+  for (size_t i = 0; i < n; i++) {
+    const json_node_t *p = json_get(json_array_at(ms, i), "platform");
+    if (!p)
+      continue;
+    with_platform++;
+    if (platform_matches(p))
+      return json_array_at(ms, i);
+  }
+  /* No platforms (a layout holding one image): take the first; its config is checked later. */
+  if (with_platform == 0)
+    return json_array_at(ms, 0);
+  char os[16], arch[16], variant[16];
+  host_platform(os, arch, variant);
+  sbx_error_set(err, ENOENT, "`%s`: no image for %s/%s among %zu platforms", s->src, os, arch, with_platform);
+  return NULL;
+}
+
+static bool is_index(const json_node_t *doc)
+{
+  const char *mt = json_as_string(json_get(doc, "mediaType"), NULL);
+  if (mt && (!strcmp(mt, "application/vnd.oci.image.index.v1+json") ||
+             !strcmp(mt, "application/vnd.docker.distribution.manifest.list.v2+json")))
+    return true;
+  return json_get(doc, "manifests") && !json_get(doc, "layers");
+}
+
+struct image {
+  json_node_t *manifest; /* NULL for a docker-archive */
+  json_node_t *config;
+  char manifest_digest[72], config_digest[72];
+  /* Layers: OCI descriptors, or docker-archive paths with their diff_ids. */
+  const json_node_t *layers;
+  json_node_t *docker_manifest;
+};
+
+static void image_free(struct image *im)
+{
+  json_free(im->manifest);
+  json_free(im->config);
+  json_free(im->docker_manifest);
+}
+
+static int load_oci(struct source *s, struct image *im, sbx_error_t *err)
+{
+  struct mapping m __attribute__((cleanup(unmapp))) = { 0 };
+  json_node_t *doc = NULL;
+  if (map_source_file(s, "index.json", NULL, -1, MAX_JSON_BLOB, &m, NULL, err) < 0 ||
+      parse_json_mapping(s, &m, "index.json", &doc, err) < 0)
+    return -1;
+  unmapp(&m);
+  /* index.json -> (nested indexes: multi-platform images) -> the manifest for this host. */
+  for (int depth = 0; is_index(doc); depth++) {
+    const json_node_t *desc = depth < MAX_INDEX_DEPTH ? pick_manifest(s, doc, err) : NULL;
+    if (depth >= MAX_INDEX_DEPTH)
+      sbx_error_set(err, ELOOP, "`%s`: image indexes nested too deep", s->src);
+    json_node_t *next = NULL;
+    int r = desc ? map_blob(s, desc, MAX_JSON_BLOB, &m, im->manifest_digest, err) : -1;
+    if (r == 0)
+      r = parse_json_mapping(s, &m, "manifest", &next, err);
+    unmapp(&m);
+    json_free(doc);
+    if (r < 0)
+      return -1;
+    doc = next;
+  }
+  im->manifest = doc;
+  if (!im->manifest_digest[0])
+    return sbx_error_set(err, EINVAL, "`%s`: index.json holds no manifest descriptor", s->src);
+  const json_node_t *cdesc = json_get(doc, "config");
+  if (!cdesc)
+    return sbx_error_set(err, EINVAL, "`%s`: manifest %s has no config", s->src, im->manifest_digest);
+  if (map_blob(s, cdesc, MAX_JSON_BLOB, &m, im->config_digest, err) < 0 ||
+      parse_json_mapping(s, &m, "config", &im->config, err) < 0)
+    return -1;
+  im->layers = json_get(doc, "layers");
+  if (json_type(im->layers) != JSON_ARRAY)
+    return sbx_error_set(err, EINVAL, "`%s`: manifest %s has no layers", s->src, im->manifest_digest);
+  return 0;
+}
+
+static bool is_hex64(const char *s, size_t n)
+{
+  if (n != 64)
+    return false;
+  for (size_t i = 0; i < n; i++)
+    if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+      return false;
+  return true;
+}
+
+/* docker-archive: manifest.json names the config and layer files; the config's digest is checked
+ * when its file name carries one, each layer against the config's diff_ids. */
+static int load_docker(struct source *s, struct image *im, sbx_error_t *err)
+{
+  struct mapping m __attribute__((cleanup(unmapp))) = { 0 };
+  char b[160];
+  if (map_source_file(s, "manifest.json", NULL, -1, MAX_JSON_BLOB, &m, NULL, err) < 0)
+    return -1;
+  if (json_parse(m.data ? m.data : "", m.len, &im->docker_manifest, err) < 0)
+    return sbx_error_prefix(err, "`%s`: manifest.json", s->src);
+  const json_node_t *entry = json_array_at(im->docker_manifest, 0);
+  if (json_array_len(im->docker_manifest) != 1 || json_type(entry) != JSON_OBJECT)
+    return sbx_error_set(err, EINVAL, "`%s`: manifest.json must describe exactly one image", s->src);
+  const char *cfg = json_as_string(json_get(entry, "Config"), NULL);
+  if (!cfg)
+    return sbx_error_set(err, EINVAL, "`%s`: manifest.json has no Config", s->src);
+  /* "<hex>.json" (docker < 25) or "blobs/sha256/<hex>". */
+  const char *cbase = strrchr(cfg, '/') ? strrchr(cfg, '/') + 1 : cfg;
+  size_t clen = strcspn(cbase, ".");
+  char want[65], got[65];
+  bool named = is_hex64(cbase, clen);
+  if (named)
+    snprintf(want, sizeof want, "%.64s", cbase);
+  unmapp(&m);
+  if (map_source_file(s, cfg, named ? want : NULL, -1, MAX_JSON_BLOB, &m, got, err) < 0 ||
+      parse_json_mapping(s, &m, "config", &im->config, err) < 0)
+    return -1;
+  snprintf(im->config_digest, sizeof im->config_digest, "sha256:%s", got);
+  snprintf(im->manifest_digest, sizeof im->manifest_digest, "sha256:%s", got);
+  im->layers = json_get(entry, "Layers");
+  const json_node_t *diff_ids = json_get(json_get(im->config, "rootfs"), "diff_ids");
+  if (json_type(im->layers) != JSON_ARRAY || json_array_len(im->layers) != json_array_len(diff_ids))
+    return sbx_error_set(err, EINVAL, "`%s`: manifest.json Layers do not match the config's diff_ids (%s)", s->src,
+                         shown(cfg, b));
+  return 0;
+}
+
+/* ------------------------------------------------------------------ metadata */
+
+static void write_str_array(json_writer_t *w, const char *key, const json_node_t *arr)
+{
+  json_key(w, key);
+  if (json_type(arr) == JSON_ARRAY)
+    json_write_node(w, arr);
+  else
+    json_null(w);
+}
+
+static int write_metadata(int storefd, const char *file, const struct image_import_options *o, const char *source,
+                          const struct image *im, const struct image_import_stats *st, const char *files_sha,
+                          sbx_error_t *err)
+{
+  const json_node_t *cfg = json_get(im->config, "config");
+  const char *created = json_as_string(json_get(im->config, "created"), NULL);
+  const char *wd = json_as_string(json_get(cfg, "WorkingDir"), NULL);
+  const char *user = json_as_string(json_get(cfg, "User"), NULL);
+  char now[32], b[160];
+  iso_time(time(NULL), now);
+  json_writer_t *w = json_writer_new();
+  if (!w)
+    return sbx_error_set(err, ENOMEM, "metadata");
+  json_obj_begin(w);
+  json_key(w, "name");
+  json_str(w, o->name);
+  json_key(w, "source");
+  json_str(w, source);
+  json_key(w, "manifest_digest");
+  json_str(w, im->manifest_digest);
+  json_key(w, "config_digest");
+  json_str(w, im->config_digest);
+  json_key(w, "platform");
+  json_str(w, st->platform);
+  json_key(w, "created");
+  created ? json_str(w, created) : json_null(w);
+  json_key(w, "imported");
+  json_str(w, now);
+  json_key(w, "size");
+  json_uint(w, st->bytes);
+  json_key(w, "files");
+  json_uint(w, st->files + st->dirs + st->symlinks);
+  write_str_array(w, "Env", json_get(cfg, "Env"));
+  json_key(w, "WorkingDir");
+  wd && *wd ? json_str(w, wd) : json_null(w);
+  write_str_array(w, "Cmd", json_get(cfg, "Cmd"));
+  write_str_array(w, "Entrypoint", json_get(cfg, "Entrypoint"));
+  json_key(w, "User");
+  user && *user ? json_str(w, user) : json_null(w);
+  json_key(w, "Labels");
+  json_type(json_get(cfg, "Labels")) == JSON_OBJECT ? json_write_node(w, json_get(cfg, "Labels")) : json_null(w);
+  json_key(w, "layers");
+  json_arr_begin(w);
+  for (size_t i = 0; i < json_array_len(im->layers); i++) {
+    const json_node_t *l = json_array_at(im->layers, i);
+    json_type(l) == JSON_OBJECT ? json_write_node(w, l) : json_str(w, json_as_string(l, NULL) ? json_as_string(l, NULL) : "");
+  }
+  json_arr_end(w);
+  json_key(w, "extraction");
+  json_obj_begin(w);
+  json_key(w, "devices_skipped");
+  json_uint(w, st->devices_skipped);
+  json_key(w, "setuid_setgid_stripped");
+  json_uint(w, st->setid_stripped);
+  json_key(w, "capabilities_stripped");
+  json_uint(w, st->caps_stripped);
+  json_key(w, "privileges_kept");
+  json_bool(w, o->keep_privileges);
+  json_obj_end(w);
+  json_key(w, "files_manifest");
+  snprintf(b, sizeof b, "%s.files", o->name);
+  json_str(w, b);
+  json_key(w, "files_manifest_sha256");
+  json_str(w, files_sha);
+  json_obj_end(w);
+  size_t len;
+  const char *buf = json_writer_buf(w, &len);
+  int ret = 0;
+  _cleanup_close_ int fd = buf ? openat(storefd, file, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644) : -1;
+  if (!buf)
+    ret = sbx_error_set(err, ENOMEM, "metadata");
+  else if (fd < 0 || write(fd, buf, len) != (ssize_t) len || write(fd, "\n", 1) != 1 || fsync(fd) < 0)
+    ret = sbx_error_errno(err, "write `%s`", file);
+  json_writer_free(w);
+  return ret;
+}
+
+static int write_all_at(int dirfd, const char *file, const char *data, size_t len, sbx_error_t *err)
+{
+  _cleanup_close_ int fd = openat(dirfd, file, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0)
+    return sbx_error_errno(err, "create `%s`", file);
+  for (size_t done = 0; done < len;) {
+    ssize_t n = write(fd, data + done, len - done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0)
+      return sbx_error_errno(err, "write `%s`", file);
+    done += (size_t) n;
+  }
+  if (fsync(fd) < 0)
+    return sbx_error_errno(err, "write `%s`", file);
+  return 0;
+}
+
+/* ------------------------------------------------------------------ import */
+
+/* Leftovers of an import that was killed: ".NAME.import-XXXXXX" and ".NAME.src-XXXXXX". */
+static void remove_stale(int storefd, const char *name)
+{
+  char **names;
+  size_t n, nl = strlen(name);
+  if (list_dir(storefd, &names, &n) < 0)
+    return;
+  for (size_t i = 0; i < n; i++) {
+    const char *s = names[i];
+    size_t l = strlen(s);
+    if (s[0] != '.' || strncmp(s + 1, name, nl) || s[1 + nl] != '.')
+      continue;
+    const char *kind = s + 2 + nl;
+    if ((!strncmp(kind, "import-", 7) && l == 2 + nl + 7 + 6) || (!strncmp(kind, "src-", 4) && l == 2 + nl + 4 + 6))
+      rm_store_entry(storefd, s);
+  }
+  free_names(names, n);
+}
+
+static int make_temp_dir(int storefd, const char *name, const char *kind, char out[NAME_MAX + 1], sbx_error_t *err)
+{
+  static const char chars[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+  for (int tries = 0; tries < 100; tries++) {
+    uint64_t r = now_ns() ^ ((uint64_t) getpid() << 32) ^ (uint64_t) tries * 0x9e3779b97f4a7c15ULL;
+    char suffix[7];
+    for (int i = 0; i < 6; i++, r /= 36)
+      suffix[i] = chars[r % 36];
+    suffix[6] = '\0';
+    snprintf(out, NAME_MAX + 1, ".%s.%s-%s", name, kind, suffix);
+    if (mkdirat(storefd, out, 0700) == 0)
+      return 0;
+    if (errno != EEXIST)
+      return sbx_error_errno(err, "create a temporary directory in the store");
+  }
+  return sbx_error_set(err, EEXIST, "create a temporary directory in the store");
+}
+
+static int open_root(int storefd, const char *name, struct root *r, bool fallback, sbx_error_t *err)
+{
+  struct stat st;
+  r->fd = openat(storefd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (r->fd < 0 || fstat(r->fd, &st) < 0)
+    return sbx_error_errno(err, "open `%s`", name);
+  r->dev = st.st_dev;
+  r->fallback = fallback;
+  return 0;
+}
+
+/* The layers, in order, onto x's tree. */
+static int apply_layers(struct extractor *x, struct source *s, const struct image *im, sbx_error_t *err)
+{
+  size_t n = json_array_len(im->layers);
+  const json_node_t *diff_ids = json_get(json_get(im->config, "rootfs"), "diff_ids");
+  if (n > MAX_LAYERS)
+    return sbx_error_set(err, EFBIG, "`%s`: %zu layers (at most %d)", s->src, n, MAX_LAYERS);
+  for (size_t i = 0; i < n; i++) {
+    const json_node_t *l = json_array_at(im->layers, i);
+    struct mapping m __attribute__((cleanup(unmapp))) = { 0 };
+    char digest[72] = "", want[65];
+    if (s->docker) {
+      const char *path = json_as_string(l, NULL);
+      if (!path || parse_digest(json_as_string(json_array_at(diff_ids, i), NULL), want, err) < 0)
+        return sbx_error_set(err, EINVAL, "`%s`: layer %zu: bad path or diff_id", s->src, i + 1);
+      /* docker-archive layers are uncompressed: their sha256 is the diff_id. */
+      if (map_source_file(s, path, want, -1, SIZE_MAX, &m, NULL, err) < 0)
+        return -1;
+      snprintf(digest, sizeof digest, "sha256:%s", want);
+    } else {
+      const char *mt = json_as_string(json_get(l, "mediaType"), NULL);
+      if (mt && !strstr(mt, "tar"))
+        return sbx_error_set(err, ENOTSUP, "`%s`: layer %zu: unsupported media type `%s`", s->src, i + 1, mt);
+      if (mt && (strstr(mt, "encrypted") || (strchr(mt, '+') && !strstr(mt, "+gzip") && !strstr(mt, "+zstd"))))
+        return sbx_error_set(err, ENOTSUP, "`%s`: layer %zu: unsupported media type `%s`", s->src, i + 1, mt);
+      if (map_blob(s, l, SIZE_MAX, &m, digest, err) < 0)
+        return sbx_error_prefix(err, "layer %zu", i + 1);
+    }
+    if (apply_archive(x, m.data ? m.data : "", m.len, err) < 0)
+      return sbx_error_prefix(err, "`%s`: layer %zu (%.19s)", s->src, i + 1, digest);
+    x->st->layers++;
+  }
+  return 0;
+}
+
+/* Check the config's platform against the host (an index without platforms says nothing). */
+static int check_platform(const struct image *im, struct image_import_stats *st, sbx_error_t *err)
+{
+  char os[16], arch[16], variant[16];
+  host_platform(os, arch, variant);
+  const char *cos = json_as_string(json_get(im->config, "os"), NULL);
+  const char *carch = json_as_string(json_get(im->config, "architecture"), NULL);
+  const char *cvar = json_as_string(json_get(im->config, "variant"), NULL);
+  if ((cos && strcmp(cos, os)) || (carch && strcmp(carch, arch)))
+    return sbx_error_set(err, EINVAL, "image is for %s/%s, this host is %s/%s", cos ? cos : "?", carch ? carch : "?",
+                         os, arch);
+  snprintf(st->platform, sizeof st->platform, "%s/%s%s%s", cos ? cos : os, carch ? carch : arch,
+           cvar && *cvar ? "/" : "", cvar && *cvar ? cvar : "");
+  return 0;
+}
+
+struct import_state {
+  int storefd;
+  char tree[NAME_MAX + 1], src[NAME_MAX + 1]; /* temporary directories in the store */
+  char json_tmp[NAME_MAX + 1], files_tmp[NAME_MAX + 1];
+  struct extractor x;
+  struct source s;
+  struct image im;
+};
+
+static void import_state_free(struct import_state *is)
+{
+  extractor_free(&is->x);
+  image_free(&is->im);
+  if (is->x.root.fd >= 0)
+    close(is->x.root.fd);
+  if (is->s.root.fd >= 0)
+    close(is->s.root.fd);
+  if (is->storefd >= 0) {
+    int saved = errno;
+    if (is->tree[0])
+      rm_store_entry(is->storefd, is->tree);
+    if (is->src[0])
+      rm_store_entry(is->storefd, is->src);
+    if (is->json_tmp[0])
+      unlinkat(is->storefd, is->json_tmp, 0);
+    if (is->files_tmp[0])
+      unlinkat(is->storefd, is->files_tmp, 0);
+    close(is->storefd);
+    errno = saved;
+  }
+}
+
+/* An archive SRC (oci-archive or docker-archive) is unpacked by the same safe extractor into a
+ * directory of its own; a directory SRC is used in place. */
+static int open_source(struct import_state *is, const struct image_import_options *o, sbx_error_t *err)
+{
+  struct stat st;
+  char b[160];
+  is->s.src = o->src;
+  if (stat(o->src, &st) < 0)
+    return sbx_error_errno(err, "import `%s`", shown(o->src, b));
+  if (S_ISDIR(st.st_mode)) {
+    _cleanup_close_ int fd = open(o->src, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0 || fstat(fd, &st) < 0)
+      return sbx_error_errno(err, "import `%s`", shown(o->src, b));
+    is->s.root = (struct root){ .fd = TAKE_FD(fd), .dev = st.st_dev, .fallback = is->x.root.fallback };
+  } else if (S_ISREG(st.st_mode)) {
+    _cleanup_close_ int fd = open(o->src, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    struct mapping m __attribute__((cleanup(unmapp))) = { 0 };
+    if (fd < 0 || fstat(fd, &st) < 0 || map_fd(fd, (size_t) st.st_size, &m) < 0)
+      return sbx_error_errno(err, "import `%s`", shown(o->src, b));
+    if (make_temp_dir(is->storefd, o->name, "src", is->src, err) < 0 ||
+        open_root(is->storefd, is->src, &is->s.root, is->x.root.fallback, err) < 0)
+      return -1;
+    struct image_import_stats ignored = { 0 };
+    struct extractor ox = {
+      .root = is->s.root, .o = o, .st = &ignored, .plain = true,
+      .max_bytes = is->x.max_bytes, .max_files = is->x.max_files,
+    };
+    int r = apply_archive(&ox, m.data ? m.data : "", m.len, err);
+    extractor_free(&ox);
+    if (r < 0)
+      return sbx_error_prefix(err, "import `%s`: unpack archive", shown(o->src, b));
+  } else {
+    return sbx_error_set(err, EINVAL, "import `%s`: not a directory or an archive file", shown(o->src, b));
+  }
+  struct stat t;
+  if (fstatat(is->s.root.fd, "index.json", &t, 0) == 0)
+    is->s.docker = false;
+  else if (fstatat(is->s.root.fd, "manifest.json", &t, 0) == 0)
+    is->s.docker = true;
+  else
+    return sbx_error_set(err, EINVAL,
+                         "import `%s`: neither an OCI image layout nor a docker-archive (no index.json or manifest.json)",
+                         shown(o->src, b));
+  return 0;
+}
+
+/* Put the new tree in place of STORE/NAME (exchanged atomically when one exists), then its
+ * manifest and metadata. The replaced tree ends up under the temporary name, removed by the caller. */
+static int swap_into_place(struct import_state *is, const char *name, sbx_error_t *err)
+{
+  char files[NAME_MAX + 1], json[NAME_MAX + 1];
+  snprintf(files, sizeof files, "%s.files", name);
+  snprintf(json, sizeof json, "%s.json", name);
+  if (renameat2(is->storefd, is->tree, is->storefd, name, RENAME_EXCHANGE) < 0) {
+    if (errno != ENOENT)
+      return sbx_error_errno(err, "rename the new tree to `%s`", name);
+    if (renameat2(is->storefd, is->tree, is->storefd, name, RENAME_NOREPLACE) < 0)
+      return sbx_error_errno(err, "rename the new tree to `%s`", name);
+    is->tree[0] = '\0'; /* nothing was replaced */
+  }
+  if (renameat(is->storefd, is->files_tmp, is->storefd, files) < 0 ||
+      renameat(is->storefd, is->json_tmp, is->storefd, json) < 0)
+    return sbx_error_errno(err, "rename metadata of `%s`", name);
+  is->files_tmp[0] = is->json_tmp[0] = '\0';
+  return 0;
+}
+
+int image_import(const struct image_import_options *o, struct image_import_stats *ret, sbx_error_t *err)
+{
+  char b[160];
+  struct image_import_stats st = { 0 };
+  __attribute__((cleanup(import_state_free))) struct import_state is = {
+    .storefd = -1, .x.root.fd = -1, .s.root.fd = -1,
+  };
+  if (!image_name_valid(o->name))
+    return sbx_error_set(err, EINVAL, "invalid rootfs name `%s` (letters, digits, `.`, `_`, `-`)", shown(o->name, b));
+  is.x.o = o;
+  is.x.st = &st;
+  is.x.max_bytes = o->max_bytes ? o->max_bytes : IMAGE_DEFAULT_MAX_BYTES;
+  is.x.max_files = o->max_files ? o->max_files : IMAGE_DEFAULT_MAX_FILES;
+  is.x.chown = geteuid() == 0;
+  is.x.root.fallback = o->resolve_fallback;
+
+  if (mkdir(o->store, 0755) < 0 && errno != EEXIST)
+    return sbx_error_errno(err, "create rootfs store `%s`", shown(o->store, b));
+  _cleanup_close_ int storefd = open(o->store, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (storefd < 0)
+    return sbx_error_errno(err, "open rootfs store `%s`", shown(o->store, b));
+  /* One import at a time per store; then what a killed import left is safe to remove. */
+  if (flock(storefd, LOCK_EX) < 0)
+    return sbx_error_errno(err, "lock rootfs store `%s`", shown(o->store, b));
+  remove_stale(storefd, o->name);
+  is.storefd = TAKE_FD(storefd);
+
+  /* The new tree lives next to the destination: same file system, so the final rename is atomic. */
+  if (make_temp_dir(is.storefd, o->name, "import", is.tree, err) < 0 ||
+      open_root(is.storefd, is.tree, &is.x.root, o->resolve_fallback, err) < 0)
+    return -1;
+  if (open_source(&is, o, err) < 0)
+    return -1;
+  if ((is.s.docker ? load_docker(&is.s, &is.im, err) : load_oci(&is.s, &is.im, err)) < 0 ||
+      check_platform(&is.im, &st, err) < 0)
+    return sbx_error_prefix(err, "import `%s`", shown(o->src, b));
+  /* The root directory itself: 0755 unless a layer says otherwise. */
+  if (fchmodat(is.storefd, is.tree, 0755, 0) < 0)
+    return sbx_error_errno(err, "chmod `%s`", is.tree);
+  if (apply_layers(&is.x, &is.s, &is.im, err) < 0 || apply_dirfixes(&is.x, err) < 0)
+    return sbx_error_prefix(err, "import");
+
+  /* The source directory is not needed any more. */
+  if (is.src[0] && rm_store_entry(is.storefd, is.src) == 0)
+    is.src[0] = '\0';
+
+  /* The manifest of the finished tree: what `rootfs verify` compares with. */
+  struct walk w = { 0 };
+  _cleanup_close_ int treefd = openat(is.storefd, is.tree, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (treefd < 0)
+    return sbx_error_errno(err, "open `%s`", is.tree);
+  if (walk_tree(treefd, &w, err) < 0) {
+    strbuf_free(&w.out);
+    return sbx_error_prefix(err, "import: file manifest");
+  }
+  st.files = w.counts.files;
+  st.dirs = w.counts.dirs;
+  st.symlinks = w.counts.symlinks;
+  st.bytes = w.counts.bytes;
+  char files_sha[65];
+  sha256_hex(w.out.data ? w.out.data : "", w.out.len, files_sha);
+  snprintf(is.files_tmp, sizeof is.files_tmp, ".%s.files.tmp", o->name);
+  snprintf(is.json_tmp, sizeof is.json_tmp, ".%s.json.tmp", o->name);
+  int r = write_all_at(is.storefd, is.files_tmp, w.out.data ? w.out.data : "", w.out.len, err);
+  strbuf_free(&w.out);
+  if (r < 0)
+    return -1;
+  _cleanup_free_ char *abs_src = realpath(o->src, NULL);
+  memcpy(st.manifest_digest, is.im.manifest_digest, sizeof st.manifest_digest);
+  if (write_metadata(is.storefd, is.json_tmp, o, o->source_ref ? o->source_ref : abs_src ? abs_src : o->src, &is.im,
+                     &st, files_sha, err) < 0)
+    return -1;
+  if (check_cancel(&is.x, err) < 0 || swap_into_place(&is, o->name, err) < 0)
+    return -1;
+  /* is.tree now names the replaced tree (if any): removed by import_state_free. */
+  *ret = st;
+  return 0;
+}
+
+/* ------------------------------------------------------------------ exec config */
+
+void image_config_free(struct image_config *c)
+{
+  for (size_t i = 0; i < c->n_env; i++)
+    free(c->env[i]);
+  free(c->env);
+  free(c->workdir);
+  *c = (struct image_config){ 0 };
+}
+
+int image_load_config(const char *rootfs, struct image_config *ret, sbx_error_t *err)
+{
+  char path[PATH_MAX], b[160];
+  size_t n = strlen(rootfs);
+  while (n > 1 && rootfs[n - 1] == '/')
+    n--;
+  if (snprintf(path, sizeof path, "%.*s.json", (int) n, rootfs) >= (int) sizeof path)
+    return sbx_error_set(err, ENAMETOOLONG, "rootfs `%s`", shown(rootfs, b));
+  _cleanup_free_ char *data = NULL;
+  size_t len;
+  struct image_config c = { 0 };
+  if (read_file(path, 1u << 20, &data, &len, err) < 0) {
+    if (err->errnum != ENOENT)
+      return -1;
+    *err = (sbx_error_t){ 0 };
+    *ret = c;
+    return 0;
+  }
+  json_node_t *doc = NULL;
+  if (json_parse(data, len, &doc, err) < 0)
+    return sbx_error_prefix(err, "rootfs metadata `%s`", shown(path, b));
+  const json_node_t *env = json_get(doc, "Env");
+  const char *wd = json_as_string(json_get(doc, "WorkingDir"), NULL);
+  size_t ne = json_array_len(env);
+  int r = 0;
+  if (ne && !(c.env = calloc(ne, sizeof *c.env)))
+    r = sbx_error_set(err, ENOMEM, "rootfs metadata");
+  for (size_t i = 0; i < ne && r == 0; i++) {
+    size_t sl;
+    const char *s = json_as_string(json_array_at(env, i), &sl);
+    if (!s || sl != strlen(s) || !strchr(s, '=') || s[0] == '=')
+      r = sbx_error_set(err, EINVAL, "rootfs metadata `%s`: Env[%zu] is not NAME=VALUE", shown(path, b), i);
+    else if (!(c.env[c.n_env++] = strdup(s)))
+      r = sbx_error_set(err, ENOMEM, "rootfs metadata");
+  }
+  if (r == 0 && wd && *wd) {
+    if (wd[0] != '/')
+      r = sbx_error_set(err, EINVAL, "rootfs metadata `%s`: WorkingDir `%s` is not absolute", shown(path, b), wd);
+    else if (!(c.workdir = strdup(wd)))
+      r = sbx_error_set(err, ENOMEM, "rootfs metadata");
+  }
+  json_free(doc);
+  if (r < 0) {
+    image_config_free(&c);
+    return -1;
+  }
+  *ret = c;
+  return 0;
+}
+
+/* ------------------------------------------------------------------ verify */
+
+static const char *line_path(const char *line)
+{
+  /* TYPE MODE UID GID SIZE MTIME DIGEST PATH: the path is everything after the 7th space. */
+  const char *p = line;
+  for (int i = 0; i < 7 && p; i++)
+    p = strchr(p, ' ') ? strchr(p, ' ') + 1 : NULL;
+  return p ? p : line;
+}
+
+/* Manifest order: component by component (a '/' sorts before any other byte). */
+static int path_cmp(const char *a, const char *b)
+{
+  for (;; a++, b++) {
+    unsigned char ca = *a == '\n' ? 0 : *a == '/' ? 1 : (unsigned char) *a;
+    unsigned char cb = *b == '\n' ? 0 : *b == '/' ? 1 : (unsigned char) *b;
+    if (ca != cb || !ca)
+      return ca - cb;
+  }
+}
+
+int image_verify(const char *store, const char *name, image_report_fn report, void *userdata,
+                 uint64_t *ret_differences, sbx_error_t *err)
+{
+  char b[160], path[PATH_MAX];
+  if (!image_name_valid(name))
+    return sbx_error_set(err, EINVAL, "invalid rootfs name `%s`", shown(name, b));
+  snprintf(path, sizeof path, "%s/%s.files", store, name);
+  _cleanup_free_ char *want = NULL;
+  size_t wlen;
+  if (read_file(path, 1u << 30, &want, &wlen, err) < 0)
+    return sbx_error_prefix(err, "verify `%s`: no file manifest (import it with `sandboxd rootfs import`)", name);
+  snprintf(path, sizeof path, "%s/%s", store, name);
+  _cleanup_close_ int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0)
+    return sbx_error_errno(err, "verify `%s`", path);
+  struct walk w = { 0 };
+  if (walk_tree(fd, &w, err) < 0) {
+    strbuf_free(&w.out);
+    return sbx_error_prefix(err, "verify `%s`", path);
+  }
+  const char *g = w.out.data ? w.out.data : "", *h = want;
+  uint64_t diffs = 0;
+  char msg[PATH_MAX + 64];
+  /* Merge the two sorted lists by path. */
+  while (*g || *h) {
+    const char *ge = strchrnul(g, '\n'), *he = strchrnul(h, '\n');
+    int c = !*g ? 1 : !*h ? -1 : path_cmp(line_path(g), line_path(h));
+    if (c == 0 && ge - g == he - h && !memcmp(g, h, (size_t) (ge - g))) {
+      g = *ge ? ge + 1 : ge;
+      h = *he ? he + 1 : he;
+      continue;
+    }
+    diffs++;
+    if (c < 0) {
+      snprintf(msg, sizeof msg, "added:    %.*s", (int) (ge - g), g);
+      g = *ge ? ge + 1 : ge;
+    } else if (c > 0) {
+      snprintf(msg, sizeof msg, "missing:  %.*s", (int) (he - h), h);
+      h = *he ? he + 1 : he;
+    } else {
+      snprintf(msg, sizeof msg, "changed:  %.*s (was %.*s)", (int) (ge - g), g, (int) (line_path(h) - h - 1), h);
+      g = *ge ? ge + 1 : ge;
+      h = *he ? he + 1 : he;
+    }
+    if (report)
+      report(msg, userdata);
+  }
+  strbuf_free(&w.out);
+  *ret_differences = diffs;
+  return 0;
+}

@@ -1,0 +1,52 @@
+"""pytest configuration for the sandboxd integration suite (tests/integration/).
+
+The binary comes from $SANDBOXD (default build/sandboxd), the rootfs from $SANDBOXD_ROOTFS
+(default rootfs/python-3.14-slim); every `sandboxd exec` gets `--rootfs` explicitly. Run the
+whole thing, as root and as an unprivileged user, with tests/run."""
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "integration"))
+
+import sbx  # noqa: E402
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "security: an isolation property; never skipped when CI=true")
+
+
+def pytest_report_header(config):
+    return [f"sandboxd: {sbx.SANDBOXD}", f"rootfs: {sbx.ROOTFS}", f"work: {sbx.WORK}",
+            f"running as uid {os.getuid()} (sandbox uid 1000 -> host uid {sbx.HOST_UID}), CI={sbx.CI}"]
+
+
+_INTEGRATION = os.path.join(os.path.dirname(os.path.abspath(__file__)), "integration")
+
+
+@pytest.fixture(autouse=True)
+def _need_binary(request):
+    """Integration tests run sandboxd: they need the binary and the rootfs (skip locally, fail in
+    CI). Other test directories under tests/ are left alone."""
+    if str(request.node.fspath).startswith(_INTEGRATION + os.sep):
+        sbx.require_sandboxd()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    import shutil
+    shutil.rmtree(os.path.join(sbx.WORK, "reports"), ignore_errors=True)
+
+
+@pytest.fixture
+def host_dir(tmp_path):
+    """A host directory the sandbox uid may read and write (for --bind / --bind-rw)."""
+    tmp_path.chmod(0o777)
+    d = tmp_path
+    while d != d.parent and str(d) != "/":
+        try:
+            os.chmod(d, os.stat(d).st_mode | 0o011)  # searchable by the sandbox's host uid
+        except PermissionError:
+            break
+        d = d.parent
+    return tmp_path

@@ -1,0 +1,127 @@
+"""Nothing outlives a sandbox: no process (even a setsid daemon that ignores SIGTERM), no mount on
+the host, no temporary directory, whatever way the sandbox ends."""
+import os
+import signal
+import subprocess
+import time
+import uuid
+
+import pytest
+
+import sbx
+
+pytestmark = pytest.mark.security
+
+
+@pytest.fixture
+def marker():
+    m = f"sbx-leak-{uuid.uuid4().hex}"
+    yield m
+    sbx.kill_marker(m)  # never leave one behind for the next test, even on failure
+
+
+@pytest.fixture
+def env(tmp_path):
+    """sandboxd's environment, with a private, initially empty TMPDIR."""
+    d = tmp_path / "tmpdir"
+    d.mkdir()
+    return dict(os.environ, TMPDIR=str(d))
+
+
+@pytest.fixture
+def host_state(env):
+    return sbx.host_mounts(), sbx.temp_dirs(), env["TMPDIR"]
+
+
+def _ours(path):
+    """A /tmp entry sandboxd could have made. On a shared developer machine other tools create
+    and remove their own entries meanwhile; CI runs alone and gets the strict comparison."""
+    if sbx.CI:
+        return True
+    name = os.path.basename(path)
+    return ("sandboxd" in name or "sbx" in name) and not name.startswith(("sandboxd-vm", "sandboxd-tests"))
+
+
+def _assert_clean(marker, host_state, res=None):
+    left = sbx.wait_gone(marker, timeout=0.0)
+    assert not left, f"processes outlived the sandbox: {left}" + (f"\n{res.describe()}" if res else "")
+    mounts_before, tmp_before, private_tmp = host_state
+    after = sbx.host_mounts()
+    assert after == mounts_before, f"host mounts changed: +{set(after) - set(mounts_before)} " \
+                                   f"-{set(mounts_before) - set(after)}"
+    assert os.listdir(private_tmp) == [], f"left in $TMPDIR: {os.listdir(private_tmp)}"
+    new_tmp = {p for p in sbx.temp_dirs() - tmp_before if _ours(p)}
+    if new_tmp:
+        time.sleep(0.3)
+        new_tmp = {p for p in sbx.temp_dirs() - tmp_before if _ours(p)}
+    assert not new_tmp, f"left in the temp directory: {sorted(new_tmp)}"
+
+
+def test_normal_exit(marker, host_state, env):
+    r = sbx.run("leak", marker, "exit", env=env)
+    assert r.rc == 0 and b"READY 2" in r.out, r.describe()
+    _assert_clean(marker, host_state, r)
+
+
+def test_timeout(marker, host_state, env):
+    r = sbx.run("leak", marker, "timeout", opts=["--timeout", "2"], env=env)
+    assert r.rc == 124 and b"READY 2" in r.out, r.describe()
+    assert r.elapsed < 6, r.describe()
+    _assert_clean(marker, host_state, r)
+
+
+def test_crash(marker, host_state, env):
+    r = sbx.run("leak", marker, "crash", env=env)
+    assert r.rc == 128 + signal.SIGSEGV and b"READY 2" in r.out, r.describe()
+    _assert_clean(marker, host_state, r)
+
+
+def test_setup_error(host_state):
+    r = sbx.sandboxd("exec", "--rootfs", sbx.ROOTFS, "--bind", "/nonexistent-sbx:/x", "-c", "pass")
+    assert r.rc == 125, r.describe()
+    _assert_clean("sbx-no-such-marker", host_state)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP], ids=lambda s: s.name)
+def test_signal_to_sandboxd(marker, host_state, env, sig):
+    cmd = sbx.exec_cmd("leak", [marker, "wait"])
+    p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    try:
+        line = p.stdout.readline()
+        assert line.startswith(b"READY 2"), (line, p.stderr.read() if p.poll() is not None else b"")
+        p.send_signal(sig)
+        start = time.monotonic()
+        p.wait(timeout=15)
+        took = time.monotonic() - start
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert took < 10, f"sandboxd took {took:.1f}s to end after {sig.name}"
+    assert p.returncode != 0, f"exit status {p.returncode} after {sig.name}"
+    _assert_clean(marker, host_state)
+
+
+def test_sigkill_to_sandboxd(marker):
+    """Even when sandboxd itself is SIGKILLed, the sandbox dies with it (its init is bound to the
+    parent's life, e.g. PR_SET_PDEATHSIG, and the pid namespace takes the rest)."""
+    cmd = sbx.exec_cmd("leak", [marker, "wait"])
+    p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert p.stdout.readline().startswith(b"READY 2")
+        p.kill()
+        p.wait(timeout=10)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    left = sbx.wait_gone(marker, timeout=5)
+    assert not left, f"processes outlived a SIGKILLed sandboxd: {left}"
+
+
+def test_many_sandboxes_leave_nothing(marker, host_state, env):
+    for i in range(5):
+        r = sbx.code(f"import os\nif os.fork() == 0:\n    os.setsid()\n    import time; time.sleep(1000)  # {marker}\n",
+                     env=env)
+        assert r.rc == 0, r.describe()
+    _assert_clean(marker, host_state)

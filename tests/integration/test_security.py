@@ -1,0 +1,433 @@
+"""Isolation properties, judged from facts the probes report from inside the sandbox.
+
+Each property is a function check_X(run) -> list of violations (strings). `run` is a Runner bound
+to one policy. test_X asserts no violations under the shipped policy; test_weak_policy_is_caught
+runs the same check under a copy of the policy with exactly one line weakened and asserts that it
+DOES report violations, which shows the check can see the hole it guards against.
+
+A check raises ProbeError (a test failure, never a "pass") when the probe did not run at all.
+None of these tests skip when CI=true."""
+import os
+import re
+
+import pytest
+
+import sbx
+from sbx import MiB, ProbeError
+
+pytestmark = pytest.mark.security
+
+
+class Runner:
+    def __init__(self, policy=None):
+        self.policy = policy
+        self._cache = {}
+
+    def probe(self, name, *args, **kw):
+        key = (name, args, tuple(sorted(kw.items())))
+        if key not in self._cache:
+            self._cache[key] = sbx.probe(name, *args, policy=self.policy, **kw)
+        return self._cache[key]
+
+    def raw(self, target, *args, **kw):
+        return sbx.run(target, *args, policy=self.policy, **kw)
+
+    def facts(self):
+        return self.probe("facts", sbx.REPO, sbx.SANDBOXD, sbx.WORK, "/work", "/home/sbxtest")
+
+    def syscalls(self):
+        return self.probe("syscalls")
+
+
+# ---------------------------------------------------------------- identity and privileges
+
+
+def check_identity(run):
+    f = run.facts()
+    v = []
+    if f["ids"].get("resuid") != [1000] * 3:
+        v.append(f"uid is {f['ids'].get('resuid')}, want 1000 everywhere")
+    if f["ids"].get("resgid") != [1000] * 3:
+        v.append(f"gid is {f['ids'].get('resgid')}, want 1000 everywhere")
+    if set(f["ids"].get("groups", [])) - {1000}:
+        v.append(f"supplementary groups {f['ids']['groups']}")
+    want_uid = [["1000", str(sbx.HOST_UID), "1"]]
+    want_gid = [["1000", str(sbx.HOST_GID), "1"]]
+    if f["uid_map"] != want_uid:
+        v.append(f"uid_map {f['uid_map']}, want {want_uid}")
+    if f["gid_map"] != want_gid:
+        v.append(f"gid_map {f['gid_map']}, want {want_gid}")
+    if any(m and m[1] == "0" for m in f["uid_map"] if isinstance(m, list)):
+        v.append("host root is mapped into the sandbox")
+    return v
+
+
+def check_no_new_privs(run):
+    st = run.facts()["status"]
+    return [] if st.get("NoNewPrivs") == "1" else [f"NoNewPrivs is {st.get('NoNewPrivs')!r}"]
+
+
+def check_capabilities(run):
+    st = run.facts()["status"]
+    return [f"{k} is {st.get(k)!r}" for k in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb")
+            if st.get(k) is None or int(st[k], 16) != 0]
+
+
+def check_seccomp_on(run):
+    st = run.facts()["status"]
+    return [] if st.get("Seccomp") == "2" else [f"Seccomp is {st.get('Seccomp')!r}, want 2 (filter)"]
+
+
+# ---------------------------------------------------------------- filesystem
+
+# Where the code may write: its scratch tmpfs mounts. /proc is the procfs mount itself (its
+# dangerous parts are masked or read-only, checked separately).
+WRITABLE_OK = {"/tmp", "/workspace", "/dev/shm", "/run", "/proc"}
+DEV_NODES = {"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"}
+
+
+def check_readonly_root(run):
+    f = run.facts()
+    v = []
+    ro = f["statvfs_ro"]
+    for p in ("/", "/usr", "/etc"):
+        if not isinstance(ro.get(p), dict) or not ro[p]["ro"]:
+            v.append(f"{p} is not mounted read-only ({ro.get(p)})")
+    for p in ("/",):
+        if isinstance(ro.get(p), dict) and not (ro[p]["nosuid"] and ro[p]["nodev"]):
+            v.append(f"{p} lacks nosuid/nodev ({ro[p]})")
+    w = f["writable"]
+    for p in ("/", "/usr", "/usr/bin", "/etc", "/bin", "/lib", "/var", "/var/tmp", "/root", "/home",
+              "/opt", "/dev", "/sys"):
+        if w.get(p) == "yes":
+            v.append(f"could create a file in {p}")
+    for p in ("/etc/passwd", "/usr/bin/python3"):
+        if w.get(p) == "yes":
+            v.append(f"could open {p} for writing")
+    for m in f["mounts"]:
+        t = m["target"]
+        if "ro" in m["opts"] or t in WRITABLE_OK or t in DEV_NODES:
+            continue
+        if t.startswith("/proc/") and m["root"] in ("/null", "/dev/null"):
+            continue  # a mask: /dev/null bound over a /proc file
+        v.append(f"mount {t} ({m['fstype']} {m['source']}) is writable: {','.join(m['opts'])}")
+    return v
+
+
+def check_scratch_mounts(run):
+    """The writable places are tmpfs (fresh each run) and carry nosuid,nodev."""
+    f = run.facts()
+    v = []
+    mounts = {m["target"]: m for m in f["mounts"]}
+    for t in ("/tmp", "/workspace"):
+        m = mounts.get(t)
+        if not m:
+            v.append(f"{t} is not a mount")
+            continue
+        if m["fstype"] != "tmpfs":
+            v.append(f"{t} is {m['fstype']}, want tmpfs")
+        if not {"nosuid", "nodev"} <= set(m["opts"]):
+            v.append(f"{t} lacks nosuid/nodev: {m['opts']}")
+        if f["writable"].get(t) != "yes":
+            v.append(f"{t} is not writable: {f['writable'].get(t)}")
+    return v
+
+
+PROC_MASK = ["/proc/kcore", "/proc/keys", "/proc/timer_list", "/proc/sched_debug", "/proc/kallsyms",
+             "/proc/acpi", "/proc/scsi"]
+PROC_RO = ["/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs"]
+
+
+def check_proc_masking(run):
+    f = run.facts()
+    v = []
+    for p, e in f["proc_mask"].items():
+        if not e.get("exists"):
+            continue
+        if e.get("dir"):
+            if e.get("entries", 1) != 0:
+                v.append(f"{p} is not masked: directory with {e.get('entries')} entries ({e})")
+        elif e.get("bytes") != 0:
+            v.append(f"{p} is not masked: {e}")
+    for p in PROC_RO:
+        st = f["statvfs_ro"].get(p)
+        if isinstance(st, dict) and not st["ro"]:
+            v.append(f"{p} is writable (not mounted read-only)")
+    for p in ("/proc/sys/kernel/hostname", "/proc/sys/vm/drop_caches", "/proc/sysrq-trigger"):
+        if f["writable"].get(p) == "yes":
+            v.append(f"could open {p} for writing")
+    return v
+
+
+def check_dev_and_sys(run):
+    f = run.facts()
+    v = []
+    required = {"null": [1, 3], "zero": [1, 5], "full": [1, 7], "random": [1, 8], "urandom": [1, 9]}
+    optional = {"shm", "fd", "stdin", "stdout", "stderr", "ptmx", "mqueue", "core"}
+    dev = f["dev"]
+    for n, mm in required.items():
+        if dev.get(n) != ["chr"] + mm:
+            v.append(f"/dev/{n} is {dev.get(n)}, want char {mm}")
+    extra = set(dev) - set(required) - optional
+    if extra:
+        v.append(f"unexpected entries in /dev: {sorted(extra)}")
+    if "pts" in dev:
+        v.append("/dev/pts is present")
+    if "ptmx" in dev and dev["ptmx"][0] == "chr":
+        v.append("/dev/ptmx is a usable device node")
+    works = f["dev_works"]
+    if works.get("null_write") != 10 or works.get("zero") is not True or works.get("urandom") != 16 \
+            or works.get("full") != "ENOSPC":
+        v.append(f"device nodes misbehave: {works}")
+    s = f["sys"]
+    if s.get("exists"):
+        if s.get("entries"):
+            st = f["statvfs_ro"].get("/sys")
+            if not (isinstance(st, dict) and st["ro"]):
+                v.append(f"/sys has content and is writable: {s}")
+            if s.get("/sys/fs/cgroup") or s.get("/sys/kernel"):
+                v.append(f"/sys exposes host kernel state: {s}")
+        if f["writable"].get("/sys") == "yes" or f["writable"].get("/sys/kernel/uevent_helper") == "yes":
+            v.append("/sys is writable")
+    return v
+
+
+def check_host_invisible(run):
+    """No host paths, processes, descriptors or environment leak in."""
+    f = run.facts()
+    v = []
+    for p, seen in f["host_paths"].items():
+        if seen and p not in ("/home/sbxtest",) and not p.startswith(("/workspace", "/tmp")):
+            v.append(f"host path {p} is visible inside")
+    if f["host_paths"].get("/home/sbxtest"):
+        v.append("host /home/sbxtest is visible inside")
+    fds = f["fds"]
+    if "error" in fds or sorted(fds) != ["0", "1", "2"]:
+        v.append(f"open descriptors besides 0,1,2: {fds}")
+    return v
+
+
+def check_pid_namespace(run):
+    f = run.facts()
+    p = f["processes"]
+    v = []
+    if p["ppid"] != 1:
+        v.append(f"python's parent is pid {p['ppid']}, want 1 (sandboxd's init)")
+    info1 = p["info"].get("1", {})
+    cmd1 = " ".join(info1.get("cmdline", []))
+    if "python" in cmd1 or "python" in info1.get("comm", ""):
+        v.append(f"pid 1 is python ({info1}); want sandboxd's init")
+    others = set(p["pids"]) - {1, p["pid"]}
+    if others:
+        v.append(f"other processes visible: {[(q, p['info'].get(str(q))) for q in sorted(others)]}")
+    return v
+
+
+def check_network(run):
+    f = run.facts()
+    v = []
+    ifs = f["interfaces"]
+    if ifs.get("names") != ["lo"]:
+        v.append(f"interfaces {ifs.get('names')}, want only lo")
+    if not isinstance(ifs.get("flags", {}).get("lo"), int) or not ifs["flags"]["lo"] & 1:
+        v.append(f"lo is not up: {ifs.get('flags')}")
+    if f["routes"]:
+        v.append(f"IPv4 routes: {f['routes']}")
+    for k, res in f["outside_network"].items():
+        if res not in ("ENETUNREACH", "EHOSTUNREACH", "ENETDOWN"):
+            v.append(f"{k} to the outside: {res}")
+    return v
+
+
+def check_uts(run):
+    h = run.facts()["hostname"]
+    return [] if set(h.values()) == {"sandbox"} else [f"hostname {h}, want sandbox"]
+
+
+def check_environment(run):
+    env = run.facts()["env"]
+    want = {"PATH": "/usr/local/bin:/usr/local/sbin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/workspace",
+            "LANG": "C.UTF-8", "TMPDIR": "/tmp", "PYTHONDONTWRITEBYTECODE": "1"}
+    return [] if env == want else [f"environment {env}, want {want}"]
+
+
+def check_rlimits(run):
+    r = run.facts()["rlimits"]
+    v = []
+    want = {"CORE": 0, "NOFILE": 1024, "FSIZE": 128 * MiB}
+    # Memory and processes are rlimits only when no cgroup enforces them exactly; with a cgroup
+    # an address-space limit would fail allocations the memory limit allows (sandboxd(1)).
+    if sbx.enforcement(run.policy) == "degraded":
+        want.update({"AS": 512 * MiB, "NPROC": 128})
+    for k, n in want.items():
+        soft, hard = r[k]
+        if soft != n:
+            v.append(f"RLIMIT_{k} soft limit is {soft}, want {n}")
+        if hard != soft and k != "CORE":
+            v.append(f"RLIMIT_{k} hard limit {hard} != soft {soft}: the code can raise its own limit")
+    return v
+
+
+# ---------------------------------------------------------------- seccomp
+
+
+def _errno_lines():
+    """syscall -> line of every unconditional `errno EPERM` rule in the included rules file."""
+    out = {}
+    if True:
+        for line in sbx.policy_text("syscalls").splitlines():
+            words = line.split("#")[0].split()
+            if words[:2] == ["errno", "EPERM"] and "when" not in words:
+                for w in words[2:]:
+                    out[w] = line.strip()
+    return out
+
+
+DENIED = _errno_lines()
+UNLISTED = ["modify_ldt", "getcpu", "get_mempolicy", "set_mempolicy", "vmsplice", "seccomp", "pkey_alloc",
+            "landlock_create_ruleset", "memfd_secret", "mbind", "sysfs", "ustat", "nr_1000"]
+
+
+def _sc(run):
+    s = run.syscalls()
+    if s.get("getpid", {}).get("ret", -1) <= 0 or s.get("fork", {}).get("ret") != 7:
+        raise ProbeError(sbx.Result([], 0, b"", b"", 0), f"basic syscalls do not work: {s.get('getpid')} {s.get('fork')}")
+    return s
+
+
+def _want(s, names, allowed):
+    v = []
+    for n in names:
+        got = s.get(n)
+        if got is None:
+            v.append(f"{n}: the probe has no call for it (add it to tests/probes/syscalls.py)")
+        elif got["errno"] not in allowed:
+            v.append(f"{n} answered ret={got['ret']} errno={got['errno']}, want {'/'.join(allowed)}")
+    return v
+
+
+def check_denied_syscalls(run):
+    return _want(_sc(run), sorted(DENIED), ["EPERM"])
+
+
+def check_unknown_syscalls(run):
+    return _want(_sc(run), UNLISTED, ["ENOSYS"])
+
+
+def check_tty_ioctls(run):
+    s = _sc(run)
+    v = _want(s, ["ioctl_tiocsti", "ioctl_tiocsti_highbits", "ioctl_tiocsti_highbits2", "ioctl_tioclinux",
+                  "ioctl_tioclinux_highbits"], ["EPERM"])
+    if s["ioctl_fionread_devnull"]["errno"] != "ENOTTY":
+        v.append(f"plain ioctl does not reach the kernel: {s['ioctl_fionread_devnull']}")
+    return v
+
+
+def check_clone_namespaces(run):
+    s = _sc(run)
+    v = _want(s, ["clone_newuser_fs", "clone_newcgroup_fs", "clone_newns", "clone_newnet", "clone_newuser_real"],
+              ["ENOSYS", "EPERM"])
+    v += _want(s, ["clone3"], ["ENOSYS"])
+    v += _want(s, ["unshare_newuser"], ["EPERM"])
+    return v
+
+
+def check_socket_families(run):
+    s = _sc(run)
+    v = []
+    for n in ("socket_unix", "socket_inet", "socket_inet6", "socketpair_unix"):
+        if not isinstance(s[n]["ret"], int) or s[n]["ret"] < 0:
+            v.append(f"{n} failed: {s[n]}")
+    v += _want(s, ["socket_netlink", "socket_netlink_highbits", "socket_packet", "socket_alg", "socket_vsock",
+                   "socketpair_inet"], ["ENOSYS"])
+    return v
+
+
+def check_badarch(run):
+    v = []
+    for mode in ("int80", "x32"):
+        r = run.raw("badarch", mode)
+        if r.rc != 159 or b"SURVIVED" in r.out:
+            v.append(f"{mode} syscall: exit {r.rc} ({r.stdout.strip()!r}), want 159 (killed by SIGSYS)")
+    return v
+
+
+# ---------------------------------------------------------------- the tests
+
+CHECKS = [check_identity, check_no_new_privs, check_capabilities, check_seccomp_on, check_readonly_root,
+          check_scratch_mounts, check_proc_masking, check_dev_and_sys, check_host_invisible,
+          check_pid_namespace, check_network, check_uts, check_environment, check_rlimits,
+          check_denied_syscalls, check_unknown_syscalls, check_tty_ioctls, check_clone_namespaces,
+          check_socket_families, check_badarch]
+
+
+_SHIPPED = Runner()  # one set of probe runs under the shipped policy, shared by the tests below
+
+
+@pytest.fixture
+def default_run():
+    return _SHIPPED
+
+
+@pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.__name__[len("check_"):])
+def test_default_policy(check, default_run):
+    violations = check(default_run)
+    assert violations == [], "\n".join(violations)
+
+
+def test_probe_knows_every_denied_syscall():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("sc", os.path.join(sbx.PROBES, "syscalls.py"))
+    with open(spec.origin) as f:
+        text = f.read()
+    missing = [n for n in DENIED if f'"{n}"' not in text]
+    assert not missing, f"the policy denies {missing}; add discriminating calls to tests/probes/syscalls.py"
+
+
+def _allow(line):
+    return line.replace("errno EPERM", "allow", 1)
+
+
+# (tag, file, line regex, replacement (str, None = delete, or callable on the old line), check)
+WEAK = [
+    ("no_new_privs", "default.policy", r"no_new_privs\s+yes\b.*", "no_new_privs no", check_no_new_privs),
+    ("drop_capabilities", "default.policy", r"drop_capabilities\s+yes\b.*", "drop_capabilities no",
+     check_capabilities),
+    ("readonly_root", "default.policy", r"readonly_root\s+yes\b.*", "readonly_root no", check_readonly_root),
+    ("mask_proc", "default.policy", r"mask_proc\s+yes\b.*", "mask_proc no", check_proc_masking),
+    ("proc_mask_shortened", "default.policy", r"proc_mask\s.*", "proc_mask /proc/kcore /proc/sched_debug",
+     check_proc_masking),
+    ("proc_readonly_without_sys", "default.policy", r"proc_readonly\s.*",
+     "proc_readonly /proc/sysrq-trigger /proc/irq /proc/bus /proc/fs", check_proc_masking),
+    ("tiocsti", "syscalls", r"errno EPERM ioctl when arg1 == TIOCSTI\b.*", None, check_tty_ioctls),
+    ("tioclinux", "syscalls", r"errno EPERM ioctl when arg1 == TIOCLINUX\b.*", None, check_tty_ioctls),
+    ("clone_unconditional", "syscalls", r"allow clone when .*", "allow clone", check_clone_namespaces),
+    ("clone3_allowed", "syscalls", r"errno ENOSYS clone3\b.*", "allow clone3", check_clone_namespaces),
+    ("socket_unconditional", "syscalls", r"allow socket when .*", "allow socket", check_socket_families),
+    ("socketpair_unconditional", "syscalls", r"allow socketpair when .*", "allow socketpair",
+     check_socket_families),
+    ("namespaces_mount", "syscalls", r"errno EPERM unshare setns .*", _allow, check_denied_syscalls),
+    ("namespaces_newmount", "syscalls", r"errno EPERM fsopen .*", _allow, check_denied_syscalls),
+    ("kernel_bpf_iouring", "syscalls", r"errno EPERM bpf .*", _allow, check_denied_syscalls),
+    ("kernel_keys", "syscalls", r"errno EPERM keyctl .*", _allow, check_denied_syscalls),
+    ("introspection", "syscalls", r"errno EPERM ptrace .*", _allow, check_denied_syscalls),
+    ("host_modules_reboot", "syscalls", r"errno EPERM init_module .*", _allow, check_denied_syscalls),
+    ("host_time_swap", "syscalls", r"errno EPERM swapon .*", _allow, check_denied_syscalls),
+    ("host_names_io", "syscalls", r"errno EPERM sethostname .*", _allow, check_denied_syscalls),
+    ("host_handles_nodes", "syscalls", r"errno EPERM open_by_handle_at .*", _allow, check_denied_syscalls),
+    ("host_xattr", "syscalls", r"errno EPERM setxattr .*", _allow, check_denied_syscalls),
+    ("unlisted_allowed", "syscalls", r"allow brk mmap .*", lambda l: l + " modify_ldt getcpu",
+     check_unknown_syscalls),
+]
+
+
+@pytest.mark.parametrize("tag,file,old,new,check", WEAK, ids=[w[0] for w in WEAK])
+def test_weak_policy_is_caught(tag, file, old, new, check):
+    path = sbx.weak_policy(tag, file, old, new)
+    chk = sbx.sandboxd("policy", "check", path)
+    assert chk.rc == 0, f"the weakened policy must itself be valid\n{chk.describe()}"
+    # The same check passes on the shipped policy (else this proves nothing) ...
+    assert check(_SHIPPED) == [], f"{check.__name__} fails on the shipped policy already"
+    # ... and reports the hole on the weakened one.
+    violations = check(Runner(path))
+    assert violations, f"{check.__name__} did not notice the weakened line ({tag}: {new!r})"
