@@ -13,13 +13,16 @@
 
 #include "cleanup.h"
 #include "audit.h"
+#include "image.h"
 #include "json.h"
 #include "log.h"
 #include "seccomp.h"
 #include "util.h"
 
 #define DEFAULT_ROOTFS_NAME "python-3.14-slim"
-#define PYTHON "/usr/bin/python3"
+/* Where python3 is looked for when the image's PATH does not say: python:3.14-slim has
+ * /usr/local/bin/python3, Debian's python3 package /usr/bin/python3. */
+static const char *const python_dirs[] = { "/usr/local/bin", "/usr/bin" };
 
 static const char exec_usage[] =
   "usage: sandboxd exec [OPTIONS] FILE [ARG...]\n"
@@ -247,12 +250,16 @@ int rootfs_find(const char *requested, char **ret_path, sbx_error_t *err)
     char real[PATH_MAX], py[PATH_MAX + 32];
     if (!realpath(cand[i], real))
       continue;
-    snprintf(py, sizeof py, "%s%s", real, PYTHON);
     struct stat st;
     if (stat(real, &st) < 0 || !S_ISDIR(st.st_mode))
       continue;
-    if (lstat(py, &st) < 0)
-      return sbx_error_set(err, ENOENT, "rootfs `%s` has no %s (rebuild it with `make rootfs`)", real, PYTHON);
+    bool have = false;
+    for (size_t d = 0; d < ARRAY_SIZE(python_dirs) && !have; d++) {
+      snprintf(py, sizeof py, "%s%s/python3", real, python_dirs[d]);
+      have = lstat(py, &st) == 0;
+    }
+    if (!have)
+      return sbx_error_set(err, ENOENT, "rootfs `%s` has no python3 in /usr/local/bin or /usr/bin (rebuild it with `make rootfs`)", real);
     if (!(*ret_path = strdup(real)))
       return sbx_error_set(err, ENOMEM, "rootfs");
     return 0;
@@ -260,6 +267,32 @@ int rootfs_find(const char *requested, char **ret_path, sbx_error_t *err)
   if (requested)
     return sbx_error_set(err, ENOENT, "rootfs `%s` not found", requested);
   return sbx_error_set(err, ENOENT, "no rootfs found: run `make rootfs` or pass --rootfs DIR (see sandboxd doctor)");
+}
+
+/* python3 along PATH inside the rootfs (lstat on the host path: the name only has to exist;
+ * execve inside resolves any symlink against the sandbox's root). */
+static int find_python(const char *rootfs, char **env, char **ret, sbx_error_t *err)
+{
+  const char *path = NULL;
+  for (char **e = env; *e; e++)
+    if (!strncmp(*e, "PATH=", 5))
+      path = *e + 5;
+  char buf[4096];
+  snprintf(buf, sizeof buf, "%s", path ? path : "/usr/local/bin:/usr/bin");
+  char *save = NULL;
+  for (char *dir = strtok_r(buf, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
+    char host[PATH_MAX * 2];
+    struct stat st;
+    if (dir[0] != '/' || strstr(dir, ".."))
+      continue;
+    snprintf(host, sizeof host, "%s%s/python3", rootfs, dir);
+    if (lstat(host, &st) == 0) {
+      if (asprintf(ret, "%s/python3", dir) < 0)
+        return sbx_error_set(err, ENOMEM, "exec");
+      return 0;
+    }
+  }
+  return sbx_error_set(err, ENOENT, "no python3 on the sandbox's PATH (%s) in rootfs `%s`", path ? path : "unset", rootfs);
 }
 
 static void write_report(const char *path, const struct sbx_policy *p, const struct sbx_result *res,
@@ -377,11 +410,27 @@ int cmd_exec(int argc, char **argv)
   _cleanup_free_ char *file_real = NULL;
   _cleanup_free_ char *file_dst = NULL;
   _cleanup_free_ char **child_argv = NULL;
+  _cleanup_free_ char **envp = NULL;
+  _cleanup_free_ char *python = NULL;
+  struct image_config icfg = { 0 };
   struct sbx_spec spec = { 0 };
   struct sbx_bind binds[EXEC_MAX_BINDS + 1];
   size_t n_binds = 0;
 
-  if (policy_resolve_limits(p, &o.limits, &spec.limits, &err) < 0 || rootfs_find(o.rootfs, &rootfs, &err) < 0)
+  if (policy_resolve_limits(p, &o.limits, &spec.limits, &err) < 0 || rootfs_find(o.rootfs, &rootfs, &err) < 0 ||
+      image_load_config(rootfs, &icfg, &err) < 0)
+    goto out_fail;
+  /* The image's Env under the policy's, under --env; python3 found along the resulting PATH. */
+  spec.policy = p;
+  spec.extra_env = o.env;
+  spec.n_extra_env = o.n_env;
+  spec.base_env = icfg.env;
+  spec.n_base_env = icfg.n_env;
+  if (!(envp = sandbox_build_env(&spec))) {
+    sbx_error_set(&err, ENOMEM, "exec");
+    goto out_fail;
+  }
+  if (find_python(rootfs, envp, &python, &err) < 0)
     goto out_fail;
 
   /* Bind sources must exist; they are opened by the sandbox itself. */
@@ -400,7 +449,7 @@ int cmd_exec(int argc, char **argv)
     sbx_error_set(&err, ENOMEM, "exec");
     goto out_fail;
   }
-  child_argv[nargv++] = PYTHON;
+  child_argv[nargv++] = python;
   if (o.file) {
     struct stat st;
     if (!(file_real = realpath(o.file, NULL)) || stat(file_real, &st) < 0) {
@@ -426,14 +475,12 @@ int cmd_exec(int argc, char **argv)
   for (int i = 0; i < o.n_args; i++)
     child_argv[nargv++] = o.args[i];
 
-  spec.policy = p;
   spec.rootfs = rootfs;
   spec.argv = child_argv;
-  spec.extra_env = o.env;
-  spec.n_extra_env = o.n_env;
   spec.binds = binds;
   spec.n_binds = n_binds;
-  spec.workdir = o.workdir;
+  /* --workdir, else the image's WorkingDir (unless it is just "/"), else /workspace. */
+  spec.workdir = o.workdir ? o.workdir : icfg.workdir && strcmp(icfg.workdir, "/") != 0 ? icfg.workdir : NULL;
   spec.stdin_fd = 0;
   spec.stdout_fd = 1;
   spec.stderr_fd = 2;
@@ -455,11 +502,13 @@ int cmd_exec(int argc, char **argv)
     write_report(o.report, p, &res, NULL);
   audit(&o, p, &spec.limits, &res, NULL);
   rc = res.exit_code;
+  image_config_free(&icfg);
   policy_free(p);
   return rc;
 
 out_fail:
   rc = fail(&o, p, &err);
+  image_config_free(&icfg);
   policy_free(p);
   return rc;
 }

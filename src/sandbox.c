@@ -419,24 +419,30 @@ static int write_id_maps(pid_t pid, const struct sbx_policy *p, bool host_root, 
   return write_file(path, map, err);
 }
 
-static char **build_env(const struct sbx_spec *spec)
+static bool env_has(char *const *env, size_t n, const char *entry)
+{
+  size_t klen = strcspn(entry, "=");
+  for (size_t i = 0; i < n; i++)
+    if (strncmp(env[i], entry, klen) == 0 && env[i][klen] == '=')
+      return true;
+  return false;
+}
+
+char **sandbox_build_env(const struct sbx_spec *spec)
 {
   const struct sbx_policy *p = spec->policy;
-  size_t n = p->n_env + spec->n_extra_env;
+  size_t n = spec->n_base_env + p->n_env + spec->n_extra_env;
   char **env = calloc(n + 1, sizeof *env);
   if (!env)
     return NULL;
   size_t k = 0;
-  /* --env overrides a policy value of the same name. */
-  for (size_t i = 0; i < p->n_env; i++) {
-    size_t klen = strcspn(p->env[i], "=");
-    bool overridden = false;
-    for (size_t j = 0; j < spec->n_extra_env; j++)
-      if (strncmp(spec->extra_env[j], p->env[i], klen + 1) == 0)
-        overridden = true;
-    if (!overridden)
+  for (size_t i = 0; i < spec->n_base_env; i++)
+    if (!env_has(p->env, p->n_env, spec->base_env[i]) &&
+        !env_has(spec->extra_env, spec->n_extra_env, spec->base_env[i]) && strchr(spec->base_env[i], '='))
+      env[k++] = spec->base_env[i];
+  for (size_t i = 0; i < p->n_env; i++)
+    if (!env_has(spec->extra_env, spec->n_extra_env, p->env[i]))
       env[k++] = p->env[i];
-  }
   for (size_t j = 0; j < spec->n_extra_env; j++)
     env[k++] = spec->extra_env[j];
   env[k] = NULL;
@@ -550,7 +556,7 @@ int sandbox_spawn(const struct sbx_spec *spec, struct sbx_sandbox **ret, sbx_err
   }
   if (get_bpf(p, &bpf, err) < 0)
     return -1;
-  _cleanup_free_ char **envp = build_env(spec);
+  _cleanup_free_ char **envp = sandbox_build_env(spec);
   if (!envp)
     return sbx_error_set(err, ENOMEM, "sandbox: environment");
 
@@ -806,6 +812,12 @@ void sandbox_free(struct sbx_sandbox *s)
 
 int sandbox_run(const struct sbx_spec *spec, struct sbx_result *res, sbx_error_t *err)
 {
+  return sandbox_run_hooks(spec, NULL, res, err);
+}
+
+int sandbox_run_hooks(const struct sbx_spec *spec, const struct sbx_run_hooks *hooks, struct sbx_result *res,
+                      sbx_error_t *err)
+{
   /* Take the signals synchronously, so a Ctrl-C arriving during setup is not lost and a handler
    * never runs in the middle of it. The child unblocks them again. */
   sigset_t mask, old;
@@ -832,12 +844,16 @@ int sandbox_run(const struct sbx_spec *spec, struct sbx_result *res, sbx_error_t
       break;
     }
     uint64_t left_ms = (kill_at - now + 999999) / 1000000;
-    struct pollfd pfd[2] = { { .fd = s->pidfd, .events = POLLIN }, { .fd = sfd, .events = POLLIN } };
-    int r = poll(pfd, 2, left_ms > INT32_MAX ? INT32_MAX : (int) left_ms);
+    int timeout = left_ms > INT32_MAX ? INT32_MAX : (int) left_ms;
+    struct pollfd pfd[2 + SBX_RUN_MAX_HOOK_FDS] = { { .fd = s->pidfd, .events = POLLIN }, { .fd = sfd, .events = POLLIN } };
+    size_t n_hook = hooks ? hooks->fill(hooks->ctx, pfd + 2, SBX_RUN_MAX_HOOK_FDS, &timeout) : 0;
+    int r = poll(pfd, 2 + n_hook, timeout);
     if (r < 0 && errno != EINTR)
       break;
     if (pfd[0].revents)
       break;
+    if (r > 0 && n_hook)
+      hooks->dispatch(hooks->ctx, pfd + 2, n_hook);
     if (pfd[1].revents) {
       struct signalfd_siginfo si;
       while (read(sfd, &si, sizeof si) == sizeof si) {

@@ -27,6 +27,8 @@ struct sbx_spec {
   char *const *argv;         /* run inside, argv[0] is an absolute path */
   char *const *extra_env;    /* NAME=VALUE overriding/adding to the policy's env; may be NULL */
   size_t n_extra_env;
+  char *const *base_env;     /* NAME=VALUE below the policy's env (the image's Env); may be NULL */
+  size_t n_base_env;
   const struct sbx_bind *binds;
   size_t n_binds;
   const char *workdir;       /* inside; NULL means /workspace */
@@ -58,6 +60,10 @@ struct sbx_result {
 
 struct sbx_sandbox;
 
+/* The environment the code gets: base (image), overridden by the policy's, overridden by
+ * extra. NULL-terminated; the strings are borrowed from spec. */
+char **sandbox_build_env(const struct sbx_spec *spec);
+
 /* Tell the sandbox where sandboxd's own argv strings live (from main), so the sandbox's init can
  * overwrite them: /proc/1/cmdline is readable by anyone and must not show host paths. */
 void sandbox_set_argv_area(char *start, size_t len);
@@ -83,5 +89,18 @@ void sandbox_free(struct sbx_sandbox *s);
 /* spawn + wait with the timeout; SIGINT/SIGTERM/SIGHUP are forwarded, then the sandbox is killed
  * after a grace period. For `sandboxd exec`. */
 int sandbox_run(const struct sbx_spec *spec, struct sbx_result *res, sbx_error_t *err);
+
+/* sandbox_run() that also serves other fds while the sandbox runs (the MCP proxy in `exec`).
+ * fill() writes at most max pollfds and may lower *timeout_ms; dispatch() gets them back after
+ * poll. Both run on the calling thread, between waits. */
+#define SBX_RUN_MAX_HOOK_FDS 160
+struct pollfd;
+struct sbx_run_hooks {
+  size_t (*fill)(void *ctx, struct pollfd *pfds, size_t max, int *timeout_ms);
+  void (*dispatch)(void *ctx, const struct pollfd *pfds, size_t n);
+  void *ctx;
+};
+int sandbox_run_hooks(const struct sbx_spec *spec, const struct sbx_run_hooks *hooks, struct sbx_result *res,
+                      sbx_error_t *err);
 
 #endif
