@@ -15,8 +15,8 @@ static int error_vset(sbx_error_t *err, int errnum, const char *fmt, va_list ap)
   if (errnum && (size_t) n < sizeof err->msg)
     snprintf(err->msg + n, sizeof err->msg - n, ": %s", strerror(errnum));
   err->errnum = errnum;
-  if (!err->status)
-    err->status = 125;
+  /* Callers pass uninitialised structs: set every field, read none. */
+  err->status = 125;
   return -1;
 }
 

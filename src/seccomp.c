@@ -165,7 +165,10 @@ void seccomp_bpf_free(struct sbx_bpf *bpf)
 static int install_one(void *prog, size_t len, sbx_error_t *err)
 {
   struct sock_fprog fprog = { .len = (unsigned short) len, .filter = prog };
-  if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &fprog) < 0)
+  /* prctl is the older interface to the same operation (flags 0); kept for kernels and tools
+   * (valgrind) that lack seccomp(2). */
+  if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &fprog) < 0 &&
+      (errno != ENOSYS || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &fprog, 0, 0) < 0))
     return sbx_error_errno(err, "install seccomp filter");
   return 0;
 }
