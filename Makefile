@@ -80,8 +80,10 @@ rootfs: $(BUILD)/sandboxd
 check-unit: $(UNIT_BINS)
 	@set -e; for t in $(UNIT_BINS); do $$t; done
 
-# Everything: unit tests, then the integration suite as root and as an unprivileged user.
-check: all $(UNIT_BINS) rootfs
+# Everything (tests/run): unit tests, the integration suite as root and as an unprivileged user,
+# then docs, OCI images, valgrind, the integration suite under ASan+UBSan, fuzz replay and a
+# short fuzzing pass, and the MCP suite (tests/suites.sh).
+check: all $(UNIT_BINS) rootfs asan fuzz-build
 	tests/run --build $(BUILD)
 
 install: all

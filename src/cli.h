@@ -20,6 +20,8 @@ struct exec_options {
   const char *code;    /* -c CODE, or NULL */
   const char *audit_log; /* path, "syslog", "off", or NULL for the default */
   bool audit_code;     /* put the code text itself into the audit record */
+  const char *mcp_config; /* --config FILE: host MCP servers the code may call, or NULL */
+  bool import_claude;  /* --import-claude: also Claude Code's servers */
   const char *file;    /* FILE, or NULL with -c */
   char **args;         /* arguments after FILE/CODE */
   int n_args;

@@ -16,6 +16,9 @@
 #include "image.h"
 #include "json.h"
 #include "log.h"
+#include "mcp_client.h"
+#include "mcp_config.h"
+#include "proxy.h"
 #include "seccomp.h"
 #include "util.h"
 
@@ -43,13 +46,16 @@ static const char exec_usage[] =
   "  --audit-log PATH|syslog|off   where the audit record goes (default: $SANDBOXD_AUDIT_LOG,\n"
   "                        else under $XDG_STATE_HOME/sandboxd/, or /var/log/sandboxd/ for root)\n"
   "  --audit-code          include the code itself in the audit record (default: its sha256)\n"
+  "  --config FILE         host MCP servers the code may call through `mcp` (also\n"
+  "                        $SANDBOXD_MCP_CONFIG); see sandboxd(1)\n"
+  "  --import-claude       also Claude Code's servers (~/.claude.json, ./.mcp.json)\n"
   "Exit status: the code's own; 128+N if killed by signal N; 124 on timeout; 125 on usage,\n"
   "policy or setup errors. See sandboxd(1).\n";
 
 enum {
   OPT_POLICY = 256, OPT_TIMEOUT, OPT_MEMORY, OPT_PIDS, OPT_CPUS, OPT_BIND, OPT_BIND_RW, OPT_WORKDIR,
   OPT_ENV, OPT_ROOTFS, OPT_REPORT, OPT_TMP, OPT_WS, OPT_SHM, OPT_NOFILE, OPT_FSIZE, OPT_AUDIT_LOG,
-  OPT_AUDIT_CODE,
+  OPT_AUDIT_CODE, OPT_CONFIG, OPT_IMPORT_CLAUDE,
 };
 
 /* Absolute, not "/", and no empty, "." or ".." components. */
@@ -156,6 +162,8 @@ int exec_parse_args(int argc, char **argv, struct exec_options *o, sbx_error_t *
     { "fsize", required_argument, NULL, OPT_FSIZE },
     { "audit-log", required_argument, NULL, OPT_AUDIT_LOG },
     { "audit-code", no_argument, NULL, OPT_AUDIT_CODE },
+    { "config", required_argument, NULL, OPT_CONFIG },
+    { "import-claude", no_argument, NULL, OPT_IMPORT_CLAUDE },
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
   };
@@ -179,6 +187,8 @@ int exec_parse_args(int argc, char **argv, struct exec_options *o, sbx_error_t *
     case OPT_REPORT: o->report = optarg; break;
     case OPT_AUDIT_LOG: o->audit_log = optarg; break;
     case OPT_AUDIT_CODE: o->audit_code = true; break;
+    case OPT_CONFIG: o->mcp_config = optarg; break;
+    case OPT_IMPORT_CLAUDE: o->import_claude = true; break;
     case OPT_WORKDIR:
       if (!path_is_clean_abs(optarg) && strcmp(optarg, "/") != 0)
         return sbx_error_set(err, 0, "--workdir `%s`: must be an absolute path inside the sandbox", optarg);
@@ -366,7 +376,7 @@ static char *code_text(const struct exec_options *o, size_t *ret_len)
 }
 
 static void audit(const struct exec_options *o, const struct sbx_policy *p, const struct sbx_limits *l,
-                  const struct sbx_result *res, const sbx_error_t *err)
+                  const struct sbx_result *res, const sbx_error_t *err, const char *calls)
 {
   audit_configure(o->audit_log);
   audit_set_log_code(o->audit_code);
@@ -374,7 +384,7 @@ static void audit(const struct exec_options *o, const struct sbx_policy *p, cons
   _cleanup_free_ char *code = code_text(o, &len);
   struct audit_record r = {
     .mode = "exec", .code = code, .code_len = len, .file = o->file, .policy = p, .limits = l,
-    .result = res, .error = err ? err->msg : NULL,
+    .result = res, .error = err ? err->msg : NULL, .calls_json = calls,
   };
   audit_write(&r);
 }
@@ -384,8 +394,66 @@ static int fail(const struct exec_options *o, const struct sbx_policy *p, const 
   log_sbx_error(err);
   if (o->report)
     write_report(o->report, p, NULL, err);
-  audit(o, p, NULL, NULL, err);
+  audit(o, p, NULL, NULL, err, NULL);
   return SBX_EXIT_SETUP;
+}
+
+/* ------------------------------------------------------------------ host MCP servers */
+
+struct exec_mcp {
+  struct mcp_config *cfg;
+  struct mcp_hosts *hosts;
+  struct proxy *proxy;
+  char *python_dir;
+  int sandbox_fd;
+};
+
+static void exec_mcp_free(struct exec_mcp *m)
+{
+  proxy_free(m->proxy);
+  mcp_hosts_free(m->hosts);
+  mcp_config_free(m->cfg);
+  free(m->python_dir);
+  if (m->sandbox_fd >= 0)
+    close(m->sandbox_fd);
+  *m = (struct exec_mcp){ .sandbox_fd = -1 };
+}
+
+static int exec_mcp_setup(const struct exec_options *o, struct exec_mcp *m, sbx_error_t *err)
+{
+  struct mcp_config_options co = { .path = o->mcp_config, .import_claude = o->import_claude };
+  if (mcp_config_load(&co, &m->cfg, err) < 0)
+    return -1;
+  if (!m->cfg->n)
+    return 0;
+  /* Host servers' chatter would mix with the script's stderr; it goes nowhere in exec. */
+  if (proxy_python_dir(&m->python_dir, err) < 0 || mcp_hosts_new(m->cfg, -1, &m->hosts, err) < 0)
+    return -1;
+  const char *names[MCP_CONFIG_MAX_SERVERS];
+  for (size_t i = 0; i < m->cfg->n; i++)
+    names[i] = m->cfg->servers[i].name;
+  return proxy_new(m->hosts, names, m->cfg->n, NULL, &m->sandbox_fd, &m->proxy, err);
+}
+
+static size_t exec_mcp_fill(void *ctx, struct pollfd *pfds, size_t max, int *timeout_ms)
+{
+  struct exec_mcp *m = ctx;
+  int t = mcp_hosts_timers(m->hosts);
+  if (t >= 0 && t < *timeout_ms)
+    *timeout_ms = t;
+  if (mcp_hosts_max_pollfds(m->hosts) + 1 > max)
+    return 0;
+  size_t n = mcp_hosts_pollfds(m->hosts, pfds);
+  pfds[n++] = (struct pollfd){ .fd = proxy_fd(m->proxy), .events = proxy_events(m->proxy) };
+  return n;
+}
+
+static void exec_mcp_dispatch(void *ctx, const struct pollfd *pfds, size_t n)
+{
+  struct exec_mcp *m = ctx;
+  mcp_hosts_dispatch(m->hosts, pfds, n - 1);
+  if (pfds[n - 1].revents && pfds[n - 1].fd == proxy_fd(m->proxy))
+    proxy_handle(m->proxy, pfds[n - 1].revents);
 }
 
 int cmd_exec(int argc, char **argv)
@@ -414,7 +482,8 @@ int cmd_exec(int argc, char **argv)
   _cleanup_free_ char *python = NULL;
   struct image_config icfg = { 0 };
   struct sbx_spec spec = { 0 };
-  struct sbx_bind binds[EXEC_MAX_BINDS + 1];
+  struct sbx_bind binds[EXEC_MAX_BINDS + 2];
+  struct exec_mcp mcp = { .sandbox_fd = -1 };
   size_t n_binds = 0;
 
   if (policy_resolve_limits(p, &o.limits, &spec.limits, &err) < 0 || rootfs_find(o.rootfs, &rootfs, &err) < 0 ||
@@ -486,8 +555,30 @@ int cmd_exec(int argc, char **argv)
   spec.stderr_fd = 2;
   spec.bridge_fd = -1;
 
+  /* Host MCP servers, when asked for: the bridge at fd 3, the `mcp` package, every configured
+   * server allowed. Without them exec stays as it was (no extra bind, env or fds). */
+  const char *cfg_env = getenv("SANDBOXD_MCP_CONFIG");
+  char *env[EXEC_MAX_ENV + 2];
+  if (o.mcp_config || o.import_claude || (cfg_env && *cfg_env)) {
+    if (exec_mcp_setup(&o, &mcp, &err) < 0)
+      goto out_fail;
+    if (mcp.proxy) {
+      memcpy(env, o.env, o.n_env * sizeof *env);
+      env[o.n_env] = "PYTHONPATH=" PROXY_PYTHON_DST;
+      env[o.n_env + 1] = (char *) proxy_env(mcp.proxy);
+      spec.extra_env = env;
+      spec.n_extra_env = o.n_env + 2;
+      binds[n_binds++] = (struct sbx_bind){ .src = mcp.python_dir, .dst = PROXY_PYTHON_DST, .rw = false };
+      spec.n_binds = n_binds;
+      spec.bridge_fd = mcp.sandbox_fd;
+    }
+  }
+  struct sbx_run_hooks hooks = { .fill = exec_mcp_fill, .dispatch = exec_mcp_dispatch, .ctx = &mcp };
   struct sbx_result res;
-  if (sandbox_run(&spec, &res, &err) < 0)
+  int run = sandbox_run_hooks(&spec, mcp.proxy ? &hooks : NULL, &res, &err);
+  if (mcp.sandbox_fd >= 0)
+    close(TAKE_FD(mcp.sandbox_fd));
+  if (run < 0)
     goto out_fail;
   if (res.timed_out)
     log_error("timeout: the code ran longer than %llu.%03llus and was killed",
@@ -500,7 +591,10 @@ int cmd_exec(int argc, char **argv)
     log_warn("the code reached the process limit (%llu)", (unsigned long long) spec.limits.pids);
   if (o.report)
     write_report(o.report, p, &res, NULL);
-  audit(&o, p, &spec.limits, &res, NULL);
+  char *calls = mcp.proxy ? proxy_calls_json(mcp.proxy) : NULL;
+  audit(&o, p, &spec.limits, &res, NULL, calls);
+  free(calls);
+  exec_mcp_free(&mcp);
   rc = res.exit_code;
   image_config_free(&icfg);
   policy_free(p);
@@ -508,6 +602,7 @@ int cmd_exec(int argc, char **argv)
 
 out_fail:
   rc = fail(&o, p, &err);
+  exec_mcp_free(&mcp);
   image_config_free(&icfg);
   policy_free(p);
   return rc;

@@ -20,11 +20,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "audit.h"
 #include "cleanup.h"
 #include "cli.h"
 #include "json.h"
 #include "jsonrpc.h"
 #include "log.h"
+#include "mcp_client.h"
+#include "mcp_config.h"
+#include "proxy.h"
 #include "version.h"
 #include "policy.h"
 #include "sandbox.h"
@@ -53,7 +57,12 @@ const char mcp_runner_source[] =
     "# sandboxd passes this file's text to `python3 -c`, so keep it self-contained (src/mcp_server.c\n"
     "# holds a copy that tests/unit/test_jsonrpc.c checks against this file).\n"
     "def _sandboxd_run():\n"
-    "    import ast, asyncio, inspect, linecache, sys, traceback\n"
+    "    # Only what every run needs: asyncio and traceback cost tens of milliseconds to import, so\n"
+    "    # they are imported when the code awaits or fails.\n"
+    "    import linecache, os, sys\n"
+    "\n"
+    "    PyCF_ALLOW_TOP_LEVEL_AWAIT = 0x2000  # ast.PyCF_ALLOW_TOP_LEVEL_AWAIT\n"
+    "    CO_COROUTINE = 0x80  # inspect.CO_COROUTINE\n"
     "\n"
     "    code = sys.argv[1]\n"
     "    del sys.argv[1:]\n"
@@ -64,9 +73,15 @@ const char mcp_runner_source[] =
     "    sys.stdout.reconfigure(line_buffering=True)\n"
     "    main = sys.modules[\"__main__\"].__dict__\n"
     "    main.pop(\"_sandboxd_run\", None)\n"
+    "    # With `servers`: mcp_<alias> and mcp_servers for the host MCP servers (src/sandbox/mcp).\n"
+    "    if os.environ.get(\"SANDBOXD_MCP_SERVERS\"):\n"
+    "        from mcp import runtime\n"
+    "        runtime.install(main)\n"
     "    try:\n"
-    "        co = compile(code, name, \"exec\", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)\n"
-    "        if co.co_flags & inspect.CO_COROUTINE:\n"
+    "        co = compile(code, name, \"exec\", flags=PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)\n"
+    "        if co.co_flags & CO_COROUTINE:\n"
+    "            import asyncio\n"
+    "\n"
     "            asyncio.run(eval(co, main))\n"
     "        else:\n"
     "            exec(co, main)\n"
@@ -74,6 +89,8 @@ const char mcp_runner_source[] =
     "        raise\n"
     "    except BaseException as e:\n"
     "        # Drop this runner's (and asyncio's) frames: the traceback starts in the user's code.\n"
+    "        import traceback\n"
+    "\n"
     "        tb = e.__traceback__\n"
     "        while tb is not None and tb.tb_frame.f_code.co_filename != name:\n"
     "            tb = tb.tb_next\n"
@@ -114,6 +131,11 @@ struct call {
   bool truncated;
   bool killed;    /* sandbox_kill() sent (deadline or cancel) */
   bool cancelled; /* the client cancelled: kill, and never answer */
+
+  struct server *srv;
+  char **servers; /* host MCP servers the code may call (`servers`), or NULL */
+  size_t n_servers;
+  struct proxy *proxy; /* the bridge, while running with servers */
 };
 
 struct server {
@@ -131,6 +153,12 @@ struct server {
   int sigfd;
   bool stdin_eof, stop;
   int log_level; /* index into log_levels: send notifications/message at this level or above */
+
+  struct mcp_config_options mcp_opts;
+  struct mcp_config *mcp_cfg; /* host MCP servers (empty if none are configured) */
+  struct mcp_hosts *hosts;
+  char *python_dir; /* the `mcp` package for inside, or NULL if not found */
+  const char *audit_log;
 };
 
 static const char *const log_levels[] = {"debug", "info",     "notice", "warning",
@@ -247,6 +275,10 @@ static void call_free(struct call *c)
     close(c->err_fd);
   strbuf_free(&c->out);
   strbuf_free(&c->err);
+  proxy_free(c->proxy);
+  for (size_t i = 0; i < c->n_servers; i++)
+    free(c->servers[i]);
+  free(c->servers);
   free(c->id);
   free(c->progress_token);
   free(c->code);
@@ -459,6 +491,12 @@ static void call_finish(struct server *srv, struct call *c)
   sbx_error_t err = {0};
   int r = sandbox_wait(c->sb, &res, &err);
   call_unlink(srv, c);
+  _cleanup_free_ char *calls = c->proxy ? proxy_calls_json(c->proxy) : NULL;
+  struct audit_record rec = {
+      .mode = "mcp", .code = c->code, .code_len = strlen(c->code), .policy = srv->policy, .limits = &c->limits,
+      .result = r < 0 ? NULL : &res, .error = r < 0 ? err.msg : NULL, .calls_json = calls,
+  };
+  audit_write(&rec);
   if (c->cancelled)
     ; /* the client cancelled: it expects no answer */
   else if (r < 0)
@@ -482,6 +520,34 @@ static int open_pipe(int *ret_read, int *ret_write, sbx_error_t *err)
   *ret_read = p[0];
   *ret_write = p[1];
   return 0;
+}
+
+/* A host server's progress on a proxied call, relayed as progress of the run_python call. */
+static void relay_progress(void *ctx, const char *server, const char *tool, const json_node_t *params)
+{
+  struct call *c = ctx;
+  if (!c->progress_token || c->cancelled)
+    return;
+  char msg[300];
+  const char *m = json_as_string(json_get(params, "message"), NULL);
+  const char *done = json_number_text(json_get(params, "progress"));
+  const char *total = json_number_text(json_get(params, "total"));
+  snprintf(msg, sizeof msg, "%.60s.%.60s: %s%s%s%s%.100s", server, tool, done ? done : "?", total ? "/" : "",
+           total ? total : "", m ? " " : "", m ? m : "");
+  json_writer_t *w = json_writer_new();
+  if (!w)
+    return;
+  jsonrpc_begin_notification(w, "notifications/progress");
+  json_obj_begin(w);
+  json_key(w, "progressToken");
+  json_raw(w, c->progress_token, strlen(c->progress_token));
+  json_key(w, "progress");
+  json_uint(w, ++c->progress);
+  json_key(w, "message");
+  json_str(w, msg);
+  json_obj_end(w);
+  jsonrpc_end(w);
+  send_writer(c->srv, w);
 }
 
 static int call_start(struct server *srv, struct call *c, sbx_error_t *err)
@@ -513,6 +579,27 @@ static int call_start(struct server *srv, struct call *c, sbx_error_t *err)
       .stderr_fd = err_w,
       .bridge_fd = -1,
   };
+  /* With servers: the bridge at fd 3, the `mcp` package read-only, and the runner told which
+   * servers it has (it then defines mcp_<alias> and friends). */
+  _cleanup_close_ int bridge = -1;
+  char *env[2];
+  struct sbx_bind bind;
+  if (c->n_servers) {
+    if (!srv->python_dir)
+      return sbx_error_set(err, ENOENT, "the sandbox's Python helpers (mcp package) were not found next to sandboxd");
+    if (proxy_new(srv->hosts, (const char *const *) c->servers, c->n_servers, NULL, &bridge, &c->proxy, err) < 0)
+      return -1;
+    proxy_on_progress(c->proxy, relay_progress, c);
+    env[0] = "PYTHONPATH=" PROXY_PYTHON_DST;
+    env[1] = (char *) proxy_env(c->proxy);
+    bind = (struct sbx_bind){.src = srv->python_dir, .dst = PROXY_PYTHON_DST, .rw = false};
+    spec.extra_env = env;
+    spec.n_extra_env = 2;
+    spec.binds = &bind;
+    spec.n_binds = 1;
+    spec.bridge_fd = bridge;
+  }
+  c->srv = srv;
   if (sandbox_spawn(&spec, &c->sb, err) < 0)
     return -1;
   /* Our copies of the write ends must go, or the pipes never reach EOF. */
@@ -646,7 +733,22 @@ static void write_tool(struct server *srv, json_writer_t *w)
   json_key(w, "title");
   json_str(w, "Run Python in a sandbox");
   json_key(w, "description");
-  json_str(w, tool_description);
+  if (srv->mcp_cfg->n) {
+    /* Name the servers, within a budget: the description is read on every turn. */
+    char desc_servers[sizeof tool_description + 256];
+    size_t off = (size_t) snprintf(desc_servers, sizeof desc_servers, "%s Servers:", tool_description);
+    for (size_t i = 0; i < srv->mcp_cfg->n; i++) {
+      const char *name = srv->mcp_cfg->servers[i].name;
+      if (off + strlen(name) + 8 >= sizeof desc_servers) {
+        off += (size_t) snprintf(desc_servers + off, sizeof desc_servers - off, " ...");
+        break;
+      }
+      off += (size_t) snprintf(desc_servers + off, sizeof desc_servers - off, "%s %s", i ? "," : "", name);
+    }
+    snprintf(desc_servers + off, sizeof desc_servers - off, ".");
+    json_str(w, desc_servers);
+  } else
+    json_str(w, tool_description);
 
   json_key(w, "inputSchema");
   json_obj_begin(w);
@@ -754,6 +856,14 @@ static void m_tools_list(struct server *srv, const char *id, const json_node_t *
   send_writer(srv, w);
 }
 
+/* "configured servers: a, b" (or that there are none), for messages. */
+static void server_names(const struct server *srv, char *buf, size_t len)
+{
+  size_t off = (size_t) snprintf(buf, len, srv->mcp_cfg->n ? "configured servers:" : "no host MCP servers are configured for sandboxd (see sandboxd(1), --config)");
+  for (size_t i = 0; i < srv->mcp_cfg->n && off < len; i++)
+    off += (size_t) snprintf(buf + off, len - off, "%s %s", i ? "," : "", srv->mcp_cfg->servers[i].name);
+}
+
 static void m_tools_call(struct server *srv, const char *id, const json_node_t *params)
 {
   const char *name = json_as_string(json_get(params, "name"), NULL);
@@ -821,9 +931,12 @@ static void m_tools_call(struct server *srv, const char *id, const json_node_t *
         send_tool_error(srv, id, "`servers` must be an array of server names (strings)");
         return;
       }
-      /* The proxy to host servers is not there yet: name the first unknown server. */
-      send_tool_error(srv, id, "unknown server `%.100s`: no host MCP servers are configured for sandboxd", s);
-      return;
+      if (!mcp_config_find(srv->mcp_cfg, s)) {
+        char names[400];
+        server_names(srv, names, sizeof names);
+        send_tool_error(srv, id, "unknown server `%.100s`: %s", s, names);
+        return;
+      }
     }
   }
   if (call_find(srv, id)) {
@@ -845,6 +958,15 @@ static void m_tools_call(struct server *srv, const char *id, const json_node_t *
   }
   c->out_fd = c->err_fd = -1;
   c->timeout_ms = timeout_ms;
+  size_t ns = json_array_len(servers);
+  if (ns && !(c->servers = calloc(ns, sizeof *c->servers))) {
+    call_free(c);
+    send_error(srv, id, JSONRPC_INTERNAL_ERROR, "Internal error: out of memory");
+    return;
+  }
+  for (size_t i = 0; i < ns; i++)
+    if ((c->servers[c->n_servers] = strdup(json_as_string(json_array_at(servers, i), NULL))))
+      c->n_servers++;
   c->queued_ns = now_ns();
   c->next_progress_ns = c->queued_ns + PROGRESS_INTERVAL_NS;
   c->progress_token = jsonrpc_id_canonical(json_get(json_get(params, "_meta"), "progressToken"));
@@ -939,6 +1061,14 @@ static void write_capabilities(struct server *srv, json_writer_t *w)
   json_obj_end(w);
   json_key(w, "servers");
   json_arr_begin(w);
+  for (size_t i = 0; i < srv->mcp_cfg->n; i++) {
+    json_obj_begin(w);
+    json_key(w, "name");
+    json_str(w, srv->mcp_cfg->servers[i].name);
+    json_key(w, "description");
+    json_str(w, srv->mcp_cfg->servers[i].description);
+    json_obj_end(w);
+  }
   json_arr_end(w);
   json_obj_end(w);
 }
@@ -1185,6 +1315,8 @@ static int run_timers(struct server *srv)
 }
 
 enum { FD_SIGNAL, FD_STDIN, FD_STDOUT, FD_FIXED };
+/* Per running call: its pidfd, stdout, stderr and bridge. */
+#define FDS_PER_CALL 4
 
 static void serve(struct server *srv)
 {
@@ -1194,8 +1326,12 @@ static void serve(struct server *srv)
   while (!srv->stop && !srv->stdin_eof) {
     start_queued(srv);
     int timeout = run_timers(srv);
+    int host_timeout = mcp_hosts_timers(srv->hosts);
+    if (host_timeout >= 0 && (timeout < 0 || host_timeout < timeout))
+      timeout = host_timeout;
 
-    size_t need = FD_FIXED + 3 * srv->n_running;
+    size_t n_hosts = mcp_hosts_max_pollfds(srv->hosts);
+    size_t need = FD_FIXED + n_hosts + FDS_PER_CALL * srv->n_running;
     if (need > cap) {
       struct pollfd *p = realloc(pfds, need * sizeof *p);
       if (p)
@@ -1215,7 +1351,8 @@ static void serve(struct server *srv)
     pfds[FD_STDIN] = (struct pollfd){.fd = backlog ? -1 : STDIN_FILENO, .events = POLLIN};
     pfds[FD_STDOUT] =
         (struct pollfd){.fd = srv->outq_off < srv->outq.len ? STDOUT_FILENO : -1, .events = POLLOUT};
-    size_t n = FD_FIXED;
+    size_t n = FD_FIXED + mcp_hosts_pollfds(srv->hosts, pfds + FD_FIXED);
+    size_t first_call = n;
     for (struct call *c = srv->calls; c; c = c->next) {
       if (c->state != CALL_RUNNING)
         continue;
@@ -1224,6 +1361,8 @@ static void serve(struct server *srv)
         owners[n] = c;
         pfds[n++] = (struct pollfd){.fd = fds[i], .events = POLLIN};
       }
+      owners[n] = c;
+      pfds[n++] = (struct pollfd){.fd = c->proxy ? proxy_fd(c->proxy) : -1, .events = c->proxy ? proxy_events(c->proxy) : 0};
     }
     int r = poll(pfds, n, timeout);
     if (r < 0) {
@@ -1241,15 +1380,19 @@ static void serve(struct server *srv)
     }
     if (pfds[FD_STDOUT].revents)
       flush_output(srv);
-    /* Output first, then ends: a call may finish (and be freed) below. */
-    for (size_t i = FD_FIXED; i < n; i += 3) {
+    /* Host servers' answers first: they go to bridges that are still open. */
+    mcp_hosts_dispatch(srv->hosts, pfds + FD_FIXED, first_call - FD_FIXED);
+    /* Output and bridges, then ends: a call may finish (and be freed) below. */
+    for (size_t i = first_call; i < n; i += FDS_PER_CALL) {
       struct call *c = owners[i];
       if (pfds[i + 1].revents && c->out_fd >= 0)
         drain_pipe(c, &c->out_fd, &c->out);
       if (pfds[i + 2].revents && c->err_fd >= 0)
         drain_pipe(c, &c->err_fd, &c->err);
+      if (pfds[i + 3].revents && c->proxy && pfds[i + 3].fd == proxy_fd(c->proxy))
+        proxy_handle(c->proxy, pfds[i + 3].revents);
     }
-    for (size_t i = FD_FIXED; i < n; i += 3)
+    for (size_t i = first_call; i < n; i += FDS_PER_CALL)
       if (pfds[i].revents)
         call_finish(srv, owners[i]);
     if (pfds[FD_STDIN].revents)
@@ -1290,6 +1433,10 @@ static const char mcp_usage[] =
     "  --max-concurrent N       sandboxes running at once (default 4); further calls queue\n"
     "  --max-queue N            calls waiting beyond that (default 64); more are refused\n"
     "  --max-message-size SIZE  largest JSON-RPC message accepted (default 4M)\n"
+    "  --config FILE            host MCP servers the code may call ({\"mcpServers\": ...}; default:\n"
+    "                           $SANDBOXD_MCP_CONFIG, else ~/.config/sandboxd/mcp.json)\n"
+    "  --import-claude          also offer Claude Code's servers (~/.claude.json, ./.mcp.json)\n"
+    "  --audit-log PATH|syslog|off   where audit records go (see sandboxd exec --help)\n"
     "See sandboxd(1).\n";
 
 static int parse_count(const char *opt, const char *arg, size_t max, size_t *ret, sbx_error_t *err)
@@ -1301,7 +1448,8 @@ static int parse_count(const char *opt, const char *arg, size_t max, size_t *ret
   return 0;
 }
 
-enum { OPT_POLICY = 256, OPT_ROOTFS, OPT_MAX_CONCURRENT, OPT_MAX_QUEUE, OPT_MAX_MESSAGE };
+enum { OPT_POLICY = 256, OPT_ROOTFS, OPT_MAX_CONCURRENT, OPT_MAX_QUEUE, OPT_MAX_MESSAGE, OPT_CONFIG, OPT_IMPORT_CLAUDE,
+       OPT_AUDIT_LOG };
 
 static int parse_args(int argc, char **argv, struct server *srv, const char **ret_policy,
                       const char **ret_rootfs, bool *ret_help, sbx_error_t *err)
@@ -1312,6 +1460,9 @@ static int parse_args(int argc, char **argv, struct server *srv, const char **re
       {"max-concurrent", required_argument, NULL, OPT_MAX_CONCURRENT},
       {"max-queue", required_argument, NULL, OPT_MAX_QUEUE},
       {"max-message-size", required_argument, NULL, OPT_MAX_MESSAGE},
+      {"config", required_argument, NULL, OPT_CONFIG},
+      {"import-claude", no_argument, NULL, OPT_IMPORT_CLAUDE},
+      {"audit-log", required_argument, NULL, OPT_AUDIT_LOG},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
@@ -1342,6 +1493,15 @@ static int parse_args(int argc, char **argv, struct server *srv, const char **re
       if (parse_size(optarg, &v) < 0 || v < 1024 || v > (1u << 30))
         return sbx_error_set(err, 0, "--max-message-size `%s`: expected a size from 1K to 1G", optarg);
       srv->max_message = (size_t) v;
+      break;
+    case OPT_CONFIG:
+      srv->mcp_opts.path = optarg;
+      break;
+    case OPT_IMPORT_CLAUDE:
+      srv->mcp_opts.import_claude = true;
+      break;
+    case OPT_AUDIT_LOG:
+      srv->audit_log = optarg;
       break;
     default:
       return sbx_error_set(err, 0, "unknown or incomplete option `%s` (see sandboxd mcp --help)",
@@ -1391,11 +1551,17 @@ int cmd_mcp(int argc, char **argv)
   /* Refuse to start rather than fail every call: the client shows the server as failed, and
    * stderr says why. */
   if (policy_load(policy_name, &srv.policy, &err) < 0 || seccomp_validate(srv.policy, &err) < 0 ||
-      rootfs_find(rootfs, &srv.rootfs, &err) < 0) {
+      rootfs_find(rootfs, &srv.rootfs, &err) < 0 || mcp_config_load(&srv.mcp_opts, &srv.mcp_cfg, &err) < 0 ||
+      mcp_hosts_new(srv.mcp_cfg, STDERR_FILENO, &srv.hosts, &err) < 0) {
     log_sbx_error(&err);
     policy_free(srv.policy);
+    free(srv.rootfs);
+    mcp_config_free(srv.mcp_cfg);
     return SBX_EXIT_SETUP;
   }
+  if (srv.mcp_cfg->n && proxy_python_dir(&srv.python_dir, &err) < 0)
+    log_warn("%s: calls with `servers` will fail", err.msg);
+  audit_configure(srv.audit_log);
 
   /* Take the stop signals through a signalfd. The sandbox's code starts with an empty mask. */
   sigset_t mask, old;
@@ -1411,6 +1577,9 @@ int cmd_mcp(int argc, char **argv)
   if (srv.sigfd < 0) {
     log_error("signalfd: %s", strerror(errno));
     sigprocmask(SIG_SETMASK, &old, NULL);
+    mcp_hosts_free(srv.hosts);
+    mcp_config_free(srv.mcp_cfg);
+    free(srv.python_dir);
     policy_free(srv.policy);
     free(srv.rootfs);
     return SBX_EXIT_SETUP;
@@ -1420,6 +1589,10 @@ int cmd_mcp(int argc, char **argv)
 
   serve(&srv);
   shutdown_server(&srv);
+  /* After the sandboxes: their calls in flight are cancelled first. */
+  mcp_hosts_free(srv.hosts);
+  mcp_config_free(srv.mcp_cfg);
+  free(srv.python_dir);
 
   if (srv.stdout_flags >= 0)
     fcntl(STDOUT_FILENO, F_SETFL, srv.stdout_flags);

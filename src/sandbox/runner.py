@@ -2,7 +2,12 @@
 # sandboxd passes this file's text to `python3 -c`, so keep it self-contained (src/mcp_server.c
 # holds a copy that tests/unit/test_jsonrpc.c checks against this file).
 def _sandboxd_run():
-    import ast, asyncio, inspect, linecache, sys, traceback
+    # Only what every run needs: asyncio and traceback cost tens of milliseconds to import, so
+    # they are imported when the code awaits or fails.
+    import linecache, os, sys
+
+    PyCF_ALLOW_TOP_LEVEL_AWAIT = 0x2000  # ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+    CO_COROUTINE = 0x80  # inspect.CO_COROUTINE
 
     code = sys.argv[1]
     del sys.argv[1:]
@@ -13,9 +18,15 @@ def _sandboxd_run():
     sys.stdout.reconfigure(line_buffering=True)
     main = sys.modules["__main__"].__dict__
     main.pop("_sandboxd_run", None)
+    # With `servers`: mcp_<alias> and mcp_servers for the host MCP servers (src/sandbox/mcp).
+    if os.environ.get("SANDBOXD_MCP_SERVERS"):
+        from mcp import runtime
+        runtime.install(main)
     try:
-        co = compile(code, name, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
-        if co.co_flags & inspect.CO_COROUTINE:
+        co = compile(code, name, "exec", flags=PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
+        if co.co_flags & CO_COROUTINE:
+            import asyncio
+
             asyncio.run(eval(co, main))
         else:
             exec(co, main)
@@ -23,6 +34,8 @@ def _sandboxd_run():
         raise
     except BaseException as e:
         # Drop this runner's (and asyncio's) frames: the traceback starts in the user's code.
+        import traceback
+
         tb = e.__traceback__
         while tb is not None and tb.tb_frame.f_code.co_filename != name:
             tb = tb.tb_next

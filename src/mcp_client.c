@@ -1,0 +1,921 @@
+#include "mcp_client.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "jsonrpc.h"
+#include "log.h"
+#include "util.h"
+#include "version.h"
+
+#define PROTOCOL_VERSION "2025-06-18"
+#define READ_CHUNK 65536
+#define MAX_TOOL_PAGES 100
+#define BACKOFF_FIRST_MS 250
+#define BACKOFF_MAX_MS 30000
+/* Shutdown: after stdin is closed, SIGTERM at this point, SIGKILL at the next. */
+#define TERM_AFTER_MS 1000
+#define KILL_AFTER_MS 3000
+#define REAP_POLL_MS 50
+
+/* The environment every server gets from ours, as the MCP SDKs do; then its configured env. */
+static const char *const inherited_env[] = {"HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"};
+
+enum op_kind { OP_LIST, OP_CALL };
+enum op_state { OP_WAITING, OP_SENT };
+
+struct op {
+  struct op *next;
+  uint64_t id;
+  enum op_kind kind;
+  enum op_state state;
+  char *tool;
+  char *args; /* JSON object text */
+  long long rpc_id;
+  uint64_t deadline_ns; /* 0: none */
+  struct mcp_op_cb cb;
+};
+
+enum client_state { C_DOWN, C_INIT, C_UP };
+
+struct client {
+  const struct mcp_server_config *cfg;
+  enum client_state state;
+  pid_t pid;
+  int in_fd, out_fd; /* our ends of its stdin and stdout */
+  strbuf_t outq;
+  size_t outq_off;
+  jsonrpc_framer_t framer;
+  long long init_rpc;
+  uint64_t init_deadline_ns;
+  struct op *ops; /* in arrival order */
+
+  char *tools_json; /* the cached array, or NULL */
+  size_t tools_len;
+  long long list_rpc; /* a tools/list page in flight, or 0 */
+  json_writer_t *list_acc;
+  unsigned list_pages;
+  bool list_stale; /* list_changed arrived while fetching */
+
+  unsigned failures; /* consecutive; reset by a successful answer */
+  uint64_t restart_at_ns;
+};
+
+struct dying {
+  pid_t pid;
+  uint64_t term_at_ns, kill_at_ns;
+  bool termed;
+};
+
+struct mcp_hosts {
+  const struct mcp_config *cfg;
+  struct client *clients;
+  size_t n;
+  int stderr_fd;
+  long long next_rpc;
+  uint64_t next_op;
+  struct dying dying[2 * MCP_CONFIG_MAX_SERVERS];
+  size_t n_dying;
+};
+
+/* ------------------------------------------------------------------ processes */
+
+static void reap_dying(struct mcp_hosts *h, uint64_t now)
+{
+  for (size_t i = 0; i < h->n_dying;) {
+    struct dying *d = &h->dying[i];
+    pid_t r = waitpid(d->pid, NULL, WNOHANG);
+    if (r == d->pid || (r < 0 && errno == ECHILD)) {
+      h->dying[i] = h->dying[--h->n_dying];
+      continue;
+    }
+    if (now >= d->kill_at_ns)
+      kill(d->pid, SIGKILL);
+    else if (!d->termed && now >= d->term_at_ns) {
+      d->termed = true;
+      kill(d->pid, SIGTERM);
+    }
+    i++;
+  }
+}
+
+/* Hand a process over to be shut down: its stdin is already closed. */
+static void add_dying(struct mcp_hosts *h, pid_t pid, uint64_t term_after_ms)
+{
+  uint64_t now = now_ns();
+  if (h->n_dying == ARRAY_SIZE(h->dying)) {
+    /* Full: do not wait, SIGKILL now and reap what we can. */
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, WNOHANG);
+    return;
+  }
+  h->dying[h->n_dying++] = (struct dying){
+      .pid = pid,
+      .term_at_ns = now + term_after_ms * 1000000ULL,
+      .kill_at_ns = now + (term_after_ms + KILL_AFTER_MS - TERM_AFTER_MS) * 1000000ULL,
+  };
+}
+
+static char **build_env(const struct mcp_server_config *cfg)
+{
+  char **env = calloc(ARRAY_SIZE(inherited_env) + cfg->n_env + 1, sizeof *env);
+  if (!env)
+    return NULL;
+  size_t k = 0;
+  for (size_t i = 0; i < ARRAY_SIZE(inherited_env); i++) {
+    const char *v = getenv(inherited_env[i]);
+    size_t nl = strlen(inherited_env[i]);
+    bool overridden = false;
+    for (size_t j = 0; j < cfg->n_env; j++)
+      if (strncmp(cfg->env[j], inherited_env[i], nl) == 0 && cfg->env[j][nl] == '=')
+        overridden = true;
+    if (v && !overridden && asprintf(&env[k], "%s=%s", inherited_env[i], v) >= 0)
+      k++;
+  }
+  for (size_t j = 0; j < cfg->n_env; j++)
+    if ((env[k] = strdup(cfg->env[j])))
+      k++;
+  return env;
+}
+
+static void free_env(char **env)
+{
+  for (size_t i = 0; env && env[i]; i++)
+    free(env[i]);
+  free(env);
+}
+
+static int spawn_server(struct mcp_hosts *h, struct client *c, sbx_error_t *err)
+{
+  const struct mcp_server_config *cfg = c->cfg;
+  int in[2], out[2];
+  if (pipe2(in, O_CLOEXEC) < 0)
+    return sbx_error_errno(err, "pipe");
+  if (pipe2(out, O_CLOEXEC) < 0) {
+    close(in[0]);
+    close(in[1]);
+    return sbx_error_errno(err, "pipe");
+  }
+  _cleanup_close_ int in_r = in[0], in_w = in[1], out_r = out[0], out_w = out[1];
+  _cleanup_close_ int devnull = -1;
+  int errfd = h->stderr_fd;
+  if (errfd < 0 && (errfd = devnull = open("/dev/null", O_WRONLY | O_CLOEXEC)) < 0)
+    return sbx_error_errno(err, "open `/dev/null`");
+  char **env = build_env(cfg);
+  if (!env)
+    return sbx_error_set(err, ENOMEM, "host server `%s`", cfg->name);
+
+  posix_spawn_file_actions_t fa;
+  posix_spawnattr_t attr;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawnattr_init(&attr);
+  posix_spawn_file_actions_adddup2(&fa, in_r, 0);
+  posix_spawn_file_actions_adddup2(&fa, out_w, 1);
+  posix_spawn_file_actions_adddup2(&fa, errfd, 2);
+  if (cfg->cwd)
+    posix_spawn_file_actions_addchdir_np(&fa, cfg->cwd);
+  /* Our blocked signals (sandboxd takes them through a signalfd) must not be inherited; its own
+   * process group keeps a terminal's Ctrl-C from reaching it before we shut it down in order. */
+  sigset_t none, all;
+  sigemptyset(&none);
+  sigfillset(&all);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setsigdefault(&attr, &all);
+  posix_spawnattr_setpgroup(&attr, 0);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
+  pid_t pid;
+  int r = posix_spawnp(&pid, cfg->argv[0], &fa, &attr, cfg->argv, env);
+  posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&attr);
+  free_env(env);
+  if (r != 0)
+    return sbx_error_set(err, r, "cannot start host server `%s` (`%s`%s%s)", cfg->name, cfg->argv[0],
+                         cfg->cwd ? " in " : "", cfg->cwd ? cfg->cwd : "");
+  if (fcntl(in_w, F_SETFL, O_NONBLOCK) < 0 || fcntl(out_r, F_SETFL, O_NONBLOCK) < 0) {
+    int e = errno;
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    return sbx_error_set(err, e, "host server `%s`", cfg->name);
+  }
+  c->pid = pid;
+  c->in_fd = TAKE_FD(in_w);
+  c->out_fd = TAKE_FD(out_r);
+  c->outq.len = c->outq_off = 0;
+  jsonrpc_framer_free(&c->framer);
+  jsonrpc_framer_init(&c->framer, MCP_CLIENT_MAX_MESSAGE);
+  return 0;
+}
+
+/* ------------------------------------------------------------------ operations */
+
+static void op_free(struct op *o)
+{
+  if (!o)
+    return;
+  free(o->tool);
+  free(o->args);
+  free(o);
+}
+
+static void op_unlink(struct client *c, struct op *o)
+{
+  for (struct op **p = &c->ops; *p; p = &(*p)->next)
+    if (*p == o) {
+      *p = o->next;
+      return;
+    }
+}
+
+static void op_finish(struct client *c, struct op *o, const char *json, size_t len, int code, const char *msg)
+{
+  op_unlink(c, o);
+  struct mcp_op_cb cb = o->cb;
+  op_free(o);
+  cb.done(cb.ctx, json, len, code, msg);
+}
+
+static void op_failf(struct client *c, struct op *o, int code, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void op_failf(struct client *c, struct op *o, int code, const char *fmt, ...)
+{
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  op_finish(c, o, NULL, 0, code, msg);
+}
+
+static struct op *op_by_rpc(struct client *c, long long rpc)
+{
+  for (struct op *o = c->ops; o; o = o->next)
+    if (o->state == OP_SENT && o->rpc_id == rpc)
+      return o;
+  return NULL;
+}
+
+/* ------------------------------------------------------------------ writing */
+
+static void client_down(struct mcp_hosts *h, struct client *c, const char *why);
+
+static void flush_client(struct mcp_hosts *h, struct client *c)
+{
+  while (c->in_fd >= 0 && c->outq_off < c->outq.len) {
+    ssize_t n = write(c->in_fd, c->outq.data + c->outq_off, c->outq.len - c->outq_off);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0 && errno == EAGAIN)
+      return;
+    if (n < 0) {
+      client_down(h, c, "closed its stdin");
+      return;
+    }
+    c->outq_off += (size_t) n;
+  }
+  c->outq.len = c->outq_off = 0;
+}
+
+/* Queue one message (the writer is freed). Fails when the server is not reading. */
+static int send_msg(struct mcp_hosts *h, struct client *c, json_writer_t *w)
+{
+  size_t n;
+  const char *buf = w ? json_writer_buf(w, &n) : NULL;
+  int r = -1;
+  if (buf && c->outq.len - c->outq_off + n <= MCP_CLIENT_MAX_OUTQ && strbuf_append(&c->outq, buf, n) == 0 &&
+      strbuf_append(&c->outq, "\n", 1) == 0)
+    r = 0;
+  json_writer_free(w);
+  if (r == 0)
+    flush_client(h, c);
+  return r;
+}
+
+static json_writer_t *begin_request(long long id, const char *method)
+{
+  json_writer_t *w = json_writer_new();
+  if (!w)
+    return NULL;
+  char idbuf[32];
+  snprintf(idbuf, sizeof idbuf, "%lld", id);
+  json_obj_begin(w);
+  json_key(w, "jsonrpc");
+  json_str(w, "2.0");
+  json_key(w, "id");
+  json_raw(w, idbuf, strlen(idbuf));
+  json_key(w, "method");
+  json_str(w, method);
+  json_key(w, "params");
+  return w;
+}
+
+static int send_initialize(struct mcp_hosts *h, struct client *c)
+{
+  c->init_rpc = ++h->next_rpc;
+  json_writer_t *w = begin_request(c->init_rpc, "initialize");
+  if (!w)
+    return -1;
+  json_obj_begin(w);
+  json_key(w, "protocolVersion");
+  json_str(w, PROTOCOL_VERSION);
+  json_key(w, "capabilities");
+  json_obj_begin(w);
+  json_obj_end(w);
+  json_key(w, "clientInfo");
+  json_obj_begin(w);
+  json_key(w, "name");
+  json_str(w, "sandboxd");
+  json_key(w, "version");
+  json_str(w, SANDBOXD_VERSION);
+  json_obj_end(w);
+  json_obj_end(w);
+  json_obj_end(w);
+  return send_msg(h, c, w);
+}
+
+static int send_list_page(struct mcp_hosts *h, struct client *c, const char *cursor)
+{
+  c->list_rpc = ++h->next_rpc;
+  json_writer_t *w = begin_request(c->list_rpc, "tools/list");
+  if (!w)
+    return -1;
+  json_obj_begin(w);
+  if (cursor) {
+    json_key(w, "cursor");
+    json_str(w, cursor);
+  }
+  json_obj_end(w);
+  json_obj_end(w);
+  return send_msg(h, c, w);
+}
+
+static int send_call(struct mcp_hosts *h, struct client *c, struct op *o)
+{
+  o->rpc_id = ++h->next_rpc;
+  json_writer_t *w = begin_request(o->rpc_id, "tools/call");
+  if (!w)
+    return -1;
+  json_obj_begin(w);
+  json_key(w, "name");
+  json_str(w, o->tool);
+  json_key(w, "arguments");
+  if (o->args)
+    json_raw(w, o->args, strlen(o->args));
+  else {
+    json_obj_begin(w);
+    json_obj_end(w);
+  }
+  if (o->cb.progress) {
+    /* Our request id doubles as the progress token: unique among our requests. */
+    char tok[32];
+    snprintf(tok, sizeof tok, "%lld", o->rpc_id);
+    json_key(w, "_meta");
+    json_obj_begin(w);
+    json_key(w, "progressToken");
+    json_raw(w, tok, strlen(tok));
+    json_obj_end(w);
+  }
+  json_obj_end(w);
+  json_obj_end(w);
+  o->state = OP_SENT;
+  return send_msg(h, c, w);
+}
+
+static void send_cancelled(struct mcp_hosts *h, struct client *c, long long rpc, const char *reason)
+{
+  json_writer_t *w = json_writer_new();
+  if (!w)
+    return;
+  char idbuf[32];
+  snprintf(idbuf, sizeof idbuf, "%lld", rpc);
+  jsonrpc_begin_notification(w, "notifications/cancelled");
+  json_obj_begin(w);
+  json_key(w, "requestId");
+  json_raw(w, idbuf, strlen(idbuf));
+  json_key(w, "reason");
+  json_str(w, reason);
+  json_obj_end(w);
+  jsonrpc_end(w);
+  send_msg(h, c, w);
+}
+
+/* ------------------------------------------------------------------ state changes */
+
+/* The server is gone (or must go): close its pipes, let it be reaped, fail what it had. */
+static void client_down(struct mcp_hosts *h, struct client *c, const char *why)
+{
+  if (c->state == C_DOWN)
+    return;
+  char reason[160];
+  int st;
+  /* A crash usually has already happened when its stdout closes: say how it ended. */
+  if (waitpid(c->pid, &st, WNOHANG) == c->pid) {
+    if (WIFSIGNALED(st))
+      snprintf(reason, sizeof reason, "was killed by signal %d", WTERMSIG(st));
+    else
+      snprintf(reason, sizeof reason, "exited with status %d", WEXITSTATUS(st));
+  } else {
+    snprintf(reason, sizeof reason, "%s", why);
+    add_dying(h, c->pid, 0);
+  }
+  close(c->in_fd);
+  close(c->out_fd);
+  c->in_fd = c->out_fd = -1;
+  c->pid = 0;
+  c->state = C_DOWN;
+  c->outq.len = c->outq_off = 0;
+  c->list_rpc = 0;
+  json_writer_free(c->list_acc);
+  c->list_acc = NULL;
+  c->failures++;
+  unsigned shift = c->failures - 1 < 8 ? c->failures - 1 : 8;
+  uint64_t backoff = (uint64_t) BACKOFF_FIRST_MS << shift;
+  if (backoff > BACKOFF_MAX_MS)
+    backoff = BACKOFF_MAX_MS;
+  c->restart_at_ns = now_ns() + backoff * 1000000ULL;
+  log_warn("host MCP server `%s` %s; restarting it on next use", c->cfg->name, reason);
+  /* Everything it had fails: a call may have had effects, so it is never silently retried. */
+  while (c->ops)
+    op_failf(c, c->ops, MCP_ERR_UNAVAILABLE, "host MCP server `%s` %s", c->cfg->name, reason);
+}
+
+static void client_start(struct mcp_hosts *h, struct client *c)
+{
+  sbx_error_t err = {0};
+  if (spawn_server(h, c, &err) < 0) {
+    c->failures++;
+    c->restart_at_ns = now_ns() + (uint64_t) BACKOFF_FIRST_MS * 1000000ULL;
+    log_sbx_error(&err);
+    while (c->ops)
+      op_failf(c, c->ops, MCP_ERR_UNAVAILABLE, "%s", err.msg);
+    return;
+  }
+  c->state = C_INIT;
+  c->init_deadline_ns = now_ns() + MCP_CLIENT_INIT_TIMEOUT_MS * 1000000ULL;
+  if (send_initialize(h, c) < 0)
+    client_down(h, c, "could not be sent initialize");
+}
+
+/* Move queued operations forward. Runs from timers and after state changes; may complete ops. */
+static void pump(struct mcp_hosts *h, struct client *c, uint64_t now)
+{
+  if (c->state == C_DOWN) {
+    if (c->ops && now >= c->restart_at_ns)
+      client_start(h, c);
+    return;
+  }
+  if (c->state != C_UP)
+    return;
+  bool want_list = false;
+  for (struct op *o = c->ops, *next; o; o = next) {
+    next = o->next;
+    if (o->state != OP_WAITING)
+      continue;
+    if (o->kind == OP_CALL) {
+      if (send_call(h, c, o) < 0) {
+        op_failf(c, o, MCP_ERR_UNAVAILABLE, "host MCP server `%s` is not reading its input", c->cfg->name);
+        next = c->ops; /* the list changed under us: rescan */
+      }
+    } else if (c->tools_json) {
+      op_finish(c, o, c->tools_json, c->tools_len, 0, NULL);
+      next = c->ops;
+    } else
+      want_list = true;
+    if (c->state != C_UP)
+      return;
+  }
+  if (want_list && !c->list_rpc) {
+    c->list_pages = 0;
+    c->list_stale = false;
+    json_writer_free(c->list_acc);
+    c->list_acc = json_writer_new();
+    if (c->list_acc)
+      json_arr_begin(c->list_acc);
+    if (!c->list_acc || send_list_page(h, c, NULL) < 0)
+      client_down(h, c, "could not be asked for its tools");
+  }
+}
+
+/* ------------------------------------------------------------------ reading */
+
+static void fail_waiting_lists(struct client *c, int code, const char *msg)
+{
+  for (struct op *o = c->ops, *next; o; o = next) {
+    next = o->next;
+    if (o->kind == OP_LIST) {
+      op_finish(c, o, NULL, 0, code, msg);
+      next = c->ops;
+    }
+  }
+}
+
+static void on_list_page(struct mcp_hosts *h, struct client *c, const json_node_t *result, const json_node_t *error)
+{
+  c->list_rpc = 0;
+  const json_node_t *tools = json_get(result, "tools");
+  if (error || json_type(tools) != JSON_ARRAY) {
+    char msg[300];
+    snprintf(msg, sizeof msg, "host MCP server `%s` did not list its tools: %.200s", c->cfg->name,
+             error ? (json_as_string(json_get(error, "message"), NULL) ?: "error") : "no `tools` array");
+    json_writer_free(c->list_acc);
+    c->list_acc = NULL;
+    fail_waiting_lists(c, MCP_ERR_UNAVAILABLE, msg);
+    return;
+  }
+  for (size_t i = 0; i < json_array_len(tools); i++)
+    json_write_node(c->list_acc, json_array_at(tools, i));
+  const char *cursor = json_as_string(json_get(result, "nextCursor"), NULL);
+  if (cursor && *cursor && ++c->list_pages < MAX_TOOL_PAGES) {
+    if (send_list_page(h, c, cursor) < 0)
+      client_down(h, c, "could not be asked for its tools");
+    return;
+  }
+  json_arr_end(c->list_acc);
+  size_t n;
+  const char *buf = json_writer_buf(c->list_acc, &n);
+  free(c->tools_json);
+  c->tools_json = buf ? strndup(buf, n) : NULL;
+  c->tools_len = c->tools_json ? n : 0;
+  json_writer_free(c->list_acc);
+  c->list_acc = NULL;
+  c->failures = 0;
+  if (!c->tools_json) {
+    fail_waiting_lists(c, JSONRPC_INTERNAL_ERROR, "out of memory");
+    return;
+  }
+  /* Answer the waiting lists with this one; if the list changed meanwhile, the next asks again. */
+  for (struct op *o = c->ops, *next; o; o = next) {
+    next = o->next;
+    if (o->kind == OP_LIST) {
+      op_finish(c, o, c->tools_json, c->tools_len, 0, NULL);
+      next = c->ops;
+    }
+  }
+}
+
+static void answer_reply(struct mcp_hosts *h, struct client *c, long long rpc, const json_node_t *root)
+{
+  const json_node_t *result = json_get(root, "result"), *error = json_get(root, "error");
+  if (rpc == c->init_rpc && c->state == C_INIT) {
+    if (error || json_type(result) != JSON_OBJECT) {
+      client_down(h, c, "refused initialize");
+      return;
+    }
+    json_writer_t *w = json_writer_new();
+    if (w) {
+      jsonrpc_begin_notification(w, "notifications/initialized");
+      json_obj_begin(w);
+      json_obj_end(w);
+      jsonrpc_end(w);
+    }
+    c->state = C_UP;
+    if (send_msg(h, c, w) < 0)
+      client_down(h, c, "could not be sent notifications/initialized");
+    else
+      pump(h, c, now_ns());
+    return;
+  }
+  if (rpc == c->list_rpc) {
+    on_list_page(h, c, result, error);
+    if (c->list_stale) {
+      free(c->tools_json);
+      c->tools_json = NULL;
+    }
+    pump(h, c, now_ns());
+    return;
+  }
+  struct op *o = op_by_rpc(c, rpc);
+  if (!o)
+    return; /* cancelled or timed out: the late answer has nobody to go to */
+  if (error) {
+    long long code = JSONRPC_INTERNAL_ERROR;
+    json_as_int(json_get(error, "code"), &code);
+    const char *msg = json_as_string(json_get(error, "message"), NULL);
+    op_finish(c, o, NULL, 0, (int) code, msg ? msg : "error");
+    return;
+  }
+  json_writer_t *w = json_writer_new();
+  size_t n = 0;
+  const char *buf = NULL;
+  if (w) {
+    json_write_node(w, result);
+    buf = json_writer_buf(w, &n);
+  }
+  c->failures = 0;
+  if (buf)
+    op_finish(c, o, buf, n, 0, NULL);
+  else
+    op_finish(c, o, NULL, 0, JSONRPC_INTERNAL_ERROR, "out of memory");
+  json_writer_free(w);
+}
+
+static void answer_server_request(struct mcp_hosts *h, struct client *c, const struct jsonrpc_message *m)
+{
+  json_writer_t *w = json_writer_new();
+  if (!w)
+    return;
+  if (strcmp(m->method, "ping") == 0) {
+    jsonrpc_begin_result(w, m->id);
+    json_obj_begin(w);
+    json_obj_end(w);
+    jsonrpc_end(w);
+  } else {
+    char msg[300];
+    snprintf(msg, sizeof msg, "Method not found: %.200s (sandboxd offers no client capabilities)", m->method);
+    jsonrpc_write_error(w, m->id, JSONRPC_METHOD_NOT_FOUND, msg);
+  }
+  send_msg(h, c, w);
+}
+
+static void on_notification(struct client *c, const struct jsonrpc_message *m)
+{
+  if (strcmp(m->method, "notifications/tools/list_changed") == 0) {
+    free(c->tools_json);
+    c->tools_json = NULL;
+    if (c->list_rpc)
+      c->list_stale = true;
+  } else if (strcmp(m->method, "notifications/progress") == 0) {
+    long long tok;
+    if (json_as_int(json_get(m->params, "progressToken"), &tok) < 0)
+      return;
+    struct op *o = op_by_rpc(c, tok);
+    if (o && o->cb.progress)
+      o->cb.progress(o->cb.ctx, m->params);
+  }
+  /* notifications/message and the rest: nothing to do. */
+}
+
+static void handle_line(struct mcp_hosts *h, struct client *c, const char *line, size_t len)
+{
+  struct jsonrpc_message m;
+  struct jsonrpc_failure fail;
+  if (jsonrpc_parse(line, len, &m, &fail) < 0) {
+    jsonrpc_failure_clear(&fail);
+    return; /* not JSON-RPC: servers sometimes print junk to stdout; ignore it */
+  }
+  if (m.kind == JSONRPC_RESPONSE) {
+    char *end;
+    long long rpc = strtoll(m.id, &end, 10);
+    if (*end == '\0')
+      answer_reply(h, c, rpc, m.root);
+  } else if (m.kind == JSONRPC_REQUEST)
+    answer_server_request(h, c, &m);
+  else
+    on_notification(c, &m);
+  jsonrpc_message_clear(&m);
+}
+
+static void read_client(struct mcp_hosts *h, struct client *c)
+{
+  char buf[READ_CHUNK];
+  for (int rounds = 0; rounds < 64 && c->state != C_DOWN; rounds++) {
+    ssize_t n = read(c->out_fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0 && errno == EAGAIN)
+      return;
+    if (n <= 0) {
+      client_down(h, c, n == 0 ? "closed its stdout" : "could not be read");
+      return;
+    }
+    sbx_error_t err;
+    if (jsonrpc_framer_push(&c->framer, buf, (size_t) n, &err) < 0) {
+      client_down(h, c, "sent more than sandboxd can buffer");
+      return;
+    }
+    const char *line;
+    size_t len;
+    enum jsonrpc_frame f;
+    while (c->state != C_DOWN && (f = jsonrpc_framer_next(&c->framer, &line, &len)) != JSONRPC_FRAME_NONE) {
+      if (f == JSONRPC_FRAME_MESSAGE) {
+        handle_line(h, c, line, len);
+        continue;
+      }
+      /* Too large to take: fail the request it answers, if it says which. */
+      _cleanup_free_ char *id = NULL;
+      long long rpc;
+      struct op *o = NULL;
+      if (json_peek_member(line, len, "id", &id) == 0 && sscanf(id, "%lld", &rpc) == 1)
+        o = op_by_rpc(c, rpc);
+      if (o)
+        op_failf(c, o, MCP_ERR_TOO_LARGE, "the result from `%s` is larger than %u bytes", c->cfg->name,
+                 MCP_CLIENT_MAX_MESSAGE);
+    }
+  }
+}
+
+/* ------------------------------------------------------------------ API */
+
+int mcp_hosts_new(const struct mcp_config *cfg, int stderr_fd, struct mcp_hosts **ret, sbx_error_t *err)
+{
+  struct mcp_hosts *h = calloc(1, sizeof *h);
+  if (!h || !(h->clients = calloc(cfg->n ? cfg->n : 1, sizeof *h->clients))) {
+    free(h);
+    return sbx_error_set(err, ENOMEM, "MCP hosts");
+  }
+  h->cfg = cfg;
+  h->n = cfg->n;
+  h->stderr_fd = stderr_fd;
+  for (size_t i = 0; i < h->n; i++) {
+    struct client *c = &h->clients[i];
+    c->cfg = &cfg->servers[i];
+    c->in_fd = c->out_fd = -1;
+    jsonrpc_framer_init(&c->framer, MCP_CLIENT_MAX_MESSAGE);
+  }
+  /* Writing to a server that just died must give EPIPE, not kill sandboxd. Blocked, not ignored:
+   * the sandbox and the servers start with an empty mask. */
+  sigset_t pipe_set;
+  sigemptyset(&pipe_set);
+  sigaddset(&pipe_set, SIGPIPE);
+  sigprocmask(SIG_BLOCK, &pipe_set, NULL);
+  *ret = h;
+  return 0;
+}
+
+void mcp_hosts_free(struct mcp_hosts *h)
+{
+  if (!h)
+    return;
+  for (size_t i = 0; i < h->n; i++) {
+    struct client *c = &h->clients[i];
+    while (c->ops) {
+      struct op *o = c->ops;
+      c->ops = o->next;
+      op_free(o);
+    }
+    if (c->pid > 0) {
+      /* The spec's order: close its stdin and let it exit; SIGTERM, then SIGKILL, if it does not. */
+      close(c->in_fd);
+      close(c->out_fd);
+      add_dying(h, c->pid, TERM_AFTER_MS);
+    }
+    jsonrpc_framer_free(&c->framer);
+    strbuf_free(&c->outq);
+    json_writer_free(c->list_acc);
+    free(c->tools_json);
+  }
+  while (h->n_dying) {
+    reap_dying(h, now_ns());
+    if (h->n_dying)
+      usleep(REAP_POLL_MS * 1000 / 5);
+  }
+  free(h->clients);
+  free(h);
+}
+
+const struct mcp_config *mcp_hosts_config(const struct mcp_hosts *h) { return h->cfg; }
+
+static struct client *find_client(struct mcp_hosts *h, const char *server)
+{
+  for (size_t i = 0; i < h->n; i++)
+    if (strcmp(h->clients[i].cfg->name, server) == 0)
+      return &h->clients[i];
+  return NULL;
+}
+
+static uint64_t add_op(struct mcp_hosts *h, const char *server, enum op_kind kind, const char *tool,
+                       const char *args, size_t args_len, uint64_t timeout_ms, const struct mcp_op_cb *cb,
+                       sbx_error_t *err)
+{
+  struct client *c = find_client(h, server);
+  if (!c) {
+    sbx_error_set(err, 0, "no host MCP server `%.100s` is configured", server);
+    return 0;
+  }
+  struct op *o = calloc(1, sizeof *o);
+  if (!o || (tool && !(o->tool = strdup(tool))) || (args && !(o->args = strndup(args, args_len)))) {
+    op_free(o);
+    sbx_error_set(err, ENOMEM, "MCP operation");
+    return 0;
+  }
+  o->id = ++h->next_op;
+  o->kind = kind;
+  o->cb = *cb;
+  o->deadline_ns = timeout_ms ? now_ns() + timeout_ms * 1000000ULL : 0;
+  struct op **tail = &c->ops;
+  while (*tail)
+    tail = &(*tail)->next;
+  *tail = o;
+  /* The common case goes out at once; the rest waits for mcp_hosts_timers(). */
+  if (kind == OP_CALL && c->state == C_UP && send_call(h, c, o) < 0)
+    o->state = OP_WAITING;
+  return o->id;
+}
+
+uint64_t mcp_hosts_list_tools(struct mcp_hosts *h, const char *server, uint64_t timeout_ms,
+                              const struct mcp_op_cb *cb, sbx_error_t *err)
+{
+  return add_op(h, server, OP_LIST, NULL, NULL, 0, timeout_ms, cb, err);
+}
+
+uint64_t mcp_hosts_call_tool(struct mcp_hosts *h, const char *server, const char *tool, const char *args_json,
+                             size_t args_len, uint64_t timeout_ms, const struct mcp_op_cb *cb, sbx_error_t *err)
+{
+  return add_op(h, server, OP_CALL, tool, args_json, args_len, timeout_ms, cb, err);
+}
+
+void mcp_hosts_cancel(struct mcp_hosts *h, uint64_t id)
+{
+  for (size_t i = 0; id && i < h->n; i++) {
+    struct client *c = &h->clients[i];
+    for (struct op *o = c->ops; o; o = o->next)
+      if (o->id == id) {
+        op_unlink(c, o);
+        if (o->state == OP_SENT && o->kind == OP_CALL && c->state == C_UP)
+          send_cancelled(h, c, o->rpc_id, "the sandbox that made the call has ended");
+        op_free(o);
+        return;
+      }
+  }
+}
+
+size_t mcp_hosts_max_pollfds(const struct mcp_hosts *h) { return 2 * h->n; }
+
+size_t mcp_hosts_pollfds(struct mcp_hosts *h, struct pollfd *pfds)
+{
+  for (size_t i = 0; i < h->n; i++) {
+    struct client *c = &h->clients[i];
+    pfds[2 * i] = (struct pollfd){.fd = c->out_fd, .events = POLLIN};
+    pfds[2 * i + 1] = (struct pollfd){.fd = c->outq_off < c->outq.len ? c->in_fd : -1, .events = POLLOUT};
+  }
+  return 2 * h->n;
+}
+
+void mcp_hosts_dispatch(struct mcp_hosts *h, const struct pollfd *pfds, size_t n)
+{
+  for (size_t i = 0; i < h->n && 2 * i + 1 < n; i++) {
+    struct client *c = &h->clients[i];
+    if (pfds[2 * i + 1].revents && pfds[2 * i + 1].fd == c->in_fd && c->in_fd >= 0)
+      flush_client(h, c);
+    if (pfds[2 * i].revents && pfds[2 * i].fd == c->out_fd && c->out_fd >= 0)
+      read_client(h, c);
+  }
+}
+
+static int ms_until(uint64_t when, uint64_t now)
+{
+  if (when <= now)
+    return 0;
+  uint64_t ms = (when - now + 999999) / 1000000;
+  return ms > INT_MAX ? INT_MAX : (int) ms;
+}
+
+static void min_timeout(int *t, int v)
+{
+  if (*t < 0 || v < *t)
+    *t = v;
+}
+
+int mcp_hosts_timers(struct mcp_hosts *h)
+{
+  uint64_t now = now_ns();
+  int timeout = -1;
+  reap_dying(h, now);
+  if (h->n_dying)
+    min_timeout(&timeout, REAP_POLL_MS);
+  for (size_t i = 0; i < h->n; i++) {
+    struct client *c = &h->clients[i];
+    if (c->state == C_INIT && now >= c->init_deadline_ns)
+      client_down(h, c, "did not answer initialize in time");
+    for (struct op *o = c->ops, *next; o; o = next) {
+      next = o->next;
+      if (!o->deadline_ns)
+        continue;
+      if (now < o->deadline_ns) {
+        min_timeout(&timeout, ms_until(o->deadline_ns, now));
+        continue;
+      }
+      if (o->state == OP_SENT && o->kind == OP_CALL && c->state == C_UP)
+        send_cancelled(h, c, o->rpc_id, "timed out");
+      op_failf(c, o, MCP_ERR_TIMEOUT, "host MCP server `%s` did not answer in time", c->cfg->name);
+      next = c->ops;
+    }
+    pump(h, c, now);
+    if (c->state == C_INIT)
+      min_timeout(&timeout, ms_until(c->init_deadline_ns, now));
+    if (c->state == C_DOWN && c->ops)
+      min_timeout(&timeout, ms_until(c->restart_at_ns, now));
+    /* Lists answerable from the cache go at the next round. */
+    if (c->state == C_UP && c->tools_json)
+      for (struct op *o = c->ops; o; o = o->next)
+        if (o->kind == OP_LIST)
+          min_timeout(&timeout, 0);
+  }
+  return timeout;
+}
+
+int mcp_hosts_pid(const struct mcp_hosts *h, const char *server)
+{
+  for (size_t i = 0; i < h->n; i++)
+    if (strcmp(h->clients[i].cfg->name, server) == 0)
+      return h->clients[i].pid;
+  return 0;
+}

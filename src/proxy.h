@@ -1,0 +1,63 @@
+/* The sandboxd side of the bridge, for one execution: reads requests that the code inside sends
+ * over its end of a socketpair (fd SBX_BRIDGE_FD inside, frames from bridge.h), checks them
+ * against the servers this run may use, forwards them to the host servers (mcp_client.h), and
+ * frames the answers back. Every tools/call is recorded for the audit record.
+ *
+ * Requests (JSON-RPC 2.0 shapes; `jsonrpc` is optional):
+ *   {"id":I,"method":"servers/list"}                        -> {"servers":[{"name","description"}]}
+ *   {"id":I,"method":"tools/list","params":{"server":S}}     -> {"tools":[...]} (the server's own list)
+ *   {"id":I,"method":"tools/call","params":{"server":S,"name":T,"arguments":{...},"progress":true}}
+ *                                                             -> the CallToolResult, unchanged
+ * Answers are {"id":I,"result":R} or {"id":I,"error":{"code","message"}}; with "progress":true, the
+ * call's notifications/progress arrive first as {"method":"notifications/progress","params":{"id":I,
+ * "progress","total","message"}}. A malformed frame gets an error (id null if it has none) and
+ * fails only itself; an oversize frame is skipped and answered the same way. */
+#ifndef SBX_PROXY_H
+#define SBX_PROXY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+#include "json.h"
+#include "mcp_client.h"
+
+#define PROXY_DEFAULT_CALL_TIMEOUT_MS 60000
+#define PROXY_DEFAULT_MAX_CALLS 1000
+#define PROXY_MAX_INFLIGHT 64
+/* Answers waiting for the code to read them, beyond which a result is replaced by an error. */
+#define PROXY_MAX_OUTQ (64u << 20)
+
+struct proxy_limits {
+  uint32_t max_frame;       /* 0: BRIDGE_DEFAULT_MAX_FRAME */
+  uint64_t call_timeout_ms; /* 0: PROXY_DEFAULT_CALL_TIMEOUT_MS */
+  size_t max_calls;         /* tools/call per execution; 0: PROXY_DEFAULT_MAX_CALLS */
+};
+
+struct proxy;
+
+/* servers: the names this run may call (each must be configured in hosts). On success
+ * *ret_sandbox_fd is the other end of the socketpair, for sbx_spec.bridge_fd: close it once the
+ * sandbox is spawned. */
+int proxy_new(struct mcp_hosts *hosts, const char *const *servers, size_t n_servers, const struct proxy_limits *lim,
+              int *ret_sandbox_fd, struct proxy **ret, sbx_error_t *err);
+/* Cancels every call still in flight. NULL is fine. */
+void proxy_free(struct proxy *p);
+/* Also tell the owner about host progress (e.g. to relay it to the MCP client). */
+void proxy_on_progress(struct proxy *p, void (*fn)(void *ctx, const char *server, const char *tool,
+                                                   const json_node_t *params), void *ctx);
+/* The fd and events to poll; fd -1 once the sandbox has closed its end. */
+int proxy_fd(const struct proxy *p);
+short proxy_events(const struct proxy *p);
+void proxy_handle(struct proxy *p, short revents);
+/* "SANDBOXD_MCP_SERVERS=a,b": the environment entry that tells the code which servers it has. */
+const char *proxy_env(const struct proxy *p);
+/* The calls so far as a JSON array ([{server, tool, duration_ms, outcome}...]), malloc'd. */
+char *proxy_calls_json(const struct proxy *p);
+/* The directory holding the `mcp` package the code imports, mounted read-only at
+ * PROXY_PYTHON_DST: $SANDBOXD_PYTHON_DIR, else next to the binary (../src/sandbox in the build
+ * tree, ../share/sandboxd/python when installed). */
+#define PROXY_PYTHON_DST "/run/sandboxd/python"
+int proxy_python_dir(char **ret_path, sbx_error_t *err);
+
+#endif

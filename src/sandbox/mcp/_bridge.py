@@ -1,0 +1,161 @@
+"""The sandbox end of sandboxd's bridge: framed JSON over the socket at fd 3.
+
+A frame is a 4-byte big-endian length and that many bytes of UTF-8 JSON (src/bridge.h). Requests
+carry an id; one reader thread matches answers to waiting futures, so calls may overlap and work
+from synchronous code and from asyncio alike.
+"""
+import concurrent.futures
+import json
+import os
+import socket
+import struct
+import threading
+
+BRIDGE_FD = 3
+MAX_FRAME = 16 << 20  # sandboxd's default; it refuses larger frames
+MAX_INFLIGHT = 64  # sandboxd answers more than this many concurrent calls with an error; wait instead
+
+
+class MCPError(Exception):
+    """A proxied call failed: not allowed, unknown server or tool, timeout, host server crash,
+    or a protocol error. `code` is the JSON-RPC error code; `server` and `tool` say which call."""
+
+    def __init__(self, message, code=None, server=None, tool=None):
+        super().__init__(message)
+        self.message = message
+        self.code = code
+        self.server = server
+        self.tool = tool
+
+
+class Bridge:
+    def __init__(self, fd=BRIDGE_FD):
+        try:
+            self._sock = socket.socket(fileno=fd)
+        except OSError as e:
+            raise MCPError("no host MCP servers are available to this run (fd %d is not sandboxd's bridge: %s)"
+                           % (fd, e)) from None
+        self._send_lock = threading.Lock()
+        self._lock = threading.Lock()
+        self._pending = {}
+        self._next_id = 0
+        self._closed = None
+        self._slots = threading.BoundedSemaphore(MAX_INFLIGHT)
+        self._reader = threading.Thread(target=self._read_loop, name="sandboxd-bridge", daemon=True)
+        self._reader.start()
+
+    def request(self, method, params=None, on_progress=None):
+        """Send a request; returns a concurrent.futures.Future of its result (or MCPError)."""
+        fut = concurrent.futures.Future()
+        # A slot per request in flight, given back when its answer (or the end) arrives.
+        self._slots.acquire()
+        fut.add_done_callback(lambda _f: self._slots.release())
+        with self._lock:
+            if self._closed:
+                fut.cancel()
+                raise MCPError(self._closed)
+            self._next_id += 1
+            rid = self._next_id
+            self._pending[rid] = (fut, on_progress)
+        msg = {"jsonrpc": "2.0", "id": rid, "method": method}
+        if params is not None:
+            msg["params"] = params
+        data = json.dumps(msg, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
+        if len(data) > MAX_FRAME:
+            with self._lock:
+                self._pending.pop(rid, None)
+            fut.cancel()
+            raise MCPError("request of %d bytes is above the bridge's limit of %d bytes" % (len(data), MAX_FRAME),
+                           code=-32002)
+        with self._send_lock:
+            try:
+                self._sock.sendall(struct.pack(">I", len(data)) + data)
+            except OSError as e:
+                with self._lock:
+                    self._pending.pop(rid, None)
+                fut.cancel()
+                raise MCPError("the bridge to sandboxd is closed: %s" % e) from None
+        return fut
+
+    def _recv_exact(self, n):
+        buf = bytearray(n)
+        view = memoryview(buf)
+        got = 0
+        while got < n:
+            k = self._sock.recv_into(view[got:], n - got)
+            if k == 0:
+                return None
+            got += k
+        return buf
+
+    def _read_loop(self):
+        reason = "sandboxd closed the bridge"
+        try:
+            while True:
+                hdr = self._recv_exact(4)
+                if hdr is None:
+                    break
+                (n,) = struct.unpack(">I", hdr)
+                body = self._recv_exact(n)
+                if body is None:
+                    break
+                try:
+                    msg = json.loads(body.decode("utf-8", "surrogateescape"))
+                except ValueError:
+                    continue
+                self._dispatch(msg)
+        except OSError as e:
+            reason = "the bridge to sandboxd failed: %s" % e
+        with self._lock:
+            self._closed = reason
+            pending, self._pending = self._pending, {}
+        for fut, _ in pending.values():
+            _settle(fut, exc=MCPError(reason))
+
+    def _dispatch(self, msg):
+        if not isinstance(msg, dict):
+            return
+        if msg.get("method") == "notifications/progress":
+            params = msg.get("params") or {}
+            with self._lock:
+                entry = self._pending.get(params.get("id"))
+            if entry and entry[1]:
+                try:
+                    entry[1](params)
+                except Exception:
+                    pass
+            return
+        rid = msg.get("id")
+        with self._lock:
+            entry = self._pending.pop(rid, None) if rid is not None else None
+        if entry is None:
+            return  # an answer to nothing of ours (e.g. an error about a malformed frame)
+        fut = entry[0]
+        if "error" in msg:
+            err = msg.get("error") or {}
+            _settle(fut, exc=MCPError(str(err.get("message", "error")), code=err.get("code")))
+        else:
+            _settle(fut, result=msg.get("result"))
+
+
+def _settle(fut, result=None, exc=None):
+    # The caller may have given up (a cancelled gather): the reader thread must live on regardless.
+    try:
+        if exc is not None:
+            fut.set_exception(exc)
+        else:
+            fut.set_result(result)
+    except concurrent.futures.InvalidStateError:
+        pass
+
+
+_bridge = None
+_bridge_lock = threading.Lock()
+
+
+def get():
+    global _bridge
+    with _bridge_lock:
+        if _bridge is None:
+            _bridge = Bridge(int(os.environ.get("SANDBOXD_BRIDGE_FD", BRIDGE_FD)))
+        return _bridge

@@ -1,0 +1,98 @@
+# Sourced by tests/run after the integration suite: the other suites of `make check`, as root
+# (or as the caller). Each adds to passed/failed/skipped through count_junit or count_line.
+# Needs from tests/run: repo, build, py, rundir, sandboxd, rootfs, common_env, ci, note, fail,
+# count_junit.
+
+# count_line LABEL PASSED FAILED SKIPPED
+count_line() {
+  passed=$((passed + $2)); failed=$((failed + $3)); skipped=$((skipped + $4))
+  note "$1: $2 passed, $3 failed, $4 skipped"
+}
+
+# run_pytest LABEL [env NAME=VALUE...] -- PATHS...
+run_pytest() {
+  local label=$1; shift
+  local envs=()
+  while [ "$1" != -- ]; do envs+=("$1"); shift; done
+  shift
+  mkdir -p "$rundir/$label/tmp"
+  env -i "${common_env[@]}" HOME="$rundir/$label" TMPDIR="$rundir/$label/tmp" "${envs[@]}" \
+    "$py" -m pytest -p no:cacheprovider --rootdir "$repo/tests" -q -rfEs \
+      --junitxml="$rundir/$label.xml" "$@" >"$rundir/$label.log" 2>&1
+  tail -n 15 "$rundir/$label.log" | grep -E '^(FAILED|ERROR)|passed|failed' >&2 || true
+  count_junit "$rundir/$label.xml" "$label"
+}
+
+if [ -n "${py:-}" ]; then
+  # Documentation: man pages lint clean and cover every key, option and group.
+  run_pytest docs -- "$repo/tests/test_docs.py"
+  # OCI import: hostile layers, formats, and a local registry round trip (root: it runs a
+  # registry and imports with ownership).
+  if [ "$(id -u)" -eq 0 ]; then
+    run_pytest image -- "$repo/tests/image"
+  fi
+  # valgrind memcheck on the exec path and an MCP session.
+  run_pytest valgrind -- "$repo/tests/valgrind"
+  # The whole integration suite again under the ASan+UBSan build (`make asan`).
+  asan=${SANDBOXD_ASAN_BUILD:-$repo/build-asan}
+  if [ -x "$asan/sandboxd" ] && [ "$asan" != "$build" ]; then
+    pdir=$(policy_dir_for "$rundir/asan-policy" "$repo/policy")
+    run_pytest asan SANDBOXD="$asan/sandboxd" SANDBOXD_POLICY_DIR="$pdir" SANDBOXD_POLICY_SRC="$pdir" \
+      SANDBOXD_SHIPPED_POLICY_DIR="$repo/policy" SANDBOXD_TEST_WORK="$rundir/asan-work" \
+      ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+      -- "$repo/tests/integration"
+  elif [ "$ci" = true ]; then
+    fail "no ASan build at $asan (make asan)"
+  fi
+fi
+
+# Fuzz targets: replay every saved regression and corpus input, then a short fuzzing pass.
+if compgen -G "$repo/build-fuzz/fuzz_*" >/dev/null; then
+  fz_p=0 fz_f=0
+  for f in "$repo"/build-fuzz/fuzz_*; do
+    n=${f##*/fuzz_}
+    dirs=()
+    for d in "$repo/tests/fuzz/regressions/$n" "$repo/tests/fuzz/corpus/$n"; do
+      [ -d "$d" ] && dirs+=("$d")
+    done
+    mkdir -p "$rundir/fuzz-$n"
+    if "$f" -runs=0 "${dirs[@]}" >"$rundir/fuzz-$n.replay" 2>&1 &&
+       "$f" -max_total_time="${FUZZ_SECONDS:-10}" -artifact_prefix="$rundir/fuzz-$n/" "$rundir/fuzz-$n" "${dirs[@]}" \
+         >"$rundir/fuzz-$n.log" 2>&1; then
+      fz_p=$((fz_p + 1))
+    else
+      fz_f=$((fz_f + 1))
+      tail -n 30 "$rundir/fuzz-$n.replay" "$rundir/fuzz-$n.log" >&2
+      mkdir -p "$repo/tests/fuzz/regressions/$n"
+      cp "$rundir/fuzz-$n"/crash-* "$rundir/fuzz-$n"/leak-* "$repo/tests/fuzz/regressions/$n/" 2>/dev/null || true
+      note "fuzz $n: crash saved under tests/fuzz/regressions/$n/ (keep it as a regression input)"
+    fi
+  done
+  count_line fuzz "$fz_p" "$fz_f" 0
+elif [ "$ci" = true ]; then
+  fail "no fuzz targets built (make fuzz-build)"
+fi
+
+# MCP: the official TypeScript SDK client and Claude Code's CLI against `sandboxd mcp`.
+if [ -x "$repo/tests/mcp/run" ] && command -v node >/dev/null 2>&1; then
+  SANDBOXD=$sandboxd SANDBOXD_ROOTFS=$rootfs SANDBOXD_POLICY_DIR=${pdir_root:-$repo/policy} \
+    SANDBOXD_AUDIT_LOG=off "$repo/tests/mcp/run" >"$rundir/mcp.log" 2>&1
+  read -r mp mf ms < <(awk '/^ℹ pass /{p=$3} /^ℹ fail /{f=$3} /^ℹ skipped /{s=$3} END{print p+0, f+0, s+0}' "$rundir/mcp.log")
+  [ "$mf" -eq 0 ] || grep -E '✖|not ok|Error' "$rundir/mcp.log" | head -n 30 >&2
+  [ "$((mp + mf))" -gt 0 ] || { tail -n 20 "$rundir/mcp.log" >&2; fail "mcp: no test ran"; }
+  count_line mcp "$mp" "$mf" "$ms"
+elif [ "$ci" = true ]; then
+  fail "mcp: node is missing"
+fi
+
+# The MCP proxy with real host servers (server-everything, server-memory).
+if [ -x "$repo/tests/proxy/run" ] && command -v node >/dev/null 2>&1; then
+  SANDBOXD=$sandboxd SANDBOXD_ROOTFS=$rootfs SANDBOXD_POLICY_DIR=${pdir_root:-$repo/policy} \
+    SANDBOXD_AUDIT_LOG=off "$repo/tests/proxy/run" >"$rundir/proxy.log" 2>&1
+  read -r pp pf ps < <(awk '/^ℹ pass /{p=$3} /^ℹ fail /{f=$3} /^ℹ skipped /{s=$3} END{print p+0, f+0, s+0}' "$rundir/proxy.log")
+  [ "$pf" -eq 0 ] || grep -E '✖|not ok|Error' "$rundir/proxy.log" | head -n 30 >&2
+  [ "$((pp + pf))" -gt 0 ] || { tail -n 20 "$rundir/proxy.log" >&2; fail "proxy: no test ran"; }
+  count_line proxy "$pp" "$pf" "$ps"
+elif [ "$ci" = true ]; then
+  fail "proxy: node is missing"
+fi
