@@ -419,7 +419,8 @@ static void exec_mcp_free(struct exec_mcp *m)
   *m = (struct exec_mcp){ .sandbox_fd = -1 };
 }
 
-static int exec_mcp_setup(const struct exec_options *o, struct exec_mcp *m, sbx_error_t *err)
+static int exec_mcp_setup(const struct exec_options *o, const struct sbx_policy *pol, struct exec_mcp *m,
+                          sbx_error_t *err)
 {
   struct mcp_config_options co = { .path = o->mcp_config, .import_claude = o->import_claude };
   if (mcp_config_load(&co, &m->cfg, err) < 0)
@@ -429,10 +430,17 @@ static int exec_mcp_setup(const struct exec_options *o, struct exec_mcp *m, sbx_
   /* Host servers' chatter would mix with the script's stderr; it goes nowhere in exec. */
   if (proxy_python_dir(&m->python_dir, err) < 0 || mcp_hosts_new(m->cfg, -1, &m->hosts, err) < 0)
     return -1;
+  /* exec offers every configured server the policy allows. */
   const char *names[MCP_CONFIG_MAX_SERVERS];
+  size_t n = 0;
   for (size_t i = 0; i < m->cfg->n; i++)
-    names[i] = m->cfg->servers[i].name;
-  return proxy_new(m->hosts, names, m->cfg->n, NULL, &m->sandbox_fd, &m->proxy, err);
+    if (policy_allows_server(pol, m->cfg->servers[i].name))
+      names[n++] = m->cfg->servers[i].name;
+  if (!n)
+    return sbx_error_set(err, 0, "policy `%s` allows none of the configured host MCP servers (proxy_servers)",
+                         pol->name);
+  proxy_set_policy(pol);
+  return proxy_new(m->hosts, names, n, NULL, &m->sandbox_fd, &m->proxy, err);
 }
 
 static size_t exec_mcp_fill(void *ctx, struct pollfd *pfds, size_t max, int *timeout_ms)
@@ -560,7 +568,7 @@ int cmd_exec(int argc, char **argv)
   const char *cfg_env = getenv("SANDBOXD_MCP_CONFIG");
   char *env[EXEC_MAX_ENV + 2];
   if (o.mcp_config || o.import_claude || (cfg_env && *cfg_env)) {
-    if (exec_mcp_setup(&o, &mcp, &err) < 0)
+    if (exec_mcp_setup(&o, p, &mcp, &err) < 0)
       goto out_fail;
     if (mcp.proxy) {
       memcpy(env, o.env, o.n_env * sizeof *env);

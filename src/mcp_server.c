@@ -1559,6 +1559,7 @@ int cmd_mcp(int argc, char **argv)
     mcp_config_free(srv.mcp_cfg);
     return SBX_EXIT_SETUP;
   }
+  proxy_set_policy(srv.policy);
   if (srv.mcp_cfg->n && proxy_python_dir(&srv.python_dir, &err) < 0)
     log_warn("%s: calls with `servers` will fail", err.msg);
   audit_configure(srv.audit_log);

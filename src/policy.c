@@ -137,7 +137,7 @@ struct parser {
   int line;
   int depth;
   bool seen[N_SCALAR_KEYS];
-  bool seen_default, seen_badarch;
+  bool seen_default, seen_badarch, seen_proxy;
   long current_group; /* -1 before the first group line */
   sbx_error_t *err;
 };
@@ -465,6 +465,7 @@ static int parse_include(struct parser *ps, char **w, int n, const char *dir)
   memcpy(ps->seen, sub.seen, sizeof ps->seen);
   ps->seen_default = sub.seen_default;
   ps->seen_badarch = sub.seen_badarch;
+  ps->seen_proxy = sub.seen_proxy;
   return 0;
 }
 
@@ -549,6 +550,28 @@ static int parse_line(struct parser *ps, char *line, const char *dir)
         return perr(ps, "`env %.*s` is defined twice", (int) klen, w[1]);
     return push_str(&ps->p->env, &ps->p->n_env, w[1]) < 0 ? perr(ps, "out of memory") : 0;
   }
+  if (!strcmp(w[0], "proxy_servers")) {
+    /* proxy_servers none | * | NAME... : which host MCP servers code may reach (sandboxd-mcp(7)). */
+    if (ps->seen_proxy)
+      return perr(ps, "`proxy_servers` is defined twice");
+    ps->seen_proxy = true;
+    if (n < 2)
+      return perr(ps, "`proxy_servers` needs `none`, `*` or server names");
+    if (n == 2 && !strcmp(w[1], "none"))
+      return 0;
+    for (int i = 1; i < n; i++) {
+      if (strcmp(w[i], "*") != 0)
+        for (const char *c = w[i]; *c; c++)
+          if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '-' ||
+                *c == '_' || *c == '.'))
+            return perr(ps, "`proxy_servers`: `%s` is not a server name", w[i]);
+      if ((!strcmp(w[i], "*") && n != 2) || !strcmp(w[i], "none"))
+        return perr(ps, "`proxy_servers`: `*` and `none` stand alone");
+      if (push_str(&ps->p->proxy_servers, &ps->p->n_proxy_servers, w[i]) < 0)
+        return perr(ps, "out of memory");
+    }
+    return 0;
+  }
   if (!strcmp(w[0], "proc_mask") || !strcmp(w[0], "proc_readonly")) {
     bool mask = w[0][5] == 'm';
     char ***arr = mask ? &ps->p->proc_masked : &ps->p->proc_readonly;
@@ -624,6 +647,8 @@ static int check_complete(struct parser *ps)
     if (!ps->seen[k])
       return sbx_error_set(ps->err, 0, "%s: missing key `%s` (every limit and switch is explicit)",
                            ps->file, keys[k].name);
+  if (!ps->seen_proxy)
+    return sbx_error_set(ps->err, 0, "%s: missing key `proxy_servers` (every limit and switch is explicit)", ps->file);
   if (!ps->seen_default || !ps->seen_badarch)
     return sbx_error_set(ps->err, 0, "%s: missing `%s`", ps->file,
                          ps->seen_default ? "seccomp_badarch" : "seccomp_default");
@@ -782,6 +807,7 @@ void policy_free(struct sbx_policy *p)
   free_strv(p->env, p->n_env);
   free_strv(p->proc_masked, p->n_proc_masked);
   free_strv(p->proc_readonly, p->n_proc_readonly);
+  free_strv(p->proxy_servers, p->n_proxy_servers);
   for (size_t i = 0; i < p->n_groups; i++) {
     free(p->groups[i].name);
     free(p->groups[i].reason);
@@ -869,6 +895,10 @@ static char *format(const struct sbx_policy *p, bool comments)
     strbuf_printf(&sb, "proc_mask %s\n", p->proc_masked[i]);
   for (size_t i = 0; i < p->n_proc_readonly; i++)
     strbuf_printf(&sb, "proc_readonly %s\n", p->proc_readonly[i]);
+  strbuf_printf(&sb, "%-18s", "proxy_servers");
+  for (size_t i = 0; i < p->n_proxy_servers; i++)
+    strbuf_printf(&sb, " %s", p->proxy_servers[i]);
+  strbuf_printf(&sb, "%s\n", p->n_proxy_servers ? "" : " none");
   strbuf_printf(&sb, "seccomp_default ");
   fmt_action(&sb, p->default_action, p->default_errno);
   strbuf_printf(&sb, "\nseccomp_badarch ");
@@ -898,6 +928,14 @@ static char *format(const struct sbx_policy *p, bool comments)
 char *policy_format(const struct sbx_policy *p)
 {
   return format(p, true);
+}
+
+bool policy_allows_server(const struct sbx_policy *p, const char *name)
+{
+  for (size_t i = 0; i < p->n_proxy_servers; i++)
+    if (!strcmp(p->proxy_servers[i], "*") || !strcmp(p->proxy_servers[i], name))
+      return true;
+  return false;
 }
 
 /* ------------------------------------------------------------------ limits */

@@ -83,6 +83,8 @@ struct sbx_policy {
   size_t n_proc_masked;
   char **proc_readonly; /* paths made read-only */
   size_t n_proc_readonly;
+  char **proxy_servers; /* host MCP servers code may call through the proxy; "*" = any configured */
+  size_t n_proxy_servers;
 
   enum sbx_action default_action; /* for syscalls no rule names */
   int default_errno;
@@ -111,6 +113,9 @@ const char *policy_search_path(void);
 /* The fully resolved policy as stable, diffable text (what `policy show` prints, minus the hash).
  * sha256 is over the same text without its trailing comments. */
 char *policy_format(const struct sbx_policy *p);
+
+/* May code under this policy call host MCP server `name` through the proxy? */
+bool policy_allows_server(const struct sbx_policy *p, const char *name);
 
 /* Constants a policy may name (AF_UNIX, CLONE_NEWUSER, TIOCSTI, EPERM...). */
 int policy_constant(const char *name, uint64_t *ret);

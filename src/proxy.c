@@ -1,4 +1,5 @@
 #include "proxy.h"
+#include "policy.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -400,13 +401,25 @@ static void handle_frame(struct proxy *p, const char *frame, size_t len)
 
 /* ------------------------------------------------------------------ API */
 
+static const struct sbx_policy *proxy_policy;
+
+void proxy_set_policy(const struct sbx_policy *p)
+{
+  proxy_policy = p;
+}
+
 int proxy_new(struct mcp_hosts *hosts, const char *const *servers, size_t n_servers, const struct proxy_limits *lim,
               int *ret_sandbox_fd, struct proxy **ret, sbx_error_t *err)
 {
   const struct mcp_config *cfg = mcp_hosts_config(hosts);
-  for (size_t i = 0; i < n_servers; i++)
+  for (size_t i = 0; i < n_servers; i++) {
     if (!mcp_config_find(cfg, servers[i]))
       return sbx_error_set(err, ENOENT, "unknown server `%.100s`", servers[i]);
+    /* Access is the request's servers, the configured ones, and the policy's proxy_servers. */
+    if (proxy_policy && !policy_allows_server(proxy_policy, servers[i]))
+      return sbx_error_set(err, 0, "server `%.100s` is not allowed by policy `%s` (proxy_servers)", servers[i],
+                           proxy_policy->name);
+  }
   struct proxy *p = calloc(1, sizeof *p);
   if (!p || !(p->servers = calloc(n_servers + 1, sizeof *p->servers))) {
     free(p);
@@ -447,6 +460,16 @@ int proxy_new(struct mcp_hosts *hosts, const char *const *servers, size_t n_serv
   *ret_sandbox_fd = sv[1];
   *ret = p;
   return 0;
+}
+
+void proxy_adopt_fd(struct proxy *p, int fd)
+{
+  int flags = fcntl(fd, F_GETFL);
+  if (flags >= 0)
+    fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+  if (p->fd >= 0)
+    close(p->fd);
+  p->fd = fd;
 }
 
 void proxy_free(struct proxy *p)

@@ -39,8 +39,16 @@ struct proxy;
 /* servers: the names this run may call (each must be configured in hosts). On success
  * *ret_sandbox_fd is the other end of the socketpair, for sbx_spec.bridge_fd: close it once the
  * sandbox is spawned. */
+struct sbx_policy;
+/* The policy whose proxy_servers every proxy_new() checks (set once at startup). */
+void proxy_set_policy(const struct sbx_policy *p);
+
 int proxy_new(struct mcp_hosts *hosts, const char *const *servers, size_t n_servers, const struct proxy_limits *lim,
               int *ret_sandbox_fd, struct proxy **ret, sbx_error_t *err);
+/* Serve the bridge over fd (a connected SOCK_STREAM socket, taken over and made non-blocking)
+ * instead of the socketpair proxy_new() made, whose sandbox end the caller then just closes: a
+ * warm sandbox (`sandboxd mcp --warm`) already has its socket at SBX_BRIDGE_FD. */
+void proxy_adopt_fd(struct proxy *p, int fd);
 /* Cancels every call still in flight. NULL is fine. */
 void proxy_free(struct proxy *p);
 /* Also tell the owner about host progress (e.g. to relay it to the MCP client). */

@@ -474,3 +474,37 @@ def test_shipped_default_refuses_without_cgroup_or_enforces_with_one():
     else:
         assert r.rc == 0 and r.stdout.strip() == "ran", r.describe()
         assert r.report["limits"] in ("cgroup1", "cgroup2"), r.report
+
+
+def _servers_json(tmp_path):
+    # Never started: the policy check comes first.
+    cfg = tmp_path / "servers.json"
+    cfg.write_text(json.dumps({"mcpServers": {"memory": {"command": "/bin/false"}}}))
+    return str(cfg)
+
+
+def test_policy_proxy_servers_none_refuses_exec(tmp_path):
+    """strict says `proxy_servers none`: exec with a host-server config is refused up front."""
+    r = code("print(1)", policy="strict", opts=["--config", _servers_json(tmp_path)])
+    assert_usage_error(r, "strict policy with --config")
+    assert "proxy_servers" in r.stderr
+
+
+def test_policy_proxy_servers_none_refuses_mcp_call(tmp_path):
+    """In `sandboxd mcp`, a run_python call naming a server the policy does not allow gets an
+    isError result, and the server keeps serving."""
+    msgs = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+         "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+         "params": {"name": "run_python", "arguments": {"code": "print(1)", "servers": ["memory"]}}},
+        {"jsonrpc": "2.0", "id": 3, "method": "ping"},
+    ]
+    p = subprocess.run([sbx.SANDBOXD, "mcp", "--rootfs", sbx.ROOTFS, "--policy", "strict",
+                        "--config", _servers_json(tmp_path)],
+                       input="".join(json.dumps(m) + "\n" for m in msgs), capture_output=True, text=True,
+                       timeout=60, env=dict(os.environ, SANDBOXD_AUDIT_LOG="off"))
+    out = {m.get("id"): m for m in map(json.loads, p.stdout.splitlines())}
+    assert out[2]["result"]["isError"] is True, out
+    assert "not allowed by policy `strict`" in json.dumps(out[2]), out
+    assert out[3]["result"] == {}, out

@@ -18,7 +18,7 @@ static const char base[] =
   "output_limit 1M\nmax_output_limit 64M\n"
   "uid 1000\ngid 1000\nhost_uid 65534\nhost_gid 65534\nhostname sandbox\n"
   "no_new_privs yes\ndrop_capabilities yes\nreadonly_root yes\nmask_proc yes\ncgroup required\n"
-  "env PATH=/usr/bin\n"
+  "env PATH=/usr/bin\nproxy_servers *\n"
   "seccomp_default errno ENOSYS\nseccomp_badarch kill\n"
   "group io \"basic io\"\n"
   "allow read write\n";
@@ -114,7 +114,7 @@ static void test_valid(void)
 static void test_errors(void)
 {
   /* Each error names file:line. */
-  CHECK(fails_with("bogus_key 1\n", "t.policy:39: unknown key `bogus_key`"));
+  CHECK(fails_with("bogus_key 1\n", "t.policy:40: unknown key `bogus_key`"));
   CHECK(fails_with("timeout 10s\n", "`timeout` is defined twice"));
   CHECK(fails_with("env PATH=/x\n", "`env PATH` is defined twice"));
   CHECK(fails_with("allow read\n", "`read` already has a rule"));
@@ -156,6 +156,21 @@ static void test_errors(void)
   CHECK(replaced_fails_with("timeout 30s", "timeout 0", "bad duration"));
   CHECK(replaced_fails_with("cgroup required", "cgroup maybe", "expected required or fallback-rlimit"));
   CHECK(replaced_fails_with("host_uid 65534", "host_uid 0", "must not be root on the host"));
+  CHECK(replaced_fails_with("proxy_servers *", "proxy_servers * memory", "stand alone"));
+  CHECK(replaced_fails_with("proxy_servers *", "proxy_servers a/b", "not a server name"));
+  {
+    sbx_error_t e;
+    struct sbx_policy *q = parse_replaced("proxy_servers *", "proxy_servers memory everything", &e);
+    CHECK(q && policy_allows_server(q, "memory") && policy_allows_server(q, "everything") &&
+          !policy_allows_server(q, "other"));
+    policy_free(q);
+    q = parse_replaced("proxy_servers *", "proxy_servers none", &e);
+    CHECK(q && !policy_allows_server(q, "memory"));
+    policy_free(q);
+    q = parse_replaced("proxy_servers *", "proxy_servers *", &e);
+    CHECK(q && policy_allows_server(q, "anything"));
+    policy_free(q);
+  }
 }
 
 static void test_conditions(void)
@@ -197,7 +212,7 @@ static void test_conditions(void)
   CHECK(p != NULL);
   if (p) {
     CHECK(seccomp_validate(p, &err) < 0 && strstr(err.msg, "unknown syscall `not_a_syscall`") &&
-          strstr(err.msg, "t.policy:40"));
+          strstr(err.msg, "t.policy:41"));
     policy_free(p);
   }
 }
