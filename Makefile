@@ -2,13 +2,15 @@
 CC      ?= cc
 PREFIX  ?= /usr/local
 BUILD   ?= build
-PKGS     = libseccomp libcap-ng yajl libmnl libmd libarchive
+PKGS     = libseccomp libcap-ng yajl libmnl libmd
+# libarchive: headers only; image.c loads it with dlopen when an image is imported.
+CFLAGS_PKGS = $(shell pkg-config --cflags libarchive)
 WARN     = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wformat=2 \
            -Wno-format-nonliteral -Wno-format-truncation
 HARDEN   = -fstack-protector-strong -D_FORTIFY_SOURCE=3 -fPIE
 OPT     ?= -O2 -g
 CFLAGS  ?=
-override CFLAGS += -std=gnu17 -D_GNU_SOURCE $(WARN) $(HARDEN) $(OPT) $(shell pkg-config --cflags $(PKGS))
+override CFLAGS += -std=gnu17 -D_GNU_SOURCE $(WARN) $(HARDEN) $(OPT) $(shell pkg-config --cflags $(PKGS)) $(CFLAGS_PKGS)
 LDFLAGS ?=
 override LDFLAGS += -pie -Wl,-z,relro,-z,now
 LDLIBS   = $(shell pkg-config --libs $(PKGS))

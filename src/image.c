@@ -5,6 +5,7 @@
 #include <archive.h>
 #include <archive_entry.h>
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -24,6 +25,87 @@
 #include "cleanup.h"
 #include "json.h"
 #include "util.h"
+
+/* libarchive is loaded on first use: linked normally, every sandboxd start (every `exec`) would
+ * map it and its dependencies (ICU, libxml2, libstdc++, nettle...), about 2 ms each time. */
+#define LIBARCHIVE_FUNCS(X) \
+  X(archive_entry_atime) \
+  X(archive_entry_atime_is_set) \
+  X(archive_entry_atime_nsec) \
+  X(archive_entry_filetype) \
+  X(archive_entry_gid) \
+  X(archive_entry_hardlink) \
+  X(archive_entry_mtime) \
+  X(archive_entry_mtime_nsec) \
+  X(archive_entry_pathname) \
+  X(archive_entry_perm) \
+  X(archive_entry_size) \
+  X(archive_entry_size_is_set) \
+  X(archive_entry_symlink) \
+  X(archive_entry_uid) \
+  X(archive_entry_xattr_next) \
+  X(archive_entry_xattr_reset) \
+  X(archive_error_string) \
+  X(archive_read_data_block) \
+  X(archive_read_free) \
+  X(archive_read_new) \
+  X(archive_read_next_header) \
+  X(archive_read_open_memory) \
+  X(archive_read_support_filter_gzip) \
+  X(archive_read_support_filter_zstd) \
+  X(archive_read_support_format_tar)
+
+static struct {
+#define LA_MEMBER(f) __typeof__(&f) f;
+  LIBARCHIVE_FUNCS(LA_MEMBER)
+#undef LA_MEMBER
+} la;
+
+static int libarchive_load(sbx_error_t *err)
+{
+  static void *handle;
+  if (handle)
+    return 0;
+  void *h = dlopen("libarchive.so.13", RTLD_NOW | RTLD_LOCAL);
+  if (!h)
+    return sbx_error_set(err, ENOENT, "cannot load libarchive (install libarchive13): %s", dlerror());
+#define LA_LOAD(f)                                                                                 \
+  if (!(*(void **) &la.f = dlsym(h, #f))) {                                                        \
+    dlclose(h);                                                                                    \
+    return sbx_error_set(err, ENOSYS, "libarchive lacks %s", #f);                                  \
+  }
+  LIBARCHIVE_FUNCS(LA_LOAD)
+#undef LA_LOAD
+  handle = h;
+  return 0;
+}
+
+/* From here on, archive_*() calls go through the table. */
+#define archive_entry_atime la.archive_entry_atime
+#define archive_entry_atime_is_set la.archive_entry_atime_is_set
+#define archive_entry_atime_nsec la.archive_entry_atime_nsec
+#define archive_entry_filetype la.archive_entry_filetype
+#define archive_entry_gid la.archive_entry_gid
+#define archive_entry_hardlink la.archive_entry_hardlink
+#define archive_entry_mtime la.archive_entry_mtime
+#define archive_entry_mtime_nsec la.archive_entry_mtime_nsec
+#define archive_entry_pathname la.archive_entry_pathname
+#define archive_entry_perm la.archive_entry_perm
+#define archive_entry_size la.archive_entry_size
+#define archive_entry_size_is_set la.archive_entry_size_is_set
+#define archive_entry_symlink la.archive_entry_symlink
+#define archive_entry_uid la.archive_entry_uid
+#define archive_entry_xattr_next la.archive_entry_xattr_next
+#define archive_entry_xattr_reset la.archive_entry_xattr_reset
+#define archive_error_string la.archive_error_string
+#define archive_read_data_block la.archive_read_data_block
+#define archive_read_free la.archive_read_free
+#define archive_read_new la.archive_read_new
+#define archive_read_next_header la.archive_read_next_header
+#define archive_read_open_memory la.archive_read_open_memory
+#define archive_read_support_filter_gzip la.archive_read_support_filter_gzip
+#define archive_read_support_filter_zstd la.archive_read_support_filter_zstd
+#define archive_read_support_format_tar la.archive_read_support_format_tar
 
 #define MAX_JSON_BLOB (4u << 20) /* index, manifest, config */
 #define MAX_LAYERS 256
@@ -953,6 +1035,8 @@ static int apply_dirfixes(struct extractor *x, sbx_error_t *err)
 /* Apply one tar stream (already in memory) to the tree. */
 static int apply_archive(struct extractor *x, const void *data, size_t len, sbx_error_t *err)
 {
+  if (libarchive_load(err) < 0)
+    return -1;
   struct archive *a = archive_read_new();
   if (!a)
     return sbx_error_set(err, ENOMEM, "libarchive");
