@@ -290,11 +290,19 @@ static void remove_dir(const char *dir, bool v2)
   }
 }
 
+static bool has_procs(const char *dir)
+{
+  char buf[16];
+  return dir[0] && read_at(dir, "cgroup.procs", buf, sizeof buf) == 0 && buf[0] != '\0';
+}
+
 static void remove_v1_freezing(struct sbx_cgroup *cg)
 {
-  /* Freeze first so nothing forks between reading tasks and killing them. */
+  /* Freeze first so nothing forks between reading tasks and killing them. Only when something
+   * is left: freezing flips a kernel static key (text patching and an IPI to every CPU), and
+   * normally the pid namespace is already empty by now. */
   const char *fz = cg->v1[C_FREEZER];
-  if (fz[0]) {
+  if (fz[0] && has_procs(cg->v1[C_PIDS])) {
     write_at(fz, "freezer.state", "FROZEN");
     for (int c = 0; c < C_MAX; c++)
       if (cg->v1[c][0])
