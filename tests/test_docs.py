@@ -1,5 +1,6 @@
 """The manual pages: clean under `mandoc -Tlint`, rendered by man(1), and complete with respect to
-the code they document (every policy key, every `exec` option, every seccomp group).
+the code they document (every policy key, every `exec` and `mcp` option, every seccomp group,
+every function of the sandbox's `mcp.runtime`).
 
 Run from the repository root: `pytest tests/test_docs.py`.
 """
@@ -12,7 +13,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PAGES = ["man/sandboxd.1", "man/sandboxd.policy.5"]
+PAGES = ["man/sandboxd.1", "man/sandboxd.policy.5", "man/sandboxd-mcp.7"]
 
 # The project's own pages: until `make install` puts them in /usr/share/man, mandoc's Xr check
 # cannot find them ("STYLE: referenced manual not found"). Any other missing page is a typo.
@@ -115,13 +116,17 @@ def test_documented_defaults_match_default_policy():
     assert not wrong, "sandboxd.policy.5 defaults out of date:\n" + "\n".join(wrong)
 
 
-def exec_long_options():
-    src = read("src/cli_exec.c")
+def long_options(path, at_least):
+    src = read(path)
     block = re.search(r"longopts\[\]\s*=\s*\{(.*?)\n\s*\};", src, re.S)
-    assert block, "could not find longopts[] in src/cli_exec.c"
+    assert block, f"could not find longopts[] in {path}"
     opts = re.findall(r'\{\s*"([a-z][a-z0-9-]*)",\s*(?:no|required|optional)_argument', block.group(1))
-    assert len(opts) > 10, "could not parse longopts[] in src/cli_exec.c"
+    assert len(opts) >= at_least, f"could not parse longopts[] in {path}"
     return opts
+
+
+def exec_long_options():
+    return long_options("src/cli_exec.c", 10)
 
 
 def test_every_exec_option_is_documented():
@@ -163,3 +168,37 @@ def test_environment_and_exit_status_are_documented():
         assert code in status, code
     for section in [".Sh SECURITY CONSIDERATIONS", ".Sh THREAT MODEL", ".Sh EXAMPLES", ".Sh FILES"]:
         assert section in page, section
+
+
+def test_every_mcp_option_is_documented():
+    documented = documented_items("man/sandboxd-mcp.7", "Fl")
+    opts = long_options("src/mcp_server.c", 8)
+    missing = [o for o in opts if f"-{o}" not in documented]
+    assert not missing, f"mcp options not documented as `.It Fl -OPTION` in sandboxd-mcp.7: {missing}"
+
+
+def runtime_functions():
+    """Public module-level functions of the sandbox's `mcp.runtime` (def or async def, no `_`)."""
+    src = read("src/sandbox/mcp/runtime.py")
+    names = re.findall(r"^(?:async\s+)?def\s+([A-Za-z][A-Za-z0-9_]*)\s*\(", src, re.M)
+    assert len(names) > 10, "could not parse the functions of src/sandbox/mcp/runtime.py"
+    return names
+
+
+def test_every_runtime_function_is_documented():
+    page = read("man/sandboxd-mcp.7")
+    missing = [f for f in runtime_functions() if not re.search(rf"^\.(?:\S+ )*Fn {re.escape(f)}\b", page, re.M)]
+    assert not missing, f"mcp.runtime functions not documented with `Fn NAME` in sandboxd-mcp.7: {missing}"
+    assert re.search(r"^\.(?:\S+ )*Dv MCPError\b", page, re.M), "MCPError"
+
+
+def test_mcp_page_covers_the_proxy():
+    page = read("man/sandboxd-mcp.7")
+    for section in [".Sh THE RUN_PYTHON TOOL", ".Sh PROTOCOL", ".Sh THE PYTHON API", ".Sh THE PROXY",
+                    ".Sh THE BRIDGE", ".Sh ENVIRONMENT", ".Sh EXAMPLES", ".Sh SECURITY CONSIDERATIONS"]:
+        assert section in page, section
+    for var in ["SANDBOXD_MCP_CONFIG", "SANDBOXD_PYTHON_DIR", "SANDBOXD_AUDIT_LOG", "SANDBOXD_MCP_SERVERS"]:
+        assert f"Ev {var}" in page, var
+    for word in ["sandboxd://capabilities", "mcpServers", "claude mcp add", "server-memory",
+                 "from mcp.servers.", "SCM_RIGHTS"]:
+        assert word in page, word
