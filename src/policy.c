@@ -227,11 +227,14 @@ static int add_rule(struct parser *ps, const char *syscall, enum sbx_action acti
     if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '_'))
       return perr(ps, "bad syscall name `%s`", syscall);
 
+  uint32_t h = 2166136261u;
+  for (const char *c = syscall; *c; c++)
+    h = (h ^ (unsigned char) *c) * 16777619u;
   /* Combinations libseccomp cannot express faithfully are refused here, not silently merged:
    * an unconditional rule would replace every conditional rule of the same call. */
   for (size_t i = 0; i < p->n_rules; i++) {
     const struct sbx_rule *r = &p->rules[i];
-    if (strcmp(r->syscall, syscall) != 0)
+    if (r->name_hash != h || strcmp(r->syscall, syscall) != 0)
       continue;
     bool r_uncond = r->cmp == SBX_CMP_ANY, uncond = cmp == SBX_CMP_ANY;
     if (r_uncond && uncond)
@@ -256,6 +259,7 @@ static int add_rule(struct parser *ps, const char *syscall, enum sbx_action acti
   struct sbx_rule *r = &rules[p->n_rules];
   *r = (struct sbx_rule){
     .syscall = strdup(syscall),
+    .name_hash = h,
     .action = action,
     .errno_value = errno_value,
     .cmp = cmp,

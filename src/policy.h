@@ -25,6 +25,7 @@ enum sbx_cmp {
 
 struct sbx_rule {
   char *syscall;
+  uint32_t name_hash; /* FNV-1a of syscall, to find same-name rules quickly */
   enum sbx_action action;
   int errno_value;
   enum sbx_cmp cmp;

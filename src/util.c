@@ -142,19 +142,29 @@ int strbuf_append(strbuf_t *sb, const char *s, size_t n)
 
 int strbuf_printf(strbuf_t *sb, const char *fmt, ...)
 {
-  va_list ap;
-  va_start(ap, fmt);
-  int n = vsnprintf(NULL, 0, fmt, ap);
-  va_end(ap);
-  if (n < 0)
-    return -1;
-  _cleanup_free_ char *tmp = malloc((size_t) n + 1);
-  if (!tmp)
-    return -1;
-  va_start(ap, fmt);
-  vsnprintf(tmp, (size_t) n + 1, fmt, ap);
-  va_end(ap);
-  return strbuf_append(sb, tmp, (size_t) n);
+  /* Format straight into the spare room; only a line that does not fit is formatted twice. */
+  for (int pass = 0; pass < 2; pass++) {
+    size_t room = sb->cap > sb->len ? sb->cap - sb->len : 0;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(room ? sb->data + sb->len : NULL, room, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+      return -1;
+    if ((size_t) n < room) {
+      sb->len += (size_t) n;
+      return 0;
+    }
+    size_t cap = sb->cap ? sb->cap : 256;
+    while (cap < sb->len + (size_t) n + 1)
+      cap *= 2;
+    char *p = realloc(sb->data, cap);
+    if (!p)
+      return -1;
+    sb->data = p;
+    sb->cap = cap;
+  }
+  return -1;
 }
 
 void strbuf_free(strbuf_t *sb)
