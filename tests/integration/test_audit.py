@@ -1,0 +1,86 @@
+"""The audit log: one JSON line per execution, atomic appends, never blocking or failing a run."""
+import hashlib
+import json
+import os
+import subprocess
+import threading
+
+import sbx
+from sbx import code
+
+
+def records(path):
+    with open(path) as f:
+        return [json.loads(l) for l in f.read().splitlines()]
+
+
+def test_one_record_per_execution(tmp_path):
+    log = tmp_path / "audit.log"
+    src = "print('audited')"
+    r = code(src, opts=["--audit-log", str(log)])
+    assert r.rc == 0, r.describe()
+    r = code("import sys; sys.exit(4)", opts=["--audit-log", str(log), "--timeout", "5"])
+    assert r.rc == 4
+    recs = records(log)
+    assert len(recs) == 2, recs
+    a, b = recs
+    for k in ("time", "request_id", "mode", "uid", "code_sha256", "policy", "policy_sha256", "limits", "status",
+              "exit_code", "duration_ms", "memory_peak_bytes", "enforcement", "degraded", "calls"):
+        assert k in a, (k, a)
+    assert a["mode"] == "exec" and a["status"] == "ok" and a["exit_code"] == 0
+    assert a["code_sha256"] == hashlib.sha256(src.encode()).hexdigest()
+    assert "code" not in a, "the code text is logged only with --audit-code"
+    assert a["policy_sha256"] == r.report["policy_sha256"]
+    assert b["status"] == "error" and b["exit_code"] == 4 and b["limits"]["timeout_ms"] == 5000
+    assert a["request_id"] != b["request_id"]
+    assert a["degraded"] == (r.report["limits"] == "degraded")
+
+
+def test_code_text_only_when_asked(tmp_path):
+    log = tmp_path / "audit.log"
+    code("print(1)", opts=["--audit-log", str(log), "--audit-code"])
+    assert records(log)[0]["code"] == "print(1)"
+
+
+def test_setup_errors_are_recorded(tmp_path):
+    log = tmp_path / "audit.log"
+    r = code("print(1)", opts=["--audit-log", str(log), "--memory", "1T"])
+    assert r.rc == 125
+    rec = records(log)[0]
+    assert rec["status"] == "setup_error" and rec["exit_code"] == 125 and "--memory" in rec["error"]
+
+
+def test_full_disk_never_fails_an_execution():
+    """/dev/full answers every write with ENOSPC: the run still succeeds, with one warning."""
+    r = code("print('still ran')", opts=["--audit-log", "/dev/full"])
+    assert r.rc == 0 and r.stdout.strip() == "still ran", r.describe()
+    assert "audit log `/dev/full`" in r.stderr and "record dropped" in r.stderr
+
+
+def test_a_fifo_without_reader_never_blocks(tmp_path):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    r = code("print('ok')", opts=["--audit-log", str(fifo)], timeout=30)
+    assert r.rc == 0 and r.stdout.strip() == "ok", r.describe()
+
+
+def test_concurrent_appends_stay_whole_lines(tmp_path):
+    log = tmp_path / "audit.log"
+    big = "x = '" + "y" * 20000 + "'"  # a long record with --audit-code
+    def one():
+        code(big, opts=["--audit-log", str(log), "--audit-code"])
+    threads = [threading.Thread(target=one) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    recs = records(log)  # every line parses: no interleaving
+    assert len(recs) == 6 and all(r["code"] == big for r in recs)
+
+
+def test_off_writes_nothing(tmp_path):
+    env = dict(os.environ, SANDBOXD_AUDIT_LOG=str(tmp_path / "env.log"))
+    r = code("print(1)", opts=["--audit-log", "off"], env=env)
+    assert r.rc == 0 and not (tmp_path / "env.log").exists()
+    r = code("print(1)", env=env)
+    assert r.rc == 0 and len(records(tmp_path / "env.log")) == 1
