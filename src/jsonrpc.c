@@ -61,6 +61,8 @@ static bool blank(const char *s, size_t n)
 
 enum jsonrpc_frame jsonrpc_framer_next(jsonrpc_framer_t *f, const char **ret, size_t *ret_len)
 {
+  if (!f->buf) /* nothing pushed yet (and NULL + 0 is undefined) */
+    return JSONRPC_FRAME_NONE;
   for (;;) {
     size_t avail = f->len - f->start;
     char *line = f->buf + f->start;

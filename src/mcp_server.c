@@ -17,10 +17,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "audit.h"
+#include "bridge.h"
 #include "cleanup.h"
 #include "cli.h"
 #include "json.h"
@@ -49,13 +51,22 @@
 #define DEFAULT_MAX_CONCURRENT 4
 #define DEFAULT_MAX_QUEUE 64
 #define DEFAULT_MAX_MESSAGE (4u << 20)
+#define DEFAULT_WARM 2
+#define MAX_WARM 64
+/* After a warm sandbox fails to start or dies idle, wait this long before the next one. */
+#define WARM_RETRY_NS 1000000000ULL
+/* How long delivering a job to a warm sandbox may take before it is given up for a cold one. */
+#define JOB_SEND_TIMEOUT_MS 1000
 
 const char *const mcp_protocol_versions[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05", NULL};
 
 const char mcp_runner_source[] =
-    "# sandboxd run_python entry point: runs sys.argv[1] as the __main__ module, with top-level await.\n"
+    "# sandboxd run_python entry point: runs the code as the __main__ module, with top-level await.\n"
     "# sandboxd passes this file's text to `python3 -c`, so keep it self-contained (src/mcp_server.c\n"
     "# holds a copy that tests/unit/test_jsonrpc.c checks against this file).\n"
+    "# Cold: the code is sys.argv[1]. Warm (no argument): started ahead of the call, the runner waits\n"
+    "# for one job on the bridge at fd 3 (a 4-byte big-endian length, then JSON {\"code\": C, \"servers\":\n"
+    "# \"a,b\"}); with servers the same socket goes on as the bridge, without it is closed.\n"
     "def _sandboxd_run():\n"
     "    # Only what every run needs: asyncio and traceback cost tens of milliseconds to import, so\n"
     "    # they are imported when the code awaits or fails.\n"
@@ -64,7 +75,30 @@ const char mcp_runner_source[] =
     "    PyCF_ALLOW_TOP_LEVEL_AWAIT = 0x2000  # ast.PyCF_ALLOW_TOP_LEVEL_AWAIT\n"
     "    CO_COROUTINE = 0x80  # inspect.CO_COROUTINE\n"
     "\n"
-    "    code = sys.argv[1]\n"
+    "    if len(sys.argv) > 1:\n"
+    "        code = sys.argv[1]\n"
+    "    else:\n"
+    "        import json\n"
+    "\n"
+    "        def read(n):\n"
+    "            buf = b\"\"\n"
+    "            while len(buf) < n:\n"
+    "                chunk = os.read(3, n - len(buf))\n"
+    "                if not chunk:  # sandboxd dropped this sandbox before giving it a job\n"
+    "                    os._exit(0)\n"
+    "                buf += chunk\n"
+    "            return buf\n"
+    "\n"
+    "        job = json.loads(read(int.from_bytes(read(4), \"big\")))\n"
+    "        code = job[\"code\"]\n"
+    "        if job.get(\"servers\"):\n"
+    "            # What the cold path puts in the environment for a run with servers.\n"
+    "            os.environ[\"PYTHONPATH\"] = \"/run/sandboxd/python\"\n"
+    "            os.environ[\"SANDBOXD_MCP_SERVERS\"] = job[\"servers\"]\n"
+    "            sys.path.insert(1, \"/run/sandboxd/python\")\n"
+    "        else:\n"
+    "            os.close(3)\n"
+    "        del json, read, job\n"
     "    del sys.argv[1:]\n"
     "    name = \"<run_python>\"\n"
     "    # Show the user's lines in tracebacks.\n"
@@ -111,6 +145,16 @@ static const char tool_description[] =
     "`from mcp import runtime`).";
 
 /* ------------------------------------------------------------------ state */
+
+/* A warm sandbox: spawned exactly like a cold one (sandbox_spawn, the same spec), but with the
+ * runner started without code: it imports what it needs and waits for one job on its bridge socket
+ * (runner.py). Used by exactly one call, then destroyed like any other. */
+struct warm {
+  struct warm *next;
+  struct sbx_sandbox *sb;
+  int out_fd, err_fd; /* read ends of its stdout/stderr, adopted by the call */
+  int job_fd;         /* our end of the socket at SBX_BRIDGE_FD inside */
+};
 
 enum call_state { CALL_QUEUED, CALL_RUNNING };
 
@@ -159,6 +203,11 @@ struct server {
   struct mcp_hosts *hosts;
   char *python_dir; /* the `mcp` package for inside, or NULL if not found */
   const char *audit_log;
+
+  size_t warm_target; /* --warm */
+  struct warm *warm;  /* idle, oldest first */
+  size_t n_warm;
+  uint64_t warm_retry_ns; /* no new warm sandbox before this */
 };
 
 static const char *const log_levels[] = {"debug", "info",     "notice", "warning",
@@ -263,6 +312,8 @@ static void mcp_log(struct server *srv, int level, const char *msg)
 }
 
 /* ------------------------------------------------------------------ calls */
+
+static int ms_until(uint64_t when, uint64_t now);
 
 static void call_free(struct call *c)
 {
@@ -550,6 +601,181 @@ static void relay_progress(void *ctx, const char *server, const char *tool, cons
   send_writer(c->srv, w);
 }
 
+/* The spec every sandbox of this server gets, cold or warm; only argv, the bridge and (for a
+ * run with servers) the environment differ. The `mcp` package is mounted whenever it exists, so a
+ * warm sandbox (which may get a run with servers) looks the same from inside as a cold one. */
+static void base_spec(struct server *srv, const struct sbx_limits *limits, char **argv, int devnull, int out_w,
+                      int err_w, struct sbx_bind *bind, struct sbx_spec *spec)
+{
+  *spec = (struct sbx_spec){
+      .policy = srv->policy,
+      .limits = *limits,
+      .rootfs = srv->rootfs,
+      .argv = argv,
+      .stdin_fd = devnull,
+      .stdout_fd = out_w,
+      .stderr_fd = err_w,
+      .bridge_fd = -1,
+  };
+  if (srv->python_dir) {
+    *bind = (struct sbx_bind){.src = srv->python_dir, .dst = PROXY_PYTHON_DST, .rw = false};
+    spec->binds = bind;
+    spec->n_binds = 1;
+  }
+}
+
+static void warm_free(struct warm *w)
+{
+  if (!w)
+    return;
+  sandbox_free(w->sb); /* kills and reaps */
+  if (w->out_fd >= 0)
+    close(w->out_fd);
+  if (w->err_fd >= 0)
+    close(w->err_fd);
+  if (w->job_fd >= 0)
+    close(w->job_fd);
+  free(w);
+}
+
+/* Build one warm sandbox and add it to the pool. Blocks as long as a cold spawn does. */
+static int warm_spawn(struct server *srv, sbx_error_t *err)
+{
+  /* Its limits are the policy's defaults, but with the longest timeout a call may ask for: the
+   * call sets its own deadline at delivery. (Only a degraded sandbox, with no cgroup, sees the
+   * difference: its RLIMIT_CPU is the maximum timeout rather than the call's.) */
+  struct sbx_limits req, limits;
+  limits_unset(&req);
+  req.timeout_ms = srv->policy->max.timeout_ms;
+  if (policy_resolve_limits(srv->policy, &req, &limits, err) < 0)
+    return -1;
+  _cleanup_close_ int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (devnull < 0)
+    return sbx_error_errno(err, "open `/dev/null`");
+  _cleanup_close_ int out_w = -1, err_w = -1;
+  _cleanup_close_ int out_r = -1, err_r = -1;
+  if (open_pipe(&out_r, &out_w, err) < 0 || open_pipe(&err_r, &err_w, err) < 0)
+    return -1;
+  int sv[2];
+  /* Our end never blocks the loop; the runner's end blocks in its read of the job. */
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+    return sbx_error_errno(err, "job socketpair");
+  _cleanup_close_ int job = sv[0], inside = sv[1];
+  if (fcntl(job, F_SETFL, O_NONBLOCK) < 0)
+    return sbx_error_errno(err, "job socket");
+
+  /* python3 -c RUNNER with no code: the runner's warm mode. */
+  char *argv[] = {PYTHON, "-c", (char *) mcp_runner_source, NULL};
+  struct sbx_spec spec;
+  struct sbx_bind bind;
+  base_spec(srv, &limits, argv, devnull, out_w, err_w, &bind, &spec);
+  spec.bridge_fd = inside;
+  struct warm *w = calloc(1, sizeof *w);
+  if (!w)
+    return sbx_error_set(err, ENOMEM, "warm sandbox");
+  if (sandbox_spawn(&spec, &w->sb, err) < 0) {
+    free(w);
+    return -1;
+  }
+  /* No deadline while idle: the call's starts at delivery. */
+  sandbox_set_deadline(w->sb, UINT64_MAX);
+  w->out_fd = TAKE_FD(out_r);
+  w->err_fd = TAKE_FD(err_r);
+  w->job_fd = TAKE_FD(job);
+  struct warm **tail = &srv->warm;
+  while (*tail)
+    tail = &(*tail)->next;
+  *tail = w;
+  srv->n_warm++;
+  return 0;
+}
+
+static void warm_unlink(struct server *srv, struct warm *w)
+{
+  for (struct warm **p = &srv->warm; *p; p = &(*p)->next)
+    if (*p == w) {
+      *p = w->next;
+      srv->n_warm--;
+      return;
+    }
+}
+
+/* Frame {"code": C, "servers": "a,b"} (servers only for a run with servers) and send it whole. */
+static int send_job(int fd, const char *code, const char *servers, sbx_error_t *err)
+{
+  json_writer_t *w = json_writer_new();
+  if (!w)
+    return sbx_error_set(err, ENOMEM, "job");
+  json_obj_begin(w);
+  json_key(w, "code");
+  json_str(w, code);
+  if (servers) {
+    json_key(w, "servers");
+    json_str(w, servers);
+  }
+  json_obj_end(w);
+  size_t len;
+  const char *buf = json_writer_buf(w, &len);
+  unsigned char hdr[4];
+  if (!buf || bridge_header(len, BRIDGE_DEFAULT_MAX_FRAME, hdr, err) < 0) {
+    json_writer_free(w);
+    return buf ? -1 : sbx_error_set(err, ENOMEM, "job");
+  }
+  struct iovec iov[2] = {{.iov_base = hdr, .iov_len = 4}, {.iov_base = (void *) buf, .iov_len = len}};
+  struct msghdr mh = {.msg_iov = iov, .msg_iovlen = 2};
+  uint64_t give_up = now_ns() + JOB_SEND_TIMEOUT_MS * 1000000ULL;
+  int r = 0;
+  while (mh.msg_iovlen) {
+    ssize_t n = sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0 && errno == EAGAIN) {
+      uint64_t now = now_ns();
+      if (now < give_up && poll(&(struct pollfd){.fd = fd, .events = POLLOUT}, 1, ms_until(give_up, now)) > 0)
+        continue;
+      r = sbx_error_set(err, ETIMEDOUT, "warm sandbox: the job was not taken");
+      break;
+    }
+    if (n < 0) {
+      r = sbx_error_errno(err, "warm sandbox: send the job");
+      break;
+    }
+    size_t done = (size_t) n;
+    while (mh.msg_iovlen && done >= mh.msg_iov[0].iov_len) {
+      done -= mh.msg_iov[0].iov_len;
+      mh.msg_iov++;
+      mh.msg_iovlen--;
+    }
+    if (mh.msg_iovlen) {
+      mh.msg_iov[0].iov_base = (char *) mh.msg_iov[0].iov_base + done;
+      mh.msg_iov[0].iov_len -= done;
+    }
+  }
+  json_writer_free(w);
+  return r;
+}
+
+/* Give the call a warm sandbox. On failure the warm sandbox is gone and the call gets a cold one. */
+static int call_start_warm(struct call *c, struct warm *w, sbx_error_t *err)
+{
+  const char *servers = c->proxy ? strchr(proxy_env(c->proxy), '=') + 1 : NULL;
+  /* The call's clock and deadline start at delivery, as a cold one's start at its spawn. */
+  sandbox_start_clock(w->sb);
+  sandbox_set_deadline(w->sb, now_ns() + c->limits.timeout_ms * 1000000ULL);
+  if (send_job(w->job_fd, c->code, servers, err) < 0) {
+    warm_free(w);
+    return -1;
+  }
+  c->sb = TAKE_PTR(w->sb);
+  c->out_fd = TAKE_FD(w->out_fd);
+  c->err_fd = TAKE_FD(w->err_fd);
+  /* With servers, the job socket goes on as the bridge; without, the runner has closed its end. */
+  if (c->proxy)
+    proxy_adopt_fd(c->proxy, TAKE_FD(w->job_fd));
+  warm_free(w);
+  return 0;
+}
+
 static int call_start(struct server *srv, struct call *c, sbx_error_t *err)
 {
   struct sbx_limits req;
@@ -558,6 +784,28 @@ static int call_start(struct server *srv, struct call *c, sbx_error_t *err)
     req.timeout_ms = c->timeout_ms;
   if (policy_resolve_limits(srv->policy, &req, &c->limits, err) < 0)
     return -1;
+
+  /* With servers: the bridge at fd 3, the `mcp` package read-only, and the runner told which
+   * servers it has (it then defines mcp_<alias> and friends). */
+  _cleanup_close_ int bridge = -1;
+  if (c->n_servers) {
+    if (!srv->python_dir)
+      return sbx_error_set(err, ENOENT, "the sandbox's Python helpers (mcp package) were not found next to sandboxd");
+    if (proxy_new(srv->hosts, (const char *const *) c->servers, c->n_servers, NULL, &bridge, &c->proxy, err) < 0)
+      return -1;
+    proxy_on_progress(c->proxy, relay_progress, c);
+  }
+  c->srv = srv;
+
+  /* A warm sandbox if there is one; an empty pool (a burst) falls back to a cold spawn. */
+  struct warm *w = srv->warm;
+  if (w) {
+    warm_unlink(srv, w);
+    sbx_error_t werr = {0};
+    if (call_start_warm(c, w, &werr) == 0)
+      return 0;
+    log_warn("%s; starting a cold sandbox instead", werr.msg);
+  }
 
   _cleanup_close_ int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
   if (devnull < 0)
@@ -569,37 +817,17 @@ static int call_start(struct server *srv, struct call *c, sbx_error_t *err)
 
   /* python3 -c RUNNER CODE: the runner finds the code in sys.argv[1]. */
   char *argv[] = {PYTHON, "-c", (char *) mcp_runner_source, c->code, NULL};
-  struct sbx_spec spec = {
-      .policy = srv->policy,
-      .limits = c->limits,
-      .rootfs = srv->rootfs,
-      .argv = argv,
-      .stdin_fd = devnull,
-      .stdout_fd = out_w,
-      .stderr_fd = err_w,
-      .bridge_fd = -1,
-  };
-  /* With servers: the bridge at fd 3, the `mcp` package read-only, and the runner told which
-   * servers it has (it then defines mcp_<alias> and friends). */
-  _cleanup_close_ int bridge = -1;
-  char *env[2];
+  struct sbx_spec spec;
   struct sbx_bind bind;
-  if (c->n_servers) {
-    if (!srv->python_dir)
-      return sbx_error_set(err, ENOENT, "the sandbox's Python helpers (mcp package) were not found next to sandboxd");
-    if (proxy_new(srv->hosts, (const char *const *) c->servers, c->n_servers, NULL, &bridge, &c->proxy, err) < 0)
-      return -1;
-    proxy_on_progress(c->proxy, relay_progress, c);
+  base_spec(srv, &c->limits, argv, devnull, out_w, err_w, &bind, &spec);
+  char *env[2];
+  if (c->proxy) {
     env[0] = "PYTHONPATH=" PROXY_PYTHON_DST;
     env[1] = (char *) proxy_env(c->proxy);
-    bind = (struct sbx_bind){.src = srv->python_dir, .dst = PROXY_PYTHON_DST, .rw = false};
     spec.extra_env = env;
     spec.n_extra_env = 2;
-    spec.binds = &bind;
-    spec.n_binds = 1;
     spec.bridge_fd = bridge;
   }
-  c->srv = srv;
   if (sandbox_spawn(&spec, &c->sb, err) < 0)
     return -1;
   /* Our copies of the write ends must go, or the pipes never reach EOF. */
@@ -1058,6 +1286,9 @@ static void write_capabilities(struct server *srv, json_writer_t *w)
   json_uint(w, MAX_CODE_BYTES);
   json_key(w, "max_message_bytes");
   json_uint(w, srv->max_message);
+  /* Sandboxes built ahead of the calls (--warm); each still serves exactly one call. */
+  json_key(w, "warm_pool");
+  json_uint(w, srv->warm_target);
   json_obj_end(w);
   json_key(w, "servers");
   json_arr_begin(w);
@@ -1314,6 +1545,29 @@ static int run_timers(struct server *srv)
   return timeout;
 }
 
+/* A warm sandbox ended while idle (its Python failed to start, or something killed it): drop it,
+ * and wait a while before the next, so a broken setup does not spin. */
+static void warm_died(struct server *srv, struct warm *w)
+{
+  char buf[512];
+  ssize_t n = read(w->err_fd, buf, sizeof buf - 1);
+  buf[n > 0 ? n : 0] = '\0';
+  log_warn("a warm sandbox ended before it got a job%s%s", n > 0 ? ": " : "", buf);
+  warm_unlink(srv, w);
+  warm_free(w);
+  srv->warm_retry_ns = now_ns() + WARM_RETRY_NS;
+}
+
+/* Top the pool up by one, when the loop has nothing else to do. */
+static void warm_refill(struct server *srv)
+{
+  sbx_error_t err = {0};
+  if (warm_spawn(srv, &err) < 0) {
+    log_warn("warm sandbox: %s", err.msg);
+    srv->warm_retry_ns = now_ns() + WARM_RETRY_NS;
+  }
+}
+
 enum { FD_SIGNAL, FD_STDIN, FD_STDOUT, FD_FIXED };
 /* Per running call: its pidfd, stdout, stderr and bridge. */
 #define FDS_PER_CALL 4
@@ -1329,9 +1583,19 @@ static void serve(struct server *srv)
     int host_timeout = mcp_hosts_timers(srv->hosts);
     if (host_timeout >= 0 && (timeout < 0 || host_timeout < timeout))
       timeout = host_timeout;
+    /* The pool is refilled only when a poll finds nothing to do and no call is running: a spawn
+     * blocks the loop (cgroup attach, namespaces: 5-20 ms), and then would delay a request or a
+     * running call's reply. Under sustained load the pool stays empty and calls start cold. */
+    bool refill = false;
+    if (srv->n_warm < srv->warm_target && srv->n_running == 0) {
+      int t = ms_until(srv->warm_retry_ns, now_ns());
+      refill = t == 0;
+      if (timeout < 0 || t < timeout)
+        timeout = t;
+    }
 
     size_t n_hosts = mcp_hosts_max_pollfds(srv->hosts);
-    size_t need = FD_FIXED + n_hosts + FDS_PER_CALL * srv->n_running;
+    size_t need = FD_FIXED + n_hosts + FDS_PER_CALL * srv->n_running + srv->n_warm;
     if (need > cap) {
       struct pollfd *p = realloc(pfds, need * sizeof *p);
       if (p)
@@ -1364,6 +1628,9 @@ static void serve(struct server *srv)
       owners[n] = c;
       pfds[n++] = (struct pollfd){.fd = c->proxy ? proxy_fd(c->proxy) : -1, .events = c->proxy ? proxy_events(c->proxy) : 0};
     }
+    size_t first_warm = n;
+    for (struct warm *w = srv->warm; w; w = w->next)
+      pfds[n++] = (struct pollfd){.fd = sandbox_pidfd(w->sb), .events = POLLIN};
     int r = poll(pfds, n, timeout);
     if (r < 0) {
       if (errno == EINTR)
@@ -1383,7 +1650,7 @@ static void serve(struct server *srv)
     /* Host servers' answers first: they go to bridges that are still open. */
     mcp_hosts_dispatch(srv->hosts, pfds + FD_FIXED, first_call - FD_FIXED);
     /* Output and bridges, then ends: a call may finish (and be freed) below. */
-    for (size_t i = first_call; i < n; i += FDS_PER_CALL) {
+    for (size_t i = first_call; i < first_warm; i += FDS_PER_CALL) {
       struct call *c = owners[i];
       if (pfds[i + 1].revents && c->out_fd >= 0)
         drain_pipe(c, &c->out_fd, &c->out);
@@ -1392,11 +1659,21 @@ static void serve(struct server *srv)
       if (pfds[i + 3].revents && c->proxy && pfds[i + 3].fd == proxy_fd(c->proxy))
         proxy_handle(c->proxy, pfds[i + 3].revents);
     }
-    for (size_t i = first_call; i < n; i += FDS_PER_CALL)
+    for (size_t i = first_call; i < first_warm; i += FDS_PER_CALL)
       if (pfds[i].revents)
         call_finish(srv, owners[i]);
+    /* In pool order, which nothing above changed: calls take warm sandboxes only in read_stdin. */
+    struct warm *w = srv->warm;
+    for (size_t i = first_warm; i < n && w; i++) {
+      struct warm *next = w->next;
+      if (pfds[i].revents)
+        warm_died(srv, w);
+      w = next;
+    }
     if (pfds[FD_STDIN].revents)
       read_stdin(srv);
+    if (r == 0 && refill)
+      warm_refill(srv);
   }
   free(pfds);
   free(owners);
@@ -1409,6 +1686,11 @@ static void shutdown_server(struct server *srv)
     struct call *c = srv->calls;
     call_unlink(srv, c);
     call_free(c); /* sandbox_free kills and reaps */
+  }
+  while (srv->warm) {
+    struct warm *w = srv->warm;
+    warm_unlink(srv, w);
+    warm_free(w);
   }
   uint64_t give_up = now_ns() + 2000000000ULL;
   while (srv->outq_off < srv->outq.len && !srv->stop) {
@@ -1432,6 +1714,8 @@ static const char mcp_usage[] =
     "  --rootfs DIR             root filesystem (default: the built python-3.14-slim)\n"
     "  --max-concurrent N       sandboxes running at once (default 4); further calls queue\n"
     "  --max-queue N            calls waiting beyond that (default 64); more are refused\n"
+    "  --warm N                 sandboxes kept built, with Python started, for the next calls\n"
+    "                           (default 2, 0 disables); each serves one call\n"
     "  --max-message-size SIZE  largest JSON-RPC message accepted (default 4M)\n"
     "  --config FILE            host MCP servers the code may call ({\"mcpServers\": ...}; default:\n"
     "                           $SANDBOXD_MCP_CONFIG, else ~/.config/sandboxd/mcp.json)\n"
@@ -1449,7 +1733,7 @@ static int parse_count(const char *opt, const char *arg, size_t max, size_t *ret
 }
 
 enum { OPT_POLICY = 256, OPT_ROOTFS, OPT_MAX_CONCURRENT, OPT_MAX_QUEUE, OPT_MAX_MESSAGE, OPT_CONFIG, OPT_IMPORT_CLAUDE,
-       OPT_AUDIT_LOG };
+       OPT_AUDIT_LOG, OPT_WARM };
 
 static int parse_args(int argc, char **argv, struct server *srv, const char **ret_policy,
                       const char **ret_rootfs, bool *ret_help, sbx_error_t *err)
@@ -1463,6 +1747,7 @@ static int parse_args(int argc, char **argv, struct server *srv, const char **re
       {"config", required_argument, NULL, OPT_CONFIG},
       {"import-claude", no_argument, NULL, OPT_IMPORT_CLAUDE},
       {"audit-log", required_argument, NULL, OPT_AUDIT_LOG},
+      {"warm", required_argument, NULL, OPT_WARM},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
@@ -1503,6 +1788,11 @@ static int parse_args(int argc, char **argv, struct server *srv, const char **re
     case OPT_AUDIT_LOG:
       srv->audit_log = optarg;
       break;
+    case OPT_WARM:
+      if (parse_u64(optarg, &v) < 0 || v > MAX_WARM)
+        return sbx_error_set(err, 0, "--warm `%s`: expected a whole number from 0 to %d", optarg, MAX_WARM);
+      srv->warm_target = (size_t) v;
+      break;
     default:
       return sbx_error_set(err, 0, "unknown or incomplete option `%s` (see sandboxd mcp --help)",
                            argv[optind - 1]);
@@ -1533,6 +1823,7 @@ int cmd_mcp(int argc, char **argv)
       .max_concurrent = DEFAULT_MAX_CONCURRENT,
       .max_queue = DEFAULT_MAX_QUEUE,
       .max_message = DEFAULT_MAX_MESSAGE,
+      .warm_target = DEFAULT_WARM,
       .stdout_flags = -1,
       .sigfd = -1,
       .log_level = 3, /* warning */

@@ -62,6 +62,7 @@ struct sbx_sandbox {
   int pidfd;
   int sync_fd; /* our end of the sync socket */
   uint64_t start_ns, deadline_ns;
+  uint64_t cpu_base_usec; /* cgroup CPU time before sandbox_start_clock(), excluded from results */
   bool timed_out, reaped;
   int code_status; /* from MSG_EXIT; -1 if none arrived */
   struct sbx_cgroup *cgroup; /* NULL when degraded to rlimits */
@@ -656,6 +657,18 @@ int sandbox_spawn(const struct sbx_spec *spec, struct sbx_sandbox **ret, sbx_err
 
 int sandbox_pidfd(const struct sbx_sandbox *s) { return s->pidfd; }
 uint64_t sandbox_deadline_ns(const struct sbx_sandbox *s) { return s->deadline_ns; }
+void sandbox_set_deadline(struct sbx_sandbox *s, uint64_t deadline_ns) { s->deadline_ns = deadline_ns; }
+
+void sandbox_start_clock(struct sbx_sandbox *s)
+{
+  s->start_ns = now_ns();
+  if (s->cgroup) {
+    struct cgroup_stats cst = { 0 };
+    cgroup_read_stats(s->cgroup, &cst);
+    if (cst.have_cpu)
+      s->cpu_base_usec = cst.cpu_usec;
+  }
+}
 
 int sandbox_signal(struct sbx_sandbox *s, int sig)
 {
@@ -772,7 +785,7 @@ int sandbox_wait(struct sbx_sandbox *s, struct sbx_result *res, sbx_error_t *err
     if (cst.have_peak)
       res->memory_peak_bytes = cst.memory_peak;
     if (cst.have_cpu)
-      res->cpu_time_ms = cst.cpu_usec / 1000;
+      res->cpu_time_ms = (cst.cpu_usec > s->cpu_base_usec ? cst.cpu_usec - s->cpu_base_usec : 0) / 1000;
     res->pids_limit_hit = cst.pids_max_events > 0;
     /* Gone with the sandbox: nothing of it may outlive sandbox_wait(). */
     cgroup_destroy(s->cgroup);

@@ -77,6 +77,12 @@ int sandbox_spawn(const struct sbx_spec *spec, struct sbx_sandbox **ret, sbx_err
 int sandbox_pidfd(const struct sbx_sandbox *s);
 /* Absolute CLOCK_MONOTONIC deadline in ns, from the spec's timeout. */
 uint64_t sandbox_deadline_ns(const struct sbx_sandbox *s);
+/* Warm sandboxes (`sandboxd mcp --warm`): spawned ahead of their job, so their clock starts when
+ * the job is delivered, not at spawn. sandbox_start_clock() makes execution_time_ms and (with a
+ * cgroup) cpu_time_ms count from now; memory_peak_bytes still covers the warm-up (the cgroup's
+ * peak cannot be reset for good). sandbox_set_deadline() replaces the spawn-time deadline. */
+void sandbox_start_clock(struct sbx_sandbox *s);
+void sandbox_set_deadline(struct sbx_sandbox *s, uint64_t deadline_ns);
 /* Forward a signal to the code (through the sandbox's init). */
 int sandbox_signal(struct sbx_sandbox *s, int sig);
 /* Kill every process of the sandbox now. `timed_out` marks the result as a timeout. */

@@ -1,6 +1,9 @@
-# sandboxd run_python entry point: runs sys.argv[1] as the __main__ module, with top-level await.
+# sandboxd run_python entry point: runs the code as the __main__ module, with top-level await.
 # sandboxd passes this file's text to `python3 -c`, so keep it self-contained (src/mcp_server.c
 # holds a copy that tests/unit/test_jsonrpc.c checks against this file).
+# Cold: the code is sys.argv[1]. Warm (no argument): started ahead of the call, the runner waits
+# for one job on the bridge at fd 3 (a 4-byte big-endian length, then JSON {"code": C, "servers":
+# "a,b"}); with servers the same socket goes on as the bridge, without it is closed.
 def _sandboxd_run():
     # Only what every run needs: asyncio and traceback cost tens of milliseconds to import, so
     # they are imported when the code awaits or fails.
@@ -9,7 +12,30 @@ def _sandboxd_run():
     PyCF_ALLOW_TOP_LEVEL_AWAIT = 0x2000  # ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
     CO_COROUTINE = 0x80  # inspect.CO_COROUTINE
 
-    code = sys.argv[1]
+    if len(sys.argv) > 1:
+        code = sys.argv[1]
+    else:
+        import json
+
+        def read(n):
+            buf = b""
+            while len(buf) < n:
+                chunk = os.read(3, n - len(buf))
+                if not chunk:  # sandboxd dropped this sandbox before giving it a job
+                    os._exit(0)
+                buf += chunk
+            return buf
+
+        job = json.loads(read(int.from_bytes(read(4), "big")))
+        code = job["code"]
+        if job.get("servers"):
+            # What the cold path puts in the environment for a run with servers.
+            os.environ["PYTHONPATH"] = "/run/sandboxd/python"
+            os.environ["SANDBOXD_MCP_SERVERS"] = job["servers"]
+            sys.path.insert(1, "/run/sandboxd/python")
+        else:
+            os.close(3)
+        del json, read, job
     del sys.argv[1:]
     name = "<run_python>"
     # Show the user's lines in tracebacks.

@@ -120,3 +120,9 @@ export class RawServer {
     return this.exit;
   }
 }
+
+// Code that sleeps for a minute in a process whose command line carries marker (for
+// processesWith): a warm sandbox gets its code over the bridge, so only a cold one shows the code
+// itself in /proc/PID/cmdline.
+export const sleeperCode = (marker) =>
+  `import os\nos.execv("/usr/bin/python3", ["python3", "-c", "import time; time.sleep(60)", "${marker}"])`;

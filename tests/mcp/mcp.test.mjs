@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
-import { connect, processesWith, RawServer, SANDBOXD, sleep, waitGone } from './helpers.mjs';
+import { connect, processesWith, RawServer, SANDBOXD, sleep, sleeperCode, waitGone } from './helpers.mjs';
 
 assert.ok(existsSync(SANDBOXD), `${SANDBOXD} is missing: run make`);
 
@@ -147,7 +147,7 @@ describe('sdk client', () => {
   test('cancellation kills the sandbox and leaves no process behind', async () => {
     const marker = `cancel_${randomUUID().replace(/-/g, '')}`;
     const ac = new AbortController();
-    const p = run(conn.client, { code: `import time\n${marker} = 1\ntime.sleep(60)` }, { signal: ac.signal });
+    const p = run(conn.client, { code: sleeperCode(marker) }, { signal: ac.signal });
     const until = Date.now() + 5000;
     while (!processesWith(marker).length && Date.now() < until) await sleep(20);
     assert.ok(processesWith(marker).length > 0, 'the code never started');
@@ -348,7 +348,7 @@ describe('raw protocol', () => {
   test('cancelled calls get no response', async () => {
     const marker = `rawcancel_${randomUUID().replace(/-/g, '')}`;
     await srv.send({ jsonrpc: '2.0', id: 'c1', method: 'tools/call',
-      params: { name: 'run_python', arguments: { code: `import time\n${marker}=1\ntime.sleep(60)` } } });
+      params: { name: 'run_python', arguments: { code: sleeperCode(marker) } } });
     const until = Date.now() + 5000;
     while (!processesWith(marker).length && Date.now() < until) await sleep(20);
     await srv.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 'c1', reason: 'test' } });
@@ -412,7 +412,7 @@ describe('shutdown', () => {
     const srv = new RawServer();
     await srv.initialize();
     await srv.send({ jsonrpc: '2.0', id: 1, method: 'tools/call',
-      params: { name: 'run_python', arguments: { code: `import time\n${marker}=1\ntime.sleep(60)` } } });
+      params: { name: 'run_python', arguments: { code: sleeperCode(marker) } } });
     const until = Date.now() + 5000;
     while (!processesWith(marker).length && Date.now() < until) await sleep(20);
     assert.ok(processesWith(marker).length > 0);
@@ -428,7 +428,7 @@ describe('shutdown', () => {
     const srv = new RawServer();
     await srv.initialize();
     await srv.send({ jsonrpc: '2.0', id: 1, method: 'tools/call',
-      params: { name: 'run_python', arguments: { code: `import time\n${marker}=1\ntime.sleep(60)` } } });
+      params: { name: 'run_python', arguments: { code: sleeperCode(marker) } } });
     const until = Date.now() + 5000;
     while (!processesWith(marker).length && Date.now() < until) await sleep(20);
     srv.proc.kill('SIGTERM');

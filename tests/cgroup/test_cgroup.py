@@ -1,0 +1,401 @@
+"""The cgroup subset: every sandbox's limits are enforced by its own cgroup, reported honestly, and
+nothing (cgroup, process, mount) outlives it.
+
+Runs natively (this development host: hybrid, the v1 controllers) and inside the pure-cgroup2 VM
+(tests/vm/cgroup-suite, as root and as an unprivileged user with a delegated cgroup).
+
+Where this user gets no cgroup (`sandboxd doctor` prints `FAIL cgroups`) the cgroup tests skip
+with that reason, except when CI=true or SANDBOXD_TEST_EXPECT_CGROUP=1 (set by the VM suite):
+then they fail. Tests marked `refusal` check the other side: without a cgroup the shipped default
+policy refuses (exit 125, one line naming `systemd-run --user --scope -p Delegate=yes`).
+
+Environment (besides sbx.py's): SANDBOXD_CGROUP, the delegated parent sandboxd creates its
+cgroups in (else its own cgroup, per hierarchy)."""
+import os
+import re
+import signal
+import subprocess
+import time
+import uuid
+
+import pytest
+
+import sbx
+from sbx import MiB
+
+EXPECT_CGROUP = sbx.CI or os.environ.get("SANDBOXD_TEST_EXPECT_CGROUP") == "1"
+V1_CONTROLLERS = ("memory", "pids", "cpu", "cpuacct", "freezer")
+SYSTEMD_RUN = "systemd-run --user --scope -p Delegate=yes"
+
+
+# ------------------------------------------------------------------ where sandbox cgroups live
+
+def _cgroup_mounts():
+    """(cgroup2 mount point or None, {v1 controller: mount point})."""
+    v2, v1 = None, {}
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            fields = line.split()
+            sep = fields.index("-")
+            fstype, mnt, opts = fields[sep + 1], fields[4], fields[sep + 3].split(",")
+            if fstype == "cgroup2" and v2 is None:
+                v2 = mnt
+            elif fstype == "cgroup":
+                for c in V1_CONTROLLERS:
+                    if c in opts:
+                        v1.setdefault(c, mnt)
+    return v2, v1
+
+
+def _own_paths():
+    """{'' (v2) or v1 controller: this process's cgroup path}."""
+    out = {}
+    with open("/proc/self/cgroup") as f:
+        for line in f:
+            _, ctrls, path = line.rstrip("\n").split(":", 2)
+            for c in ctrls.split(",") if ctrls else [""]:
+                out[c] = path
+    return out
+
+
+def cgroup_parents():
+    """The directories sandboxd creates sandbox cgroups in (sandboxd runs in our cgroup)."""
+    env = os.environ.get("SANDBOXD_CGROUP")
+    if env:
+        return [env]
+    v2, v1 = _cgroup_mounts()
+    own = _own_paths()
+    dirs = []
+    if v2 and "" in own:
+        dirs.append(v2 + own[""].rstrip("/"))
+    for c, mnt in v1.items():
+        if c in own:
+            dirs.append(mnt + own[c].rstrip("/"))
+    return [d for d in dict.fromkeys(dirs) if os.path.isdir(d)]
+
+
+def expected_mode():
+    """The report's `limits` this host should give: cgroup2 where the v2 hierarchy offers memory
+    and pids here (pure v2, or $SANDBOXD_CGROUP), else cgroup1 (hybrid/legacy)."""
+    env = os.environ.get("SANDBOXD_CGROUP")
+    v2, _ = _cgroup_mounts()
+    base = env or (v2 + _own_paths().get("", "/").rstrip("/") if v2 else None)
+    try:
+        with open(os.path.join(base, "cgroup.controllers")) as f:
+            ctrls = f.read().split()
+        if "memory" in ctrls and "pids" in ctrls:
+            return "cgroup2"
+    except (OSError, TypeError):
+        pass
+    return "cgroup1"
+
+
+def sandbox_cgroups():
+    """Every sandboxd-* cgroup directory below the parents."""
+    found = set()
+    for d in cgroup_parents():
+        try:
+            for e in os.listdir(d):
+                if e.startswith("sandboxd-"):
+                    found.add(os.path.join(d, e))
+        except OSError:
+            pass
+    return found
+
+
+def cgroups_of(pid):
+    return {p for p in sandbox_cgroups() if re.fullmatch(rf"sandboxd-{pid}-\d+", os.path.basename(p))}
+
+
+# ------------------------------------------------------------------ fixtures
+
+def _doctor_cgroup_line(env=None, as_user=()):
+    p = subprocess.run([*as_user, sbx.SANDBOXD, "doctor"], capture_output=True, text=True, timeout=30,
+                       stdin=subprocess.DEVNULL, env=env)
+    for line in p.stdout.splitlines():
+        if re.match(r"^(ok|FAIL|warn)\s+cgroups\b", line):
+            return line
+    return f"(sandboxd doctor printed no cgroups line; exit {p.returncode}: {p.stderr.strip()[-300:]})"
+
+
+_doctor = {}
+
+
+def doctor_cgroups():
+    if "line" not in _doctor:
+        _doctor["line"] = _doctor_cgroup_line()
+    return _doctor["line"]
+
+
+@pytest.fixture(autouse=True)
+def _need(request):
+    sbx.require_sandboxd()
+    if request.node.get_closest_marker("refusal"):
+        return
+    line = doctor_cgroups()
+    if not line.startswith("ok"):
+        why = f"this user ({os.getuid()}) has no cgroup: {line}"
+        if EXPECT_CGROUP:
+            pytest.fail("a cgroup is expected here (CI=true or SANDBOXD_TEST_EXPECT_CGROUP=1) but " + why)
+        pytest.skip(why)
+
+
+@pytest.fixture
+def marker():
+    m = f"sbx-cg-{uuid.uuid4().hex[:12]}"
+    yield m
+    sbx.kill_marker(m)
+
+
+class _State:
+    def __init__(self):
+        self.cgroups = sandbox_cgroups()
+        self.mounts = sbx.host_mounts()
+        self.pids = set()  # of every sandboxd this test started
+
+
+@pytest.fixture
+def host_state(monkeypatch):
+    """What is there before the test, and the pids of the sandboxd processes it starts: on this
+    host the v1 cpu/pids/freezer parents are the root cgroups, shared with every other sandboxd
+    running meanwhile, so only our own sandboxd-<pid>-* count (all new ones below a private
+    $SANDBOXD_CGROUP, as in the VM)."""
+    state = _State()
+
+    class Recording(subprocess.Popen):
+        def __init__(self, args, *a, **kw):
+            super().__init__(args, *a, **kw)
+            if isinstance(args, (list, tuple)) and args and str(args[0]) == sbx.SANDBOXD:
+                state.pids.add(self.pid)
+
+    monkeypatch.setattr(subprocess, "Popen", Recording)
+    return state
+
+
+def _pid_of(path):
+    m = re.fullmatch(r"sandboxd-(\d+)-.*", os.path.basename(path))
+    return int(m.group(1)) if m else None
+
+
+def assert_nothing_left(state, marker, res=None, also_gone=()):
+    ctx = f"\n{res.describe()}" if res else ""
+    left = sbx.wait_gone(marker, timeout=2.0)
+    assert not left, f"processes outlived the sandbox: {left}{ctx}"
+    assert state.pids, "no sandboxd was started (the test is broken)"
+    new = {p for p in sandbox_cgroups() - state.cgroups
+           if os.environ.get("SANDBOXD_CGROUP") or _pid_of(p) in state.pids}
+    assert not new, f"cgroups left behind: {sorted(new)}{ctx}"
+    mounts = state.mounts
+    stale = [p for p in also_gone if os.path.exists(p)]
+    assert not stale, f"cgroups left behind: {stale}{ctx}"
+    after = sbx.host_mounts()
+    assert after == mounts, f"host mounts changed: +{set(after) - set(mounts)} -{set(mounts) - set(after)}{ctx}"
+
+
+def report(r):
+    assert r.report, f"no report ({r.report_error})\n{r.describe()}"
+    return r.report
+
+
+# A daemon carrying the marker that outlives the code unless the cgroup is torn down.
+DAEMON = """
+import os, sys, time
+marker = {marker!r}
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        os.execv("/usr/bin/python3", ["/usr/bin/python3", "-c", "import time; time.sleep(1000)", marker])
+    os._exit(0)
+"""
+
+
+# ------------------------------------------------------------------ limits and reports
+
+def test_enforced_by_the_expected_cgroup():
+    """As root, and as a user with a delegated cgroup: every limit is a cgroup limit (cgroup2 on
+    a pure-v2 host or below $SANDBOXD_CGROUP, cgroup1 on this hybrid development host)."""
+    r = sbx.code("pass")
+    assert r.rc == 0, r.describe()
+    rep = report(r)
+    assert rep["status"] == "ok" and rep["exit_code"] == 0, rep
+    assert rep["limits"] == expected_mode(), (rep, doctor_cgroups(), cgroup_parents())
+    assert rep["memory_peak_bytes"] > 0 and rep["cpu_time_ms"] >= 0, rep
+    assert rep["pids_limit_hit"] is False, rep
+
+
+def test_memory_bomb_stops_at_the_limit(marker, host_state):
+    src = DAEMON.format(marker=marker) + (
+        "time.sleep(0.2)\nchunks = []\n"
+        "while True:\n    chunks.append(bytearray(16 << 20))  # zero-filled: really resident\n")
+    r = sbx.code(src, opts=["--memory", "128M", "--timeout", "60"], timeout=90)
+    rep = report(r)
+    assert rep["status"] == "memory_limit", r.describe()
+    assert r.rc == 137 and rep["exit_code"] == 137, r.describe()
+    assert "sandboxd: memory limit (128 MiB) exceeded" in r.stderr.splitlines(), r.describe()
+    assert rep["memory_peak_bytes"] <= 128 * MiB, rep
+    assert rep["memory_peak_bytes"] >= 100 * MiB, rep
+    assert r.elapsed < 45, r.describe()
+    # No cgroup, process or mount survives an OOM kill.
+    assert_nothing_left(host_state, marker, r)
+
+
+def test_fork_bomb_stops_at_pids(marker, host_state):
+    """Every process forks forever, ignoring EAGAIN: only pids.max holds it, and --timeout still
+    ends it on time."""
+    src = DAEMON.format(marker=marker) + (
+        "while True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n")
+    r = sbx.code(src, opts=["--pids", "32", "--cpus", "1", "--timeout", "3"], timeout=60)
+    rep = report(r)
+    assert rep["pids_limit_hit"] is True, r.describe()
+    assert rep["status"] == "timeout" and r.rc == 124, r.describe()
+    assert r.elapsed < 3 + 7, f"the sandbox took {r.elapsed:.1f}s to end after a 3s timeout\n{r.describe()}"
+    assert_nothing_left(host_state, marker, r)
+
+
+def test_cpus_half_a_core():
+    """Two CPU-bound threads (and a forked process, so the GIL is not what holds them back)
+    under --cpus 0.5 use about half a core over ~3 s."""
+    src = ("import os, threading, time\n"
+           "end = time.monotonic() + 3\n"
+           "def spin():\n    while time.monotonic() < end: pass\n"
+           "pid = os.fork()\n"
+           "ts = [threading.Thread(target=spin) for _ in range(2)]\n"
+           "[t.start() for t in ts]; [t.join() for t in ts]\n"
+           "if pid == 0: os._exit(0)\n"
+           "os.waitpid(pid, 0)\n")
+    r = sbx.code(src, opts=["--cpus", "0.5", "--timeout", "60"], timeout=90)
+    assert r.rc == 0, r.describe()
+    rep = report(r)
+    share = rep["cpu_time_ms"] / max(rep["execution_time_ms"], 1)
+    print(f"cpu share under --cpus 0.5: {share:.3f} ({rep['cpu_time_ms']} / {rep['execution_time_ms']} ms)")
+    assert 0.35 <= share <= 0.65, f"--cpus 0.5 but used {share:.2f} of a core: {rep}"
+    assert rep["execution_time_ms"] >= 2900, rep
+
+
+def test_memory_peak_matches_a_known_allocation():
+    base = report(sbx.code("import time", opts=["--memory", "512M"]))
+    assert base["status"] == "ok", base
+    r = sbx.code("import time\nb = bytearray(200 << 20)\nfor i in range(0, len(b), 4096):\n    b[i] = 1\n"
+                 "time.sleep(0.1)\n", opts=["--memory", "512M"])
+    assert r.rc == 0, r.describe()
+    rep = report(r)
+    want = 200 * MiB + base["memory_peak_bytes"]
+    got = rep["memory_peak_bytes"]
+    print(f"memory_peak_bytes: {got / MiB:.1f} MiB for 200 MiB + baseline {base['memory_peak_bytes'] / MiB:.1f} MiB")
+    assert abs(got - want) <= 0.10 * want, \
+        f"memory_peak_bytes {got / MiB:.1f} MiB, expected 200 MiB + baseline " \
+        f"{base['memory_peak_bytes'] / MiB:.1f} MiB = {want / MiB:.1f} MiB (within 10%)"
+
+
+# ------------------------------------------------------------------ nothing left behind
+
+def test_nothing_left_after_a_timeout(marker, host_state):
+    r = sbx.run("leak", marker, "timeout", opts=["--timeout", "2"], timeout=60)
+    assert r.rc == 124 and b"READY 2" in r.out, r.describe()
+    assert report(r)["status"] == "timeout", r.report
+    assert_nothing_left(host_state, marker, r)
+
+
+def test_sigkilled_sandboxd_is_swept_by_the_next_start(marker, host_state):
+    """SIGKILL to sandboxd leaves its cgroup (nobody is left to remove it); its processes die
+    with it, and the next sandboxd that starts removes the stale cgroup."""
+    cmd = sbx.exec_cmd("leak", [marker, "wait"], opts=["--memory", "200M", "--pids", "40"])
+    p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        line = p.stdout.readline()
+        assert line.startswith(b"READY 2"), (line, p.stderr.read() if p.poll() is not None else b"")
+        # While it runs: its own cgroup(s), with the limits asked for.
+        mine = cgroups_of(p.pid)
+        assert mine, f"no sandboxd-{p.pid}-* cgroup in {cgroup_parents()}: {sorted(sandbox_cgroups())}"
+        vals = {}
+        for d in mine:
+            for f in ("memory.max", "memory.limit_in_bytes", "pids.max"):
+                try:
+                    with open(os.path.join(d, f)) as fh:
+                        vals[f] = fh.read().strip()
+                except OSError:
+                    pass
+        assert vals.get("memory.max", vals.get("memory.limit_in_bytes")) == str(200 * MiB), vals
+        assert vals.get("pids.max") == "40", vals
+        p.send_signal(signal.SIGKILL)
+        p.wait(timeout=10)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    left = sbx.wait_gone(marker, timeout=5)
+    assert not left, f"processes outlived a SIGKILLed sandboxd: {left}"
+    # The next start sweeps what the killed one left.
+    r = sbx.code("pass")
+    assert r.rc == 0, r.describe()
+    assert_nothing_left(host_state, marker, r, also_gone=sorted(mine))
+
+
+def test_v2_sandboxd_alone_in_its_cgroup_leaves_nothing(tmp_path):
+    """Like `systemd-run --scope sandboxd ...`: sandboxd alone in a cgroup (no $SANDBOXD_CGROUP)
+    moves itself into a leaf to hand controllers to the sandbox; nothing of it must remain."""
+    parent = os.environ.get("SANDBOXD_CGROUP")
+    if expected_mode() != "cgroup2" or not parent:
+        pytest.skip("needs cgroup v2 and a delegated $SANDBOXD_CGROUP to make a scope-like cgroup in")
+    scope = os.path.join(parent, f"scope-{uuid.uuid4().hex[:8]}")
+    os.mkdir(scope)
+    env = {k: v for k, v in os.environ.items() if k != "SANDBOXD_CGROUP"}
+    rep_path = tmp_path / "report.json"
+    try:
+        # The shell moves itself into the new cgroup, then becomes sandboxd.
+        p = subprocess.run(["sh", "-c", f'echo $$ > "{scope}/cgroup.procs" && exec "$@"', "sh",
+                            *sbx.exec_cmd(("-c", "pass"), report=str(rep_path))],
+                           capture_output=True, text=True, timeout=60, env=env, stdin=subprocess.DEVNULL)
+        assert p.returncode == 0, (p.returncode, p.stderr)
+        import json
+        assert json.loads(rep_path.read_text())["limits"] == "cgroup2"
+        left = sorted(e for e in os.listdir(scope) if os.path.isdir(os.path.join(scope, e)))
+        assert not left, f"left in the scope's cgroup after sandboxd exited: {left}"
+    finally:
+        for e in os.listdir(scope):
+            if os.path.isdir(os.path.join(scope, e)):
+                try:
+                    os.rmdir(os.path.join(scope, e))
+                except OSError:
+                    pass
+        try:
+            os.rmdir(scope)
+        except OSError:
+            pass
+
+
+# ------------------------------------------------------------------ without a cgroup: refuse
+
+def _shipped_env():
+    """The environment with the shipped policies (tests/run may point SANDBOXD_POLICY_DIR at a
+    fallback-rlimit copy) and no delegated parent."""
+    env = {k: v for k, v in os.environ.items() if k not in ("SANDBOXD_POLICY_DIR", "SANDBOXD_CGROUP")}
+    shipped = os.environ.get("SANDBOXD_SHIPPED_POLICY_DIR")
+    if shipped:
+        env["SANDBOXD_POLICY_DIR"] = shipped
+    env["SANDBOXD_AUDIT_LOG"] = "off"
+    return env
+
+
+@pytest.mark.refusal
+def test_refuses_without_a_cgroup():
+    """Without a usable cgroup, `sandboxd exec -c pass` with the shipped default policy refuses:
+    exit 125 and one line naming the fix. As root, checked as the user `nobody` (who has no
+    cgroup of its own unless someone delegated one)."""
+    env = _shipped_env()
+    as_user = ()
+    if os.geteuid() == 0:
+        as_user = ("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--")
+    line = _doctor_cgroup_line(env, as_user)
+    if line.startswith("ok"):
+        if os.environ.get("SANDBOXD_TEST_EXPECT_REFUSAL") == "1":
+            pytest.fail(f"expected no cgroup for uid {65534 if as_user else os.getuid()}, but: {line}")
+        pytest.skip(f"this user has a cgroup ({line}); the refusal is checked where it has none")
+    cmd = [*as_user, sbx.SANDBOXD, "exec", "--rootfs", sbx.ROOTFS, "-c", "pass"]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=30, env=env, stdin=subprocess.DEVNULL)
+    lines = [l for l in p.stderr.splitlines() if l.strip()]
+    what = f"{cmd}: exit {p.returncode}\nstdout: {p.stdout!r}\nstderr: {p.stderr!r}"
+    assert p.returncode == 125, what
+    assert len(lines) == 1 and lines[0].startswith("sandboxd: "), what
+    assert SYSTEMD_RUN in lines[0], what
+    assert p.stdout == "", what

@@ -1,0 +1,188 @@
+// The warm pool (`sandboxd mcp --warm N`): a warm sandbox looks exactly like a cold one from
+// inside, serves one call only, starts the call's clock at delivery, can be cancelled, and
+// nothing of the pool outlives the server.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { connect, processesWith, RawServer, sleep, sleeperCode, waitGone } from './helpers.mjs';
+
+const run = (client, args, opts) => client.callTool({ name: 'run_python', arguments: args }, undefined, opts);
+const text = (r) => r.content.filter((c) => c.type === 'text').map((c) => c.text).join('');
+
+// Descendants of pid (sandboxd's sandboxes and their processes), with their command lines.
+function descendants(pid) {
+  const children = new Map();
+  for (const p of readdirSync('/proc')) {
+    if (!/^\d+$/.test(p)) continue;
+    try {
+      const stat = readFileSync(`/proc/${p}/stat`, 'latin1');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      if (!children.has(ppid)) children.set(ppid, []);
+      children.get(ppid).push(Number(p));
+    } catch { /* gone */ }
+  }
+  const out = [];
+  const walk = (q) => { for (const c of children.get(q) || []) { out.push(c); walk(c); } };
+  walk(pid);
+  return out.map((p) => {
+    try { return { pid: p, cmd: readFileSync(`/proc/${p}/cmdline`, 'latin1').split('\0').filter(Boolean) }; }
+    catch { return { pid: p, cmd: [] }; }
+  });
+}
+// Idle warm runners: python3 -c RUNNER with no code argument.
+const idleWarm = (pid) => descendants(pid).filter((d) => d.cmd.length === 3 && d.cmd[2].includes('_sandboxd_run'));
+async function waitPool(pid, n, ms = 10000) {
+  const until = Date.now() + ms;
+  while (idleWarm(pid).length < n && Date.now() < until) await sleep(20);
+  assert.equal(idleWarm(pid).length, n, 'the warm pool did not fill');
+  await sleep(300); // let the runners finish starting (not needed for correctness)
+}
+
+// Facts about the sandbox as the code sees them, normalised where two sandboxes always differ
+// (mount ids, anonymous device numbers, pipe inodes, the pid namespace).
+const PROBE = String.raw`
+import json, os, resource, socket, sys
+st = {}
+for line in open("/proc/self/status"):
+    k, _, v = line.partition(":")
+    if k in ("Uid", "Gid", "Groups", "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb", "NoNewPrivs", "Seccomp", "Seccomp_filters"):
+        st[k] = v.split()
+mounts = []
+for line in open("/proc/self/mountinfo"):
+    f = line.split()
+    sep = f.index("-")
+    mounts.append([f[3], f[4], f[5]] + f[sep + 1:])
+fds = {}
+for fd in sorted(os.listdir("/proc/self/fd"), key=int):
+    try:
+        t = os.readlink("/proc/self/fd/" + fd)
+    except OSError:
+        continue
+    fds[fd] = t.split(":")[0] if t.startswith(("pipe:", "socket:")) else t
+cmdline = open("/proc/self/cmdline").read().split("\0")
+print(json.dumps({
+    "uid": [os.getuid(), os.geteuid(), os.getgid(), os.getgroups()],
+    "status": st, "mounts": mounts, "fds": fds, "env": dict(os.environ), "hostname": socket.gethostname(),
+    "cwd": os.getcwd(), "argv": sys.argv, "path": sys.path, "flags": str(sys.flags), "umask": os.umask(0o22),
+    "rlimits": {n: resource.getrlimit(getattr(resource, n)) for n in dir(resource) if n.startswith("RLIMIT_") and n != "RLIMIT_CPU"},
+    "pids": sorted(int(p) for p in os.listdir("/proc") if p.isdigit()),
+    "loopback": open("/proc/net/dev").read().count(":"),
+    "main": sorted(k for k in globals() if not k.startswith("__")),
+    "_args": len(cmdline) - 1,
+}, sort_keys=True))
+`;
+
+async function probe(warm) {
+  const srv = await connect(['--warm', String(warm)]);
+  try {
+    if (warm) await waitPool(srv.transport.pid, warm);
+    const r = await run(srv.client, { code: PROBE });
+    assert.equal(r.structuredContent.status, 'ok', text(r));
+    return JSON.parse(r.structuredContent.stdout);
+  } finally {
+    await srv.client.close();
+  }
+}
+
+describe('warm pool', () => {
+  test('a warm sandbox is indistinguishable from a cold one from inside', async () => {
+    const cold = await probe(0);
+    const warm = await probe(2);
+    // How it got its code is the one difference: the cold runner's argv holds it.
+    assert.equal(cold._args, 4);
+    assert.equal(warm._args, 3);
+    delete cold._args;
+    delete warm._args;
+    assert.deepEqual(warm, cold);
+    assert.equal(cold.status.NoNewPrivs[0], '1');
+    assert.equal(cold.status.Seccomp[0], '2');
+    assert.deepEqual(Object.keys(cold.fds), ['0', '1', '2']); // no bridge or job socket left open
+  });
+
+  describe('with --warm 2', () => {
+    let conn;
+    before(async () => { conn = await connect(['--warm', '2']); });
+    after(async () => { await conn?.client.close(); });
+
+    test('the capabilities resource gives the pool size', async () => {
+      const r = await conn.client.readResource({ uri: 'sandboxd://capabilities' });
+      assert.equal(JSON.parse(r.contents[0].text).concurrency.warm_pool, 2);
+    });
+
+    test('each call gets its own sandbox: files, globals, processes, namespaces', async () => {
+      const seen = new Set();
+      for (let i = 0; i < 4; i++) {
+        await waitPool(conn.transport.pid, 2);
+        const r = await run(conn.client, { code: [
+          'import os, subprocess, builtins',
+          'print(os.path.exists("/workspace/leak"), os.path.exists("/tmp/leak"), hasattr(builtins, "LEAK"),',
+          '      "LEAK2" in globals(), sorted(int(p) for p in os.listdir("/proc") if p.isdigit()))',
+          'print(os.stat("/proc/self/ns/pid").st_ino, os.stat("/proc/self/ns/net").st_ino)',
+          'open("/workspace/leak", "w").write("x"); open("/tmp/leak", "w").write("x")',
+          'builtins.LEAK = 1; LEAK2 = 2',
+          'subprocess.Popen(["sleep", "30"], start_new_session=True)',
+        ].join('\n') });
+        const [first, ns] = r.structuredContent.stdout.split('\n');
+        assert.equal(first, 'False False False False [1, 2]', text(r));
+        assert.ok(!seen.has(ns), 'a sandbox served two calls');
+        seen.add(ns);
+      }
+    });
+
+    test('the timeout counts from delivery, not from the warm spawn', async () => {
+      await waitPool(conn.transport.pid, 2);
+      await sleep(3000); // the warm sandboxes sit idle
+      const ok = await run(conn.client, { code: 'import time; time.sleep(1); print("done")', timeout: 2 });
+      assert.equal(ok.structuredContent.status, 'ok', text(ok));
+      assert.ok(ok.structuredContent.execution_time_ms < 2000, `execution_time_ms ${ok.structuredContent.execution_time_ms}`);
+      const slow = await run(conn.client, { code: 'import time; time.sleep(2); print("late")', timeout: 1 });
+      assert.equal(slow.structuredContent.status, 'timeout', text(slow));
+      assert.equal(slow.structuredContent.stdout, '');
+      const ms = slow.structuredContent.execution_time_ms;
+      assert.ok(ms >= 900 && ms < 1900, `execution_time_ms ${ms}`);
+    });
+
+    test('a call running in a warm sandbox can be cancelled', async () => {
+      await waitPool(conn.transport.pid, 2);
+      const marker = `warmcancel_${randomUUID().replace(/-/g, '')}`;
+      const ac = new AbortController();
+      const p = run(conn.client, { code: sleeperCode(marker) }, { signal: ac.signal });
+      const until = Date.now() + 5000;
+      while (!processesWith(marker).length && Date.now() < until) await sleep(20);
+      assert.ok(processesWith(marker).length > 0, 'the code never started');
+      ac.abort('test');
+      await assert.rejects(p);
+      assert.deepEqual(await waitGone(marker), []);
+      assert.equal((await run(conn.client, { code: 'print(3)' })).structuredContent.stdout, '3\n');
+    });
+
+    test('calls beyond the pool (a burst) start cold and all succeed', async () => {
+      const rs = await Promise.all([0, 1, 2, 3, 4, 5].map((i) => run(conn.client, { code: `print(${i})` })));
+      rs.forEach((r, i) => assert.equal(r.structuredContent.stdout, `${i}\n`, text(r)));
+    });
+  });
+
+  for (const how of ['EOF', 'SIGTERM']) {
+    test(`${how} kills and reaps idle warm sandboxes and running ones`, async () => {
+      const srv = new RawServer(['--warm', '2']);
+      await srv.initialize();
+      await waitPool(srv.proc.pid, 2);
+      const marker = `warmstop_${randomUUID().replace(/-/g, '')}`;
+      await srv.send({ jsonrpc: '2.0', id: 1, method: 'tools/call',
+        params: { name: 'run_python', arguments: { code: sleeperCode(marker) } } });
+      const until = Date.now() + 5000;
+      while (!processesWith(marker).length && Date.now() < until) await sleep(20);
+      assert.ok(processesWith(marker).length > 0);
+      const before = descendants(srv.proc.pid);
+      assert.ok(before.length >= 3, JSON.stringify(before));
+      if (how === 'EOF') srv.proc.stdin.end();
+      else srv.proc.kill('SIGTERM');
+      const { code } = await srv.exit;
+      assert.equal(code, 0);
+      assert.deepEqual(await waitGone(marker, 1000), []);
+      const left = before.filter((d) => { try { readFileSync(`/proc/${d.pid}/stat`); return true; } catch { return false; } });
+      assert.deepEqual(left, []);
+    });
+  }
+});
