@@ -159,6 +159,30 @@ static bool writable_dir(const char *dir)
   return access(dir, W_OK | X_OK) == 0;
 }
 
+/* What probe_v2 changed in a delegated cgroup, undone at exit. */
+static struct {
+  char base[PATH_MAX], leaf[PATH_MAX + 64], enabled[64];
+} restore;
+
+static void restore_delegation(void)
+{
+  if (!restore.leaf[0])
+    return;
+  /* Controllers off first (the "no internal processes" rule forbids moving back while they are
+   * on), then back into base, then the leaf. Best effort: a leftover leaf is swept later. */
+  char off[64], pid[32];
+  snprintf(off, sizeof off, "%s", restore.enabled);
+  for (char *c = off; *c; c++)
+    if (*c == '+')
+      *c = '-';
+  snprintf(pid, sizeof pid, "%d", (int) getpid());
+  int saved = errno;
+  if (write_at(restore.base, "cgroup.subtree_control", off) == 0 && write_at(restore.base, "cgroup.procs", pid) == 0)
+    rmdir(restore.leaf);
+  errno = saved;
+  restore.leaf[0] = '\0';
+}
+
 /* v2: usable if our cgroup (or $SANDBOXD_CGROUP) offers memory and pids to its children. If the
  * controllers are available but not yet enabled for children, enable them, which the "no
  * internal processes" rule allows only when the cgroup holds no process: then we first move
@@ -186,8 +210,15 @@ static int probe_v2(const char *mnt, sbx_error_t *err)
   if (read_at(base, "cgroup.subtree_control", sub, sizeof sub) < 0)
     return sbx_error_errno(err, "cgroup2 `%s`: read cgroup.subtree_control", base);
   if (!has_word(sub, "memory") || !has_word(sub, "pids") || (cpu && !has_word(sub, "cpu"))) {
-    char want[64];
-    snprintf(want, sizeof want, "+memory +pids%s", cpu ? " +cpu" : "");
+    /* Only what is missing, so that restoring at exit turns off only what we turned on. */
+    char want[64] = "";
+    size_t wl = 0;
+    if (!has_word(sub, "memory"))
+      wl += (size_t) snprintf(want + wl, sizeof want - wl, "%s+memory", wl ? " " : "");
+    if (!has_word(sub, "pids"))
+      wl += (size_t) snprintf(want + wl, sizeof want - wl, "%s+pids", wl ? " " : "");
+    if (cpu && !has_word(sub, "cpu"))
+      snprintf(want + wl, sizeof want - wl, "%s+cpu", wl ? " " : "");
     if (write_at(base, "cgroup.subtree_control", want) < 0) {
       if (errno != EBUSY)
         return sbx_error_errno(err, "cgroup2 `%s`: enable %s", base, want);
@@ -205,6 +236,11 @@ static int probe_v2(const char *mnt, sbx_error_t *err)
         return sbx_error_errno(err, "cgroup2: move sandboxd into `%s`", leaf);
       if (write_at(base, "cgroup.subtree_control", want) < 0)
         return sbx_error_errno(err, "cgroup2 `%s`: enable %s", base, want);
+      /* Put it all back at exit: the delegated cgroup is the user's, not ours. */
+      snprintf(restore.base, sizeof restore.base, "%s", base);
+      snprintf(restore.leaf, sizeof restore.leaf, "%s", leaf);
+      snprintf(restore.enabled, sizeof restore.enabled, "%s", want);
+      atexit(restore_delegation);
     }
   }
   snprintf(probe.v2_base, sizeof probe.v2_base, "%s", base);
