@@ -48,6 +48,7 @@ def _sandboxd_run():
     if os.environ.get("SANDBOXD_MCP_SERVERS"):
         from mcp import runtime
         runtime.install(main)
+    status = 0
     try:
         co = compile(code, name, "exec", flags=PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
         if co.co_flags & CO_COROUTINE:
@@ -56,8 +57,8 @@ def _sandboxd_run():
             asyncio.run(eval(co, main))
         else:
             exec(co, main)
-    except SystemExit:
-        raise
+    except SystemExit as e:
+        status = _exit_status(e.code)
     except BaseException as e:
         # Drop this runner's (and asyncio's) frames: the traceback starts in the user's code.
         import traceback
@@ -66,8 +67,40 @@ def _sandboxd_run():
         while tb is not None and tb.tb_frame.f_code.co_filename != name:
             tb = tb.tb_next
         traceback.print_exception(type(e), e, tb)
-        sys.stderr.flush()
-        sys.exit(1)
+        status = 130 if isinstance(e, KeyboardInterrupt) else 1
+    # What interpreter shutdown does that a program can see: wait for non-daemon threads, run
+    # atexit handlers, flush. Then leave without the rest of finalization (module teardown and
+    # garbage collection of a process about to vanish cost a millisecond or more per call).
+    try:
+        threading = sys.modules.get("threading")
+        if threading is not None:
+            threading._shutdown()
+        import atexit
+
+        atexit._run_exitfuncs()
+    except SystemExit as e:
+        status = _exit_status(e.code)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            pass
+    os._exit(status)
+
+
+def _exit_status(code):
+    """sys.exit(code) as the interpreter maps it to a process exit status."""
+    import sys
+
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF
+    try:
+        print(code, file=sys.stderr)
+    except Exception:
+        pass
+    return 1
 
 
 _sandboxd_run()
