@@ -490,7 +490,7 @@ int cgroup_clone_fd(const struct sbx_cgroup *cg)
 int cgroup_attach(struct sbx_cgroup *cg, pid_t pid, sbx_error_t *err)
 {
   char v[32];
-  snprintf(v, sizeof v, "%d", (int) pid);
+  snprintf(v, sizeof v, "%d", (int) pid); /* "0": the writing process itself */
   if (cg->mode == CGROUP_V2) {
     if (write_at(cg->v2, "cgroup.procs", v) < 0)
       return sbx_error_errno(err, "cgroup: move the sandbox into `%s`", cg->v2);

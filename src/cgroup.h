@@ -31,7 +31,7 @@ void cgroup_cleanup_stale(void);
 int cgroup_create(const struct sbx_limits *l, struct sbx_cgroup **ret, sbx_error_t *err);
 /* v2: a directory fd for clone3(CLONE_INTO_CGROUP); -1 on v1. */
 int cgroup_clone_fd(const struct sbx_cgroup *cg);
-/* Move a process in (v1, or v2 without CLONE_INTO_CGROUP). */
+/* Move a process in (v1, or v2 without CLONE_INTO_CGROUP); pid 0 is the caller. */
 int cgroup_attach(struct sbx_cgroup *cg, pid_t pid, sbx_error_t *err);
 /* Kill every process in the cgroup. */
 void cgroup_kill(struct sbx_cgroup *cg);

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <linux/sched.h>
+#include <sched.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -113,6 +114,7 @@ static void hide_host_argv(void)
  * free and can report any failure as one message. */
 struct child_args {
   bool degraded; /* no cgroup: limits are rlimits */
+  struct sbx_cgroup *attach; /* join this cgroup first (when clone could not place us in it) */
   const struct sbx_spec *spec;
   const struct sbx_bpf *bpf;
   char **envp;
@@ -264,6 +266,16 @@ static _Noreturn void sandbox_child(const struct child_args *a)
     _exit(SBX_EXIT_SETUP);
 
   hide_host_argv();
+
+  /* Into the sandbox's cgroup before anything else, when clone3 could not put us there (cgroup
+   * v1, or v2 without CLONE_INTO_CGROUP). Done here rather than by the parent: on v1 the move can
+   * block for a whole RCU grace period, and the parent (a server's event loop) must not. */
+  if (a->attach && cgroup_attach(a->attach, 0, &err) < 0)
+    child_fail(sync_fd, &err);
+  /* The cgroup namespace from clone is rooted where we were then (sandboxd's cgroup); root a new
+   * one at the sandbox's own cgroup, so the code sees itself at "/". */
+  if (a->attach && unshare(CLONE_NEWCGROUP) < 0)
+    child_fail(sync_fd, (sbx_error_errno(&err, "unshare(CLONE_NEWCGROUP)"), &err));
 
   /* Stdio first, to fixed numbers, before any other fd is opened. */
   int fds[3] = { spec->stdin_fd, spec->stdout_fd, spec->stderr_fd };
@@ -557,7 +569,7 @@ static int recv_msg(int fd, struct sync_msg *m)
   return n == sizeof *m ? 0 : -1;
 }
 
-int sandbox_spawn(const struct sbx_spec *spec, struct sbx_sandbox **ret, sbx_error_t *err)
+int sandbox_spawn_start(const struct sbx_spec *spec, struct sbx_sandbox **ret, sbx_error_t *err)
 {
   const struct sbx_policy *p = spec->policy;
   const struct sbx_bpf *bpf;
@@ -598,6 +610,7 @@ int sandbox_spawn(const struct sbx_spec *spec, struct sbx_sandbox **ret, sbx_err
   int pidfd = -1;
   bool in_cgroup;
   pid_t pid = clone_sandbox(cgroup_clone_fd(cg), &pidfd, &in_cgroup);
+  a.attach = in_cgroup ? NULL : cg;
   if (pid < 0) {
     int e = errno;
     cgroup_destroy(cg);
@@ -622,11 +635,6 @@ int sandbox_spawn(const struct sbx_spec *spec, struct sbx_sandbox **ret, sbx_err
   *s = (struct sbx_sandbox){ .pid = pid, .pidfd = pidfd, .sync_fd = TAKE_FD(parent_fd),
                              .start_ns = start, .code_status = -1, .cgroup = cg,
                              .memory_limit = spec->limits.memory_bytes };
-  /* In its cgroup before it runs anything: the child waits for GO. */
-  if (cg && !in_cgroup && cgroup_attach(cg, pid, err) < 0) {
-    sandbox_free(s);
-    return -1;
-  }
   s->deadline_ns = start + spec->limits.timeout_ms * 1000000ULL;
 
   /* Maps must be written before the child calls setresuid/setgroups. */
@@ -637,23 +645,47 @@ int sandbox_spawn(const struct sbx_spec *spec, struct sbx_sandbox **ret, sbx_err
     return -1;
   }
   send_msg(s->sync_fd, &m);
-  if (recv_msg(s->sync_fd, &m) < 0) {
-    sbx_error_set(err, 0, "sandbox setup failed: the sandbox exited before it was ready");
-    sandbox_free(s);
-    return -1;
-  }
+  *ret = s;
+  return 0;
+}
+
+int sandbox_spawn_fd(const struct sbx_sandbox *s)
+{
+  return s->sync_fd;
+}
+
+int sandbox_spawn_finish(struct sbx_sandbox *s, sbx_error_t *err)
+{
+  struct sync_msg m;
+  if (recv_msg(s->sync_fd, &m) < 0)
+    return sbx_error_set(err, 0, "sandbox setup failed: the sandbox exited before it was ready");
   s->pidns_ino = m.pidns_ino;
   s->pidns_dev = m.pidns_dev;
   if (m.type == MSG_ERROR) {
     *err = m.err;
     err->msg[sizeof err->msg - 1] = '\0';
     err->status = SBX_EXIT_SETUP;
+    return -1;
+  }
+  if (m.type != MSG_READY)
+    return sbx_error_set(err, 0, "sandbox setup failed: unexpected message %d", m.type);
+  return 0;
+}
+
+int sandbox_spawn(const struct sbx_spec *spec, struct sbx_sandbox **ret, sbx_error_t *err)
+{
+  struct sbx_sandbox *s;
+  if (sandbox_spawn_start(spec, &s, err) < 0)
+    return -1;
+  if (sandbox_spawn_finish(s, err) < 0) {
     sandbox_free(s);
     return -1;
   }
   *ret = s;
   return 0;
 }
+
+
 
 int sandbox_pidfd(const struct sbx_sandbox *s) { return s->pidfd; }
 uint64_t sandbox_deadline_ns(const struct sbx_sandbox *s) { return s->deadline_ns; }

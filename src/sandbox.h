@@ -73,6 +73,12 @@ void sandbox_set_argv_area(char *start, size_t len);
 void sandbox_warn_degraded_always(bool on);
 
 int sandbox_spawn(const struct sbx_spec *spec, struct sbx_sandbox **ret, sbx_error_t *err);
+/* sandbox_spawn() in two halves, for event loops: start returns once the child is created and
+ * told to go; when sandbox_spawn_fd() is readable, finish says whether setup worked. On a failed
+ * finish the caller frees the sandbox. spec may be released after start. */
+int sandbox_spawn_start(const struct sbx_spec *spec, struct sbx_sandbox **ret, sbx_error_t *err);
+int sandbox_spawn_fd(const struct sbx_sandbox *s);
+int sandbox_spawn_finish(struct sbx_sandbox *s, sbx_error_t *err);
 /* Readable (POLLIN) once every process of the sandbox has exited. */
 int sandbox_pidfd(const struct sbx_sandbox *s);
 /* Absolute CLOCK_MONOTONIC deadline in ns, from the spec's timeout. */

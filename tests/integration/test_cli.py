@@ -508,3 +508,12 @@ def test_policy_proxy_servers_none_refuses_mcp_call(tmp_path):
     assert out[2]["result"]["isError"] is True, out
     assert "not allowed by policy `strict`" in json.dumps(out[2]), out
     assert out[3]["result"] == {}, out
+
+
+def test_cgroup_namespace_is_rooted_at_the_sandbox():
+    """The sandbox sees itself at "/" in every cgroup hierarchy (its own cgroup namespace, rooted
+    at its own cgroup also where it joins that cgroup after clone, as on cgroup v1)."""
+    r = code("print(open('/proc/self/cgroup').read())")
+    assert r.rc == 0, r.describe()
+    lines = [l for l in r.stdout.splitlines() if l.strip()]
+    assert lines and all(l.endswith(":/") for l in lines), lines
