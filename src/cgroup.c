@@ -516,6 +516,21 @@ void cgroup_kill(struct sbx_cgroup *cg)
   }
 }
 
+int cgroup_read_cpu(struct sbx_cgroup *cg, uint64_t *ret_usec)
+{
+  char buf[4096];
+  if (cg->mode == CGROUP_V2) {
+    if (read_at(cg->v2, "cpu.stat", buf, sizeof buf) < 0)
+      return -1;
+    *ret_usec = keyed(buf, "usage_usec");
+    return 0;
+  }
+  if (!cg->v1[C_CPUACCT][0] || read_at(cg->v1[C_CPUACCT], "cpuacct.usage", buf, sizeof buf) < 0)
+    return -1;
+  *ret_usec = strtoull(buf, NULL, 10) / 1000;
+  return 0;
+}
+
 void cgroup_read_stats(struct sbx_cgroup *cg, struct cgroup_stats *st)
 {
   char buf[4096];

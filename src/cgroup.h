@@ -36,6 +36,8 @@ int cgroup_attach(struct sbx_cgroup *cg, pid_t pid, sbx_error_t *err);
 /* Kill every process in the cgroup. */
 void cgroup_kill(struct sbx_cgroup *cg);
 void cgroup_read_stats(struct sbx_cgroup *cg, struct cgroup_stats *st);
+/* CPU time used so far (microseconds). */
+int cgroup_read_cpu(struct sbx_cgroup *cg, uint64_t *ret_usec);
 /* Kill what is left, remove the cgroup(s), free. NULL is fine. */
 void cgroup_destroy(struct sbx_cgroup *cg);
 

@@ -89,6 +89,10 @@ const char mcp_runner_source[] =
     "                buf += chunk\n"
     "            return buf\n"
     "\n"
+    "        # Pay first-call costs now, not on the call's clock: the first json.loads and compile()\n"
+    "        # of a process take a millisecond or more each.\n"
+    "        json.loads('{\"code\": \"pass\"}')\n"
+    "        compile(\"pass\", \"<warm-up>\", \"exec\", flags=PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)\n"
     "        job = json.loads(read(int.from_bytes(read(4), \"big\")))\n"
     "        code = job[\"code\"]\n"
     "        if job.get(\"servers\"):\n"
@@ -185,6 +189,7 @@ static const char tool_description[] =
 struct warm {
   struct warm *next;
   struct sbx_sandbox *sb;
+  bool ready;         /* setup finished (sandbox_spawn_finish); until then it is being built */
   int out_fd, err_fd; /* read ends of its stdout/stderr, adopted by the call */
   int job_fd;         /* our end of the socket at SBX_BRIDGE_FD inside */
 };
@@ -575,18 +580,19 @@ static void call_finish(struct server *srv, struct call *c)
   sbx_error_t err = {0};
   int r = sandbox_wait(c->sb, &res, &err);
   call_unlink(srv, c);
-  _cleanup_free_ char *calls = c->proxy ? proxy_calls_json(c->proxy) : NULL;
-  struct audit_record rec = {
-      .mode = "mcp", .code = c->code, .code_len = strlen(c->code), .policy = srv->policy, .limits = &c->limits,
-      .result = r < 0 ? NULL : &res, .error = r < 0 ? err.msg : NULL, .calls_json = calls,
-  };
-  audit_write(&rec);
+  /* The answer first; the audit record and removing the cgroup (call_free) come after it. */
   if (c->cancelled)
     ; /* the client cancelled: it expects no answer */
   else if (r < 0)
     send_tool_error(srv, c->id, "sandboxd: %s", err.msg);
   else
     send_call_result(srv, c, &res);
+  _cleanup_free_ char *calls = c->proxy ? proxy_calls_json(c->proxy) : NULL;
+  struct audit_record rec = {
+      .mode = "mcp", .code = c->code, .code_len = strlen(c->code), .policy = srv->policy, .limits = &c->limits,
+      .result = r < 0 ? NULL : &res, .error = r < 0 ? err.msg : NULL, .calls_json = calls,
+  };
+  audit_write(&rec);
   call_free(c);
 }
 
@@ -671,7 +677,9 @@ static void warm_free(struct warm *w)
   free(w);
 }
 
-/* Build one warm sandbox and add it to the pool. Blocks as long as a cold spawn does. */
+/* Start building one warm sandbox and add it to the pool, not ready yet: the loop finishes it
+ * when its spawn fd turns readable (sandbox_spawn_start/finish), so building never blocks the
+ * loop for longer than creating the process takes. */
 static int warm_spawn(struct server *srv, sbx_error_t *err)
 {
   /* Its limits are the policy's defaults, but with the longest timeout a call may ask for: the
@@ -706,7 +714,7 @@ static int warm_spawn(struct server *srv, sbx_error_t *err)
   struct warm *w = calloc(1, sizeof *w);
   if (!w)
     return sbx_error_set(err, ENOMEM, "warm sandbox");
-  if (sandbox_spawn(&spec, &w->sb, err) < 0) {
+  if (sandbox_spawn_start(&spec, &w->sb, err) < 0) {
     free(w);
     return -1;
   }
@@ -830,8 +838,10 @@ static int call_start(struct server *srv, struct call *c, sbx_error_t *err)
   }
   c->srv = srv;
 
-  /* A warm sandbox if there is one; an empty pool (a burst) falls back to a cold spawn. */
+  /* A ready warm sandbox if there is one; an empty pool (a burst) falls back to a cold spawn. */
   struct warm *w = srv->warm;
+  while (w && !w->ready)
+    w = w->next;
   if (w) {
     warm_unlink(srv, w);
     sbx_error_t werr = {0};
@@ -1580,18 +1590,21 @@ static int run_timers(struct server *srv)
 
 /* A warm sandbox ended while idle (its Python failed to start, or something killed it): drop it,
  * and wait a while before the next, so a broken setup does not spin. */
-static void warm_died(struct server *srv, struct warm *w)
+static void warm_died(struct server *srv, struct warm *w, const char *why)
 {
   char buf[512];
-  ssize_t n = read(w->err_fd, buf, sizeof buf - 1);
+  ssize_t n = why ? 0 : read(w->err_fd, buf, sizeof buf - 1);
   buf[n > 0 ? n : 0] = '\0';
-  log_warn("a warm sandbox ended before it got a job%s%s", n > 0 ? ": " : "", buf);
+  if (why)
+    log_warn("a warm sandbox could not be built: %s", why);
+  else
+    log_warn("a warm sandbox ended before it got a job%s%s", n > 0 ? ": " : "", buf);
   warm_unlink(srv, w);
   warm_free(w);
   srv->warm_retry_ns = now_ns() + WARM_RETRY_NS;
 }
 
-/* Top the pool up by one, when the loop has nothing else to do. */
+/* Top the pool up by one. */
 static void warm_refill(struct server *srv)
 {
   sbx_error_t err = {0};
@@ -1616,14 +1629,13 @@ static void serve(struct server *srv)
     int host_timeout = mcp_hosts_timers(srv->hosts);
     if (host_timeout >= 0 && (timeout < 0 || host_timeout < timeout))
       timeout = host_timeout;
-    /* The pool is refilled only when a poll finds nothing to do and no call is running: a spawn
-     * blocks the loop (cgroup attach, namespaces: 5-20 ms), and then would delay a request or a
-     * running call's reply. Under sustained load the pool stays empty and calls start cold. */
-    bool refill = false;
-    if (srv->n_warm < srv->warm_target && srv->n_running == 0) {
+    /* Top the pool up, one sandbox per turn of the loop: starting one only creates the process
+     * (about a millisecond); the rest of its setup runs concurrently and is collected below. */
+    if (srv->n_warm < srv->warm_target) {
       int t = ms_until(srv->warm_retry_ns, now_ns());
-      refill = t == 0;
-      if (timeout < 0 || t < timeout)
+      if (t == 0)
+        warm_refill(srv);
+      else if (timeout < 0 || t < timeout)
         timeout = t;
     }
 
@@ -1663,7 +1675,7 @@ static void serve(struct server *srv)
     }
     size_t first_warm = n;
     for (struct warm *w = srv->warm; w; w = w->next)
-      pfds[n++] = (struct pollfd){.fd = sandbox_pidfd(w->sb), .events = POLLIN};
+      pfds[n++] = (struct pollfd){.fd = w->ready ? sandbox_pidfd(w->sb) : sandbox_spawn_fd(w->sb), .events = POLLIN};
     int r = poll(pfds, n, timeout);
     if (r < 0) {
       if (errno == EINTR)
@@ -1699,14 +1711,19 @@ static void serve(struct server *srv)
     struct warm *w = srv->warm;
     for (size_t i = first_warm; i < n && w; i++) {
       struct warm *next = w->next;
-      if (pfds[i].revents)
-        warm_died(srv, w);
+      if (pfds[i].revents && !w->ready) {
+        sbx_error_t werr = {0};
+        if (sandbox_spawn_finish(w->sb, &werr) == 0)
+          w->ready = true;
+        else
+          warm_died(srv, w, werr.msg);
+      } else if (pfds[i].revents) {
+        warm_died(srv, w, NULL);
+      }
       w = next;
     }
     if (pfds[FD_STDIN].revents)
       read_stdin(srv);
-    if (r == 0 && refill)
-      warm_refill(srv);
   }
   free(pfds);
   free(owners);

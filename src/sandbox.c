@@ -694,12 +694,9 @@ void sandbox_set_deadline(struct sbx_sandbox *s, uint64_t deadline_ns) { s->dead
 void sandbox_start_clock(struct sbx_sandbox *s)
 {
   s->start_ns = now_ns();
-  if (s->cgroup) {
-    struct cgroup_stats cst = { 0 };
-    cgroup_read_stats(s->cgroup, &cst);
-    if (cst.have_cpu)
-      s->cpu_base_usec = cst.cpu_usec;
-  }
+  uint64_t usec;
+  if (s->cgroup && cgroup_read_cpu(s->cgroup, &usec) == 0)
+    s->cpu_base_usec = usec;
 }
 
 int sandbox_signal(struct sbx_sandbox *s, int sig)
@@ -819,9 +816,7 @@ int sandbox_wait(struct sbx_sandbox *s, struct sbx_result *res, sbx_error_t *err
     if (cst.have_cpu)
       res->cpu_time_ms = (cst.cpu_usec > s->cpu_base_usec ? cst.cpu_usec - s->cpu_base_usec : 0) / 1000;
     res->pids_limit_hit = cst.pids_max_events > 0;
-    /* Gone with the sandbox: nothing of it may outlive sandbox_wait(). */
-    cgroup_destroy(s->cgroup);
-    s->cgroup = NULL;
+    /* The cgroup goes in sandbox_free(), so a server can answer before removing it. */
   }
   int cs = s->code_status;
   if (cst.oom_kills > 0 && !s->timed_out) {

@@ -124,8 +124,10 @@ describe('warm pool', () => {
           'subprocess.Popen(["sleep", "30"], start_new_session=True)',
         ].join('\n') });
         const [first, ns] = r.structuredContent.stdout.split('\n');
+        // No file, global or process of an earlier call: a fresh sandbox every time. (Namespace
+        // inode numbers are no proof either way: the kernel reuses them once a namespace is freed.)
         assert.equal(first, 'False False False False [1, 2]', text(r));
-        assert.ok(!seen.has(ns), 'a sandbox served two calls');
+        assert.ok(ns.split(' ').length === 2, text(r));
         seen.add(ns);
       }
     });
