@@ -271,6 +271,14 @@ static int cache_read(const char *dir, const char *path, struct sbx_bpf *ret)
 static void cache_write(const char *dir, const char *path, const struct sbx_bpf *b)
 {
   struct stat st;
+  /* mkdir -p: ~/.cache may not exist yet. */
+  char parents[4096];
+  snprintf(parents, sizeof parents, "%s", dir);
+  for (char *c = parents + 1; (c = strchr(c, '/')); c++) {
+    *c = '\0';
+    mkdir(parents, 0700);
+    *c = '/';
+  }
   if (mkdir(dir, 0700) < 0 && errno != EEXIST)
     return;
   if (stat(dir, &st) < 0 || !trusted(&st))
