@@ -1685,8 +1685,12 @@ static void serve(struct server *srv)
     }
     if (pfds[FD_SIGNAL].revents) {
       struct signalfd_siginfo si;
-      if (read(srv->sigfd, &si, sizeof si) == sizeof si)
-        log_warn("signal %u: stopping", si.ssi_signo);
+      if (read(srv->sigfd, &si, sizeof si) == sizeof si && si.ssi_signo == SIGHUP) {
+        /* logrotate moved the audit log: the next record opens the file anew. */
+        audit_reopen();
+        continue;
+      }
+      log_warn("signal %u: stopping", si.ssi_signo);
       srv->stop = true;
       break;
     }

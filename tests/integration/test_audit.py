@@ -84,3 +84,42 @@ def test_off_writes_nothing(tmp_path):
     assert r.rc == 0 and not (tmp_path / "env.log").exists()
     r = code("print(1)", env=env)
     assert r.rc == 0 and len(records(tmp_path / "env.log")) == 1
+
+
+def test_mcp_records_calls_and_reopens_the_log_on_sighup(tmp_path):
+    """`sandboxd mcp` writes one record per run_python call; SIGHUP reopens the file (logrotate:
+    the old file is renamed away, the next record goes to a new file of the same name)."""
+    import signal
+    import time
+
+    log = tmp_path / "audit.log"
+
+    def call(p, i):
+        p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                                  "params": {"name": "run_python", "arguments": {"code": f"print({i})"}}}) + "\n")
+        p.stdin.flush()
+        while True:
+            m = json.loads(p.stdout.readline())
+            if m.get("id") == i:
+                return m
+
+    p = subprocess.Popen([sbx.SANDBOXD, "mcp", "--rootfs", sbx.ROOTFS, "--warm", "0", "--audit-log", str(log)],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                                  "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                                             "clientInfo": {"name": "t", "version": "1"}}}) + "\n")
+        p.stdin.flush()
+        p.stdout.readline()
+        assert call(p, 1)["result"]["structuredContent"]["status"] == "ok"
+        os.rename(log, tmp_path / "audit.log.1")
+        p.send_signal(signal.SIGHUP)
+        time.sleep(0.3)
+        assert p.poll() is None, "SIGHUP must not stop the server"
+        assert call(p, 2)["result"]["structuredContent"]["status"] == "ok"
+    finally:
+        p.stdin.close()
+        p.wait(timeout=30)
+    old, new = records(tmp_path / "audit.log.1"), records(log)
+    assert len(old) == 1 and len(new) == 1, (old, new)
+    assert old[0]["mode"] == "mcp" and new[0]["code_sha256"] == hashlib.sha256(b"print(2)").hexdigest()
