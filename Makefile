@@ -23,7 +23,7 @@ UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
 ROOTFS  ?= rootfs/python-3.14-slim
 
-.PHONY: all clean check check-unit check-integration asan rootfs install bench format demo fuzz fuzz-build
+.PHONY: all clean check check-unit check-integration asan rootfs install bench format demo fuzz fuzz-build soak
 all: $(BUILD)/sandboxd
 
 $(BUILD)/sandboxd: $(OBJS)
@@ -99,6 +99,14 @@ install: all
 
 bench: all rootfs
 	bench/run
+	cd tests/mcp && ./run --test-name-pattern=NONE >/dev/null 2>&1 || true; cd tests/mcp && node bench.mjs 100
+
+# 10,000 run_python calls (ok, failing, timing out, cancelled); sandboxd's fds, RSS, cgroups and
+# the host's mounts must stay flat. SOAK_CALLS=N for another count.
+SOAK_CALLS ?= 10000
+soak: all rootfs
+	cd tests/mcp && (test -d node_modules/@modelcontextprotocol/sdk || npm ci --no-audit --no-fund --loglevel=error) && \
+	  SANDBOXD_AUDIT_LOG=off node soak.mjs $(SOAK_CALLS)
 
 # The README's first command: run the demo script in a sandbox and show its exit status.
 demo: all rootfs

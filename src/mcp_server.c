@@ -557,6 +557,9 @@ static void send_call_result(struct server *srv, struct call *c, const struct sb
   json_uint(w, res->execution_time_ms);
   json_key(w, "memory_peak_bytes");
   json_uint(w, res->memory_peak_bytes);
+  /* How limits were enforced: "degraded" means rlimits only (no cgroup), as the policy allowed. */
+  json_key(w, "limits");
+  json_str(w, res->limits ? res->limits : "none");
   json_obj_end(w);
   json_key(w, "isError");
   json_bool(w, res->status != SBX_STATUS_OK);
@@ -1082,6 +1085,7 @@ static void write_tool(struct server *srv, json_writer_t *w)
   schema_prop(w, "truncated", "boolean", "output went over the limit and was cut");
   schema_prop(w, "execution_time_ms", "integer", NULL);
   schema_prop(w, "memory_peak_bytes", "integer", NULL);
+  schema_prop(w, "limits", "string", "how limits were enforced: cgroup2, cgroup1, or degraded (rlimits only)");
   json_obj_end(w);
   json_key(w, "required");
   json_arr_begin(w);

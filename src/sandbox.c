@@ -404,6 +404,9 @@ static _Noreturn void sandbox_child(const struct child_args *a)
   close(ep[1]);
   if (bridge_fd >= 0)
     close(bridge_fd);
+  /* Only the code needed the environment; this copy's owner (the parent's frame) never returns
+   * here, so pid 1 frees it. */
+  free(a->envp);
   int exec_errno = 0;
   do
     n = read(ep[0], &exec_errno, sizeof exec_errno);

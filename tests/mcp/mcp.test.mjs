@@ -60,6 +60,7 @@ describe('sdk client', () => {
     assert.equal(s.truncated, false);
     assert.equal(typeof s.execution_time_ms, 'number');
     assert.equal(typeof s.memory_peak_bytes, 'number');
+    assert.ok(['cgroup2', 'cgroup1', 'degraded'].includes(s.limits), `limits: ${s.limits}`);
   });
 
   test('state isolation: files, globals and processes do not carry over', async () => {

@@ -1,0 +1,90 @@
+// Soak (a bench mode, not part of make check): N run_python calls through the SDK client, a mix
+// of ok, failing, timing-out and cancelled ones, 4 in flight. sandboxd's fd count, RSS, cgroup
+// count and the host's mount count are sampled before, during and after, and must stay flat.
+// Usage: node soak.mjs [N=10000]   (from tests/mcp; `make soak` runs it). Exit 1 if anything grew.
+import { readFileSync, readdirSync, existsSync } from 'node:fs';
+import { connect, sleep } from './helpers.mjs';
+
+const N = Number(process.argv[2] || 10000);
+const IN_FLIGHT = 4;
+
+function sample(pid) {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const rss = Number(/VmRSS:\s+(\d+)/.exec(status)[1]);
+  const fds = readdirSync(`/proc/${pid}/fd`).length;
+  const mounts = readFileSync('/proc/self/mountinfo', 'utf8').split('\n').length;
+  let cgroups = 0;
+  for (const dir of ['/sys/fs/cgroup/pids', '/sys/fs/cgroup', '/sys/fs/cgroup/unified']) {
+    if (!existsSync(dir)) continue;
+    try { cgroups += readdirSync(dir).filter((d) => d.startsWith(`sandboxd-${pid}-`)).length; } catch {}
+  }
+  return { rss_kib: rss, fds, mounts, cgroups };
+}
+
+const kinds = ['ok', 'ok', 'ok', 'ok', 'ok', 'ok', 'error', 'error', 'timeout', 'cancel'];
+const code = {
+  ok: 'print(sum(range(1000)))',
+  error: 'raise ValueError("soak")',
+  timeout: 'import time\nwhile True: time.sleep(0.1)',
+  cancel: 'import time; time.sleep(30)',
+};
+
+const { client, transport } = await connect(['--warm', '2', '--max-concurrent', String(IN_FLIGHT)]);
+const pid = transport.pid;
+for (let i = 0; i < 10; i++) await client.callTool({ name: 'run_python', arguments: { code: 'pass' } });
+await sleep(500);
+const before = sample(pid);
+const samples = [before];
+const counts = { ok: 0, error: 0, timeout: 0, cancel: 0, unexpected: 0 };
+let next = 0;
+const t0 = Date.now();
+
+async function worker() {
+  while (next < N) {
+    const i = next++;
+    const kind = kinds[i % kinds.length];
+    const args = { code: code[kind] };
+    if (kind === 'timeout') args.timeout = 1;
+    try {
+      if (kind === 'cancel') {
+        const ac = new AbortController();
+        setTimeout(() => ac.abort(), 200);
+        await client.callTool({ name: 'run_python', arguments: args }, undefined, { signal: ac.signal })
+          .then(() => counts.unexpected++, () => counts.cancel++);
+        continue;
+      }
+      const r = await client.callTool({ name: 'run_python', arguments: args });
+      const st = r.structuredContent?.status;
+      if ((kind === 'ok' && st === 'ok') || (kind === 'error' && st === 'error') || (kind === 'timeout' && st === 'timeout'))
+        counts[kind]++;
+      else
+        counts.unexpected++;
+    } catch {
+      counts.unexpected++;
+    }
+    if (i % 500 === 0) samples.push(sample(pid));
+  }
+}
+await Promise.all(Array.from({ length: IN_FLIGHT }, worker));
+await sleep(2000); // let cancelled sandboxes be reaped and the pool settle
+const after = sample(pid);
+samples.push(after);
+const secs = (Date.now() - t0) / 1000;
+await client.close();
+
+console.log(`soak: ${N} calls in ${secs.toFixed(1)} s (${(N / secs).toFixed(1)} calls/s):`, counts);
+console.log('before', before, 'after', after);
+const grew = [];
+if (after.fds > before.fds) grew.push(`fds ${before.fds} -> ${after.fds}`);
+if (after.cgroups > before.cgroups) grew.push(`cgroups ${before.cgroups} -> ${after.cgroups}`);
+if (after.mounts > before.mounts) grew.push(`mounts ${before.mounts} -> ${after.mounts}`);
+// RSS: allow allocator noise, not growth with the number of calls.
+if (after.rss_kib > before.rss_kib + 2048) grew.push(`rss ${before.rss_kib} -> ${after.rss_kib} KiB`);
+if (counts.unexpected) grew.push(`${counts.unexpected} unexpected results`);
+const maxRss = Math.max(...samples.map((s) => s.rss_kib));
+console.log(`max RSS ${maxRss} KiB over ${samples.length} samples`);
+if (grew.length) {
+  console.log('soak: FAILED:', grew.join('; '));
+  process.exit(1);
+}
+console.log('soak: flat (fds, cgroups, mounts, RSS)');
