@@ -41,6 +41,25 @@ if [ -n "${py:-}" ]; then
       SANDBOXD_SHIPPED_POLICY_DIR="$repo/policy" SANDBOXD_TEST_WORK="$rundir/asan-work" \
       ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
       -- "$repo/tests/integration"
+    # The unit tests built with ASan+UBSan too.
+    asan_p=0 asan_f=0
+    for t in "$asan"/tests/*; do
+      [ -x "$t" ] || continue
+      line=$(cd "$repo" && ASAN_OPTIONS=detect_leaks=1 "$t" 2>&1 | grep -E '[0-9]+ passed, [0-9]+ failed' | tail -n 1)
+      read -r p f < <(printf '%s\n' "$line" | grep -oE '[0-9]+ passed, [0-9]+ failed' | awk '{print $1, $3}')
+      [ -n "${p:-}" ] || { fail "ASan unit test $(basename "$t") printed no summary (crashed?)"; continue; }
+      asan_p=$((asan_p + p)); asan_f=$((asan_f + f))
+    done
+    count_line "unit (ASan)" "$asan_p" "$asan_f" 0
+    # And the MCP suite against the ASan binary.
+    if [ -x "$repo/tests/mcp/run" ] && command -v node >/dev/null 2>&1; then
+      SANDBOXD=$asan/sandboxd SANDBOXD_ROOTFS=$rootfs SANDBOXD_POLICY_DIR=${pdir_root:-$repo/policy} CLAUDE_CODE_TEST=0 \
+        ASAN_OPTIONS=detect_leaks=1 SANDBOXD_AUDIT_LOG=off "$repo/tests/mcp/run" >"$rundir/mcp-asan.log" 2>&1
+      read -r mp mf ms < <(awk '/^ℹ pass /{p=$3} /^ℹ fail /{f=$3} /^ℹ skipped /{s=$3} END{print p+0, f+0, s+0}' "$rundir/mcp-asan.log")
+      [ "$mf" -eq 0 ] || grep -E '✖|ERROR: AddressSanitizer|runtime error' "$rundir/mcp-asan.log" | head -n 30 >&2
+      [ "$((mp + mf))" -gt 0 ] || fail "mcp (ASan): no test ran"
+      count_line "mcp (ASan)" "$mp" "$mf" "$ms"
+    fi
   elif [ "$ci" = true ]; then
     fail "no ASan build at $asan (make asan)"
   fi

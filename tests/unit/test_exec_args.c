@@ -11,9 +11,20 @@ static int parse(struct exec_options *o, sbx_error_t *err, int argc, char **argv
   return exec_parse_args(argc, argv, o, err);
 }
 
+/* exec_options points into argv, so argv must outlive each CHECK: copy the (static) strings'
+ * pointers into a static array rather than parse a block-scoped compound literal. */
+static char *argbuf[64];
+
+static int parse_static(struct exec_options *o, sbx_error_t *err, int argc, char **argv)
+{
+  for (int i = 0; i <= argc; i++)
+    argbuf[i] = argv[i];
+  return parse(o, err, argc, argbuf);
+}
+
 #define ARGV(...) ((char *[]){ "exec", __VA_ARGS__, NULL })
 #define ARGC(...) ((int) (sizeof((char *[]){ "exec", __VA_ARGS__ }) / sizeof(char *)))
-#define PARSE(o, e, ...) parse(o, e, ARGC(__VA_ARGS__), ARGV(__VA_ARGS__))
+#define PARSE(o, e, ...) parse_static(o, e, ARGC(__VA_ARGS__), ARGV(__VA_ARGS__))
 
 int main(void)
 {
