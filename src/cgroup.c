@@ -361,10 +361,11 @@ static void sweep(const char *base, bool v2)
     char rest[64];
     if (sscanf(e->d_name, "sandboxd-%d-%63s", &pid, rest) != 2 || pid <= 0)
       continue;
-    char comm[64] = "", cpath[64];
-    snprintf(cpath, sizeof cpath, "/proc/%d", pid);
-    if (pid == getpid() || (read_at(cpath, "comm", comm, sizeof comm) == 0 && strncmp(comm, "sandboxd", 8) == 0))
-      continue; /* alive */
+    /* Stale only if that process is gone. A live process of that pid is left alone even if it is
+     * not sandboxd (pid reuse): better a late sweep than killing someone's sandboxes (sandboxd
+     * under valgrind, or renamed, is not called "sandboxd"). */
+    if (pid == getpid() || kill(pid, 0) == 0 || errno != ESRCH)
+      continue;
     char dir[PATH_MAX + 300];
     snprintf(dir, sizeof dir, "%s/%s", base, e->d_name);
     if (strcmp(rest, "supervisor") == 0 && v2) {

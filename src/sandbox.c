@@ -702,11 +702,22 @@ void sandbox_start_clock(struct sbx_sandbox *s)
     s->cpu_base_usec = usec;
 }
 
+/* Signal pid 1 of the sandbox. Through its pidfd; with plain kill() where pidfd_send_signal is
+ * missing (Linux < 5.1, valgrind): safe, because until we reap it the pid cannot be reused. */
+static int signal_init(struct sbx_sandbox *s, int sig)
+{
+  if (syscall(SYS_pidfd_send_signal, s->pidfd, sig, NULL, 0) == 0)
+    return 0;
+  if (errno != ENOSYS && s->pidfd >= 0)
+    return -1;
+  return kill(s->pid, sig);
+}
+
 int sandbox_signal(struct sbx_sandbox *s, int sig)
 {
   if (s->reaped)
     return 0;
-  return (int) syscall(SYS_pidfd_send_signal, s->pidfd, sig, NULL, 0);
+  return signal_init(s, sig);
 }
 
 /* Without a cgroup, a killed sandbox's CPU time and peak memory die with it (rusage covers
@@ -778,7 +789,7 @@ void sandbox_kill(struct sbx_sandbox *s, bool timed_out)
     sample_usage(s);
   /* SIGKILL to pid 1 of the namespace: the kernel then kills every process in it. The cgroup
    * kill is belt and braces: it also reaches anything that left the pid namespace's view. */
-  syscall(SYS_pidfd_send_signal, s->pidfd, SIGKILL, NULL, 0);
+  signal_init(s, SIGKILL);
   cgroup_kill(s->cgroup);
 }
 
@@ -852,7 +863,7 @@ void sandbox_free(struct sbx_sandbox *s)
   if (!s)
     return;
   if (!s->reaped) {
-    syscall(SYS_pidfd_send_signal, s->pidfd, SIGKILL, NULL, 0);
+    signal_init(s, SIGKILL);
     while (waitpid(s->pid, NULL, 0) < 0 && errno == EINTR)
       ;
   }
