@@ -112,11 +112,18 @@ def test_mcp_records_calls_and_reopens_the_log_on_sighup(tmp_path):
         p.stdin.flush()
         p.stdout.readline()
         assert call(p, 1)["result"]["structuredContent"]["status"] == "ok"
+        # The record is written just after the answer (answers are not delayed by logging).
+        deadline = time.monotonic() + 10
+        while not (log.exists() and log.read_text().endswith("\n")) and time.monotonic() < deadline:
+            time.sleep(0.02)
         os.rename(log, tmp_path / "audit.log.1")
         p.send_signal(signal.SIGHUP)
         time.sleep(0.3)
         assert p.poll() is None, "SIGHUP must not stop the server"
         assert call(p, 2)["result"]["structuredContent"]["status"] == "ok"
+        deadline = time.monotonic() + 10
+        while not log.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
     finally:
         p.stdin.close()
         p.wait(timeout=30)

@@ -269,8 +269,14 @@ try:
     await runtime.call_tool("memory", "read_graph", {})
 except runtime.MCPError:
     pass`, ['everything']);
-    const recs = auditRecords().filter((r) => r.mode === 'mcp' && Array.isArray(r.calls) && r.calls.length === 2 &&
+    // The record is written just after the answer (answers are not delayed by logging).
+    const match = () => auditRecords().filter((r) => r.mode === 'mcp' && Array.isArray(r.calls) && r.calls.length === 2 &&
       r.calls[0].tool === 'echo');
+    let recs = match();
+    for (let i = 0; i < 100 && recs.length === 0; i++) {
+      await sleep(50);
+      recs = match();
+    }
     assert.ok(recs.length >= 1, JSON.stringify(auditRecords().slice(-2)));
     const calls = recs[recs.length - 1].calls;
     assert.deepEqual(calls.map((c) => [c.server, c.tool, c.outcome]), [['everything', 'echo', 'ok'], ['memory', 'read_graph', 'denied']]);
