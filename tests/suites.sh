@@ -23,6 +23,23 @@ run_pytest() {
   count_junit "$rundir/$label.xml" "$label"
 }
 
+# run_node LABEL SUITE_DIR LOG [NAME=VALUE...]: a node --test suite (tests/mcp, tests/proxy) through
+# its `run` script, counted from node's closing "ℹ pass/fail/skipped" lines.
+run_node() {
+  local label=$1 dir=$2 log=$3; shift 3
+  if [ ! -x "$dir/run" ] || ! command -v node >/dev/null 2>&1; then
+    [ "$ci" = true ] && fail "$label: node is missing"
+    return
+  fi
+  env SANDBOXD="$sandboxd" SANDBOXD_ROOTFS="$rootfs" SANDBOXD_POLICY_DIR="${pdir_root:-$repo/policy}" \
+    SANDBOXD_AUDIT_LOG=off "$@" "$dir/run" >"$log" 2>&1
+  local np nf ns
+  read -r np nf ns < <(awk '/^ℹ pass /{p=$3} /^ℹ fail /{f=$3} /^ℹ skipped /{s=$3} END{print p+0, f+0, s+0}' "$log")
+  [ "$nf" -eq 0 ] || grep -E '✖|not ok|Error|ERROR: AddressSanitizer|runtime error' "$log" | head -n 30 >&2
+  [ "$((np + nf))" -gt 0 ] || { tail -n 20 "$log" >&2; fail "$label: no test ran"; }
+  count_line "$label" "$np" "$nf" "$ns"
+}
+
 if [ -n "${py:-}" ]; then
   # Documentation: man pages lint clean and cover every key, option and group.
   run_pytest docs -- "$repo/tests/test_docs.py"
@@ -52,14 +69,8 @@ if [ -n "${py:-}" ]; then
     done
     count_line "unit (ASan)" "$asan_p" "$asan_f" 0
     # And the MCP suite against the ASan binary.
-    if [ -x "$repo/tests/mcp/run" ] && command -v node >/dev/null 2>&1; then
-      SANDBOXD=$asan/sandboxd SANDBOXD_ROOTFS=$rootfs SANDBOXD_POLICY_DIR=${pdir_root:-$repo/policy} CLAUDE_CODE_TEST=0 \
-        ASAN_OPTIONS=detect_leaks=1 SANDBOXD_AUDIT_LOG=off "$repo/tests/mcp/run" >"$rundir/mcp-asan.log" 2>&1
-      read -r mp mf ms < <(awk '/^ℹ pass /{p=$3} /^ℹ fail /{f=$3} /^ℹ skipped /{s=$3} END{print p+0, f+0, s+0}' "$rundir/mcp-asan.log")
-      [ "$mf" -eq 0 ] || grep -E '✖|ERROR: AddressSanitizer|runtime error' "$rundir/mcp-asan.log" | head -n 30 >&2
-      [ "$((mp + mf))" -gt 0 ] || fail "mcp (ASan): no test ran"
-      count_line "mcp (ASan)" "$mp" "$mf" "$ms"
-    fi
+    run_node "mcp (ASan)" "$repo/tests/mcp" "$rundir/mcp-asan.log" SANDBOXD="$asan/sandboxd" CLAUDE_CODE_TEST=0 \
+      ASAN_OPTIONS=detect_leaks=1
   elif [ "$ci" = true ]; then
     fail "no ASan build at $asan (make asan)"
   fi
@@ -93,25 +104,6 @@ elif [ "$ci" = true ]; then
 fi
 
 # MCP: the official TypeScript SDK client and Claude Code's CLI against `sandboxd mcp`.
-if [ -x "$repo/tests/mcp/run" ] && command -v node >/dev/null 2>&1; then
-  SANDBOXD=$sandboxd SANDBOXD_ROOTFS=$rootfs SANDBOXD_POLICY_DIR=${pdir_root:-$repo/policy} \
-    SANDBOXD_AUDIT_LOG=off "$repo/tests/mcp/run" >"$rundir/mcp.log" 2>&1
-  read -r mp mf ms < <(awk '/^ℹ pass /{p=$3} /^ℹ fail /{f=$3} /^ℹ skipped /{s=$3} END{print p+0, f+0, s+0}' "$rundir/mcp.log")
-  [ "$mf" -eq 0 ] || grep -E '✖|not ok|Error' "$rundir/mcp.log" | head -n 30 >&2
-  [ "$((mp + mf))" -gt 0 ] || { tail -n 20 "$rundir/mcp.log" >&2; fail "mcp: no test ran"; }
-  count_line mcp "$mp" "$mf" "$ms"
-elif [ "$ci" = true ]; then
-  fail "mcp: node is missing"
-fi
-
+run_node mcp "$repo/tests/mcp" "$rundir/mcp.log"
 # The MCP proxy with real host servers (server-everything, server-memory).
-if [ -x "$repo/tests/proxy/run" ] && command -v node >/dev/null 2>&1; then
-  SANDBOXD=$sandboxd SANDBOXD_ROOTFS=$rootfs SANDBOXD_POLICY_DIR=${pdir_root:-$repo/policy} \
-    SANDBOXD_AUDIT_LOG=off "$repo/tests/proxy/run" >"$rundir/proxy.log" 2>&1
-  read -r pp pf ps < <(awk '/^ℹ pass /{p=$3} /^ℹ fail /{f=$3} /^ℹ skipped /{s=$3} END{print p+0, f+0, s+0}' "$rundir/proxy.log")
-  [ "$pf" -eq 0 ] || grep -E '✖|not ok|Error' "$rundir/proxy.log" | head -n 30 >&2
-  [ "$((pp + pf))" -gt 0 ] || { tail -n 20 "$rundir/proxy.log" >&2; fail "proxy: no test ran"; }
-  count_line proxy "$pp" "$pf" "$ps"
-elif [ "$ci" = true ]; then
-  fail "proxy: node is missing"
-fi
+run_node proxy "$repo/tests/proxy" "$rundir/proxy.log"
