@@ -488,17 +488,19 @@ int cgroup_clone_fd(const struct sbx_cgroup *cg)
   return cg ? cg->v2_fd : -1;
 }
 
-int cgroup_attach(struct sbx_cgroup *cg, pid_t pid, sbx_error_t *err)
+int cgroup_attach_self(struct sbx_cgroup *cg, sbx_error_t *err)
 {
-  char v[32];
-  snprintf(v, sizeof v, "%d", (int) pid); /* "0": the writing process itself */
   if (cg->mode == CGROUP_V2) {
-    if (write_at(cg->v2, "cgroup.procs", v) < 0)
+    if (write_at(cg->v2, "cgroup.procs", "0") < 0)
       return sbx_error_errno(err, "cgroup: move the sandbox into `%s`", cg->v2);
     return 0;
   }
+  /* v1: move the calling thread through `tasks`, not the process through `cgroup.procs`. The
+   * kernel takes its global threadgroup lock only for process moves, and taking it for writing
+   * waits for an RCU grace period: 5-15 ms on every sandbox start. The caller is single-threaded
+   * (just cloned), so the thread is the whole process, and its future threads follow it. */
   for (int c = 0; c < C_MAX; c++)
-    if (cg->v1[c][0] && write_at(cg->v1[c], "cgroup.procs", v) < 0)
+    if (cg->v1[c][0] && write_at(cg->v1[c], "tasks", "0") < 0)
       return sbx_error_errno(err, "cgroup: move the sandbox into `%s`", cg->v1[c]);
   return 0;
 }

@@ -31,8 +31,9 @@ void cgroup_cleanup_stale(void);
 int cgroup_create(const struct sbx_limits *l, struct sbx_cgroup **ret, sbx_error_t *err);
 /* v2: a directory fd for clone3(CLONE_INTO_CGROUP); -1 on v1. */
 int cgroup_clone_fd(const struct sbx_cgroup *cg);
-/* Move a process in (v1, or v2 without CLONE_INTO_CGROUP); pid 0 is the caller. */
-int cgroup_attach(struct sbx_cgroup *cg, pid_t pid, sbx_error_t *err);
+/* Move the calling process in (v1, or v2 without CLONE_INTO_CGROUP). It must be
+ * single-threaded: on v1 this moves the calling thread. */
+int cgroup_attach_self(struct sbx_cgroup *cg, sbx_error_t *err);
 /* Kill every process in the cgroup. */
 void cgroup_kill(struct sbx_cgroup *cg);
 void cgroup_read_stats(struct sbx_cgroup *cg, struct cgroup_stats *st);

@@ -268,9 +268,9 @@ static _Noreturn void sandbox_child(const struct child_args *a)
   hide_host_argv();
 
   /* Into the sandbox's cgroup before anything else, when clone3 could not put us there (cgroup
-   * v1, or v2 without CLONE_INTO_CGROUP). Done here rather than by the parent: on v1 the move can
-   * block for a whole RCU grace period, and the parent (a server's event loop) must not. */
-  if (a->attach && cgroup_attach(a->attach, 0, &err) < 0)
+   * v1, or v2 without CLONE_INTO_CGROUP). Done by the child itself: we are single-threaded, which
+   * lets v1 move us as a thread, without the kernel's global lock (see cgroup_attach_self). */
+  if (a->attach && cgroup_attach_self(a->attach, &err) < 0)
     child_fail(sync_fd, &err);
   /* The cgroup namespace from clone is rooted where we were then (sandboxd's cgroup); root a new
    * one at the sandbox's own cgroup, so the code sees itself at "/". */

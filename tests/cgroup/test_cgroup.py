@@ -223,6 +223,36 @@ def test_enforced_by_the_expected_cgroup():
     assert rep["pids_limit_hit"] is False, rep
 
 
+def test_every_thread_is_in_the_sandbox_cgroup(marker):
+    """Seen from the host: the code and a thread it starts are in the sandbox's own cgroup in
+    every hierarchy sandboxd uses, not in sandboxd's. (On v1 the child moves itself as a thread,
+    which only covers the process while it is single-threaded: this checks that it was.)"""
+    src = ("import sys, threading, time\n"
+           "t = threading.Thread(target=time.sleep, args=(30,), daemon=True); t.start()\n"
+           "print('READY', flush=True); sys.stdin.read()\n")
+    cmd = sbx.exec_cmd(("-c", src), [marker])
+    p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert p.stdout.readline() == b"READY\n", p.stderr.read() if p.poll() is not None else b""
+        dirs = cgroups_of(p.pid)
+        names = {os.path.basename(d) for d in dirs}
+        assert len(names) == 1, f"expected one sandboxd-{p.pid}-N cgroup: {sorted(dirs)}"
+        pids = [pid for pid, _ in sbx.processes_with(marker) if pid != p.pid]
+        assert pids, f"no process carries {marker}"
+        for pid in pids:
+            tids = os.listdir(f"/proc/{pid}/task")
+            assert len(tids) == 2, f"pid {pid}: expected the main thread and one more, got {tids}"
+            for tid in tids:
+                with open(f"/proc/{pid}/task/{tid}/cgroup") as f:
+                    lines = [l.rstrip("\n").split(":", 2) for l in f if l.strip()]
+                inside = [(ctrls, path) for _, ctrls, path in lines if os.path.basename(path) in names]
+                assert len(inside) == len(dirs), \
+                    f"thread {tid} of the code is in {len(inside)} of the sandbox's {len(dirs)} cgroups: {lines}"
+    finally:
+        p.kill()
+        p.wait()
+
+
 def test_memory_bomb_stops_at_the_limit(marker, host_state):
     src = DAEMON.format(marker=marker) + (
         "time.sleep(0.2)\nchunks = []\n"
