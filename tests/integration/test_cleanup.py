@@ -1,8 +1,11 @@
 """Nothing outlives a sandbox: no process (even a setsid daemon that ignores SIGTERM), no mount on
 the host, no temporary directory, whatever way the sandbox ends."""
 import os
+import pathlib
+import re
 import signal
 import subprocess
+import sys
 import time
 import uuid
 
@@ -79,6 +82,60 @@ def test_setup_error(host_state):
     r = sbx.sandboxd("exec", "--rootfs", sbx.ROOTFS, "--bind", "/nonexistent-sbx:/x", "-c", "pass")
     assert r.rc == 125, r.describe()
     _assert_clean("sbx-no-such-marker", host_state)
+
+
+# Runs argv as uid/gid 1234 in a user namespace whose network namespace quota is 0, so every
+# sandbox created below it fails to get one (the limit applies to nested namespaces too).
+NO_NETNS = r"""
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+r, w = os.pipe()
+pid = os.fork()
+if pid == 0:
+    os.close(w)
+    if libc.unshare(0x10000000) != 0:  # CLONE_NEWUSER
+        os._exit(90)
+    os.read(r, 1)  # the parent wrote our maps
+    with open("/proc/sys/user/max_net_namespaces", "w") as f:
+        f.write("0")
+    os.setgroups([])
+    os.setresgid(1234, 1234, 1234)
+    os.setresuid(1234, 1234, 1234)
+    os.execv(sys.argv[1], sys.argv[1:])
+os.close(r)
+while os.readlink(f"/proc/{pid}/ns/user") == os.readlink("/proc/self/ns/user"):
+    pass
+for m in ("uid_map", "gid_map"):
+    with open(f"/proc/{pid}/{m}", "w") as f:
+        f.write("0 0 1\n1234 1234 1\n")
+os.write(w, b"x")
+sys.exit(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to map a second uid into a user namespace")
+def test_no_network_namespace_is_a_setup_error(marker, host_state, env):
+    """The network namespace is made by a helper process beside the sandbox's init. When the
+    kernel refuses one, the sandbox never runs: exit 125 with one line, and the helper, init and
+    the code are all gone."""
+    # Readable by uid 1234: under sbx.WORK, not pytest's private tmp_path.
+    base = pathlib.Path(sbx.WORK) / "no-netns"
+    pol = base / "pol"
+    pol.mkdir(parents=True, exist_ok=True)
+    for name in ("default.policy", sbx.syscalls_file()):
+        text = open(os.path.join(sbx.POLICY_SRC, name)).read()
+        (pol / name).write_text(re.sub(r"(?m)^cgroup\s.*$", "cgroup fallback-rlimit", text))
+    script = base / "no_netns.py"
+    script.write_text(NO_NETNS)
+    cmd = [sys.executable, str(script), sbx.SANDBOXD, "exec", "--rootfs", sbx.ROOTFS,
+           "--policy", str(pol / "default.policy"), "-c", "print('ran')", marker]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+                       env=dict(env, SANDBOXD_AUDIT_LOG="off", SANDBOXD_CACHE_DIR=str(base / "cache")))
+    lines = [l for l in p.stderr.splitlines() if l.strip()]
+    assert p.returncode == 125, (p.returncode, p.stdout, p.stderr)
+    assert p.stdout == "", p.stdout
+    assert len(lines) == 1 and lines[0].startswith("sandboxd: cannot create the network namespace"), lines
+    _assert_clean(marker, host_state)
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP], ids=lambda s: s.name)
