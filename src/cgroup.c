@@ -127,16 +127,17 @@ static void find_mounts(char *v2, char v1[C_MAX][PATH_MAX])
   fclose(f);
 }
 
+/* /proc/self/cgroup, read once per probe: one line per hierarchy. */
+static char self_cgroup[8192];
+
 /* Our cgroup path in the v2 hierarchy ("0::/x") or for a v1 controller ("N:a,b:/x"). */
 static int own_path(const char *controller, char *buf, size_t len)
 {
-  FILE *f = fopen("/proc/self/cgroup", "re");
-  if (!f)
-    return -1;
   char line[4096];
-  int rc = -1;
-  while (rc < 0 && fgets(line, sizeof line, f)) {
-    line[strcspn(line, "\n")] = '\0';
+  for (const char *l = self_cgroup; *l;) {
+    size_t n = strcspn(l, "\n");
+    snprintf(line, sizeof line, "%.*s", (int) n, l);
+    l += n + (l[n] == '\n');
     char *a = strchr(line, ':'), *b = a ? strchr(a + 1, ':') : NULL;
     if (!b)
       continue;
@@ -147,11 +148,10 @@ static int own_path(const char *controller, char *buf, size_t len)
       match = !strcmp(t, controller);
     if (match) {
       snprintf(buf, len, "%s", b + 1);
-      rc = 0;
+      return 0;
     }
   }
-  fclose(f);
-  return rc;
+  return -1;
 }
 
 static bool writable_dir(const char *dir)
@@ -276,6 +276,8 @@ int cgroup_probe(enum cgroup_mode *ret, sbx_error_t *err)
     char v2[PATH_MAX], v1[C_MAX][PATH_MAX];
     sbx_error_t e2 = { 0 }, e1 = { 0 };
     find_mounts(v2, v1);
+    if (read_at("/proc/self", "cgroup", self_cgroup, sizeof self_cgroup) < 0)
+      self_cgroup[0] = '\0';
     probe.done = true;
     probe.mode = CGROUP_NONE;
     /* v2 first; on a hybrid host its hierarchy usually has no controllers, then v1. */
