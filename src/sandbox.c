@@ -750,39 +750,50 @@ int sandbox_spawn_start(const struct sbx_spec *spec, struct sbx_sandbox **ret, s
     sandbox_child(&a);
   }
   close(TAKE_FD(child_fd));
+  /* The child has its copy; the helper forked below must not hold one (valgrind: lost). */
+  free(TAKE_PTR(envp));
+
+  /* Maps must be written before the child calls setresuid/setgroups. */
+  pid_t helper = -1;
+  if (write_id_maps(pid, p, a.host_root, err) < 0) {
+    sbx_error_prefix(err, "write uid/gid maps (see sandboxd doctor)");
+    goto fail;
+  }
+  send_msg(parent_fd, &(struct sync_msg){ .type = MSG_GO });
+  /* Forked before anything is allocated here, so the helper's copy holds nothing of ours. */
+  helper = fork();
+  if (helper < 0) {
+    sbx_error_errno(err, "sandbox: fork the network namespace helper");
+    goto fail;
+  }
+  if (helper == 0)
+    net_helper(pid, pidfd, parent_fd);
 
   struct sbx_sandbox *s = calloc(1, sizeof *s);
   if (!s) {
-    kill(pid, SIGKILL);
-    waitpid(pid, NULL, 0);
-    close(pidfd);
-    cgroup_destroy(cg);
-    return sbx_error_set(err, ENOMEM, "sandbox");
+    sbx_error_set(err, ENOMEM, "sandbox");
+    goto fail;
   }
-  *s = (struct sbx_sandbox){ .pid = pid, .pidfd = pidfd, .sync_fd = TAKE_FD(parent_fd),
+  *s = (struct sbx_sandbox){ .pid = pid, .pidfd = pidfd, .net_pid = helper, .sync_fd = TAKE_FD(parent_fd),
                              .start_ns = start, .code_status = -1, .cgroup = cg,
                              .memory_limit = spec->limits.memory_bytes };
   s->deadline_ns = start + spec->limits.timeout_ms * 1000000ULL;
-
-  /* Maps must be written before the child calls setresuid/setgroups. */
-  struct sync_msg m = { .type = MSG_GO };
-  if (write_id_maps(pid, p, a.host_root, err) < 0) {
-    sbx_error_prefix(err, "write uid/gid maps (see sandboxd doctor)");
-    sandbox_free(s);
-    return -1;
-  }
-  send_msg(s->sync_fd, &m);
-  pid_t h = fork();
-  if (h < 0) {
-    sbx_error_errno(err, "sandbox: fork the network namespace helper");
-    sandbox_free(s);
-    return -1;
-  }
-  if (h == 0)
-    net_helper(pid, pidfd, s->sync_fd);
-  s->net_pid = h;
   *ret = s;
   return 0;
+
+fail:
+  /* Neither has been waited for, so their pids still name them. */
+  kill(pid, SIGKILL);
+  while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+    ;
+  if (helper > 0) {
+    kill(helper, SIGKILL);
+    while (waitpid(helper, NULL, 0) < 0 && errno == EINTR)
+      ;
+  }
+  close(pidfd);
+  cgroup_destroy(cg);
+  return -1;
 }
 
 int sandbox_spawn_fd(const struct sbx_sandbox *s)
