@@ -55,6 +55,10 @@
 #define MAX_WARM 64
 /* After a warm sandbox fails to start or dies idle, wait this long before the next one. */
 #define WARM_RETRY_NS 1000000000ULL
+/* Building a warm sandbox (Python's startup, ~15 ms of CPU) while a call runs would compete with
+ * the call for the CPUs: the pool is topped up once no call runs, or this long after the latest
+ * call started (a long call does not keep the pool empty). */
+#define WARM_DEFER_NS 20000000ULL
 /* How long delivering a job to a warm sandbox may take before it is given up for a cold one. */
 #define JOB_SEND_TIMEOUT_MS 1000
 
@@ -246,6 +250,7 @@ struct server {
   struct warm *warm;  /* idle, oldest first */
   size_t n_warm;
   uint64_t warm_retry_ns; /* no new warm sandbox before this */
+  uint64_t last_call_ns;  /* when the latest call started (WARM_DEFER_NS) */
 };
 
 static const char *const log_levels[] = {"debug", "info",     "notice", "warning",
@@ -893,6 +898,7 @@ static void start_queued(struct server *srv)
       srv->n_queued--;
       c->state = CALL_RUNNING;
       srv->n_running++;
+      srv->last_call_ns = now_ns();
       if (call_start(srv, c, &err) < 0) {
         log_sbx_error(&err);
         mcp_log(srv, 4, err.msg);
@@ -1636,7 +1642,10 @@ static void serve(struct server *srv)
     /* Top the pool up, one sandbox per turn of the loop: starting one only creates the process
      * (about a millisecond); the rest of its setup runs concurrently and is collected below. */
     if (srv->n_warm < srv->warm_target) {
-      int t = ms_until(srv->warm_retry_ns, now_ns());
+      uint64_t now = now_ns(), at = srv->warm_retry_ns;
+      if (srv->n_running > 0 && srv->last_call_ns + WARM_DEFER_NS > at)
+        at = srv->last_call_ns + WARM_DEFER_NS;
+      int t = ms_until(at, now);
       if (t == 0)
         warm_refill(srv);
       else if (timeout < 0 || t < timeout)
