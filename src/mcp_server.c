@@ -70,7 +70,10 @@ const char mcp_runner_source[] =
     "# holds a copy that tests/unit/test_jsonrpc.c checks against this file).\n"
     "# Cold: the code is sys.argv[1]. Warm (no argument): started ahead of the call, the runner waits\n"
     "# for one job on the bridge at fd 3 (a 4-byte big-endian length, then JSON {\"code\": C, \"servers\":\n"
-    "# \"a,b\"}); with servers the same socket goes on as the bridge, without it is closed.\n"
+    "# \"a,b\"}); with servers the same socket goes on as the bridge.\n"
+    "# Without servers, fd 3 (warm or cold) is the done channel: once the run is over and its output\n"
+    "# flushed, one byte, the exit status, lets sandboxd answer without waiting for this process and\n"
+    "# the sandbox to be torn down. sandboxd then kills the sandbox.\n"
     "def _sandboxd_run():\n"
     "    # Only what every run needs: asyncio and traceback cost tens of milliseconds to import, so\n"
     "    # they are imported when the code awaits or fails.\n"
@@ -104,9 +107,14 @@ const char mcp_runner_source[] =
     "            os.environ[\"PYTHONPATH\"] = \"/run/sandboxd/python\"\n"
     "            os.environ[\"SANDBOXD_MCP_SERVERS\"] = job[\"servers\"]\n"
     "            sys.path.insert(1, \"/run/sandboxd/python\")\n"
-    "        else:\n"
-    "            os.close(3)\n"
     "        del json, read, job\n"
+    "    done_fd = None\n"
+    "    if not os.environ.get(\"SANDBOXD_MCP_SERVERS\"):\n"
+    "        try:\n"
+    "            os.set_inheritable(3, False)  # not into programs the code runs\n"
+    "            done_fd = 3\n"
+    "        except OSError:\n"
+    "            pass\n"
     "    del sys.argv[1:]\n"
     "    name = \"<run_python>\"\n"
     "    # Show the user's lines in tracebacks.\n"
@@ -155,6 +163,11 @@ const char mcp_runner_source[] =
     "        try:\n"
     "            stream.flush()\n"
     "        except Exception:\n"
+    "            pass\n"
+    "    if done_fd is not None:\n"
+    "        try:\n"
+    "            os.write(done_fd, bytes([status & 0xFF]))\n"
+    "        except OSError:  # the code closed or replaced fd 3: sandboxd waits for the exit instead\n"
     "            pass\n"
     "    os._exit(status)\n"
     "\n"
@@ -217,6 +230,10 @@ struct call {
   bool truncated;
   bool killed;    /* sandbox_kill() sent (deadline or cancel) */
   bool cancelled; /* the client cancelled: kill, and never answer */
+
+  int done_fd;    /* without servers: the runner's done channel (runner.py), or -1 */
+  bool answered;  /* answered at the runner's done byte; reaped and audited when it has ended */
+  struct sbx_result res; /* what was answered, for the audit record */
 
   struct server *srv;
   char **servers; /* host MCP servers the code may call (`servers`), or NULL */
@@ -367,6 +384,8 @@ static void call_free(struct call *c)
     close(c->out_fd);
   if (c->err_fd >= 0)
     close(c->err_fd);
+  if (c->done_fd >= 0)
+    close(c->done_fd);
   strbuf_free(&c->out);
   strbuf_free(&c->err);
   proxy_free(c->proxy);
@@ -394,8 +413,9 @@ static void call_unlink(struct server *srv, struct call *c)
 
 static struct call *call_find(struct server *srv, const char *id)
 {
+  /* An answered call is over for the client, which may reuse its id. */
   for (struct call *c = srv->calls; c; c = c->next)
-    if (strcmp(c->id, id) == 0)
+    if (!c->answered && strcmp(c->id, id) == 0)
       return c;
   return NULL;
 }
@@ -588,8 +608,13 @@ static void call_finish(struct server *srv, struct call *c)
   sbx_error_t err = {0};
   int r = sandbox_wait(c->sb, &res, &err);
   call_unlink(srv, c);
+  if (c->answered) {
+    /* Killed at its done byte (call_done): the record is what was answered. */
+    res = c->res;
+    r = 0;
+  }
   /* The answer first; the audit record and removing the cgroup (call_free) come after it. */
-  if (c->cancelled)
+  if (c->cancelled || c->answered)
     ; /* the client cancelled: it expects no answer */
   else if (r < 0)
     send_tool_error(srv, c->id, "sandboxd: %s", err.msg);
@@ -602,6 +627,45 @@ static void call_finish(struct server *srv, struct call *c)
   };
   audit_write(&rec);
   call_free(c);
+}
+
+/* The runner's done byte: the run is over and all its output is in the pipes. Answer now, from the
+ * cgroup's counters, and kill the sandbox (the runner is exiting anyway; anything the code left
+ * running ends with it, as when the runner exits): the answer does not wait for the processes to
+ * exit and the namespaces to be torn down, which is most of a warm call's time. Code that writes
+ * to fd 3 itself ends its own run early, as os._exit() would. Without a cgroup, or on EOF (the
+ * code closed fd 3, or the runner died), the call ends when the sandbox has (call_finish). */
+static bool readable(int fd)
+{
+  return poll(&(struct pollfd){.fd = fd, .events = POLLIN}, 1, 0) > 0;
+}
+
+static void call_done(struct server *srv, struct call *c)
+{
+  unsigned char status;
+  ssize_t n;
+  do
+    n = read(c->done_fd, &status, 1);
+  while (n < 0 && errno == EINTR);
+  if (n < 0 && errno == EAGAIN)
+    return;
+  close(c->done_fd);
+  c->done_fd = -1;
+  if (n != 1 || c->killed || c->cancelled)
+    return;
+  struct sbx_result res;
+  if (sandbox_result_now(c->sb, status, &res) < 0)
+    return;
+  /* Everything the runner wrote is in the pipes: it flushed before the done byte. */
+  while (c->out_fd >= 0 && drain_pipe(c, &c->out_fd, &c->out) == 0 && readable(c->out_fd))
+    ;
+  while (c->err_fd >= 0 && drain_pipe(c, &c->err_fd, &c->err) == 0 && readable(c->err_fd))
+    ;
+  c->killed = true;
+  sandbox_signal(c->sb, SIGKILL);
+  c->answered = true;
+  c->res = res;
+  send_call_result(srv, c, &res);
 }
 
 static int open_pipe(int *ret_read, int *ret_write, sbx_error_t *err)
@@ -818,9 +882,11 @@ static int call_start_warm(struct call *c, struct warm *w, sbx_error_t *err)
   c->sb = TAKE_PTR(w->sb);
   c->out_fd = TAKE_FD(w->out_fd);
   c->err_fd = TAKE_FD(w->err_fd);
-  /* With servers, the job socket goes on as the bridge; without, the runner has closed its end. */
+  /* With servers, the job socket goes on as the bridge; without, as the done channel. */
   if (c->proxy)
     proxy_adopt_fd(c->proxy, TAKE_FD(w->job_fd));
+  else
+    c->done_fd = TAKE_FD(w->job_fd);
   warm_free(w);
   return 0;
 }
@@ -872,15 +938,27 @@ static int call_start(struct server *srv, struct call *c, sbx_error_t *err)
   struct sbx_bind bind;
   base_spec(srv, &c->limits, argv, devnull, out_w, err_w, &bind, &spec);
   char *env[2];
+  _cleanup_close_ int done = -1;
   if (c->proxy) {
     env[0] = "PYTHONPATH=" PROXY_PYTHON_DST;
     env[1] = (char *) proxy_env(c->proxy);
     spec.extra_env = env;
     spec.n_extra_env = 2;
     spec.bridge_fd = bridge;
+  } else {
+    /* The done channel at fd 3, as a warm sandbox's job socket becomes. */
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+      return sbx_error_errno(err, "done socketpair");
+    done = sv[0];
+    bridge = sv[1];
+    if (fcntl(done, F_SETFL, O_NONBLOCK) < 0)
+      return sbx_error_errno(err, "done socket");
+    spec.bridge_fd = bridge;
   }
   if (sandbox_spawn(&spec, &c->sb, err) < 0)
     return -1;
+  c->done_fd = TAKE_FD(done);
   /* Our copies of the write ends must go, or the pipes never reach EOF. */
   c->out_fd = TAKE_FD(out_r);
   c->err_fd = TAKE_FD(err_r);
@@ -1237,7 +1315,7 @@ static void m_tools_call(struct server *srv, const char *id, const json_node_t *
     send_error(srv, id, JSONRPC_INTERNAL_ERROR, "Internal error: out of memory");
     return;
   }
-  c->out_fd = c->err_fd = -1;
+  c->out_fd = c->err_fd = c->done_fd = -1;
   c->timeout_ms = timeout_ms;
   size_t ns = json_array_len(servers);
   if (ns && !(c->servers = calloc(ns, sizeof *c->servers))) {
@@ -1683,8 +1761,10 @@ static void serve(struct server *srv)
         owners[n] = c;
         pfds[n++] = (struct pollfd){.fd = fds[i], .events = POLLIN};
       }
+      /* The bridge with servers, else the done channel. */
       owners[n] = c;
-      pfds[n++] = (struct pollfd){.fd = c->proxy ? proxy_fd(c->proxy) : -1, .events = c->proxy ? proxy_events(c->proxy) : 0};
+      pfds[n++] = c->proxy ? (struct pollfd){.fd = proxy_fd(c->proxy), .events = proxy_events(c->proxy)}
+                           : (struct pollfd){.fd = c->done_fd, .events = POLLIN};
     }
     size_t first_warm = n;
     for (struct warm *w = srv->warm; w; w = w->next)
@@ -1720,6 +1800,8 @@ static void serve(struct server *srv)
         drain_pipe(c, &c->err_fd, &c->err);
       if (pfds[i + 3].revents && c->proxy && pfds[i + 3].fd == proxy_fd(c->proxy))
         proxy_handle(c->proxy, pfds[i + 3].revents);
+      else if (pfds[i + 3].revents && !c->proxy && c->done_fd >= 0 && pfds[i + 3].fd == c->done_fd)
+        call_done(srv, c);
     }
     for (size_t i = first_call; i < first_warm; i += FDS_PER_CALL)
       if (pfds[i].revents)

@@ -941,29 +941,16 @@ void sandbox_kill(struct sbx_sandbox *s, bool timed_out)
   cgroup_kill(s->cgroup);
 }
 
-int sandbox_wait(struct sbx_sandbox *s, struct sbx_result *res, sbx_error_t *err)
+/* The result from what is known: the code's wait status (-1 if init never reported it), init's
+ * (for a kill from outside), its rusage, and the cgroup's counters. */
+static void fill_result(struct sbx_sandbox *s, int cs, int init_status, const struct rusage *ru,
+                        struct sbx_result *res)
 {
-  siginfo_t si = { 0 };
-  struct rusage ru = { 0 };
-  int st = 0;
-  pid_t r;
-  do
-    r = wait4(s->pid, &st, 0, &ru);
-  while (r < 0 && errno == EINTR);
-  if (r < 0)
-    return sbx_error_errno(err, "wait for sandbox");
-  (void) si;
-  s->reaped = true;
-  struct sync_msg m;
-  /* The exit message is queued before pid 1 exits; a non-blocking read finds it or nothing. */
-  if (recv(s->sync_fd, &m, sizeof m, MSG_DONTWAIT) == sizeof m && m.type == MSG_EXIT)
-    s->code_status = m.wait_status;
-
   *res = (struct sbx_result){ 0 };
   res->execution_time_ms = (now_ns() - s->start_ns) / 1000000ULL;
-  res->cpu_time_ms = (uint64_t) (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000 +
-                     (uint64_t) (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1000;
-  res->memory_peak_bytes = (uint64_t) ru.ru_maxrss * 1024;
+  res->cpu_time_ms = (uint64_t) (ru->ru_utime.tv_sec + ru->ru_stime.tv_sec) * 1000 +
+                     (uint64_t) (ru->ru_utime.tv_usec + ru->ru_stime.tv_usec) / 1000;
+  res->memory_peak_bytes = (uint64_t) ru->ru_maxrss * 1024;
   if (s->sampled_cpu_ms > res->cpu_time_ms)
     res->cpu_time_ms = s->sampled_cpu_ms;
   if (s->sampled_peak > res->memory_peak_bytes)
@@ -980,7 +967,6 @@ int sandbox_wait(struct sbx_sandbox *s, struct sbx_result *res, sbx_error_t *err
     res->pids_limit_hit = cst.pids_max_events > 0;
     /* The cgroup goes in sandbox_free(), so a server can answer before removing it. */
   }
-  int cs = s->code_status;
   if (cst.oom_kills > 0 && !s->timed_out) {
     res->status = SBX_STATUS_MEMORY_LIMIT;
     res->signal = SIGKILL;
@@ -993,7 +979,7 @@ int sandbox_wait(struct sbx_sandbox *s, struct sbx_result *res, sbx_error_t *err
   } else if (cs == -1) {
     /* pid 1 died without reporting: killed from outside (sandbox_kill) or by the kernel. */
     res->status = SBX_STATUS_KILLED;
-    res->signal = WIFSIGNALED(st) ? WTERMSIG(st) : SIGKILL;
+    res->signal = WIFSIGNALED(init_status) ? WTERMSIG(init_status) : SIGKILL;
     res->exit_code = 128 + res->signal;
   } else if (WIFSIGNALED(cs)) {
     res->status = SBX_STATUS_KILLED;
@@ -1003,6 +989,32 @@ int sandbox_wait(struct sbx_sandbox *s, struct sbx_result *res, sbx_error_t *err
     res->exit_code = WEXITSTATUS(cs);
     res->status = res->exit_code == 0 ? SBX_STATUS_OK : SBX_STATUS_ERROR;
   }
+}
+
+int sandbox_wait(struct sbx_sandbox *s, struct sbx_result *res, sbx_error_t *err)
+{
+  struct rusage ru = { 0 };
+  int st = 0;
+  pid_t r;
+  do
+    r = wait4(s->pid, &st, 0, &ru);
+  while (r < 0 && errno == EINTR);
+  if (r < 0)
+    return sbx_error_errno(err, "wait for sandbox");
+  s->reaped = true;
+  struct sync_msg m;
+  /* The exit message is queued before pid 1 exits; a non-blocking read finds it or nothing. */
+  if (recv(s->sync_fd, &m, sizeof m, MSG_DONTWAIT) == sizeof m && m.type == MSG_EXIT)
+    s->code_status = m.wait_status;
+  fill_result(s, s->code_status, st, &ru, res);
+  return 0;
+}
+
+int sandbox_result_now(struct sbx_sandbox *s, int exit_code, struct sbx_result *res)
+{
+  if (!s->cgroup || s->reaped)
+    return -1;
+  fill_result(s, (exit_code & 0xff) << 8, 0, &(struct rusage){ 0 }, res);
   return 0;
 }
 

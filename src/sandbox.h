@@ -95,6 +95,11 @@ int sandbox_signal(struct sbx_sandbox *s, int sig);
 void sandbox_kill(struct sbx_sandbox *s, bool timed_out);
 /* Reap the sandbox (blocks until it has ended) and fill res. */
 int sandbox_wait(struct sbx_sandbox *s, struct sbx_result *res, sbx_error_t *err);
+/* The result of a run whose code reported, while still running, that it ended with exit_code
+ * and has written all its output (the MCP runner's done byte): usage from the cgroup, so the
+ * answer need not wait for the processes to exit. -1 without a cgroup (usage then comes from
+ * the reaped processes: use sandbox_wait()). */
+int sandbox_result_now(struct sbx_sandbox *s, int exit_code, struct sbx_result *res);
 /* Kill if still running, reap, release everything. NULL is fine. */
 void sandbox_free(struct sbx_sandbox *s);
 

@@ -3,7 +3,10 @@
 # holds a copy that tests/unit/test_jsonrpc.c checks against this file).
 # Cold: the code is sys.argv[1]. Warm (no argument): started ahead of the call, the runner waits
 # for one job on the bridge at fd 3 (a 4-byte big-endian length, then JSON {"code": C, "servers":
-# "a,b"}); with servers the same socket goes on as the bridge, without it is closed.
+# "a,b"}); with servers the same socket goes on as the bridge.
+# Without servers, fd 3 (warm or cold) is the done channel: once the run is over and its output
+# flushed, one byte, the exit status, lets sandboxd answer without waiting for this process and
+# the sandbox to be torn down. sandboxd then kills the sandbox.
 def _sandboxd_run():
     # Only what every run needs: asyncio and traceback cost tens of milliseconds to import, so
     # they are imported when the code awaits or fails.
@@ -37,9 +40,14 @@ def _sandboxd_run():
             os.environ["PYTHONPATH"] = "/run/sandboxd/python"
             os.environ["SANDBOXD_MCP_SERVERS"] = job["servers"]
             sys.path.insert(1, "/run/sandboxd/python")
-        else:
-            os.close(3)
         del json, read, job
+    done_fd = None
+    if not os.environ.get("SANDBOXD_MCP_SERVERS"):
+        try:
+            os.set_inheritable(3, False)  # not into programs the code runs
+            done_fd = 3
+        except OSError:
+            pass
     del sys.argv[1:]
     name = "<run_python>"
     # Show the user's lines in tracebacks.
@@ -88,6 +96,11 @@ def _sandboxd_run():
         try:
             stream.flush()
         except Exception:
+            pass
+    if done_fd is not None:
+        try:
+            os.write(done_fd, bytes([status & 0xFF]))
+        except OSError:  # the code closed or replaced fd 3: sandboxd waits for the exit instead
             pass
     os._exit(status)
 

@@ -104,6 +104,44 @@ describe('sdk client', () => {
     assert.equal(r.structuredContent.stdout, 'bye\n');
   });
 
+  test('the run ends at the runner\'s done byte on fd 3; code that writes it itself is cut short', async () => {
+    const marker = `sbx-done-${randomUUID()}`;
+    const t0 = Date.now();
+    const r = await run(conn.client, { code: [
+      'import os, subprocess, time',
+      `subprocess.Popen(["sleep", "60", "${marker}"], start_new_session=True)`,
+      'print("before", flush=True)',
+      'os.write(3, bytes([7]))  # what the runner writes when the run is over: exit status 7',
+      'time.sleep(30)',
+      'print("after")',
+    ].join('\n') });
+    assert.ok(Date.now() - t0 < 15000, `answered after ${Date.now() - t0} ms, not at the done byte`);
+    assert.equal(r.structuredContent.exit_code, 7, text(r));
+    assert.equal(r.structuredContent.status, 'error');
+    assert.equal(r.structuredContent.stdout, 'before\n');
+    // The sandbox is killed at the done byte: nothing the code started outlives the answer.
+    assert.deepEqual(await waitGone(marker), [], 'a process outlived the answered run');
+  });
+
+  test('code that closes fd 3 ends normally, when it exits', async () => {
+    const r = await run(conn.client, { code: 'import os, sys\nos.close(3)\nprint("closed")\nsys.exit(4)' });
+    assert.equal(r.structuredContent.stdout, 'closed\n', text(r));
+    assert.equal(r.structuredContent.exit_code, 4);
+  });
+
+  test('output written by atexit handlers and threads before the end is all there', async () => {
+    const r = await run(conn.client, { code: [
+      'import atexit, sys, threading, time',
+      'atexit.register(lambda: print("atexit", "y" * 100000))',
+      'def late(): time.sleep(0.2); print("thread done", file=sys.stderr)',
+      'threading.Thread(target=late).start()',
+      'print("main")',
+    ].join('\n') });
+    assert.equal(r.structuredContent.stdout, 'main\natexit ' + 'y'.repeat(100000) + '\n', text(r).slice(0, 300));
+    assert.equal(r.structuredContent.stderr, 'thread done\n');
+    assert.equal(r.structuredContent.status, 'ok');
+  });
+
   test('top-level await', async () => {
     const r = await run(conn.client, { code: 'import asyncio\nawait asyncio.sleep(0.01)\nprint(await asyncio.gather(asyncio.sleep(0, 1), asyncio.sleep(0, 2)))' });
     assert.equal(r.structuredContent.stdout, '[1, 2]\n', text(r));

@@ -59,7 +59,7 @@ for fd in sorted(os.listdir("/proc/self/fd"), key=int):
         t = os.readlink("/proc/self/fd/" + fd)
     except OSError:
         continue
-    fds[fd] = t.split(":")[0] if t.startswith(("pipe:", "socket:")) else t
+    fds[fd] = (t.split(":")[0] if t.startswith(("pipe:", "socket:")) else t, os.get_inheritable(int(fd)))
 cmdline = open("/proc/self/cmdline").read().split("\0")
 print(json.dumps({
     "uid": [os.getuid(), os.geteuid(), os.getgid(), os.getgroups()],
@@ -97,7 +97,9 @@ describe('warm pool', () => {
     assert.deepEqual(warm, cold);
     assert.equal(cold.status.NoNewPrivs[0], '1');
     assert.equal(cold.status.Seccomp[0], '2');
-    assert.deepEqual(Object.keys(cold.fds), ['0', '1', '2']); // no bridge or job socket left open
+    // Stdio, and the runner's done channel (fd 3), which programs the code runs do not inherit.
+    assert.deepEqual(Object.keys(cold.fds), ['0', '1', '2', '3']);
+    assert.deepEqual(cold.fds['3'], ['socket', false]);
   });
 
   describe('with --warm 2', () => {
