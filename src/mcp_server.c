@@ -1663,7 +1663,7 @@ static int run_timers(struct server *srv)
       } else if (timeout < 0 || ms_until(deadline, now) < timeout)
         timeout = ms_until(deadline, now);
     }
-    if (c->progress_token && !c->cancelled) {
+    if (c->progress_token && !c->cancelled && !c->answered) {
       if (now >= c->next_progress_ns) {
         send_progress(srv, c, now);
         c->next_progress_ns = now + PROGRESS_INTERVAL_NS;
