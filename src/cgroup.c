@@ -490,20 +490,36 @@ int cgroup_clone_fd(const struct sbx_cgroup *cg)
   return cg ? cg->v2_fd : -1;
 }
 
-int cgroup_attach_self(struct sbx_cgroup *cg, sbx_error_t *err)
+int cgroup_attach_fds(struct sbx_cgroup *cg, int fds[CGROUP_MAX_ATTACH_FDS], sbx_error_t *err)
 {
-  if (cg->mode == CGROUP_V2) {
-    if (write_at(cg->v2, "cgroup.procs", "0") < 0)
-      return sbx_error_errno(err, "cgroup: move the sandbox into `%s`", cg->v2);
-    return 0;
+  int n = 0;
+  char path[PATH_MAX + 64];
+  /* v1: `tasks`, not `cgroup.procs`. The process moves itself as a thread: the kernel takes its
+   * global threadgroup lock only for process moves (and for moving another task), and taking it
+   * for writing waits for an RCU grace period, 5-15 ms on every sandbox start. The writer is
+   * single-threaded (just cloned), so the thread is the whole process, and its future threads
+   * follow it. The kernel checks the opener's credentials (ours), not the writer's. */
+  for (int c = 0; c < C_MAX; c++) {
+    const char *dir = cg->mode == CGROUP_V2 ? (c == 0 ? cg->v2 : "") : cg->v1[c];
+    if (!dir[0])
+      continue;
+    snprintf(path, sizeof path, "%s/%s", dir, cg->mode == CGROUP_V2 ? "cgroup.procs" : "tasks");
+    if ((fds[n] = open(path, O_WRONLY | O_CLOEXEC)) < 0) {
+      sbx_error_errno(err, "cgroup: open `%s`", path);
+      while (n > 0)
+        close(fds[--n]);
+      return -1;
+    }
+    n++;
   }
-  /* v1: move the calling thread through `tasks`, not the process through `cgroup.procs`. The
-   * kernel takes its global threadgroup lock only for process moves, and taking it for writing
-   * waits for an RCU grace period: 5-15 ms on every sandbox start. The caller is single-threaded
-   * (just cloned), so the thread is the whole process, and its future threads follow it. */
-  for (int c = 0; c < C_MAX; c++)
-    if (cg->v1[c][0] && write_at(cg->v1[c], "tasks", "0") < 0)
-      return sbx_error_errno(err, "cgroup: move the sandbox into `%s`", cg->v1[c]);
+  return n;
+}
+
+int cgroup_attach_self(const int *fds, int n, sbx_error_t *err)
+{
+  for (int i = 0; i < n; i++)
+    if (write(fds[i], "0", 1) != 1)
+      return sbx_error_errno(err, "cgroup: move the sandbox into its cgroup");
   return 0;
 }
 

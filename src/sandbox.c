@@ -50,13 +50,15 @@
 static const int forwarded_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 };
 
 /* Messages on the sync socket (SOCK_SEQPACKET: one message per send, never merged). */
-enum msg_type { MSG_GO = 1, MSG_READY, MSG_ERROR, MSG_EXIT, MSG_NETNS };
+enum msg_type { MSG_GO = 1, MSG_READY, MSG_ERROR, MSG_EXIT, MSG_NETNS, MSG_CGROUP };
 struct sync_msg {
   int type;
   int wait_status; /* MSG_EXIT: the code's wait status */
   uint64_t pidns_ino, pidns_dev; /* MSG_READY: the sandbox's pid namespace */
   sbx_error_t err; /* MSG_ERROR; MSG_NETNS when the helper failed (then no fd comes with it) */
 };
+/* Most fds one message carries: MSG_NETNS one, MSG_CGROUP one per hierarchy. */
+#define MSG_MAX_FDS CGROUP_MAX_ATTACH_FDS
 
 struct sbx_sandbox {
   pid_t pid;   /* the sandbox's init, in our pid namespace */
@@ -115,7 +117,7 @@ static void hide_host_argv(void)
  * free and can report any failure as one message. */
 struct child_args {
   bool degraded; /* no cgroup: limits are rlimits */
-  struct sbx_cgroup *attach; /* join this cgroup first (when clone could not place us in it) */
+  bool attach_later; /* clone did not place us in our cgroup: MSG_CGROUP brings the means */
   const struct sbx_spec *spec;
   const struct sbx_bpf *bpf;
   char **envp;
@@ -131,23 +133,23 @@ static void send_msg(int fd, const struct sync_msg *m)
   while (n < 0 && errno == EINTR);
 }
 
-/* A message with an fd attached (SCM_RIGHTS); fd < 0 sends none. */
-static void send_msg_fd(int sock, const struct sync_msg *m, int fd)
+/* A message with n fds attached (SCM_RIGHTS). */
+static void send_msg_fds(int sock, const struct sync_msg *m, const int *fds, int n)
 {
   union {
     struct cmsghdr h;
-    char buf[CMSG_SPACE(sizeof(int))];
+    char buf[CMSG_SPACE(sizeof(int) * MSG_MAX_FDS)];
   } c = { 0 };
   struct iovec iov = { .iov_base = (void *) m, .iov_len = sizeof *m };
   struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-  if (fd >= 0) {
+  if (n > 0) {
     mh.msg_control = c.buf;
-    mh.msg_controllen = sizeof c.buf;
+    mh.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t) n);
     struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
     cm->cmsg_level = SOL_SOCKET;
     cm->cmsg_type = SCM_RIGHTS;
-    cm->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(cm), &fd, sizeof fd);
+    cm->cmsg_len = CMSG_LEN(sizeof(int) * (size_t) n);
+    memcpy(CMSG_DATA(cm), fds, sizeof(int) * (size_t) n);
   }
   while (sendmsg(sock, &mh, MSG_NOSIGNAL) < 0 && errno == EINTR)
     ;
@@ -281,40 +283,69 @@ static _Noreturn void init_loop(int sync_fd, pid_t code_pid, const sigset_t *mas
   _exit(WIFEXITED(code_status) ? WEXITSTATUS(code_status) : 128 + WTERMSIG(code_status));
 }
 
-/* Into the network namespace net_helper made: its message is the next one on the sync socket
- * after GO. Without it the code must not run (it would share the host's network). */
-static int join_netns(int sync_fd, sbx_error_t *err)
+/* One message with up to MSG_MAX_FDS fds; returns how many fds came, or -1. */
+static int recv_msg_fds(int sock, struct sync_msg *m, int fds[MSG_MAX_FDS])
 {
-  struct sync_msg m;
   union {
     struct cmsghdr h;
-    char buf[CMSG_SPACE(sizeof(int))];
+    char buf[CMSG_SPACE(sizeof(int) * MSG_MAX_FDS)];
   } c;
-  struct iovec iov = { .iov_base = &m, .iov_len = sizeof m };
+  struct iovec iov = { .iov_base = m, .iov_len = sizeof *m };
   struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = c.buf, .msg_controllen = sizeof c.buf };
   ssize_t n;
   do
-    n = recvmsg(sync_fd, &mh, MSG_CMSG_CLOEXEC);
+    n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
   while (n < 0 && errno == EINTR);
-  int fd = -1;
-  struct cmsghdr *cm = n > 0 ? CMSG_FIRSTHDR(&mh) : NULL;
-  if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS && cm->cmsg_len == CMSG_LEN(sizeof(int)))
-    memcpy(&fd, CMSG_DATA(cm), sizeof fd);
-  if (n != sizeof m || m.type != MSG_NETNS || fd < 0) {
-    if (fd >= 0)
-      close(fd);
-    if (n == sizeof m && m.type == MSG_NETNS && m.err.msg[0]) {
-      *err = m.err;
-      err->msg[sizeof err->msg - 1] = '\0';
-      return -1;
+  int nfds = 0;
+  for (struct cmsghdr *cm = n > 0 ? CMSG_FIRSTHDR(&mh) : NULL; cm; cm = CMSG_NXTHDR(&mh, cm))
+    if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
+      nfds = (int) ((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+      memcpy(fds, CMSG_DATA(cm), sizeof(int) * (size_t) nfds);
     }
-    return sbx_error_set(err, 0, "network namespace: no answer from the helper");
+  if (n != sizeof *m || (mh.msg_flags & MSG_CTRUNC)) {
+    while (nfds > 0)
+      close(fds[--nfds]);
+    return -1;
   }
-  int r = setns(fd, CLONE_NEWNET);
-  int e = errno;
-  close(fd);
-  if (r < 0)
-    return sbx_error_set(err, e, "join the sandbox's network namespace");
+  m->err.msg[sizeof m->err.msg - 1] = '\0';
+  return nfds;
+}
+
+/* What the parent side sends after GO, in either order: the network namespace net_helper made
+ * (always), and, when clone could not place us in our cgroup, the files to move ourselves in
+ * through (the parent creates a v1 cgroup meanwhile). Without the namespace the code must not
+ * run: it would share the host's network. */
+static int join_netns_and_cgroup(int sync_fd, bool want_cgroup, sbx_error_t *err)
+{
+  bool netns = false;
+  while (!netns || want_cgroup) {
+    struct sync_msg m;
+    int fds[MSG_MAX_FDS];
+    int n = recv_msg_fds(sync_fd, &m, fds);
+    if (n < 0)
+      return sbx_error_set(err, 0, "sandbox setup: no answer from sandboxd");
+    int r = 0;
+    if (m.type == MSG_NETNS && !netns) {
+      netns = true;
+      if (n != 1)
+        r = m.err.msg[0] ? (*err = m.err, -1) : sbx_error_set(err, 0, "network namespace: no answer from the helper");
+      else if (setns(fds[0], CLONE_NEWNET) < 0)
+        r = sbx_error_errno(err, "join the sandbox's network namespace");
+    } else if (m.type == MSG_CGROUP && want_cgroup) {
+      want_cgroup = false;
+      r = cgroup_attach_self(fds, n, err);
+      /* The cgroup namespace from clone is rooted where we were then (sandboxd's cgroup); root
+       * a new one at our own, so the code sees itself at "/". */
+      if (r == 0 && unshare(CLONE_NEWCGROUP) < 0)
+        r = sbx_error_errno(err, "unshare(CLONE_NEWCGROUP)");
+    } else {
+      r = sbx_error_set(err, 0, "sandbox setup: unexpected message %d", m.type);
+    }
+    for (int i = 0; i < n; i++)
+      close(fds[i]);
+    if (r < 0)
+      return -1;
+  }
   return 0;
 }
 
@@ -340,16 +371,6 @@ static _Noreturn void sandbox_child(const struct child_args *a)
     _exit(SBX_EXIT_SETUP);
 
   hide_host_argv();
-
-  /* Into the sandbox's cgroup before anything else, when clone3 could not put us there (cgroup
-   * v1, or v2 without CLONE_INTO_CGROUP). Done by the child itself: we are single-threaded, which
-   * lets v1 move us as a thread, without the kernel's global lock (see cgroup_attach_self). */
-  if (a->attach && cgroup_attach_self(a->attach, &err) < 0)
-    child_fail(sync_fd, &err);
-  /* The cgroup namespace from clone is rooted where we were then (sandboxd's cgroup); root a new
-   * one at the sandbox's own cgroup, so the code sees itself at "/". */
-  if (a->attach && unshare(CLONE_NEWCGROUP) < 0)
-    child_fail(sync_fd, (sbx_error_errno(&err, "unshare(CLONE_NEWCGROUP)"), &err));
 
   /* Stdio first, to fixed numbers, before any other fd is opened. */
   int fds[3] = { spec->stdin_fd, spec->stdout_fd, spec->stderr_fd };
@@ -432,7 +453,11 @@ static _Noreturn void sandbox_child(const struct child_args *a)
 
   if (sethostname(p->hostname, strlen(p->hostname)) < 0)
     child_fail(sync_fd, (sbx_error_errno(&err, "sethostname"), &err));
-  if (join_netns(sync_fd, &err) < 0)
+  /* Our network namespace and, when clone could not place us in our cgroup (cgroup v1, or v2
+   * without CLONE_INTO_CGROUP), our cgroup: both made by the parent side while we set up the
+   * mounts. We move ourselves (single-threaded: on v1 that is cheap; see cgroup_attach_fds),
+   * before anything that limits are for: the code has not started. */
+  if (join_netns_and_cgroup(sync_fd, a->attach_later, &err) < 0)
     child_fail(sync_fd, &err);
   if (set_rlimits(&spec->limits, a->degraded, &err) < 0)
     child_fail(sync_fd, &err);
@@ -538,7 +563,7 @@ static _Noreturn void net_helper(pid_t pid, int pidfd, int sync_fd)
     sbx_error_errno(&err, "network namespace: open /proc/thread-self/ns/net");
 out:;
   struct sync_msg m = { .type = MSG_NETNS, .err = err };
-  send_msg_fd(sync_fd, &m, fd);
+  send_msg_fds(sync_fd, &m, &fd, fd >= 0 ? 1 : 0);
   _exit(fd >= 0 ? 0 : 1);
 }
 
@@ -657,17 +682,19 @@ static const char *probe_mode_name(void)
   return cgroup_mode_name(m);
 }
 
-/* A cgroup for the sandbox, or NULL when the policy allows running on rlimits. */
-static int make_cgroup(const struct sbx_spec *spec, struct sbx_cgroup **ret, sbx_error_t *err)
+/* A cgroup for the sandbox; or *ret_later: v1, where the sandbox cannot be cloned into its
+ * cgroup, so creating it waits until the child is busy setting up (sandbox_spawn_start); or
+ * neither, when the policy allows running on rlimits. */
+static int make_cgroup(const struct sbx_spec *spec, struct sbx_cgroup **ret, bool *ret_later, sbx_error_t *err)
 {
-  static bool swept;
   enum cgroup_mode mode;
   sbx_error_t why = { 0 };
   *ret = NULL;
+  *ret_later = false;
   if (cgroup_probe(&mode, &why) == 0) {
-    if (!swept) {
-      swept = true;
-      cgroup_cleanup_stale();
+    if (mode == CGROUP_V1) {
+      *ret_later = true;
+      return 0;
     }
     return cgroup_create(&spec->limits, ret, err);
   }
@@ -716,7 +743,8 @@ int sandbox_spawn_start(const struct sbx_spec *spec, struct sbx_sandbox **ret, s
     return sbx_error_set(err, ENOMEM, "sandbox: environment");
 
   struct sbx_cgroup *cg = NULL;
-  if (make_cgroup(spec, &cg, err) < 0)
+  bool cg_later;
+  if (make_cgroup(spec, &cg, &cg_later, err) < 0)
     return -1;
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
@@ -732,12 +760,12 @@ int sandbox_spawn_start(const struct sbx_spec *spec, struct sbx_sandbox **ret, s
     .envp = envp,
     .sync_fd = child_fd,
     .host_root = geteuid() == 0,
-    .degraded = cg == NULL,
+    .degraded = cg == NULL && !cg_later,
   };
   int pidfd = -1;
   bool in_cgroup;
   pid_t pid = clone_sandbox(cgroup_clone_fd(cg), &pidfd, &in_cgroup);
-  a.attach = in_cgroup ? NULL : cg;
+  a.attach_later = !in_cgroup && (cg || cg_later);
   if (pid < 0) {
     int e = errno;
     cgroup_destroy(cg);
@@ -768,6 +796,26 @@ int sandbox_spawn_start(const struct sbx_spec *spec, struct sbx_sandbox **ret, s
   }
   if (helper == 0)
     net_helper(pid, pidfd, parent_fd);
+
+  /* While the child sets up its mounts: create its cgroup (v1), and hand it the files to move
+   * itself in through. */
+  if (cg_later && cgroup_create(&spec->limits, &cg, err) < 0)
+    goto fail;
+  if (a.attach_later) {
+    int fds[CGROUP_MAX_ATTACH_FDS];
+    int n = cgroup_attach_fds(cg, fds, err);
+    if (n < 0)
+      goto fail;
+    send_msg_fds(parent_fd, &(struct sync_msg){ .type = MSG_CGROUP }, fds, n);
+    while (n > 0)
+      close(fds[--n]);
+  }
+  /* Cgroups left by a SIGKILLed sandboxd: once per process, off the child's path. */
+  static bool swept;
+  if ((cg || cg_later) && !swept) {
+    swept = true;
+    cgroup_cleanup_stale();
+  }
 
   struct sbx_sandbox *s = calloc(1, sizeof *s);
   if (!s) {
