@@ -714,12 +714,15 @@ static int make_cgroup(const struct sbx_spec *spec, struct sbx_cgroup **ret, boo
                        why.msg);
 }
 
-static int recv_msg(int fd, struct sync_msg *m)
+/* The child's next message. A child that exits with messages still unread in its queue (the
+ * helper's and ours, when its setup failed early) makes the kernel report ECONNRESET on our end
+ * once, before the messages it did send, such as its MSG_ERROR: read on past it. */
+static int recv_msg(int fd, struct sync_msg *m, int flags)
 {
   ssize_t n;
   do
-    n = recv(fd, m, sizeof *m, 0);
-  while (n < 0 && errno == EINTR);
+    n = recv(fd, m, sizeof *m, flags);
+  while (n < 0 && (errno == EINTR || errno == ECONNRESET));
   return n == sizeof *m ? 0 : -1;
 }
 
@@ -852,7 +855,7 @@ int sandbox_spawn_fd(const struct sbx_sandbox *s)
 int sandbox_spawn_finish(struct sbx_sandbox *s, sbx_error_t *err)
 {
   struct sync_msg m;
-  if (recv_msg(s->sync_fd, &m) < 0)
+  if (recv_msg(s->sync_fd, &m, 0) < 0)
     return sbx_error_set(err, 0, "sandbox setup failed: the sandbox exited before it was ready");
   /* It sent the child its namespace and exited (READY follows its message); the error paths
    * reap it in sandbox_free(). */
@@ -1052,7 +1055,7 @@ int sandbox_wait(struct sbx_sandbox *s, struct sbx_result *res, sbx_error_t *err
   s->reaped = true;
   struct sync_msg m;
   /* The exit message is queued before pid 1 exits; a non-blocking read finds it or nothing. */
-  if (recv(s->sync_fd, &m, sizeof m, MSG_DONTWAIT) == sizeof m && m.type == MSG_EXIT)
+  if (recv_msg(s->sync_fd, &m, MSG_DONTWAIT) == 0 && m.type == MSG_EXIT)
     s->code_status = m.wait_status;
   fill_result(s, s->code_status, st, &ru, res);
   return 0;

@@ -356,6 +356,18 @@ def test_bind_does_not_follow_symlink_out(host_dir):
     assert r.stdout.startswith("ERR"), f"read the host's /etc/shadow through a symlink: {r.stdout!r}"
 
 
+def test_setup_error_is_reported_every_time(host_dir):
+    """A sandbox that fails early in its setup exits with messages from sandboxd's side still
+    unread (its network namespace, its cgroup); the kernel then reports a reset once before the
+    child's own error. Forty tries: the error is the child's every time, never a generic one."""
+    seen = set()
+    for _ in range(40):
+        r = code("pass", opts=["--bind", f"{host_dir}:/no-such-dir-in-rootfs"], want_report=False)
+        assert r.rc == 125, r.describe()
+        seen.add(r.stderr.strip().split(":")[1].strip() if ":" in r.stderr else r.stderr)
+    assert seen == {"bind target `/no-such-dir-in-rootfs` does not exist in the read-only rootfs"}, seen
+
+
 def test_bind_to_new_path_outside_tmpfs(host_dir):
     """A DST missing from the read-only rootfs cannot be created there: a usage error that says
     where binds can go (sandboxd(1), --bind)."""
