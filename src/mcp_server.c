@@ -61,6 +61,9 @@
 #define WARM_DEFER_NS 20000000ULL
 /* How long delivering a job to a warm sandbox may take before it is given up for a cold one. */
 #define JOB_SEND_TIMEOUT_MS 1000
+/* How long a call waits for a warm sandbox still being built before starting a cold one (setup
+ * takes milliseconds; this only bounds a stuck one). */
+#define PENDING_MAX_NS 2000000000ULL
 
 const char *const mcp_protocol_versions[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05", NULL};
 
@@ -232,6 +235,9 @@ struct call {
   bool cancelled; /* the client cancelled: kill, and never answer */
 
   int done_fd;    /* without servers: the runner's done channel (runner.py), or -1 */
+  struct warm *pending; /* a warm sandbox still being built that this call waits for, or NULL */
+  int pending_bridge;   /* while pending, with servers: the bridge end a cold start would use */
+  uint64_t pending_until; /* then it gives up on that sandbox and starts a cold one */
   bool answered;  /* answered at the runner's done byte; reaped and audited when it has ended */
   struct sbx_result res; /* what was answered, for the audit record */
 
@@ -374,12 +380,17 @@ static void mcp_log(struct server *srv, int level, const char *msg)
 /* ------------------------------------------------------------------ calls */
 
 static int ms_until(uint64_t when, uint64_t now);
+static void warm_free(struct warm *w);
 
 static void call_free(struct call *c)
 {
   if (!c)
     return;
   sandbox_free(c->sb);
+  if (c->pending)
+    warm_free(c->pending);
+  if (c->pending_bridge >= 0)
+    close(c->pending_bridge);
   if (c->out_fd >= 0)
     close(c->out_fd);
   if (c->err_fd >= 0)
@@ -891,6 +902,8 @@ static int call_start_warm(struct call *c, struct warm *w, sbx_error_t *err)
   return 0;
 }
 
+static int call_start_cold(struct server *srv, struct call *c, int bridge_fd, sbx_error_t *err);
+
 static int call_start(struct server *srv, struct call *c, sbx_error_t *err)
 {
   struct sbx_limits req;
@@ -912,18 +925,35 @@ static int call_start(struct server *srv, struct call *c, sbx_error_t *err)
   }
   c->srv = srv;
 
-  /* A ready warm sandbox if there is one; an empty pool (a burst) falls back to a cold spawn. */
+  /* A ready warm sandbox if there is one. Else one still being built, which the call waits for
+   * (call_pending_ready): it is further along than a cold one started now would be, and
+   * building both would split the CPUs between them. Only an empty pool (a burst) starts cold. */
   struct warm *w = srv->warm;
   while (w && !w->ready)
     w = w->next;
+  if (!w)
+    w = srv->warm;
   if (w) {
     warm_unlink(srv, w);
+    if (!w->ready) {
+      c->pending = w;
+      c->pending_bridge = TAKE_FD(bridge);
+      c->pending_until = now_ns() + PENDING_MAX_NS;
+      return 0;
+    }
     sbx_error_t werr = {0};
     if (call_start_warm(c, w, &werr) == 0)
       return 0;
     log_warn("%s; starting a cold sandbox instead", werr.msg);
   }
+  return call_start_cold(srv, c, TAKE_FD(bridge), err);
+}
 
+/* A sandbox built for this call, with its code on the command line. Takes bridge (with servers:
+ * the sandbox's end of the proxy's socket). */
+static int call_start_cold(struct server *srv, struct call *c, int bridge_fd, sbx_error_t *err)
+{
+  _cleanup_close_ int bridge = bridge_fd;
   _cleanup_close_ int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
   if (devnull < 0)
     return sbx_error_errno(err, "open `/dev/null`");
@@ -965,6 +995,40 @@ static int call_start(struct server *srv, struct call *c, sbx_error_t *err)
   return 0;
 }
 
+static void call_start_failed(struct server *srv, struct call *c, const sbx_error_t *err)
+{
+  log_sbx_error(err);
+  mcp_log(srv, 4, err->msg);
+  call_unlink(srv, c);
+  send_tool_error(srv, c->id, "sandboxd could not start the sandbox: %s", err->msg);
+  call_free(c);
+}
+
+/* The warm sandbox a call waited for is built, or failed, or took too long (give_up): deliver
+ * the job, or start cold. */
+static void call_pending_ready(struct server *srv, struct call *c, bool give_up)
+{
+  struct warm *w = TAKE_PTR(c->pending);
+  int bridge = TAKE_FD(c->pending_bridge);
+  sbx_error_t werr = {0}, err = {0};
+  if (give_up) {
+    sbx_error_set(&werr, ETIMEDOUT, "a warm sandbox was not built in time");
+    warm_free(w);
+  } else if (sandbox_spawn_finish(w->sb, &werr) == 0) {
+    w->ready = true;
+    if (call_start_warm(c, w, &werr) == 0) {
+      if (bridge >= 0)
+        close(bridge);
+      return;
+    }
+  } else {
+    warm_free(w);
+  }
+  log_warn("%s; starting a cold sandbox instead", werr.msg);
+  if (call_start_cold(srv, c, bridge, &err) < 0)
+    call_start_failed(srv, c, &err);
+}
+
 /* Start queued calls while there is room. */
 static void start_queued(struct server *srv)
 {
@@ -977,13 +1041,8 @@ static void start_queued(struct server *srv)
       c->state = CALL_RUNNING;
       srv->n_running++;
       srv->last_call_ns = now_ns();
-      if (call_start(srv, c, &err) < 0) {
-        log_sbx_error(&err);
-        mcp_log(srv, 4, err.msg);
-        call_unlink(srv, c);
-        send_tool_error(srv, c->id, "sandboxd could not start the sandbox: %s", err.msg);
-        call_free(c);
-      }
+      if (call_start(srv, c, &err) < 0)
+        call_start_failed(srv, c, &err);
     }
     c = next;
   }
@@ -1315,7 +1374,7 @@ static void m_tools_call(struct server *srv, const char *id, const json_node_t *
     send_error(srv, id, JSONRPC_INTERNAL_ERROR, "Internal error: out of memory");
     return;
   }
-  c->out_fd = c->err_fd = c->done_fd = -1;
+  c->out_fd = c->err_fd = c->done_fd = c->pending_bridge = -1;
   c->timeout_ms = timeout_ms;
   size_t ns = json_array_len(servers);
   if (ns && !(c->servers = calloc(ns, sizeof *c->servers))) {
@@ -1562,7 +1621,7 @@ static void on_cancelled(struct server *srv, const json_node_t *params)
   struct call *c = id ? call_find(srv, id) : NULL;
   if (!c)
     return; /* already answered, or never ours: nothing to do */
-  if (c->state == CALL_QUEUED) {
+  if (c->state == CALL_QUEUED || c->pending) {
     call_unlink(srv, c);
     call_free(c);
     return;
@@ -1654,8 +1713,18 @@ static int run_timers(struct server *srv)
 {
   uint64_t now = now_ns();
   int timeout = -1;
-  for (struct call *c = srv->calls; c; c = c->next) {
-    if (c->state == CALL_RUNNING && !c->killed) {
+  for (struct call *c = srv->calls, *next; c; c = next) {
+    next = c->next;
+    if (c->pending && now >= c->pending_until) {
+      call_pending_ready(srv, c, true); /* may free c */
+      continue;
+    }
+    if (c->pending) {
+      int t = ms_until(c->pending_until, now);
+      if (timeout < 0 || t < timeout)
+        timeout = t;
+    }
+    if (c->state == CALL_RUNNING && c->sb && !c->killed) {
       uint64_t deadline = sandbox_deadline_ns(c->sb);
       if (now >= deadline) {
         c->killed = true;
@@ -1702,6 +1771,15 @@ static void warm_refill(struct server *srv)
   }
 }
 
+/* Whether some call is running or about to (answered calls only wait to be reaped). */
+static bool code_running(const struct server *srv)
+{
+  for (const struct call *c = srv->calls; c; c = c->next)
+    if (c->state == CALL_RUNNING && !c->answered)
+      return true;
+  return false;
+}
+
 enum { FD_SIGNAL, FD_STDIN, FD_STDOUT, FD_FIXED };
 /* Per running call: its pidfd, stdout, stderr and bridge. */
 #define FDS_PER_CALL 4
@@ -1721,7 +1799,7 @@ static void serve(struct server *srv)
      * (about a millisecond); the rest of its setup runs concurrently and is collected below. */
     if (srv->n_warm < srv->warm_target) {
       uint64_t now = now_ns(), at = srv->warm_retry_ns;
-      if (srv->n_running > 0 && srv->last_call_ns + WARM_DEFER_NS > at)
+      if (code_running(srv) && srv->last_call_ns + WARM_DEFER_NS > at)
         at = srv->last_call_ns + WARM_DEFER_NS;
       int t = ms_until(at, now);
       if (t == 0)
@@ -1756,7 +1834,8 @@ static void serve(struct server *srv)
     for (struct call *c = srv->calls; c; c = c->next) {
       if (c->state != CALL_RUNNING)
         continue;
-      int fds[3] = {sandbox_pidfd(c->sb), c->out_fd, c->err_fd};
+      /* Waiting for its warm sandbox: that sandbox's setup, instead of an end. */
+      int fds[3] = {c->pending ? sandbox_spawn_fd(c->pending->sb) : sandbox_pidfd(c->sb), c->out_fd, c->err_fd};
       for (int i = 0; i < 3; i++) {
         owners[n] = c;
         pfds[n++] = (struct pollfd){.fd = fds[i], .events = POLLIN};
@@ -1804,7 +1883,9 @@ static void serve(struct server *srv)
         call_done(srv, c);
     }
     for (size_t i = first_call; i < first_warm; i += FDS_PER_CALL)
-      if (pfds[i].revents)
+      if (pfds[i].revents && owners[i]->pending)
+        call_pending_ready(srv, owners[i], false);
+      else if (pfds[i].revents)
         call_finish(srv, owners[i]);
     /* In pool order, which nothing above changed: calls take warm sandboxes only in read_stdin. */
     struct warm *w = srv->warm;

@@ -167,6 +167,24 @@ describe('warm pool', () => {
     });
   });
 
+  test('back-to-back calls wait for the warm sandbox being built instead of starting cold ones', async () => {
+    // --warm 1: every call after the first arrives while its replacement is still being built.
+    // The runner's argv tells them apart: a cold one carries the code, a warm one does not.
+    const srv = await connect(['--warm', '1']);
+    try {
+      await waitPool(srv.transport.pid, 1);
+      const args = [];
+      for (let i = 0; i < 8; i++) {
+        const r = await run(srv.client, { code: 'print(len(open("/proc/self/cmdline").read().split("\\0")) - 1)' });
+        assert.equal(r.structuredContent.status, 'ok', text(r));
+        args.push(Number(r.structuredContent.stdout));
+      }
+      assert.deepEqual(args, Array(8).fill(3), `argv lengths (3 = warm, 4 = cold): ${args}`);
+    } finally {
+      await srv.client.close();
+    }
+  });
+
   for (const how of ['EOF', 'SIGTERM']) {
     test(`${how} kills and reaps idle warm sandboxes and running ones`, async () => {
       const srv = new RawServer(['--warm', '2']);
