@@ -313,6 +313,9 @@ static void remove_dir(const char *dir, bool v2)
 {
   if (!dir[0])
     return;
+  /* Normally empty by now (the pid namespace died with its init): no need to look inside. */
+  if (rmdir(dir) == 0 || errno == ENOENT)
+    return;
   /* cgroup.kill kills atomically, even processes forking at the time (Linux 5.14). */
   if (!v2 || write_at(dir, "cgroup.kill", "1") < 0)
     kill_procs(dir, "cgroup.procs");
