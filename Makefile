@@ -97,8 +97,11 @@ install: all
 	for m in man/*.[1-9]; do [ -e "$$m" ] || continue; s=$${m##*.}; \
 	  install -D -m 0644 $$m $(DESTDIR)$(PREFIX)/share/man/man$$s/$${m##*/}; done
 
+# BENCH_USER: an unprivileged user to also run bwrap and sandboxd as (default: sbxtest, if it exists).
+BENCH_USER ?= $(shell id -u sbxtest >/dev/null 2>&1 && echo sbxtest)
 bench: all rootfs
-	bench/run
+	bench/run $(if $(BENCH_USER),--user $(BENCH_USER))
+	bench/idle
 	bench/mcp 100
 
 # 10,000 run_python calls (ok, failing, timing out, cancelled); sandboxd's fds, RSS, cgroups and
