@@ -497,16 +497,16 @@ int cgroup_attach_fds(struct sbx_cgroup *cg, int fds[CGROUP_MAX_ATTACH_FDS], sbx
 {
   int n = 0;
   char path[PATH_MAX + 64];
-  /* v1: `tasks`, not `cgroup.procs`. The process moves itself as a thread: the kernel takes its
+  /* `tasks`, not `cgroup.procs`. The process moves itself as a thread: the kernel takes its
    * global threadgroup lock only for process moves (and for moving another task), and taking it
    * for writing waits for an RCU grace period, 5-15 ms on every sandbox start. The writer is
    * single-threaded (just cloned), so the thread is the whole process, and its future threads
    * follow it. The kernel checks the opener's credentials (ours), not the writer's. */
-  for (int c = 0; c < C_MAX; c++) {
-    const char *dir = cg->mode == CGROUP_V2 ? (c == 0 ? cg->v2 : "") : cg->v1[c];
+  for (int c = 0; c < C_MAX && cg->mode == CGROUP_V1; c++) {
+    const char *dir = cg->v1[c];
     if (!dir[0])
       continue;
-    snprintf(path, sizeof path, "%s/%s", dir, cg->mode == CGROUP_V2 ? "cgroup.procs" : "tasks");
+    snprintf(path, sizeof path, "%s/tasks", dir);
     if ((fds[n] = open(path, O_WRONLY | O_CLOEXEC)) < 0) {
       sbx_error_errno(err, "cgroup: open `%s`", path);
       while (n > 0)
@@ -516,6 +516,15 @@ int cgroup_attach_fds(struct sbx_cgroup *cg, int fds[CGROUP_MAX_ATTACH_FDS], sbx
     n++;
   }
   return n;
+}
+
+int cgroup_attach_pid(struct sbx_cgroup *cg, pid_t pid, sbx_error_t *err)
+{
+  char v[32];
+  snprintf(v, sizeof v, "%d", (int) pid);
+  if (cg->mode != CGROUP_V2 || write_at(cg->v2, "cgroup.procs", v) < 0)
+    return sbx_error_errno(err, "cgroup: move the sandbox into `%s`", cg->v2);
+  return 0;
 }
 
 int cgroup_attach_self(const int *fds, int n, sbx_error_t *err)

@@ -31,11 +31,13 @@ void cgroup_cleanup_stale(void);
 int cgroup_create(const struct sbx_limits *l, struct sbx_cgroup **ret, sbx_error_t *err);
 /* v2: a directory fd for clone3(CLONE_INTO_CGROUP); -1 on v1. */
 int cgroup_clone_fd(const struct sbx_cgroup *cg);
-/* Where clone3 could not place the sandbox (v1, or v2 without CLONE_INTO_CGROUP): the files it
- * moves itself in through, opened for writing here (at most one per hierarchy). Returns how
- * many, or -1. The sandbox then calls cgroup_attach_self() with them. */
+/* v1, where clone3 cannot place the sandbox: the files it moves itself in through, opened for
+ * writing here (one per hierarchy). Returns how many, or -1. The sandbox then calls
+ * cgroup_attach_self() with them. */
 #define CGROUP_MAX_ATTACH_FDS 5
 int cgroup_attach_fds(struct sbx_cgroup *cg, int fds[CGROUP_MAX_ATTACH_FDS], sbx_error_t *err);
+/* v2 without CLONE_INTO_CGROUP (Linux < 5.7): move process pid in. */
+int cgroup_attach_pid(struct sbx_cgroup *cg, pid_t pid, sbx_error_t *err);
 /* Move the calling process in. It must be single-threaded: on v1 this moves the calling thread. */
 int cgroup_attach_self(const int *fds, int n, sbx_error_t *err);
 /* Kill every process in the cgroup. */

@@ -117,7 +117,8 @@ static void hide_host_argv(void)
  * free and can report any failure as one message. */
 struct child_args {
   bool degraded; /* no cgroup: limits are rlimits */
-  bool attach_later; /* clone did not place us in our cgroup: MSG_CGROUP brings the means */
+  bool attach_later; /* v1: MSG_CGROUP brings the files to move ourselves into our cgroup */
+  bool moved; /* v2 without CLONE_INTO_CGROUP: the parent moved us into our cgroup before GO */
   const struct sbx_spec *spec;
   const struct sbx_bpf *bpf;
   char **envp;
@@ -312,8 +313,8 @@ static int recv_msg_fds(int sock, struct sync_msg *m, int fds[MSG_MAX_FDS])
 }
 
 /* What the parent side sends after GO, in either order: the network namespace net_helper made
- * (always), and, when clone could not place us in our cgroup, the files to move ourselves in
- * through (the parent creates a v1 cgroup meanwhile). Without the namespace the code must not
+ * (always), and on cgroup v1 the files to move ourselves into our cgroup through (the parent
+ * creates it meanwhile). Without the namespace the code must not
  * run: it would share the host's network. */
 static int join_netns_and_cgroup(int sync_fd, bool want_cgroup, sbx_error_t *err)
 {
@@ -334,8 +335,7 @@ static int join_netns_and_cgroup(int sync_fd, bool want_cgroup, sbx_error_t *err
     } else if (m.type == MSG_CGROUP && want_cgroup) {
       want_cgroup = false;
       r = cgroup_attach_self(fds, n, err);
-      /* The cgroup namespace from clone is rooted where we were then (sandboxd's cgroup); root
-       * a new one at our own, so the code sees itself at "/". */
+      /* As for `moved` in sandbox_child: a cgroup namespace rooted at our own cgroup. */
       if (r == 0 && unshare(CLONE_NEWCGROUP) < 0)
         r = sbx_error_errno(err, "unshare(CLONE_NEWCGROUP)");
     } else {
@@ -371,6 +371,10 @@ static _Noreturn void sandbox_child(const struct child_args *a)
     _exit(SBX_EXIT_SETUP);
 
   hide_host_argv();
+  /* The cgroup namespace from clone is rooted where we were then (sandboxd's cgroup); root a new
+   * one at our own, so the code sees itself at "/". (v1: after moving ourselves, below.) */
+  if (a->moved && unshare(CLONE_NEWCGROUP) < 0)
+    child_fail(sync_fd, (sbx_error_errno(&err, "unshare(CLONE_NEWCGROUP)"), &err));
 
   /* Stdio first, to fixed numbers, before any other fd is opened. */
   int fds[3] = { spec->stdin_fd, spec->stdout_fd, spec->stderr_fd };
@@ -453,10 +457,9 @@ static _Noreturn void sandbox_child(const struct child_args *a)
 
   if (sethostname(p->hostname, strlen(p->hostname)) < 0)
     child_fail(sync_fd, (sbx_error_errno(&err, "sethostname"), &err));
-  /* Our network namespace and, when clone could not place us in our cgroup (cgroup v1, or v2
-   * without CLONE_INTO_CGROUP), our cgroup: both made by the parent side while we set up the
-   * mounts. We move ourselves (single-threaded: on v1 that is cheap; see cgroup_attach_fds),
-   * before anything that limits are for: the code has not started. */
+  /* Our network namespace and, on cgroup v1, our cgroup: both made by the parent side while we
+   * set up the mounts. We move ourselves (single-threaded, which makes it cheap on v1; see
+   * cgroup_attach_fds) before anything the limits are for: the code has not started. */
   if (join_netns_and_cgroup(sync_fd, a->attach_later, &err) < 0)
     child_fail(sync_fd, &err);
   if (set_rlimits(&spec->limits, a->degraded, &err) < 0)
@@ -768,7 +771,8 @@ int sandbox_spawn_start(const struct sbx_spec *spec, struct sbx_sandbox **ret, s
   int pidfd = -1;
   bool in_cgroup;
   pid_t pid = clone_sandbox(cgroup_clone_fd(cg), &pidfd, &in_cgroup);
-  a.attach_later = !in_cgroup && (cg || cg_later);
+  a.attach_later = cg_later;
+  a.moved = !in_cgroup && cg;
   if (pid < 0) {
     int e = errno;
     cgroup_destroy(cg);
@@ -790,6 +794,9 @@ int sandbox_spawn_start(const struct sbx_spec *spec, struct sbx_sandbox **ret, s
     sbx_error_prefix(err, "write uid/gid maps (see sandboxd doctor)");
     goto fail;
   }
+  /* Before GO, while the child waits: with our credentials, which a kernel this old checks. */
+  if (a.moved && cgroup_attach_pid(cg, pid, err) < 0)
+    goto fail;
   send_msg(parent_fd, &(struct sync_msg){ .type = MSG_GO });
   /* Forked before anything is allocated here, so the helper's copy holds nothing of ours. */
   helper = fork();
@@ -804,7 +811,7 @@ int sandbox_spawn_start(const struct sbx_spec *spec, struct sbx_sandbox **ret, s
    * itself in through. */
   if (cg_later && cgroup_create(&spec->limits, &cg, err) < 0)
     goto fail;
-  if (a.attach_later) {
+  if (cg_later) {
     int fds[CGROUP_MAX_ATTACH_FDS];
     int n = cgroup_attach_fds(cg, fds, err);
     if (n < 0)
