@@ -640,17 +640,17 @@ static void call_finish(struct server *srv, struct call *c)
   call_free(c);
 }
 
+static bool readable(int fd)
+{
+  return poll(&(struct pollfd){.fd = fd, .events = POLLIN}, 1, 0) > 0;
+}
+
 /* The runner's done byte: the run is over and all its output is in the pipes. Answer now, from the
  * cgroup's counters, and kill the sandbox (the runner is exiting anyway; anything the code left
  * running ends with it, as when the runner exits): the answer does not wait for the processes to
  * exit and the namespaces to be torn down, which is most of a warm call's time. Code that writes
  * to fd 3 itself ends its own run early, as os._exit() would. Without a cgroup, or on EOF (the
  * code closed fd 3, or the runner died), the call ends when the sandbox has (call_finish). */
-static bool readable(int fd)
-{
-  return poll(&(struct pollfd){.fd = fd, .events = POLLIN}, 1, 0) > 0;
-}
-
 static void call_done(struct server *srv, struct call *c)
 {
   unsigned char status;
