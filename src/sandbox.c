@@ -188,10 +188,12 @@ static int set_rlimits(const struct sbx_limits *l, bool degraded, sbx_error_t *e
       set_rlimit(RLIMIT_FSIZE, l->fsize_bytes, "fsize", err) < 0)
     return -1;
   /* Without a cgroup: address space per process, and processes of the sandbox uid (counted per
-   * user namespace since Linux 5.14, so only the sandbox's own), and CPU seconds. */
+   * user namespace since Linux 5.14, so only the sandbox's own), and CPU seconds: a backstop one
+   * second past the timeout, so that a busy loop reaching the timeout ends by the wall clock
+   * (status timeout, 124), not by the kernel's SIGKILL racing it at the same instant. */
   if (degraded && (set_rlimit(RLIMIT_AS, l->memory_bytes, "as", err) < 0 ||
                    set_rlimit(RLIMIT_NPROC, l->pids, "nproc", err) < 0 ||
-                   set_rlimit(RLIMIT_CPU, (l->timeout_ms + 999) / 1000, "cpu", err) < 0))
+                   set_rlimit(RLIMIT_CPU, (l->timeout_ms + 999) / 1000 + 1, "cpu", err) < 0))
     return -1;
   return 0;
 }

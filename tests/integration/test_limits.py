@@ -117,3 +117,26 @@ def test_cpus_option():
     if rep.get("limits") == "degraded":
         pytest.skip(f"no cgroup CPU control on this host (report limits={rep.get('limits')}): share {share:.2f}")
     assert share < 0.75, f"--cpus 0.5 but used {share:.2f} of a core: {rep}"
+
+
+def test_degraded_cpu_rlimit_is_a_backstop_past_the_timeout():
+    """Without a cgroup, RLIMIT_CPU (the timeout plus one second, per process) ends a process
+    that burns CPU faster than the wall clock: two threads hashing (the GIL released) reach 6 CPU
+    seconds well before a 5 s timeout, and the kernel kills the process. A single busy thread
+    never gets there first: the wall-clock timeout does (test_timeout_limit_with_busy_children)."""
+    import os
+    import sbx
+    if sbx.enforcement() != "degraded":
+        pytest.skip(f"limits are {sbx.enforcement()}: RLIMIT_CPU is set only without a cgroup")
+    if (os.cpu_count() or 1) < 2:
+        pytest.skip("needs two CPUs to burn CPU faster than the wall clock")
+    src = ("import hashlib, threading\n"
+           "buf = bytes(64 << 20)\n"
+           "def burn():\n    while True: hashlib.sha256(buf).digest()\n"
+           "ts = [threading.Thread(target=burn) for _ in range(2)]\n"
+           "[t.start() for t in ts]; [t.join() for t in ts]\n")
+    r = code(src, opts=["--timeout", "5"], timeout=60)
+    rep = r.report
+    assert rep, r.report_error
+    assert rep["status"] == "killed" and r.rc == 137, r.describe()
+    assert 3.0 < r.elapsed < 5.0, f"killed after {r.elapsed:.1f}s, not at ~6 CPU seconds\n{r.describe()}"
