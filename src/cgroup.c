@@ -20,6 +20,7 @@
 #include "util.h"
 
 enum { C_MEMORY, C_PIDS, C_CPU, C_CPUACCT, C_FREEZER, C_MAX };
+_Static_assert(C_MAX <= CGROUP_MAX_ATTACH_FDS, "one attach fd per v1 hierarchy");
 static const char *const v1_names[C_MAX] = { "memory", "pids", "cpu", "cpuacct", "freezer" };
 
 struct probe {
@@ -501,7 +502,8 @@ int cgroup_attach_fds(struct sbx_cgroup *cg, int fds[CGROUP_MAX_ATTACH_FDS], sbx
    * global threadgroup lock only for process moves (and for moving another task), and taking it
    * for writing waits for an RCU grace period, 5-15 ms on every sandbox start. The writer is
    * single-threaded (just cloned), so the thread is the whole process, and its future threads
-   * follow it. The kernel checks the opener's credentials (ours), not the writer's. */
+   * follow it. The kernel checks the opener's credentials (ours) since Linux 5.16; before, the
+   * writer's, and a process may always move itself. */
   for (int c = 0; c < C_MAX && cg->mode == CGROUP_V1; c++) {
     const char *dir = cg->v1[c];
     if (!dir[0])
