@@ -72,8 +72,9 @@ const char mcp_runner_source[] =
     "# sandboxd passes this file's text to `python3 -c`, so keep it self-contained (src/mcp_server.c\n"
     "# holds a copy that tests/unit/test_jsonrpc.c checks against this file).\n"
     "# Cold: the code is sys.argv[1]. Warm (no argument): started ahead of the call, the runner waits\n"
-    "# for one job on the bridge at fd 3 (a 4-byte big-endian length, then JSON {\"code\": C, \"servers\":\n"
-    "# \"a,b\"}); with servers the same socket goes on as the bridge.\n"
+    "# for one job on the bridge at fd 3 (a 4-byte big-endian length, then that many bytes of UTF-8:\n"
+    "# the servers, \"a,b\" or nothing, a newline, the code); with servers the same socket goes on as the\n"
+    "# bridge.\n"
     "# Without servers, fd 3 (warm or cold) is the done channel: once the run is over and its output\n"
     "# flushed, one byte, the exit status, lets sandboxd answer without waiting for this process and\n"
     "# the sandbox to be torn down. sandboxd then kills the sandbox.\n"
@@ -88,10 +89,7 @@ const char mcp_runner_source[] =
     "    if len(sys.argv) > 1:\n"
     "        code = sys.argv[1]\n"
     "    else:\n"
-    "        import json\n"
-    "\n"
-    "        def read(n):\n"
-    "            buf = b\"\"\n"
+    "        def read(n, buf=b\"\"):\n"
     "            while len(buf) < n:\n"
     "                chunk = os.read(3, n - len(buf))\n"
     "                if not chunk:  # sandboxd dropped this sandbox before giving it a job\n"
@@ -99,18 +97,33 @@ const char mcp_runner_source[] =
     "                buf += chunk\n"
     "            return buf\n"
     "\n"
-    "        # Pay first-call costs now, not on the call's clock: the first json.loads and compile()\n"
-    "        # of a process take a millisecond or more each.\n"
-    "        json.loads('{\"code\": \"pass\"}')\n"
-    "        compile(\"pass\", \"<warm-up>\", \"exec\", flags=PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)\n"
-    "        job = json.loads(read(int.from_bytes(read(4), \"big\")))\n"
-    "        code = job[\"code\"]\n"
-    "        if job.get(\"servers\"):\n"
+    "        # A call that took this sandbox while it was being built is waiting already: serve it at\n"
+    "        # once. Otherwise, while idle, import the common modules and pay first-call costs (the\n"
+    "        # first compile() of a process takes a millisecond or more) off the call's clock.\n"
+    "        os.set_blocking(3, False)\n"
+    "        try:\n"
+    "            head = os.read(3, 4)\n"
+    "        except BlockingIOError:\n"
+    "            head = None\n"
+    "        os.set_blocking(3, True)\n"
+    "        if head is None:\n"
+    "            import json\n"
+    "\n"
+    "            json.loads('{\"warm\": \"up\"}')\n"
+    "            compile(\"pass\", \"<warm-up>\", \"exec\", flags=PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)\n"
+    "            del json\n"
+    "            head = b\"\"\n"
+    "        elif not head:\n"
+    "            os._exit(0)\n"
+    "        head = read(4, head)\n"
+    "        job = read(int.from_bytes(head, \"big\")).decode(\"utf-8\", \"surrogateescape\")\n"
+    "        servers, _, code = job.partition(\"\\n\")\n"
+    "        if servers:\n"
     "            # What the cold path puts in the environment for a run with servers.\n"
     "            os.environ[\"PYTHONPATH\"] = \"/run/sandboxd/python\"\n"
-    "            os.environ[\"SANDBOXD_MCP_SERVERS\"] = job[\"servers\"]\n"
+    "            os.environ[\"SANDBOXD_MCP_SERVERS\"] = servers\n"
     "            sys.path.insert(1, \"/run/sandboxd/python\")\n"
-    "        del json, read, job\n"
+    "        del read, head, job, servers\n"
     "    done_fd = None\n"
     "    if not os.environ.get(\"SANDBOXD_MCP_SERVERS\"):\n"
     "        try:\n"
@@ -824,31 +837,22 @@ static void warm_unlink(struct server *srv, struct warm *w)
     }
 }
 
-/* Frame {"code": C, "servers": "a,b"} (servers only for a run with servers) and send it whole. */
+/* Frame the job (runner.py: the servers, "a,b" or nothing, a newline, the code) and send it
+ * whole. */
 static int send_job(int fd, const char *code, const char *servers, sbx_error_t *err)
 {
-  json_writer_t *w = json_writer_new();
-  if (!w)
-    return sbx_error_set(err, ENOMEM, "job");
-  json_obj_begin(w);
-  json_key(w, "code");
-  json_str(w, code);
-  if (servers) {
-    json_key(w, "servers");
-    json_str(w, servers);
-  }
-  json_obj_end(w);
-  size_t len;
-  const char *buf = json_writer_buf(w, &len);
+  if (!servers)
+    servers = "";
+  size_t slen = strlen(servers), clen = strlen(code);
   unsigned char hdr[4];
-  if (!buf || bridge_header(len, BRIDGE_DEFAULT_MAX_FRAME, hdr, err) < 0) {
-    json_writer_free(w);
-    return buf ? -1 : sbx_error_set(err, ENOMEM, "job");
-  }
-  struct iovec iov[2] = {{.iov_base = hdr, .iov_len = 4}, {.iov_base = (void *) buf, .iov_len = len}};
-  struct msghdr mh = {.msg_iov = iov, .msg_iovlen = 2};
+  if (bridge_header(slen + 1 + clen, BRIDGE_DEFAULT_MAX_FRAME, hdr, err) < 0)
+    return -1;
+  struct iovec iov[4] = {{.iov_base = hdr, .iov_len = 4},
+                         {.iov_base = (void *) servers, .iov_len = slen},
+                         {.iov_base = "\n", .iov_len = 1},
+                         {.iov_base = (void *) code, .iov_len = clen}};
+  struct msghdr mh = {.msg_iov = iov, .msg_iovlen = 4};
   uint64_t give_up = now_ns() + JOB_SEND_TIMEOUT_MS * 1000000ULL;
-  int r = 0;
   while (mh.msg_iovlen) {
     ssize_t n = sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n < 0 && errno == EINTR)
@@ -857,13 +861,10 @@ static int send_job(int fd, const char *code, const char *servers, sbx_error_t *
       uint64_t now = now_ns();
       if (now < give_up && poll(&(struct pollfd){.fd = fd, .events = POLLOUT}, 1, ms_until(give_up, now)) > 0)
         continue;
-      r = sbx_error_set(err, ETIMEDOUT, "warm sandbox: the job was not taken");
-      break;
+      return sbx_error_set(err, ETIMEDOUT, "warm sandbox: the job was not taken");
     }
-    if (n < 0) {
-      r = sbx_error_errno(err, "warm sandbox: send the job");
-      break;
-    }
+    if (n < 0)
+      return sbx_error_errno(err, "warm sandbox: send the job");
     size_t done = (size_t) n;
     while (mh.msg_iovlen && done >= mh.msg_iov[0].iov_len) {
       done -= mh.msg_iov[0].iov_len;
@@ -875,8 +876,7 @@ static int send_job(int fd, const char *code, const char *servers, sbx_error_t *
       mh.msg_iov[0].iov_len -= done;
     }
   }
-  json_writer_free(w);
-  return r;
+  return 0;
 }
 
 /* Give the call a warm sandbox. On failure the warm sandbox is gone and the call gets a cold one. */

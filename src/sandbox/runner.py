@@ -2,8 +2,9 @@
 # sandboxd passes this file's text to `python3 -c`, so keep it self-contained (src/mcp_server.c
 # holds a copy that tests/unit/test_jsonrpc.c checks against this file).
 # Cold: the code is sys.argv[1]. Warm (no argument): started ahead of the call, the runner waits
-# for one job on the bridge at fd 3 (a 4-byte big-endian length, then JSON {"code": C, "servers":
-# "a,b"}); with servers the same socket goes on as the bridge.
+# for one job on the bridge at fd 3 (a 4-byte big-endian length, then that many bytes of UTF-8:
+# the servers, "a,b" or nothing, a newline, the code); with servers the same socket goes on as the
+# bridge.
 # Without servers, fd 3 (warm or cold) is the done channel: once the run is over and its output
 # flushed, one byte, the exit status, lets sandboxd answer without waiting for this process and
 # the sandbox to be torn down. sandboxd then kills the sandbox.
@@ -18,10 +19,7 @@ def _sandboxd_run():
     if len(sys.argv) > 1:
         code = sys.argv[1]
     else:
-        import json
-
-        def read(n):
-            buf = b""
+        def read(n, buf=b""):
             while len(buf) < n:
                 chunk = os.read(3, n - len(buf))
                 if not chunk:  # sandboxd dropped this sandbox before giving it a job
@@ -29,18 +27,33 @@ def _sandboxd_run():
                 buf += chunk
             return buf
 
-        # Pay first-call costs now, not on the call's clock: the first json.loads and compile()
-        # of a process take a millisecond or more each.
-        json.loads('{"code": "pass"}')
-        compile("pass", "<warm-up>", "exec", flags=PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
-        job = json.loads(read(int.from_bytes(read(4), "big")))
-        code = job["code"]
-        if job.get("servers"):
+        # A call that took this sandbox while it was being built is waiting already: serve it at
+        # once. Otherwise, while idle, import the common modules and pay first-call costs (the
+        # first compile() of a process takes a millisecond or more) off the call's clock.
+        os.set_blocking(3, False)
+        try:
+            head = os.read(3, 4)
+        except BlockingIOError:
+            head = None
+        os.set_blocking(3, True)
+        if head is None:
+            import json
+
+            json.loads('{"warm": "up"}')
+            compile("pass", "<warm-up>", "exec", flags=PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
+            del json
+            head = b""
+        elif not head:
+            os._exit(0)
+        head = read(4, head)
+        job = read(int.from_bytes(head, "big")).decode("utf-8", "surrogateescape")
+        servers, _, code = job.partition("\n")
+        if servers:
             # What the cold path puts in the environment for a run with servers.
             os.environ["PYTHONPATH"] = "/run/sandboxd/python"
-            os.environ["SANDBOXD_MCP_SERVERS"] = job["servers"]
+            os.environ["SANDBOXD_MCP_SERVERS"] = servers
             sys.path.insert(1, "/run/sandboxd/python")
-        del json, read, job
+        del read, head, job, servers
     done_fd = None
     if not os.environ.get("SANDBOXD_MCP_SERVERS"):
         try:
