@@ -320,7 +320,7 @@ static int parse_rule(struct parser *ps, char **w, int n)
   arg = (unsigned) (c[0][3] - '0');
   char cond[512];
   size_t off = 0;
-  for (int j = 0; j < nc; j++)
+  for (int j = 0; j < nc && off < sizeof cond; j++)
     off += (size_t) snprintf(cond + off, sizeof cond - off, "%s%s", j ? " " : "", c[j]);
   if (off >= sizeof cond)
     return perr(ps, "condition too long");
