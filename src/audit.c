@@ -12,13 +12,19 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "hostfile.h"
 #include "json.h"
 #include "log.h"
 #include "util.h"
 
 static char target[PATH_MAX];
 static bool configured, use_syslog, disabled, log_code;
-static int fd = -1;
+/* The log's directory, opened once (audit_start), and the name in it: every (re)open goes
+ * through dirfd, so nothing done to the path after the start can move the log elsewhere. */
+static int dirfd = -1, fd = -1;
+static const char *name;
+static sbx_error_t open_error; /* why dirfd is missing, for the warning */
+static bool tried;
 static unsigned long dropped;
 static bool warned;
 
@@ -38,11 +44,19 @@ static void default_target(void)
     snprintf(target, sizeof target, "off");
 }
 
-void audit_configure(const char *t)
+static void close_log(void)
 {
   if (fd >= 0)
     close(fd);
-  fd = -1;
+  if (dirfd >= 0)
+    close(dirfd);
+  fd = dirfd = -1;
+  tried = false;
+}
+
+void audit_configure(const char *t)
+{
+  close_log();
   if (t)
     snprintf(target, sizeof target, "%s", t);
   else
@@ -62,32 +76,68 @@ const char *audit_target(void)
   return target;
 }
 
-/* mkdir -p for the log's directory, private to its owner. */
-static void make_parent(const char *path)
+/* hostfile.c's messages start with the quoted path: "audit log `PATH` is a symlink...". */
+static void name_log(sbx_error_t *err)
 {
-  char dir[PATH_MAX];
-  snprintf(dir, sizeof dir, "%s", path);
-  char *slash = strrchr(dir, '/');
-  if (!slash || slash == dir)
-    return;
-  *slash = '\0';
-  for (char *p = dir + 1; (p = strchr(p, '/')); p++) {
-    *p = '\0';
-    mkdir(dir, 0755);
-    *p = '/';
-  }
-  mkdir(dir, 0700);
+  char old[sizeof err->msg];
+  memcpy(old, err->msg, sizeof old);
+  snprintf(err->msg, sizeof err->msg, "audit log %s", old);
 }
 
-static int open_log(void)
+/* The file in the held directory. O_APPEND: each write lands whole at the end, even with several
+ * writers; O_NONBLOCK: a FIFO with no reader never blocks an execution (hostfile.c). */
+static int open_file(sbx_error_t *err)
+{
+  int rc = hostfile_open_append(dirfd, name, target, &fd, err);
+  if (rc < 0)
+    name_log(err);
+  return rc;
+}
+
+int audit_start(const char *t, const struct hostfile_guard *guard, sbx_error_t *err)
+{
+  audit_configure(t);
+  if (disabled || use_syslog)
+    return 0;
+  tried = true;
+  /* mkdir -p for the log's directory, the last one private to its owner. */
+  sbx_error_t e;
+  int rc = hostfile_open_parent(target, guard, HOSTFILE_MKDIR, &dirfd, &name, &e);
+  if (rc == 0)
+    rc = open_file(&e);
+  else
+    name_log(&e);
+  if (rc == HOSTFILE_UNSAFE) {
+    /* Refused: nothing is written anywhere, and the caller does not run. */
+    close_log();
+    disabled = true;
+    *err = e;
+    return -1;
+  }
+  if (rc < 0 && dirfd < 0)
+    open_error = e;
+  return 0;
+}
+
+static int open_log(sbx_error_t *err)
 {
   if (fd >= 0)
-    return fd;
-  make_parent(target);
-  /* O_APPEND: each write lands whole at the end, even with several writers. O_NONBLOCK: a FIFO
-   * with no reader never blocks an execution. */
-  fd = open(target, O_WRONLY | O_APPEND | O_CREAT | O_NONBLOCK | O_CLOEXEC | O_NOCTTY, 0600);
-  return fd;
+    return 0;
+  if (!tried) {
+    sbx_error_t e;
+    if (audit_start(target, NULL, &e) < 0) {
+      disabled = false; /* count it as dropped, with the reason, like any failure here */
+      *err = e;
+      return -1;
+    }
+    if (fd >= 0)
+      return 0;
+  }
+  if (dirfd < 0) {
+    *err = open_error;
+    return -1;
+  }
+  return open_file(err);
 }
 
 void audit_reopen(void)
@@ -224,14 +274,18 @@ void audit_write(const struct audit_record *r)
   /* One write per record: the line is never split between writers. */
   char *line = malloc(len + 1);
   bool ok = false;
-  if (line && open_log() >= 0) {
+  sbx_error_t e = { 0 };
+  if (!line)
+    sbx_error_set(&e, ENOMEM, "audit log `%s`", target);
+  else if (open_log(&e) == 0) {
     memcpy(line, buf, len);
     line[len] = '\n';
     ok = write(fd, line, len + 1) == (ssize_t) (len + 1);
-    if (!ok)
+    if (!ok) {
+      sbx_error_errno(&e, "audit log `%s`", target);
       audit_reopen();
+    }
   }
-  int e = errno;
   free(line);
   json_writer_free(w);
   if (ok) {
@@ -241,6 +295,6 @@ void audit_write(const struct audit_record *r)
   dropped++;
   if (!warned) {
     warned = true;
-    log_warn("audit log `%s`: %s; record dropped (the execution is not affected)", target, strerror(e));
+    log_warn("%s; record dropped (the execution is not affected)", e.msg);
   }
 }

@@ -7,6 +7,7 @@
 #include <stddef.h>
 
 #include "error.h"
+#include "hostfile.h"
 #include "policy.h"
 #include "sandbox.h"
 
@@ -27,10 +28,15 @@ struct audit_record {
  * $XDG_STATE_HOME/sandboxd/audit.log, ~/.local/state/sandboxd/audit.log, or for root
  * /var/log/sandboxd/audit.log). Opening failures are reported later as dropped records. */
 void audit_configure(const char *target);
+/* audit_configure(), then open the log's directory and the log now, before any sandbox runs,
+ * refusing what a sandbox may have planted (hostfile.h; guard: the trees this run's sandbox can
+ * write, or NULL). Fails only on such a refusal (the caller must not run; nothing is logged);
+ * any other failure is reported later, as a dropped record. */
+int audit_start(const char *target, const struct hostfile_guard *guard, sbx_error_t *err);
 /* Also log the code text itself (opt-in: it may hold secrets). */
 void audit_set_log_code(bool on);
 void audit_write(const struct audit_record *r);
-/* Reopen the file (after logrotate moved it): call on SIGHUP. */
+/* Reopen the file by its name in the same directory (after logrotate moved it): call on SIGHUP. */
 void audit_reopen(void);
 /* Records that could not be written so far. */
 unsigned long audit_dropped(void);

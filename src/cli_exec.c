@@ -13,6 +13,7 @@
 
 #include "cleanup.h"
 #include "audit.h"
+#include "hostfile.h"
 #include "image.h"
 #include "json.h"
 #include "log.h"
@@ -305,9 +306,36 @@ static int find_python(const char *rootfs, char **env, char **ret, sbx_error_t *
   return sbx_error_set(err, ENOENT, "no python3 on the sandbox's PATH (%s) in rootfs `%s`", path ? path : "unset", rootfs);
 }
 
-static void write_report(const char *path, const struct sbx_policy *p, const struct sbx_result *res,
+/* --report FILE: its directory, opened before the sandbox starts (open_report). */
+struct report_file {
+  const char *path;
+  const char *name;
+  int dirfd;
+};
+
+static int open_report(const char *path, const struct hostfile_guard *guard, struct report_file *rf,
+                       sbx_error_t *err)
+{
+  if (!path)
+    return 0;
+  if (hostfile_open_parent(path, guard, 0, &rf->dirfd, &rf->name, err) < 0)
+    return sbx_error_prefix(err, "--report");
+  rf->path = path;
+  return 0;
+}
+
+static void report_file_close(struct report_file *rf)
+{
+  if (rf->dirfd >= 0)
+    close(rf->dirfd);
+  rf->dirfd = -1;
+}
+
+static void write_report(const struct report_file *rf, const struct sbx_policy *p, const struct sbx_result *res,
                          const sbx_error_t *failure)
 {
+  if (rf->dirfd < 0)
+    return;
   json_writer_t *w = json_writer_new();
   if (!w)
     return;
@@ -353,12 +381,19 @@ static void write_report(const char *path, const struct sbx_policy *p, const str
   json_obj_end(w);
   size_t len;
   const char *buf = json_writer_buf(w, &len);
-  FILE *f = buf ? fopen(path, "we") : NULL;
-  if (!f || fwrite(buf, 1, len, f) != len || fputc('\n', f) == EOF)
-    log_warn("cannot write report `%s`: %s", path, strerror(errno));
-  if (f && fclose(f) != 0)
-    log_warn("cannot write report `%s`: %s", path, strerror(errno));
+  _cleanup_free_ char *line = buf ? malloc(len + 1) : NULL;
+  sbx_error_t err;
+  if (line) {
+    memcpy(line, buf, len);
+    line[len++] = '\n';
+  }
   json_writer_free(w);
+  /* A new file renamed over the name: a symlink or hardlink the code left there is replaced,
+   * not written through. */
+  if (!line)
+    log_warn("cannot write report `%s`: %s", rf->path, strerror(ENOMEM));
+  else if (hostfile_replace(rf->dirfd, rf->name, rf->path, line, len, 0666, &err) < 0)
+    log_warn("cannot write report %s", err.msg);
 }
 
 /* The code as text for the audit hash: -c CODE, or FILE's contents (bounded). */
@@ -378,8 +413,6 @@ static char *code_text(const struct exec_options *o, size_t *ret_len)
 static void audit(const struct exec_options *o, const struct sbx_policy *p, const struct sbx_limits *l,
                   const struct sbx_result *res, const sbx_error_t *err, const char *calls)
 {
-  audit_configure(o->audit_log);
-  audit_set_log_code(o->audit_code);
   size_t len;
   _cleanup_free_ char *code = code_text(o, &len);
   struct audit_record r = {
@@ -389,11 +422,12 @@ static void audit(const struct exec_options *o, const struct sbx_policy *p, cons
   audit_write(&r);
 }
 
-static int fail(const struct exec_options *o, const struct sbx_policy *p, const sbx_error_t *err)
+static int fail(const struct exec_options *o, struct report_file *rf, const struct sbx_policy *p,
+                const sbx_error_t *err)
 {
   log_sbx_error(err);
-  if (o->report)
-    write_report(o->report, p, NULL, err);
+  write_report(rf, p, NULL, err);
+  report_file_close(rf);
   audit(o, p, NULL, NULL, err, NULL);
   return SBX_EXIT_SETUP;
 }
@@ -476,10 +510,23 @@ int cmd_exec(int argc, char **argv)
     fputs(exec_usage, stdout);
     return 0;
   }
+  /* The host files this run writes are opened first, before anything runs: nothing the code
+   * does during the run can change where they land, and a symlink an earlier run planted in a
+   * tree this run's code can write (any --bind-rw source) is refused, not followed. */
+  struct hostfile_tree trees[EXEC_MAX_BINDS];
+  size_t n_trees = 0;
+  for (size_t i = 0; i < o.n_binds; i++)
+    if (o.binds[i].rw)
+      hostfile_guard_add(trees, &n_trees, o.binds[i].src);
+  struct hostfile_guard guard = { .trees = trees, .n_trees = n_trees };
+  struct report_file rf = { .dirfd = -1 };
+  audit_set_log_code(o.audit_code);
+  if (audit_start(o.audit_log, &guard, &err) < 0 || open_report(o.report, &guard, &rf, &err) < 0)
+    return fail(&o, &rf, NULL, &err);
   struct sbx_policy *p = NULL;
   /* Syscall names are checked when the filter is compiled (or were, when it was cached). */
   if (policy_load(o.policy, &p, &err) < 0)
-    return fail(&o, NULL, &err);
+    return fail(&o, &rf, NULL, &err);
 
   int rc = SBX_EXIT_SETUP;
   _cleanup_free_ char *rootfs = NULL;
@@ -597,8 +644,8 @@ int cmd_exec(int argc, char **argv)
   }
   if (res.pids_limit_hit)
     log_warn("the code reached the process limit (%llu)", (unsigned long long) spec.limits.pids);
-  if (o.report)
-    write_report(o.report, p, &res, NULL);
+  write_report(&rf, p, &res, NULL);
+  report_file_close(&rf);
   char *calls = mcp.proxy ? proxy_calls_json(mcp.proxy) : NULL;
   audit(&o, p, &spec.limits, &res, NULL, calls);
   free(calls);
@@ -609,7 +656,7 @@ int cmd_exec(int argc, char **argv)
   return rc;
 
 out_fail:
-  rc = fail(&o, p, &err);
+  rc = fail(&o, &rf, p, &err);
   exec_mcp_free(&mcp);
   image_config_free(&icfg);
   policy_free(p);

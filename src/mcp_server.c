@@ -2071,7 +2071,9 @@ int cmd_mcp(int argc, char **argv)
   }
   /* Refuse to start rather than fail every call: the client shows the server as failed, and
    * stderr says why. */
-  if (policy_load(policy_name, &srv.policy, &err) < 0 || seccomp_validate(srv.policy, &err) < 0 ||
+  /* The audit log is opened before any sandbox runs (hostfile.h); a refused path is fatal. */
+  if (audit_start(srv.audit_log, NULL, &err) < 0 ||
+      policy_load(policy_name, &srv.policy, &err) < 0 || seccomp_validate(srv.policy, &err) < 0 ||
       rootfs_find(rootfs, &srv.rootfs, &err) < 0 || mcp_config_load(&srv.mcp_opts, &srv.mcp_cfg, &err) < 0 ||
       mcp_hosts_new(srv.mcp_cfg, STDERR_FILENO, &srv.hosts, &err) < 0) {
     log_sbx_error(&err);
@@ -2083,7 +2085,6 @@ int cmd_mcp(int argc, char **argv)
   proxy_set_policy(srv.policy);
   if (srv.mcp_cfg->n && proxy_python_dir(&srv.python_dir, &err) < 0)
     log_warn("%s: calls with `servers` will fail", err.msg);
-  audit_configure(srv.audit_log);
 
   /* Take the stop signals through a signalfd. The sandbox's code starts with an empty mask. */
   sigset_t mask, old;
