@@ -212,7 +212,8 @@ int hostfile_open_append(int dirfd, const char *name, const char *display, int *
   return 0;
 }
 
-int hostfile_open_trusted(int dirfd, const char *name, const char *display, int *ret_fd, sbx_error_t *err)
+int hostfile_open_trusted(int dirfd, const char *name, const char *display, int *ret_fd, struct stat *ret_st,
+                          sbx_error_t *err)
 {
   _cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
   if (fd < 0 && errno == ELOOP)
@@ -222,6 +223,7 @@ int hostfile_open_trusted(int dirfd, const char *name, const char *display, int 
     return sbx_error_errno(err, "`%s`", display);
   if (!S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH)))
     return unsafe(err, "`%s` is not a regular file of yours that only you can write", display);
+  *ret_st = st;
   *ret_fd = TAKE_FD(fd);
   return 0;
 }

@@ -21,6 +21,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "error.h"
@@ -59,8 +60,9 @@ int hostfile_open_parent(const char *path, const struct hostfile_guard *guard, u
  * by group or others; a FIFO or character device must belong to the effective uid or root. */
 int hostfile_open_append(int dirfd, const char *name, const char *display, int *ret_fd, sbx_error_t *err);
 /* Open name in dirfd to read a file we trust: a regular file of the effective uid, not writable
- * by group or others. */
-int hostfile_open_trusted(int dirfd, const char *name, const char *display, int *ret_fd, sbx_error_t *err);
+ * by group or others; *ret_st is its fstat. */
+int hostfile_open_trusted(int dirfd, const char *name, const char *display, int *ret_fd, struct stat *ret_st,
+                          sbx_error_t *err);
 /* Replace name in dirfd with data, atomically: readers see the old file or the whole new one. */
 int hostfile_replace(int dirfd, const char *name, const char *display, const void *data, size_t len, mode_t mode,
                      sbx_error_t *err);

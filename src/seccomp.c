@@ -8,6 +8,7 @@
 #include "seccomp.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <seccomp.h>
@@ -22,6 +23,8 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "hostfile.h"
+#include "keyring.h"
 #include "util.h"
 
 static uint32_t to_scmp(enum sbx_action a, int e)
@@ -185,15 +188,26 @@ int seccomp_install(const struct sbx_bpf *bpf, sbx_error_t *err)
 /* ------------------------------------------------------------------ compiled-filter cache
  * Compiling ~300 rules with libseccomp costs about a millisecond, a tenth of Python's startup.
  * The result depends only on the policy's canonical text, the architecture and libseccomp, so
- * it is cached under a key hashed from those. A cache file is trusted only if it and its
- * directory belong to us and nobody else can write them, and its own checksum matches. */
+ * it is cached under a name hashed from those. Whoever writes a file can also compute its
+ * checksum, and a sandbox can write any directory of the user's it is bound (unprivileged, it
+ * runs as the user's own uid): so each file carries an HMAC-SHA256 under a random key kept in
+ * the user's kernel keyring (keyring.h), which no file and no sandbox holds. A file that fails
+ * the check is recompiled and replaced; without a keyring there is no cache. */
 
-#define BPF_MAGIC "SBXBPF01"
+#define BPF_MAGIC "SBXBPF02"
 #define BPF_MAX_INSNS 4096
+#define CACHE_KEY "sandboxd:seccomp-cache"
+#define MAC_LEN 64 /* hex */
 
 struct bpf_header {
   char magic[8];
   uint32_t main_len, except_len;
+};
+
+struct cache {
+  int dirfd;
+  char name[96];
+  unsigned char key[32];
 };
 
 static int cache_dir(char *buf, size_t len)
@@ -212,40 +226,73 @@ static int cache_dir(char *buf, size_t len)
   return -1;
 }
 
-static bool trusted(const struct stat *st)
+/* The key is out of a sandbox's reach only while its policy denies it the keyring calls: no
+ * rule allows them, and a rule or the default denies each outright. */
+static bool denies_keyrings(const struct sbx_policy *p)
 {
-  return st->st_uid == geteuid() && !(st->st_mode & (S_IWGRP | S_IWOTH));
+  static const char *const calls[] = { "keyctl", "add_key", "request_key" };
+  for (size_t c = 0; c < ARRAY_SIZE(calls); c++) {
+    bool denied = p->default_action != SBX_ACT_ALLOW;
+    for (size_t i = 0; i < p->n_rules; i++) {
+      const struct sbx_rule *r = &p->rules[i];
+      if (strcmp(r->syscall, calls[c]) != 0)
+        continue;
+      if (r->action == SBX_ACT_ALLOW)
+        return false;
+      denied |= r->cmp == SBX_CMP_ANY;
+    }
+    if (!denied)
+      return false;
+  }
+  return true;
 }
 
-static int cache_path(const struct sbx_policy *p, char *dir, size_t dlen, char *path, size_t plen)
+static int cache_open(const struct sbx_policy *p, struct cache *c)
 {
-  if (cache_dir(dir, dlen) < 0)
+  char dir[PATH_MAX];
+  sbx_error_t err;
+  struct stat st;
+  if (cache_dir(dir, sizeof dir) < 0 || keyring_secret(CACHE_KEY, c->key, sizeof c->key, &err) < 0)
     return -1;
+  /* mkdir -p, private: ~/.cache may not exist yet. */
+  if (hostfile_open_dir(dir, NULL, HOSTFILE_MKDIR | HOSTFILE_PRIVATE, &c->dirfd, &err) < 0)
+    return -1;
+  if (fstat(c->dirfd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH))) {
+    close(c->dirfd);
+    return -1;
+  }
   const struct scmp_version *v = seccomp_version();
   char keysrc[256], key[65];
   snprintf(keysrc, sizeof keysrc, "%s %s %u.%u.%u %s", p->sha256, seccomp_arch_name(), v->major, v->minor,
            v->micro, BPF_MAGIC);
   sha256_hex(keysrc, strlen(keysrc), key);
-  snprintf(path, plen, "%s/seccomp-%s.bpf", dir, key);
+  snprintf(c->name, sizeof c->name, "seccomp-%s.bpf", key);
   return 0;
 }
 
-static int cache_read(const char *dir, const char *path, struct sbx_bpf *ret)
+static bool mac_ok(const struct cache *c, const char *body, size_t len, const char *mac)
+{
+  char want[65];
+  hmac_sha256_hex(c->key, sizeof c->key, body, len, want);
+  unsigned char diff = 0;
+  for (size_t i = 0; i < MAC_LEN; i++)
+    diff |= (unsigned char) (want[i] ^ mac[i]);
+  return diff == 0;
+}
+
+static int cache_read(const struct cache *c, struct sbx_bpf *ret)
 {
   struct stat st;
-  if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode) || !trusted(&st))
-    return -1;
-  _cleanup_close_ int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || !trusted(&st) || st.st_size > (1 << 20) ||
-      st.st_size < (off_t) (sizeof(struct bpf_header) + 64))
+  sbx_error_t err;
+  _cleanup_close_ int fd = -1;
+  if (hostfile_open_trusted(c->dirfd, c->name, c->name, &fd, &st, &err) < 0 || st.st_size > (1 << 20) ||
+      st.st_size < (off_t) (sizeof(struct bpf_header) + MAC_LEN))
     return -1;
   _cleanup_free_ char *buf = malloc((size_t) st.st_size);
   if (!buf || read(fd, buf, (size_t) st.st_size) != st.st_size)
     return -1;
-  size_t body = (size_t) st.st_size - 64;
-  char sum[65];
-  sha256_hex(buf, body, sum);
-  if (memcmp(sum, buf + body, 64) != 0)
+  size_t body = (size_t) st.st_size - MAC_LEN;
+  if (!mac_ok(c, buf, body, buf + body))
     return -1;
   struct bpf_header h;
   memcpy(&h, buf, sizeof h);
@@ -268,24 +315,11 @@ static int cache_read(const char *dir, const char *path, struct sbx_bpf *ret)
   return 0;
 }
 
-static void cache_write(const char *dir, const char *path, const struct sbx_bpf *b)
+static void cache_write(const struct cache *c, const struct sbx_bpf *b)
 {
-  struct stat st;
-  /* mkdir -p: ~/.cache may not exist yet. */
-  char parents[4096];
-  snprintf(parents, sizeof parents, "%s", dir);
-  for (char *c = parents + 1; (c = strchr(c, '/')); c++) {
-    *c = '\0';
-    mkdir(parents, 0700);
-    *c = '/';
-  }
-  if (mkdir(dir, 0700) < 0 && errno != EEXIST)
-    return;
-  if (stat(dir, &st) < 0 || !trusted(&st))
-    return;
   size_t msz = b->main_len * sizeof(struct sock_filter), esz = b->except_len * sizeof(struct sock_filter);
   size_t body = sizeof(struct bpf_header) + msz + esz;
-  _cleanup_free_ char *buf = malloc(body + 64);
+  _cleanup_free_ char *buf = malloc(body + MAC_LEN + 1);
   if (!buf)
     return;
   struct bpf_header h = { .main_len = (uint32_t) b->main_len, .except_len = (uint32_t) b->except_len };
@@ -294,30 +328,30 @@ static void cache_write(const char *dir, const char *path, const struct sbx_bpf 
   memcpy(buf + sizeof h, b->main_prog, msz);
   if (esz)
     memcpy(buf + sizeof h + msz, b->except_prog, esz);
-  char sum[65];
-  sha256_hex(buf, body, sum);
-  memcpy(buf + body, sum, 64);
-  char tmp[4200];
-  snprintf(tmp, sizeof tmp, "%s.%d.tmp", path, (int) getpid());
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0)
-    return;
-  bool ok = write(fd, buf, body + 64) == (ssize_t) (body + 64);
-  ok = close(fd) == 0 && ok;
-  /* rename is atomic: readers see the old file, no file, or the whole new one. */
-  if (!ok || rename(tmp, path) < 0)
-    unlink(tmp);
+  hmac_sha256_hex(c->key, sizeof c->key, buf, body, buf + body);
+  sbx_error_t err;
+  /* Atomic: readers see the old file, no file, or the whole new one. */
+  hostfile_replace(c->dirfd, c->name, c->name, buf, body + MAC_LEN, 0600, &err);
 }
 
 int seccomp_prepare(const struct sbx_policy *p, struct sbx_bpf *ret, sbx_error_t *err)
 {
-  char dir[4096], path[4200];
-  bool cache = cache_path(p, dir, sizeof dir, path, sizeof path) == 0;
-  if (cache && cache_read(dir, path, ret) == 0)
-    return 0;
-  if (seccomp_compile(p, ret, err) < 0)
-    return -1;
-  if (cache)
-    cache_write(dir, path, ret);
-  return 0;
+  if (!denies_keyrings(p)) {
+    /* Its sandboxes might read the key (through an inherited session keyring, or on kernels
+     * before 5.3 where a user namespace shares the user's keyring): leave none to read. */
+    keyring_forget(CACHE_KEY);
+    return seccomp_compile(p, ret, err);
+  }
+  struct cache c = { .dirfd = -1 };
+  bool cache = cache_open(p, &c) == 0;
+  int rc = 0;
+  if (!cache || cache_read(&c, ret) < 0) {
+    rc = seccomp_compile(p, ret, err);
+    if (rc == 0 && cache)
+      cache_write(&c, ret);
+  }
+  if (c.dirfd >= 0)
+    close(c.dirfd);
+  explicit_bzero(c.key, sizeof c.key);
+  return rc;
 }

@@ -194,6 +194,33 @@ void sha256_hex(const void *data, size_t len, char out[65])
   digest_hex(d, out);
 }
 
+/* RFC 2104 with SHA-256 (block 64 bytes); keys longer than a block are hashed first. */
+void hmac_sha256_hex(const void *key, size_t key_len, const void *data, size_t len, char out[65])
+{
+  uint8_t k[64] = { 0 }, pad[64], inner[SHA256_DIGEST_LENGTH], d[SHA256_DIGEST_LENGTH];
+  SHA2_CTX ctx;
+  if (key_len > sizeof k) {
+    SHA256Init(&ctx);
+    SHA256Update(&ctx, key, key_len);
+    SHA256Final(k, &ctx);
+  } else if (key_len) {
+    memcpy(k, key, key_len);
+  }
+  for (size_t i = 0; i < sizeof pad; i++)
+    pad[i] = k[i] ^ 0x36;
+  SHA256Init(&ctx);
+  SHA256Update(&ctx, pad, sizeof pad);
+  SHA256Update(&ctx, data, len);
+  SHA256Final(inner, &ctx);
+  for (size_t i = 0; i < sizeof pad; i++)
+    pad[i] = k[i] ^ 0x5c;
+  SHA256Init(&ctx);
+  SHA256Update(&ctx, pad, sizeof pad);
+  SHA256Update(&ctx, inner, sizeof inner);
+  SHA256Final(d, &ctx);
+  digest_hex(d, out);
+}
+
 int sha256_file_hex(const char *path, char out[65], sbx_error_t *err)
 {
   _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);

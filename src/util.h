@@ -33,6 +33,8 @@ void strbuf_free(strbuf_t *sb);
 
 /* sha256 of data as 64 lowercase hex chars + NUL. */
 void sha256_hex(const void *data, size_t len, char out[65]);
+/* HMAC-SHA256 of data under key, as 64 lowercase hex chars + NUL. */
+void hmac_sha256_hex(const void *key, size_t key_len, const void *data, size_t len, char out[65]);
 /* sha256 of a file's contents. */
 int sha256_file_hex(const char *path, char out[65], sbx_error_t *err);
 

@@ -1,0 +1,143 @@
+"""The compiled seccomp filter cache is never trusted when a sandbox could have written it
+(issue #12, item 1): a file forged with a correct checksum, from inside a sandbox given
+--bind-rw of the cache directory or by the cache's owner, is recompiled, not installed.
+Run as root (the cache is out of the sandbox's reach by DAC) and as the unprivileged user (the
+sandbox is the cache's owner: only the HMAC key in the user's keyring tells the files apart)."""
+import hashlib
+import os
+import struct
+
+import pytest
+
+import sbx
+from sbx import code
+
+pytestmark = pytest.mark.security
+
+
+BPF_RET_K, SECCOMP_RET_ALLOW = 0x06, 0x7FFF0000
+
+
+def forge_source(cache_dst):
+    """Code that rewrites every cached filter as one `allow everything` instruction, in the
+    file's own format (magic, lengths, program, sha256 hex of the rest), as the host's reader
+    checked it before HMAC keys. Prints how many it forged."""
+    return f"""
+import hashlib, os, struct
+n = 0
+try:
+    names = [f for f in os.listdir({cache_dst!r}) if f.endswith('.bpf')]
+except OSError:
+    names = []
+for f in names:
+    p = os.path.join({cache_dst!r}, f)
+    try:
+        magic = open(p, 'rb').read(8)
+        body = magic + struct.pack('<II', 1, 0) + struct.pack('<HBBI', {BPF_RET_K}, 0, 0, {SECCOMP_RET_ALLOW})
+        with open(p + '.new', 'wb') as o:
+            o.write(body + hashlib.sha256(body).hexdigest().encode())
+        os.rename(p + '.new', p)
+        n += 1
+    except OSError:
+        pass
+print(n)
+"""
+
+
+def forge_on_host(cache):
+    """The same forgery, written by the cache's owner itself: only a key can tell it apart."""
+    n = 0
+    for f in os.listdir(cache):
+        if f.endswith(".bpf"):
+            p = cache / f
+            magic = p.read_bytes()[:8]
+            body = magic + struct.pack("<II", 1, 0) + struct.pack("<HBBI", BPF_RET_K, 0, 0, SECCOMP_RET_ALLOW)
+            p.write_bytes(body + hashlib.sha256(body).hexdigest().encode())
+            n += 1
+    return n
+
+
+def denied_syscall_still_denied(env):
+    r = sbx.run("syscalls", "keyctl", env=env, want_report=False)
+    assert r.rc == 0, r.describe()
+    assert r.json()["keyctl"]["errno"] == "EPERM", f"seccomp was not enforced: {r.json()}"
+
+
+def cache_env(host_dir):
+    cache = host_dir / "cache"
+    env = dict(os.environ, SANDBOXD_CACHE_DIR=str(cache))
+    return cache, env
+
+
+def test_seccomp_cache_forged_from_inside_a_sandbox(host_dir):
+    """--bind-rw of the cache directory: unprivileged, the sandbox is the cache's owner and
+    rewrites it; root, the cache is out of its reach. Either way the next run is filtered."""
+    cache, env = cache_env(host_dir)
+    r = code("pass", env=env, want_report=False)
+    assert r.rc == 0, r.describe()
+    cached = [f for f in os.listdir(cache) if f.endswith(".bpf")]
+    if not cached:
+        sbx.need(False, "no seccomp cache on this host (no kernel keyring for the user)", security=False)
+    r = code(forge_source("/workspace/cache"), opts=["--bind-rw", f"{cache}:/workspace/cache"], env=env,
+             want_report=False)
+    assert r.rc == 0, r.describe()
+    forged = int(r.stdout.split()[-1])
+    if sbx.IS_ROOT:
+        assert forged == 0, "root's cache was writable from inside the sandbox"
+    else:
+        assert forged >= 1, "the forgery did not happen: the test would prove nothing"
+    denied_syscall_still_denied(env)
+
+
+def test_seccomp_cache_forged_by_its_owner_is_not_trusted(host_dir):
+    """A checksum anyone can compute is no proof: a file forged with the right sha256 by a writer
+    without the key is recompiled, not installed."""
+    cache, env = cache_env(host_dir)
+    r = code("pass", env=env, want_report=False)
+    assert r.rc == 0, r.describe()
+    if not forge_on_host(cache):
+        sbx.need(False, "no seccomp cache on this host (no kernel keyring for the user)", security=False)
+    denied_syscall_still_denied(env)
+
+
+def test_seccomp_cache_is_used(host_dir):
+    """The cache still works: one file per policy, written once, then read (not rewritten)."""
+    cache, env = cache_env(host_dir)
+    assert code("pass", env=env, want_report=False).rc == 0
+    files = [f for f in os.listdir(cache) if f.endswith(".bpf")]
+    if not files:
+        sbx.need(False, "no seccomp cache on this host (no kernel keyring for the user)", security=False)
+    assert len(files) == 1 and not [f for f in os.listdir(cache) if not f.endswith(".bpf")]
+    st = os.stat(cache / files[0])
+    assert st.st_mode & 0o077 == 0 and st.st_uid == os.geteuid()
+    assert code("pass", env=env, want_report=False).rc == 0
+    assert os.stat(cache / files[0]).st_ino == st.st_ino, "a valid cache file was rewritten"
+
+
+def _cache_key_present():
+    """Is sandboxd's cache key in this user's keyring? (x86_64 keyctl, KEYCTL_SEARCH = 10)."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    r = libc.syscall(ctypes.c_long(250), ctypes.c_long(10), ctypes.c_long(-4), ctypes.c_char_p(b"user"),
+                     ctypes.c_char_p(b"sandboxd:seccomp-cache"), ctypes.c_long(0))
+    return r >= 0
+
+
+def test_a_policy_that_allows_keyrings_leaves_no_key_to_steal(host_dir):
+    """Under a policy that allows keyctl, a sandbox might read the key (an inherited session
+    keyring links the user's): sandboxd then removes the key before the run and caches nothing."""
+    import platform
+    sbx.need(platform.machine() == "x86_64", "keyctl syscall number is x86_64's")
+    cache, env = cache_env(host_dir)
+    assert code("pass", env=env, want_report=False).rc == 0
+    if not os.path.isdir(cache) or not os.listdir(cache):
+        sbx.need(False, "no seccomp cache on this host (no kernel keyring for the user)", security=False)
+    assert _cache_key_present()
+    pol = sbx.weak_policy("keyrings", "syscalls", r"errno EPERM keyctl add_key request_key.*",
+                          "allow keyctl add_key request_key")
+    before = set(os.listdir(cache))
+    assert code("pass", policy=pol, env=env, want_report=False).rc == 0
+    assert not _cache_key_present(), "the cache key stayed within reach of a keyctl-allowing sandbox"
+    assert set(os.listdir(cache)) == before, "a filter was cached for a keyctl-allowing policy"
+    denied_syscall_still_denied(env)  # the default policy: a new key, a fresh (recompiled) filter
