@@ -12,6 +12,7 @@ import stat
 
 import pytest
 
+import sbx
 from sbx import code
 
 pytestmark = pytest.mark.security
@@ -165,3 +166,18 @@ def test_audit_log_directory_symlink_planted_by_an_earlier_run(host_dir):
     assert r.rc == 125 and r.stdout == "", r.describe()
     assert "symlink" in one_line(r)
     assert os.listdir(elsewhere) == []
+
+
+def test_mcp_refuses_an_audit_log_it_would_have_to_follow(host_dir):
+    """`sandboxd mcp` opens its audit log at start, by the same rules: a symlink in place of the
+    log stops it with 125 and one line, before it serves anything."""
+    import subprocess
+    target = victim(host_dir / "passwd")
+    log = host_dir / "audit.log"
+    log.symlink_to(target)
+    p = subprocess.run([sbx.SANDBOXD, "mcp", "--rootfs", sbx.ROOTFS, "--warm", "0", "--audit-log", str(log)],
+                       input="", capture_output=True, text=True, timeout=30)
+    lines = [l for l in p.stderr.splitlines() if l.strip()]
+    assert p.returncode == 125 and p.stdout == "", (p.returncode, p.stdout, p.stderr)
+    assert len(lines) == 1 and str(log) in lines[0] and "symlink" in lines[0], lines
+    assert target.read_text() == PRECIOUS
