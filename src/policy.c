@@ -80,7 +80,7 @@ const char *policy_errno_name(int e)
 
 /* ------------------------------------------------------------------ keys */
 
-enum key_kind { K_SIZE, K_DURATION, K_COUNT, K_MILLI, K_ID, K_BOOL, K_TEXT, K_WORD, K_CGROUP };
+enum key_kind { K_SIZE, K_DURATION, K_COUNT, K_BUDGET, K_MILLI, K_ID, K_BOOL, K_TEXT, K_WORD, K_CGROUP };
 
 struct key_def {
   const char *name;
@@ -91,6 +91,7 @@ struct key_def {
 #define LIM(field) offsetof(struct sbx_policy, limits.field)
 #define MAX(field) offsetof(struct sbx_policy, max.field)
 #define FIELD(field) offsetof(struct sbx_policy, field)
+#define BUDGET(field) offsetof(struct sbx_policy, budgets.field)
 
 static const struct key_def keys[] = {
   { "name", K_WORD, FIELD(name) },
@@ -117,8 +118,13 @@ static const struct key_def keys[] = {
   { "max_output_limit", K_SIZE, MAX(output_bytes) },
   { "uid", K_ID, FIELD(uid) },
   { "gid", K_ID, FIELD(gid) },
-  { "host_uid", K_ID, FIELD(host_uid) },
-  { "host_gid", K_ID, FIELD(host_gid) },
+  { "inotify_instances", K_BUDGET, BUDGET(inotify_instances) },
+  { "inotify_watches", K_BUDGET, BUDGET(inotify_watches) },
+  { "fanotify_groups", K_BUDGET, BUDGET(fanotify_groups) },
+  { "fanotify_marks", K_BUDGET, BUDGET(fanotify_marks) },
+  { "namespaces", K_BUDGET, BUDGET(namespaces) },
+  { "sigpending", K_BUDGET, BUDGET(sigpending) },
+  { "msgqueue", K_SIZE, BUDGET(msgqueue_bytes) },
   { "hostname", K_WORD, FIELD(hostname) },
   { "no_new_privs", K_BOOL, FIELD(no_new_privs) },
   { "drop_capabilities", K_BOOL, FIELD(drop_capabilities) },
@@ -137,7 +143,7 @@ struct parser {
   int line;
   int depth;
   bool seen[N_SCALAR_KEYS];
-  bool seen_default, seen_badarch, seen_proxy;
+  bool seen_default, seen_badarch, seen_proxy, seen_host_ids;
   long current_group; /* -1 before the first group line */
   sbx_error_t *err;
 };
@@ -405,6 +411,11 @@ static int parse_scalar(struct parser *ps, size_t k, char **w, int n, const char
       return perr(ps, "`%s`: bad count `%s`", kd->name, w[1]);
     *(uint64_t *) base = v;
     break;
+  case K_BUDGET: /* 0 is a budget too: none of it */
+    if (parse_u64(w[1], &v) < 0 || v > INT_MAX)
+      return perr(ps, "`%s`: bad count `%s` (0 to %d)", kd->name, w[1], INT_MAX);
+    *(uint64_t *) base = v;
+    break;
   case K_MILLI:
     if (parse_milli(w[1], &v) < 0 || v == 0 || v > 1024 * 1000)
       return perr(ps, "`%s`: bad number `%s` (use e.g. 0.5, 2)", kd->name, w[1]);
@@ -576,6 +587,21 @@ static int parse_line(struct parser *ps, char *line, const char *dir)
     }
     return 0;
   }
+  if (!strcmp(w[0], "host_id_range")) {
+    /* host_id_range START COUNT: host uids/gids START..START+COUNT-1, one per concurrent sandbox. */
+    uint64_t start, count;
+    if (ps->seen_host_ids)
+      return perr(ps, "`host_id_range` is defined twice");
+    ps->seen_host_ids = true;
+    if (n != 3 || parse_u64(w[1], &start) < 0 || parse_u64(w[2], &count) < 0)
+      return perr(ps, "`host_id_range` takes START COUNT");
+    /* Not 0 (root), and below 4294967295, which is (uid_t) -1 to the kernel. */
+    if (start == 0 || count == 0 || start + count > UINT32_MAX)
+      return perr(ps, "`host_id_range %s %s`: need 1 <= START and START + COUNT <= 4294967295", w[1], w[2]);
+    ps->p->host_id_start = (unsigned) start;
+    ps->p->host_id_count = (unsigned) count;
+    return 0;
+  }
   if (!strcmp(w[0], "proc_mask") || !strcmp(w[0], "proc_readonly")) {
     bool mask = w[0][5] == 'm';
     char ***arr = mask ? &ps->p->proc_masked : &ps->p->proc_readonly;
@@ -653,6 +679,8 @@ static int check_complete(struct parser *ps)
                            ps->file, keys[k].name);
   if (!ps->seen_proxy)
     return sbx_error_set(ps->err, 0, "%s: missing key `proxy_servers` (every limit and switch is explicit)", ps->file);
+  if (!ps->seen_host_ids)
+    return sbx_error_set(ps->err, 0, "%s: missing key `host_id_range` (every limit and switch is explicit)", ps->file);
   if (!ps->seen_default || !ps->seen_badarch)
     return sbx_error_set(ps->err, 0, "%s: missing `%s`", ps->file,
                          ps->seen_default ? "seccomp_badarch" : "seccomp_default");
@@ -680,9 +708,9 @@ static int check_complete(struct parser *ps)
   if (p->uid == 0 || p->gid == 0)
     return sbx_error_set(ps->err, 0, "%s: `uid` and `gid` must not be 0: code never runs as root",
                          ps->file);
-  if (p->host_uid == 0 || p->host_gid == 0)
-    return sbx_error_set(ps->err, 0, "%s: `host_uid` and `host_gid` must not be 0: the sandbox must not be root on the host",
-                         ps->file);
+  if (p->budgets.namespaces < SBX_MIN_NAMESPACES)
+    return sbx_error_set(ps->err, 0, "%s: `namespaces` must be at least %d: the sandbox's setup holds two cgroup namespaces for a moment",
+                         ps->file, SBX_MIN_NAMESPACES);
   return 0;
 }
 
@@ -828,7 +856,8 @@ void policy_free(struct sbx_policy *p)
 
 /* ------------------------------------------------------------------ canonical text */
 
-static void fmt_size(strbuf_t *sb, const char *key, uint64_t v)
+/* KEY VALUE[suffix], and `   # comment` when one is given. */
+static void fmt_size_comment(strbuf_t *sb, const char *key, uint64_t v, const char *comment)
 {
   static const char *suffix[] = { "", "K", "M", "G", "T" };
   size_t i = 0;
@@ -836,7 +865,13 @@ static void fmt_size(strbuf_t *sb, const char *key, uint64_t v)
     v /= 1024;
     i++;
   }
-  strbuf_printf(sb, "%-18s %llu%s\n", key, (unsigned long long) v, suffix[i]);
+  strbuf_printf(sb, "%-18s %llu%s%s%s\n", key, (unsigned long long) v, suffix[i], comment ? "   # " : "",
+                comment ? comment : "");
+}
+
+static void fmt_size(strbuf_t *sb, const char *key, uint64_t v)
+{
+  fmt_size_comment(sb, key, v, NULL);
 }
 
 static void fmt_milli(strbuf_t *sb, const char *key, uint64_t v, const char *unit)
@@ -846,6 +881,23 @@ static void fmt_milli(strbuf_t *sb, const char *key, uint64_t v, const char *uni
   else
     strbuf_printf(sb, "%-18s %llu.%03llu%s\n", key, (unsigned long long) (v / 1000),
                   (unsigned long long) (v % 1000), unit);
+}
+
+/* The kernel budgets, each with what enforces it (policy show's comments). */
+static void fmt_budgets(strbuf_t *sb, const struct sbx_budgets *b, bool comments)
+{
+  const struct { const char *key; uint64_t v; const char *what; } rows[] = {
+    { "inotify_instances", b->inotify_instances, "user.max_inotify_instances in the sandbox's user namespace" },
+    { "inotify_watches", b->inotify_watches, "user.max_inotify_watches" },
+    { "fanotify_groups", b->fanotify_groups, "user.max_fanotify_groups" },
+    { "fanotify_marks", b->fanotify_marks, "user.max_fanotify_marks" },
+    { "namespaces", b->namespaces, "user.max_{user,mnt,pid,net,ipc,uts,cgroup,time}_namespaces" },
+    { "sigpending", b->sigpending, "RLIMIT_SIGPENDING: queued signals and POSIX timers" },
+  };
+  for (size_t i = 0; i < ARRAY_SIZE(rows); i++)
+    strbuf_printf(sb, "%-18s %llu%s%s\n", rows[i].key, (unsigned long long) rows[i].v, comments ? "   # " : "",
+                  comments ? rows[i].what : "");
+  fmt_size_comment(sb, "msgqueue", b->msgqueue_bytes, comments ? "RLIMIT_MSGQUEUE: POSIX message queue bytes" : NULL);
 }
 
 static void fmt_action(strbuf_t *sb, enum sbx_action a, int e)
@@ -885,8 +937,10 @@ static char *format(const struct sbx_policy *p, bool comments)
   fmt_size(&sb, "max_fsize", m->fsize_bytes);
   fmt_size(&sb, "output_limit", l->output_bytes);
   fmt_size(&sb, "max_output_limit", m->output_bytes);
-  strbuf_printf(&sb, "%-18s %u\n%-18s %u\n%-18s %u\n%-18s %u\n", "uid", p->uid, "gid", p->gid,
-                "host_uid", p->host_uid, "host_gid", p->host_gid);
+  strbuf_printf(&sb, "%-18s %u\n%-18s %u\n", "uid", p->uid, "gid", p->gid);
+  strbuf_printf(&sb, "%-18s %u %u%s\n", "host_id_range", p->host_id_start, p->host_id_count,
+                comments ? "   # as root: one host uid/gid per concurrent sandbox" : "");
+  fmt_budgets(&sb, &p->budgets, comments);
   strbuf_printf(&sb, "%-18s %s\n", "hostname", p->hostname);
   for (size_t i = 0; i < p->n_env; i++)
     strbuf_printf(&sb, "env %s\n", p->env[i]);

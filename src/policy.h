@@ -56,6 +56,23 @@ struct sbx_limits {
   uint64_t output_bytes;
 };
 
+/* Kernel counts that are charged per user or per user namespace, not to a cgroup: without these a
+ * sandbox spends the budget of its namespace's owner (sandboxd.policy(5), "Kernel budgets"). Fixed
+ * by the policy; a command line cannot change them. */
+struct sbx_budgets {
+  uint64_t inotify_instances; /* user.max_inotify_instances in the sandbox's user namespace */
+  uint64_t inotify_watches;   /* user.max_inotify_watches */
+  uint64_t fanotify_groups;   /* user.max_fanotify_groups */
+  uint64_t fanotify_marks;    /* user.max_fanotify_marks */
+  uint64_t namespaces;        /* user.max_*_namespaces, each kind, counting the sandbox's own */
+  uint64_t sigpending;        /* RLIMIT_SIGPENDING (soft and hard) of every sandbox process */
+  uint64_t msgqueue_bytes;    /* RLIMIT_MSGQUEUE (soft and hard) */
+};
+
+/* Setup holds two cgroup namespaces of the sandbox uid for a moment (clone's, and the one it
+ * re-roots at its own cgroup), so `namespaces` is at least this. */
+#define SBX_MIN_NAMESPACES 2
+
 enum sbx_cgroup_policy {
   SBX_CGROUP_REQUIRED,        /* refuse to run without a cgroup to enforce limits */
   SBX_CGROUP_FALLBACK_RLIMIT, /* degrade to rlimits, warn, and say so in reports */
@@ -67,9 +84,12 @@ struct sbx_policy {
   char *description;
   struct sbx_limits limits; /* defaults */
   struct sbx_limits max;    /* ceilings for command-line values */
+  struct sbx_budgets budgets;
 
   unsigned uid, gid;           /* identity of the code inside */
-  unsigned host_uid, host_gid; /* what uid/gid map to when sandboxd runs as root */
+  /* When sandboxd runs as root: each concurrent sandbox gets one id of this range as its host uid
+   * and gid (hostid.h), and its user namespace is owned by that uid. */
+  unsigned host_id_start, host_id_count;
   char *hostname;
 
   bool no_new_privs;

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <linux/sched.h>
+#include <linux/securebits.h>
 #include <sched.h>
 #include <poll.h>
 #include <signal.h>
@@ -27,6 +28,7 @@
 #include "caps.h"
 #include "cgroup.h"
 #include "cleanup.h"
+#include "hostid.h"
 #include "log.h"
 #include "mount.h"
 #include "netlink.h"
@@ -73,6 +75,7 @@ struct sbx_sandbox {
   uint64_t memory_limit;
   uint64_t sampled_cpu_ms, sampled_peak; /* degraded: usage read from /proc before a kill */
   uint64_t pidns_ino, pidns_dev;
+  int host_id_lock; /* root: holds the sandbox's host id (hostid.h) until it is torn down; else -1 */
 };
 
 const char *sbx_status_name(enum sbx_status s)
@@ -181,11 +184,16 @@ static int set_rlimit(int res, uint64_t v, const char *name, sbx_error_t *err)
   return 0;
 }
 
-static int set_rlimits(const struct sbx_limits *l, bool degraded, sbx_error_t *err)
+static int set_rlimits(const struct sbx_limits *l, const struct sbx_budgets *b, bool degraded, sbx_error_t *err)
 {
+  /* Pending signals (and POSIX timers, which hold one each) and message queue bytes are counted
+   * per user in the sandbox's user namespace and again for its owner outside (kernel/ucount.c);
+   * these limits bound the sandbox's count, and the code cannot raise a hard limit. */
   if (set_rlimit(RLIMIT_CORE, 0, "core", err) < 0 ||
       set_rlimit(RLIMIT_NOFILE, l->nofile, "nofile", err) < 0 ||
-      set_rlimit(RLIMIT_FSIZE, l->fsize_bytes, "fsize", err) < 0)
+      set_rlimit(RLIMIT_FSIZE, l->fsize_bytes, "fsize", err) < 0 ||
+      set_rlimit(RLIMIT_SIGPENDING, b->sigpending, "sigpending", err) < 0 ||
+      set_rlimit(RLIMIT_MSGQUEUE, b->msgqueue_bytes, "msgqueue", err) < 0)
     return -1;
   /* Without a cgroup: address space per process, and processes of the sandbox uid (counted per
    * user namespace since Linux 5.14, so only the sandbox's own), and CPU seconds: a backstop one
@@ -464,7 +472,7 @@ static _Noreturn void sandbox_child(const struct child_args *a)
    * cgroup_attach_fds) before anything the limits are for: the code has not started. */
   if (join_netns_and_cgroup(sync_fd, a->attach_later, &err) < 0)
     child_fail(sync_fd, &err);
-  if (set_rlimits(&spec->limits, a->degraded, &err) < 0)
+  if (set_rlimits(&spec->limits, &p->budgets, a->degraded, &err) < 0)
     child_fail(sync_fd, &err);
 
   /* Signals: pid 1 gets only signals it has a handler for (pid_namespaces(7)), so install
@@ -539,7 +547,33 @@ static _Noreturn void sandbox_child(const struct child_args *a)
  * joins the sandbox's user namespace first, so the new network namespace belongs to it (the
  * sandbox may configure its own loopback and nothing else), brings loopback up, and passes the
  * namespace to the child over the sync socket. It runs only sandboxd's code and exits. */
-static _Noreturn void net_helper(pid_t pid, int pidfd, int sync_fd)
+/* The per-user-namespace budgets (policy: inotify_instances ... namespaces). A new user namespace
+ * starts with INT_MAX for each; what is charged in it is charged to its owner outside as well.
+ * Written from inside, where joining gave us CAP_SYS_RESOURCE, which writing needs: /proc/sys/user
+ * shows the reader's user namespace, whichever proc mount it is read through. */
+static int write_userns_budgets(const struct sbx_budgets *b, sbx_error_t *err)
+{
+  const struct { const char *name; uint64_t v; } w[] = {
+    { "max_inotify_instances", b->inotify_instances }, { "max_inotify_watches", b->inotify_watches },
+    { "max_fanotify_groups", b->fanotify_groups },     { "max_fanotify_marks", b->fanotify_marks },
+    { "max_user_namespaces", b->namespaces },          { "max_mnt_namespaces", b->namespaces },
+    { "max_pid_namespaces", b->namespaces },           { "max_net_namespaces", b->namespaces },
+    { "max_ipc_namespaces", b->namespaces },           { "max_uts_namespaces", b->namespaces },
+    { "max_cgroup_namespaces", b->namespaces },        { "max_time_namespaces", b->namespaces },
+  };
+  char path[64], val[24];
+  for (size_t i = 0; i < sizeof w / sizeof *w; i++) {
+    snprintf(path, sizeof path, "/proc/sys/user/%s", w[i].name);
+    snprintf(val, sizeof val, "%llu\n", (unsigned long long) w[i].v);
+    /* A kernel without the count (fanotify before 5.13, time before 5.6) has nothing to bound. */
+    if (write_file(path, val, err) < 0 && err->errnum != ENOENT)
+      return sbx_error_prefix(err, "kernel budgets");
+  }
+  *err = (sbx_error_t){ 0 };
+  return 0;
+}
+
+static _Noreturn void net_helper(pid_t pid, int pidfd, int sync_fd, const struct sbx_budgets *budgets)
 {
   sbx_error_t err = { 0 };
   int fd = -1;
@@ -564,6 +598,9 @@ static _Noreturn void net_helper(pid_t pid, int pidfd, int sync_fd)
   }
   if (netlink_loopback_up(&err) < 0)
     goto out;
+  /* Before MSG_NETNS: the code starts only after the child has it, so never without its budgets. */
+  if (write_userns_budgets(budgets, &err) < 0)
+    goto out;
   if ((fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC)) < 0)
     sbx_error_errno(&err, "network namespace: open /proc/thread-self/ns/net");
 out:;
@@ -583,11 +620,13 @@ static void reap_net_helper(struct sbx_sandbox *s, bool kill_it)
   s->net_pid = 0;
 }
 
-static int write_id_maps(pid_t pid, const struct sbx_policy *p, bool host_root, sbx_error_t *err)
+/* host_id: the sandbox's own host uid and gid (root), or 0: the invoking user's. */
+static int write_id_maps(pid_t pid, const struct sbx_policy *p, unsigned host_id, sbx_error_t *err)
 {
   char path[64], map[64];
-  unsigned host_uid = host_root ? p->host_uid : (unsigned) geteuid();
-  unsigned host_gid = host_root ? p->host_gid : (unsigned) getegid();
+  bool host_root = host_id != 0;
+  unsigned host_uid = host_root ? host_id : (unsigned) geteuid();
+  unsigned host_gid = host_root ? host_id : (unsigned) getegid();
   /* An unprivileged writer may map only its own ids, and must deny setgroups before writing
    * gid_map (user_namespaces(7)), so the sandbox cannot drop a group used to deny it access. */
   if (!host_root) {
@@ -652,7 +691,7 @@ static int get_bpf(const struct sbx_policy *p, const struct sbx_bpf **ret, sbx_e
 
 /* clone3 with CLONE_INTO_CGROUP puts the child in its cgroup atomically (Linux 5.7); without it
  * the parent moves the child before letting it run (*ret_in_cgroup = false). */
-static pid_t clone_sandbox(int cgroup_fd, int *ret_pidfd, bool *ret_in_cgroup)
+static pid_t clone_namespaces(int cgroup_fd, int *ret_pidfd, bool *ret_in_cgroup)
 {
   struct clone_args ca = {
     .flags = NS_FLAGS | CLONE_PIDFD | (cgroup_fd >= 0 ? CLONE_INTO_CGROUP : 0),
@@ -670,6 +709,40 @@ static pid_t clone_sandbox(int cgroup_fd, int *ret_pidfd, bool *ret_in_cgroup)
   }
   if (pid < 0 && errno == ENOSYS)
     pid = (pid_t) syscall(SYS_clone, NS_FLAGS | CLONE_PIDFD | SIGCHLD, NULL, ret_pidfd, NULL, 0);
+  return pid;
+}
+
+/* A user namespace is owned by its creator's euid, and whatever is counted per user inside it
+ * (inotify instances, pending signals, message queue bytes, namespaces: kernel/ucount.c) is also
+ * counted for the owner in the parent namespace. Created by root, every sandbox would spend
+ * root's budgets; so as root the sandbox's host id creates it (owner != 0). Only this thread's
+ * credentials change (raw syscalls; glibc's setresuid would change every thread's), and only
+ * for the clone: SECBIT_NO_SETUID_FIXUP keeps our capabilities (CLONE_INTO_CGROUP's write check,
+ * hosts that allow user namespaces only to CAP_SYS_ADMIN), and fsuid 0 lets the child open host
+ * paths as root, as before. The child starts with a fresh set in the new namespace: all
+ * capabilities there, default securebits (user_namespaces(7)). */
+static pid_t clone_sandbox(int cgroup_fd, unsigned owner, int *ret_pidfd, bool *ret_in_cgroup)
+{
+  if (owner == 0)
+    return clone_namespaces(cgroup_fd, ret_pidfd, ret_in_cgroup);
+  int secbits = prctl(PR_GET_SECUREBITS);
+  if (secbits < 0 || prctl(PR_SET_SECUREBITS, secbits | SECBIT_NO_SETUID_FIXUP) < 0)
+    return -1;
+  if (syscall(SYS_setresuid, -1, owner, -1) < 0) {
+    int e = errno;
+    prctl(PR_SET_SECUREBITS, secbits);
+    errno = e;
+    return -1;
+  }
+  syscall(SYS_setfsuid, 0); /* allowed: our real uid is 0 */
+  pid_t pid = clone_namespaces(cgroup_fd, ret_pidfd, ret_in_cgroup);
+  if (pid == 0)
+    return 0; /* the child: its credentials are its own now */
+  int e = errno;
+  /* Back to euid and fsuid 0. Cannot fail: the real and saved uids are 0. */
+  syscall(SYS_setresuid, -1, 0, -1);
+  prctl(PR_SET_SECUREBITS, secbits);
+  errno = e;
   return pid;
 }
 
@@ -750,6 +823,13 @@ int sandbox_spawn_start(const struct sbx_spec *spec, struct sbx_sandbox **ret, s
   if (!envp)
     return sbx_error_set(err, ENOMEM, "sandbox: environment");
 
+  /* As root: the sandbox's own host uid/gid, held until sandbox_free() has torn it all down. */
+  bool host_root = geteuid() == 0;
+  unsigned host_id = 0;
+  _cleanup_close_ int id_lock = -1;
+  if (host_root && hostid_acquire(p->host_id_start, p->host_id_count, &host_id, &id_lock, err) < 0)
+    return -1;
+
   struct sbx_cgroup *cg = NULL;
   bool cg_later;
   if (make_cgroup(spec, &cg, &cg_later, err) < 0)
@@ -767,12 +847,12 @@ int sandbox_spawn_start(const struct sbx_spec *spec, struct sbx_sandbox **ret, s
     .bpf = bpf,
     .envp = envp,
     .sync_fd = child_fd,
-    .host_root = geteuid() == 0,
+    .host_root = host_root,
     .degraded = cg == NULL && !cg_later,
   };
   int pidfd = -1;
   bool in_cgroup;
-  pid_t pid = clone_sandbox(cgroup_clone_fd(cg), &pidfd, &in_cgroup);
+  pid_t pid = clone_sandbox(cgroup_clone_fd(cg), host_id, &pidfd, &in_cgroup);
   a.attach_later = cg_later;
   a.moved = !in_cgroup && cg;
   if (pid < 0) {
@@ -792,7 +872,7 @@ int sandbox_spawn_start(const struct sbx_spec *spec, struct sbx_sandbox **ret, s
 
   /* Maps must be written before the child calls setresuid/setgroups. */
   pid_t helper = -1;
-  if (write_id_maps(pid, p, a.host_root, err) < 0) {
+  if (write_id_maps(pid, p, host_id, err) < 0) {
     sbx_error_prefix(err, "write uid/gid maps (see sandboxd doctor)");
     goto fail;
   }
@@ -807,7 +887,7 @@ int sandbox_spawn_start(const struct sbx_spec *spec, struct sbx_sandbox **ret, s
     goto fail;
   }
   if (helper == 0)
-    net_helper(pid, pidfd, parent_fd);
+    net_helper(pid, pidfd, parent_fd, &p->budgets);
 
   /* While the child sets up its mounts: create its cgroup (v1), and hand it the files to move
    * itself in through. */
@@ -836,7 +916,7 @@ int sandbox_spawn_start(const struct sbx_spec *spec, struct sbx_sandbox **ret, s
   }
   *s = (struct sbx_sandbox){ .pid = pid, .pidfd = pidfd, .net_pid = helper, .sync_fd = TAKE_FD(parent_fd),
                              .start_ns = start, .code_status = -1, .cgroup = cg,
-                             .memory_limit = spec->limits.memory_bytes };
+                             .memory_limit = spec->limits.memory_bytes, .host_id_lock = TAKE_FD(id_lock) };
   s->deadline_ns = start + spec->limits.timeout_ms * 1000000ULL;
   *ret = s;
   return 0;
@@ -1093,6 +1173,10 @@ void sandbox_free(struct sbx_sandbox *s)
   if (s->sync_fd >= 0)
     close(s->sync_fd);
   cgroup_destroy(s->cgroup);
+  /* Last: every process of the sandbox is gone (pid 1 reaped: the kernel waits for the rest of
+   * its pid namespace first), so the host id may go to the next sandbox. */
+  if (s->host_id_lock >= 0)
+    close(s->host_id_lock);
   free(s);
 }
 

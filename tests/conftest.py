@@ -19,7 +19,8 @@ def pytest_configure(config):
 
 def pytest_report_header(config):
     return [f"sandboxd: {sbx.SANDBOXD}", f"rootfs: {sbx.ROOTFS}", f"work: {sbx.WORK}",
-            f"running as uid {os.getuid()} (sandbox uid 1000 -> host uid {sbx.HOST_UID}), CI={sbx.CI}"]
+            f"running as uid {os.getuid()} (sandbox uid 1000 -> host uid "
+            f"{'one of host_id_range %d %d' % sbx.host_id_range() if sbx.IS_ROOT else os.getuid()}), CI={sbx.CI}"]
 
 
 _INTEGRATION = os.path.join(os.path.dirname(os.path.abspath(__file__)), "integration")

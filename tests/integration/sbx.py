@@ -56,9 +56,22 @@ def _work_dir():
 
 WORK = _work_dir()
 IS_ROOT = os.geteuid() == 0
-# What the sandbox's uid 1000 / gid 1000 are outside (default.policy: host_uid/host_gid as root).
-HOST_UID = 65534 if IS_ROOT else os.getuid()
-HOST_GID = 65534 if IS_ROOT else os.getgid()
+
+
+def host_id_range(policy_file="default.policy"):
+    """(start, count) of a shipped policy's host_id_range."""
+    with open(os.path.join(POLICY_SRC, policy_file)) as f:
+        m = re.search(r"(?m)^host_id_range\s+(\d+)\s+(\d+)", f.read())
+    return int(m.group(1)), int(m.group(2))
+
+
+def is_host_id(uid, gid):
+    """Whether host (uid, gid) is what the sandbox's uid 1000 / gid 1000 may be outside: as root
+    one id of the policy's host_id_range (the same for uid and gid), else the invoking user's."""
+    if not IS_ROOT:
+        return (uid, gid) == (os.getuid(), os.getgid())
+    start, count = host_id_range()
+    return uid == gid and start <= uid < start + count
 
 MiB = 1 << 20
 GiB = 1 << 30

@@ -16,7 +16,9 @@ static const char base[] =
   "cpus 1\nmax_cpus 2\ntmp_size 64M\nmax_tmp_size 1G\nworkspace_size 128M\nmax_workspace_size 2G\n"
   "shm_size 64M\nmax_shm_size 1G\nnofile 1024\nmax_nofile 65536\nfsize 128M\nmax_fsize 2G\n"
   "output_limit 1M\nmax_output_limit 64M\n"
-  "uid 1000\ngid 1000\nhost_uid 65534\nhost_gid 65534\nhostname sandbox\n"
+  "uid 1000\ngid 1000\nhost_id_range 1879048192 65536\nhostname sandbox\n"
+  "inotify_instances 16\ninotify_watches 8192\nfanotify_groups 0\nfanotify_marks 0\nnamespaces 2\n"
+  "sigpending 1024\nmsgqueue 128K\n"
   "no_new_privs yes\ndrop_capabilities yes\nreadonly_root yes\nmask_proc yes\ncgroup required\n"
   "env PATH=/usr/bin\nproxy_servers *\n"
   "seccomp_default errno ENOSYS\nseccomp_badarch kill\n"
@@ -102,7 +104,9 @@ static void test_valid(void)
   CHECK(p->limits.memory_bytes == 512ULL << 20);
   CHECK(p->max.memory_bytes == 4ULL << 30);
   CHECK(p->limits.cpus_milli == 1000);
-  CHECK(p->uid == 1000 && p->host_uid == 65534);
+  CHECK(p->uid == 1000 && p->host_id_start == 1879048192 && p->host_id_count == 65536);
+  CHECK(p->budgets.inotify_instances == 16 && p->budgets.inotify_watches == 8192 && p->budgets.fanotify_groups == 0);
+  CHECK(p->budgets.namespaces == 2 && p->budgets.sigpending == 1024 && p->budgets.msgqueue_bytes == 128 << 10);
   CHECK(p->n_rules == 2);
   CHECK(p->n_env == 1);
   CHECK(p->default_action == SBX_ACT_ERRNO && p->default_errno == 38);
@@ -114,7 +118,7 @@ static void test_valid(void)
 static void test_errors(void)
 {
   /* Each error names file:line. */
-  CHECK(fails_with("bogus_key 1\n", "t.policy:40: unknown key `bogus_key`"));
+  CHECK(fails_with("bogus_key 1\n", "t.policy:46: unknown key `bogus_key`"));
   CHECK(fails_with("timeout 10s\n", "`timeout` is defined twice"));
   CHECK(fails_with("env PATH=/x\n", "`env PATH` is defined twice"));
   CHECK(fails_with("allow read\n", "`read` already has a rule"));
@@ -155,7 +159,25 @@ static void test_errors(void)
   CHECK(replaced_fails_with("no_new_privs yes", "no_new_privs maybe", "expected yes or no"));
   CHECK(replaced_fails_with("timeout 30s", "timeout 0", "bad duration"));
   CHECK(replaced_fails_with("cgroup required", "cgroup maybe", "expected required or fallback-rlimit"));
-  CHECK(replaced_fails_with("host_uid 65534", "host_uid 0", "must not be root on the host"));
+  /* The host id range never holds root, nor (uid_t) -1. */
+  CHECK(replaced_fails_with("host_id_range 1879048192 65536", "host_id_range 0 10", "1 <= START"));
+  CHECK(replaced_fails_with("host_id_range 1879048192 65536", "host_id_range 4294967290 6", "<= 4294967295"));
+  CHECK(replaced_fails_with("host_id_range 1879048192 65536", "host_id_range 100000 0", "1 <= START"));
+  CHECK(replaced_fails_with("host_id_range 1879048192 65536", "host_id_range 100000", "takes START COUNT"));
+  CHECK(fails_with("host_id_range 1 1\n", "`host_id_range` is defined twice"));
+  CHECK(replaced_fails_with("host_id_range 1879048192 65536", "# no range", "missing key `host_id_range`"));
+  /* Budgets: 0 is a budget (none); INT_MAX is the most a kernel count holds. */
+  CHECK(replaced_fails_with("inotify_instances 16", "inotify_instances 2147483648", "bad count"));
+  CHECK(replaced_fails_with("sigpending 1024", "sigpending lots", "bad count"));
+  CHECK(replaced_fails_with("namespaces 2", "namespaces 1", "at least 2"));
+  CHECK(replaced_fails_with("msgqueue 128K", "msgqueue 1Q", "bad size"));
+  CHECK(replaced_fails_with("fanotify_marks 0", "fanotify_groups 1", "defined twice"));
+  {
+    sbx_error_t e;
+    struct sbx_policy *q = parse_replaced("inotify_instances 16", "inotify_instances 0", &e);
+    CHECK(q && q->budgets.inotify_instances == 0);
+    policy_free(q);
+  }
   CHECK(replaced_fails_with("proxy_servers *", "proxy_servers * memory", "stand alone"));
   CHECK(replaced_fails_with("proxy_servers *", "proxy_servers a/b", "not a server name"));
   {
@@ -212,7 +234,7 @@ static void test_conditions(void)
   CHECK(p != NULL);
   if (p) {
     CHECK(seccomp_validate(p, &err) < 0 && strstr(err.msg, "unknown syscall `not_a_syscall`") &&
-          strstr(err.msg, "t.policy:41"));
+          strstr(err.msg, "t.policy:47"));
     policy_free(p);
   }
 }
@@ -226,6 +248,12 @@ static void test_roundtrip(void)
   if (!p)
     return;
   char *text = policy_format(p);
+  /* Every budget is listed, with what enforces it. */
+  CHECK(strstr(text, "\nhost_id_range      1879048192 65536   # ") != NULL);
+  CHECK(strstr(text, "\ninotify_instances  16   # user.max_inotify_instances") != NULL);
+  CHECK(strstr(text, "\nnamespaces         2   # user.max_") != NULL);
+  CHECK(strstr(text, "\nsigpending         1024   # RLIMIT_SIGPENDING") != NULL);
+  CHECK(strstr(text, "\nmsgqueue           128K   # RLIMIT_MSGQUEUE") != NULL);
   struct sbx_policy *q = NULL;
   CHECK(policy_parse_string(text, "show", ".", &q, &err) == 0);
   if (q) {
