@@ -86,7 +86,7 @@ def policy_keys():
 def test_every_policy_key_is_documented():
     documented = documented_items("man/sandboxd.policy.5", "Ic")
     # Scalar keys from the parser's table, and the directives it handles by name.
-    extra = ["env", "proc_mask", "proc_readonly", "seccomp_default", "seccomp_badarch"]
+    extra = ["env", "proc_mask", "proc_readonly", "seccomp_default", "seccomp_badarch", "host_id_range"]
     missing = [k for k in policy_keys() + extra if k not in documented]
     assert not missing, f"keys not documented as `.It Ic KEY` in sandboxd.policy.5: {missing}"
     page = read("man/sandboxd.policy.5")
