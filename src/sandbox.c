@@ -725,7 +725,7 @@ static pid_t clone_sandbox(int cgroup_fd, unsigned owner, int *ret_pidfd, bool *
 {
   if (owner == 0)
     return clone_namespaces(cgroup_fd, ret_pidfd, ret_in_cgroup);
-  int secbits = prctl(PR_GET_SECUREBITS);
+  int secbits = prctl(PR_GET_SECUREBITS), dumpable = prctl(PR_GET_DUMPABLE);
   if (secbits < 0 || prctl(PR_SET_SECUREBITS, secbits | SECBIT_NO_SETUID_FIXUP) < 0)
     return -1;
   if (syscall(SYS_setresuid, -1, owner, -1) < 0) {
@@ -742,6 +742,9 @@ static pid_t clone_sandbox(int cgroup_fd, unsigned owner, int *ret_pidfd, bool *
   /* Back to euid and fsuid 0. Cannot fail: the real and saved uids are 0. */
   syscall(SYS_setresuid, -1, 0, -1);
   prctl(PR_SET_SECUREBITS, secbits);
+  /* An euid change made us non-dumpable (fs.suid_dumpable); be what we were. */
+  if (dumpable > 0)
+    prctl(PR_SET_DUMPABLE, dumpable);
   errno = e;
   return pid;
 }

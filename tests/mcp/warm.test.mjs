@@ -43,7 +43,7 @@ async function waitPool(pid, n, ms = 10000) {
 // Facts about the sandbox as the code sees them, normalised where two sandboxes always differ
 // (mount ids, anonymous device numbers, pipe inodes, the pid namespace).
 const PROBE = String.raw`
-import json, os, resource, socket, sys
+import json, os, re, resource, socket, sys
 st = {}
 for line in open("/proc/self/status"):
     k, _, v = line.partition(":")
@@ -53,7 +53,8 @@ mounts = []
 for line in open("/proc/self/mountinfo"):
     f = line.split()
     sep = f.index("-")
-    mounts.append([f[3], f[4], f[5]] + f[sep + 1:])
+    # tmpfs options name the host uid/gid, which as root is each sandbox's own (host_id_range).
+    mounts.append([f[3], f[4], f[5]] + [re.sub(r"\b(uid|gid)=\d+", r"\1=HOST", x) for x in f[sep + 1:]])
 fds = {}
 for fd in sorted(os.listdir("/proc/self/fd"), key=int):
     try:
