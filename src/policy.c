@@ -125,6 +125,7 @@ static const struct key_def keys[] = {
   { "namespaces", K_BUDGET, BUDGET(namespaces) },
   { "sigpending", K_BUDGET, BUDGET(sigpending) },
   { "msgqueue", K_SIZE, BUDGET(msgqueue_bytes) },
+  { "memlock", K_SIZE, BUDGET(memlock_bytes) },
   { "hostname", K_WORD, FIELD(hostname) },
   { "no_new_privs", K_BOOL, FIELD(no_new_privs) },
   { "drop_capabilities", K_BOOL, FIELD(drop_capabilities) },
@@ -898,6 +899,7 @@ static void fmt_budgets(strbuf_t *sb, const struct sbx_budgets *b, bool comments
     strbuf_printf(sb, "%-18s %llu%s%s\n", rows[i].key, (unsigned long long) rows[i].v, comments ? "   # " : "",
                   comments ? rows[i].what : "");
   fmt_size_comment(sb, "msgqueue", b->msgqueue_bytes, comments ? "RLIMIT_MSGQUEUE: POSIX message queue bytes" : NULL);
+  fmt_size_comment(sb, "memlock", b->memlock_bytes, comments ? "RLIMIT_MEMLOCK: locked memory, SHM_LOCK" : NULL);
 }
 
 static void fmt_action(strbuf_t *sb, enum sbx_action a, int e)

@@ -67,6 +67,7 @@ struct sbx_budgets {
   uint64_t namespaces;        /* user.max_*_namespaces, each kind, counting the sandbox's own */
   uint64_t sigpending;        /* RLIMIT_SIGPENDING (soft and hard) of every sandbox process */
   uint64_t msgqueue_bytes;    /* RLIMIT_MSGQUEUE (soft and hard) */
+  uint64_t memlock_bytes;     /* RLIMIT_MEMLOCK (soft and hard): shmctl(SHM_LOCK) counts per user */
 };
 
 /* Setup holds two cgroup namespaces of the sandbox uid for a moment (clone's, and the one it

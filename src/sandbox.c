@@ -184,16 +184,28 @@ static int set_rlimit(int res, uint64_t v, const char *name, sbx_error_t *err)
   return 0;
 }
 
+/* A budget is a ceiling: where the caller's own hard limit is lower (an unprivileged user's
+ * RLIMIT_MEMLOCK is often 64K), that one stays, since raising it would need CAP_SYS_RESOURCE. */
+static int set_budget_rlimit(int res, uint64_t v, const char *name, sbx_error_t *err)
+{
+  struct rlimit rl;
+  if (getrlimit(res, &rl) == 0 && rl.rlim_max != RLIM_INFINITY && rl.rlim_max < v)
+    v = rl.rlim_max;
+  return set_rlimit(res, v, name, err);
+}
+
 static int set_rlimits(const struct sbx_limits *l, const struct sbx_budgets *b, bool degraded, sbx_error_t *err)
 {
-  /* Pending signals (and POSIX timers, which hold one each) and message queue bytes are counted
-   * per user in the sandbox's user namespace and again for its owner outside (kernel/ucount.c);
-   * these limits bound the sandbox's count, and the code cannot raise a hard limit. */
+  /* Pending signals (and POSIX timers, which hold one each), message queue bytes and SHM_LOCKed
+   * bytes are counted per user in the sandbox's user namespace and again for its owner outside
+   * (kernel/ucount.c); these limits bound the sandbox's count, and the code cannot raise a hard
+   * limit. */
   if (set_rlimit(RLIMIT_CORE, 0, "core", err) < 0 ||
       set_rlimit(RLIMIT_NOFILE, l->nofile, "nofile", err) < 0 ||
       set_rlimit(RLIMIT_FSIZE, l->fsize_bytes, "fsize", err) < 0 ||
-      set_rlimit(RLIMIT_SIGPENDING, b->sigpending, "sigpending", err) < 0 ||
-      set_rlimit(RLIMIT_MSGQUEUE, b->msgqueue_bytes, "msgqueue", err) < 0)
+      set_budget_rlimit(RLIMIT_SIGPENDING, b->sigpending, "sigpending", err) < 0 ||
+      set_budget_rlimit(RLIMIT_MSGQUEUE, b->msgqueue_bytes, "msgqueue", err) < 0 ||
+      set_budget_rlimit(RLIMIT_MEMLOCK, b->memlock_bytes, "memlock", err) < 0)
     return -1;
   /* Without a cgroup: address space per process, and processes of the sandbox uid (counted per
    * user namespace since Linux 5.14, so only the sandbox's own), and CPU seconds: a backstop one

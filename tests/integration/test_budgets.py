@@ -1,6 +1,6 @@
 """Kernel budgets: what the kernel counts per user or per user namespace, outside any cgroup
-(inotify instances and watches, pending signals, POSIX message queue bytes, namespaces, pipe
-buffers), is bounded per sandbox by the policy, so code that exhausts a budget from inside leaves
+(inotify instances and watches, pending signals, POSIX message queue bytes, SHM_LOCKed bytes,
+namespaces, pipe buffers), is bounded per sandbox by the policy, so code that exhausts a budget from inside leaves
 the host user's intact: root's when sandboxd runs as root, the invoking user's otherwise.
 
 Each test starts a sandbox whose code takes all it can of one budget, reports, and holds it until
@@ -133,12 +133,13 @@ def test_userns_budgets_inside_are_the_policys(tag):
                  "d = {f: int(open('/proc/sys/user/' + f).read()) for f in os.listdir('/proc/sys/user')}\n"
                  "d['sigpending'] = resource.getrlimit(resource.RLIMIT_SIGPENDING)\n"
                  "d['msgqueue'] = resource.getrlimit(resource.RLIMIT_MSGQUEUE)\n"
+                 "d['memlock'] = resource.getrlimit(resource.RLIMIT_MEMLOCK)\n"
                  "print(json.dumps(d))", policy=policy)
     assert r.rc == 0, r.describe()
     d = r.json()
     unbounded = sorted(f for f, v in d.items() if f in USERNS_FILES and v >= 2 ** 31 - 1)
     assert not unbounded, f"unbounded inside the sandbox: {unbounded}"
-    want = {k: budget(k) for k in set(USERNS_FILES.values()) | {"sigpending", "msgqueue"}}
+    want = {k: budget(k) for k in set(USERNS_FILES.values()) | {"sigpending", "msgqueue", "memlock"}}
     if tag == "changed":
         want["inotify_instances"] = 7
     for f, key in USERNS_FILES.items():
@@ -146,6 +147,7 @@ def test_userns_budgets_inside_are_the_policys(tag):
             assert d.get(f) == want[key], f"{f} inside is {d.get(f)}, policy `{key}` is {want[key]}"
     assert d["sigpending"] == [want["sigpending"]] * 2, d
     assert d["msgqueue"] == [want["msgqueue"]] * 2, d
+    assert d["memlock"] == [want["memlock"]] * 2, d
 
 
 # ---------------------------------------------------------------- each budget held
@@ -255,6 +257,30 @@ held(n=len(qs), error=e)
     assert got is None, f"host mq_open failed with {got} while the sandbox held {h.facts['n']} queues"
     assert h.facts["error"] == "EMFILE", h.facts
     assert h.facts["n"] * 81920 <= budget("msgqueue"), h.facts
+
+
+def test_shm_locked_bytes_held_inside_host_still_locks_a_segment():
+    """shmctl(SHM_LOCK) is counted per user against RLIMIT_MEMLOCK (kernel's user_shm_lock).
+    Host root has CAP_IPC_LOCK and never fails; there the sandbox's own bound shows the budget."""
+    src = r'''
+n, e = 0, None
+while n < 100000:
+    i = libc.shmget(0, 65536, 0o1000 | 0o600)
+    if i < 0 or libc.shmctl(i, 11, None) != 0:
+        e = err()
+        break
+    n += 1
+held(n=n, error=e)
+'''
+    with holding(src) as h:
+        i = libc.shmget(0, 65536, 0o1000 | 0o600)
+        assert i >= 0, host_errno()
+        rc = libc.shmctl(i, 11, None)  # SHM_LOCK
+        got = host_errno() if rc != 0 else None
+        libc.shmctl(i, 0, None)  # IPC_RMID
+    assert got is None, f"host shmctl(SHM_LOCK) failed with {got} while the sandbox held {h.facts['n']} locked segments"
+    assert h.facts["error"] == "ENOMEM", h.facts
+    assert h.facts["n"] * 65536 <= budget("memlock"), h.facts
 
 
 # ---------------------------------------------------------------- root: a host id per sandbox

@@ -18,7 +18,7 @@ static const char base[] =
   "output_limit 1M\nmax_output_limit 64M\n"
   "uid 1000\ngid 1000\nhost_id_range 1879048192 65536\nhostname sandbox\n"
   "inotify_instances 16\ninotify_watches 8192\nfanotify_groups 0\nfanotify_marks 0\nnamespaces 2\n"
-  "sigpending 1024\nmsgqueue 128K\n"
+  "sigpending 1024\nmsgqueue 128K\nmemlock 1M\n"
   "no_new_privs yes\ndrop_capabilities yes\nreadonly_root yes\nmask_proc yes\ncgroup required\n"
   "env PATH=/usr/bin\nproxy_servers *\n"
   "seccomp_default errno ENOSYS\nseccomp_badarch kill\n"
@@ -106,7 +106,8 @@ static void test_valid(void)
   CHECK(p->limits.cpus_milli == 1000);
   CHECK(p->uid == 1000 && p->host_id_start == 1879048192 && p->host_id_count == 65536);
   CHECK(p->budgets.inotify_instances == 16 && p->budgets.inotify_watches == 8192 && p->budgets.fanotify_groups == 0);
-  CHECK(p->budgets.namespaces == 2 && p->budgets.sigpending == 1024 && p->budgets.msgqueue_bytes == 128 << 10);
+  CHECK(p->budgets.namespaces == 2 && p->budgets.sigpending == 1024 && p->budgets.msgqueue_bytes == 128 << 10 &&
+        p->budgets.memlock_bytes == 1 << 20);
   CHECK(p->n_rules == 2);
   CHECK(p->n_env == 1);
   CHECK(p->default_action == SBX_ACT_ERRNO && p->default_errno == 38);
@@ -118,7 +119,7 @@ static void test_valid(void)
 static void test_errors(void)
 {
   /* Each error names file:line. */
-  CHECK(fails_with("bogus_key 1\n", "t.policy:46: unknown key `bogus_key`"));
+  CHECK(fails_with("bogus_key 1\n", "t.policy:47: unknown key `bogus_key`"));
   CHECK(fails_with("timeout 10s\n", "`timeout` is defined twice"));
   CHECK(fails_with("env PATH=/x\n", "`env PATH` is defined twice"));
   CHECK(fails_with("allow read\n", "`read` already has a rule"));
@@ -234,7 +235,7 @@ static void test_conditions(void)
   CHECK(p != NULL);
   if (p) {
     CHECK(seccomp_validate(p, &err) < 0 && strstr(err.msg, "unknown syscall `not_a_syscall`") &&
-          strstr(err.msg, "t.policy:47"));
+          strstr(err.msg, "t.policy:48"));
     policy_free(p);
   }
 }
@@ -254,6 +255,7 @@ static void test_roundtrip(void)
   CHECK(strstr(text, "\nnamespaces         2   # user.max_") != NULL);
   CHECK(strstr(text, "\nsigpending         1024   # RLIMIT_SIGPENDING") != NULL);
   CHECK(strstr(text, "\nmsgqueue           128K   # RLIMIT_MSGQUEUE") != NULL);
+  CHECK(strstr(text, "\nmemlock            1M   # RLIMIT_MEMLOCK") != NULL);
   struct sbx_policy *q = NULL;
   CHECK(policy_parse_string(text, "show", ".", &q, &err) == 0);
   if (q) {
