@@ -557,8 +557,8 @@ static _Noreturn void sandbox_child(const struct child_args *a)
  * is on its way, instead of by clone: creating one is ~0.3 ms of kernel work (setup_net, most of
  * clone's cost), which then runs beside the child's mount setup rather than before it. The helper
  * joins the sandbox's user namespace first, so the new network namespace belongs to it (the
- * sandbox may configure its own loopback and nothing else), brings loopback up, and passes the
- * namespace to the child over the sync socket. It runs only sandboxd's code and exits. */
+ * sandbox may configure its own loopback and nothing else), brings loopback up, writes the user
+ * namespace's budgets, and passes the namespace to the child over the sync socket. It runs only sandboxd's code and exits. */
 /* The per-user-namespace budgets (policy: inotify_instances ... namespaces). A new user namespace
  * starts with INT_MAX for each; what is charged in it is charged to its owner outside as well.
  * Written from inside, where joining gave us CAP_SYS_RESOURCE, which writing needs: /proc/sys/user
