@@ -31,17 +31,35 @@ static int open_lock_dir(sbx_error_t *err)
   return lock_dir_fd;
 }
 
-int hostid_acquire(unsigned start, unsigned count, unsigned *ret_id, int *ret_lock_fd, sbx_error_t *err)
+/* Each sandbox its own open file description: OFD locks of one description never conflict with
+ * each other, so a shared one would hand the same id to two sandboxes of this process. */
+static int open_lock_file(sbx_error_t *err)
 {
   int dfd = open_lock_dir(err);
   if (dfd < 0)
     return -1;
-  /* Each sandbox its own open file description: OFD locks of one description never conflict
-   * with each other, so a shared one would hand the same id to two sandboxes of this process. */
-  _cleanup_close_ int fd = openat(dfd, HOSTID_LOCK_NAME, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-  struct stat st;
-  if (fd < 0 || fstat(fd, &st) < 0)
+  int fd = openat(dfd, HOSTID_LOCK_NAME, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0 && errno == ENOENT) {
+    /* The directory was removed under a long-running sandboxd (`sandboxd mcp`): make it again. */
+    close(lock_dir_fd);
+    lock_dir_fd = -1;
+    if ((dfd = open_lock_dir(err)) < 0)
+      return -1;
+    fd = openat(dfd, HOSTID_LOCK_NAME, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  }
+  if (fd < 0)
     return sbx_error_errno(err, "host ids: open `%s/%s`", HOSTID_LOCK_DIR, HOSTID_LOCK_NAME);
+  return fd;
+}
+
+int hostid_acquire(unsigned start, unsigned count, unsigned *ret_id, int *ret_lock_fd, sbx_error_t *err)
+{
+  _cleanup_close_ int fd = open_lock_file(err);
+  if (fd < 0)
+    return -1;
+  struct stat st;
+  if (fstat(fd, &st) < 0)
+    return sbx_error_errno(err, "host ids: stat `%s/%s`", HOSTID_LOCK_DIR, HOSTID_LOCK_NAME);
   if (!S_ISREG(st.st_mode) || st.st_uid != 0)
     return sbx_error_set(err, EPERM, "host ids: `%s/%s` must be a regular file owned by root", HOSTID_LOCK_DIR,
                          HOSTID_LOCK_NAME);

@@ -553,12 +553,6 @@ static _Noreturn void sandbox_child(const struct child_args *a)
 
 /* ------------------------------------------------------------------ the parent */
 
-/* The sandbox's network namespace is made by this helper, forked by the parent once the child
- * is on its way, instead of by clone: creating one is ~0.3 ms of kernel work (setup_net, most of
- * clone's cost), which then runs beside the child's mount setup rather than before it. The helper
- * joins the sandbox's user namespace first, so the new network namespace belongs to it (the
- * sandbox may configure its own loopback and nothing else), brings loopback up, writes the user
- * namespace's budgets, and passes the namespace to the child over the sync socket. It runs only sandboxd's code and exits. */
 /* The per-user-namespace budgets (policy: inotify_instances ... namespaces). A new user namespace
  * starts with INT_MAX for each; what is charged in it is charged to its owner outside as well.
  * Written from inside, where joining gave us CAP_SYS_RESOURCE, which writing needs: /proc/sys/user
@@ -585,6 +579,13 @@ static int write_userns_budgets(const struct sbx_budgets *b, sbx_error_t *err)
   return 0;
 }
 
+/* The sandbox's network namespace is made by this helper, forked by the parent once the child
+ * is on its way, instead of by clone: creating one is ~0.3 ms of kernel work (setup_net, most of
+ * clone's cost), which then runs beside the child's mount setup rather than before it. The helper
+ * joins the sandbox's user namespace first, so the new network namespace belongs to it (the
+ * sandbox may configure its own loopback and nothing else), brings loopback up, writes the user
+ * namespace's budgets, and passes the namespace to the child over the sync socket. It runs only
+ * sandboxd's code and exits. */
 static _Noreturn void net_helper(pid_t pid, int pidfd, int sync_fd, const struct sbx_budgets *budgets)
 {
   sbx_error_t err = { 0 };

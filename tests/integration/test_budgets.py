@@ -386,3 +386,30 @@ def test_host_id_range_exhausted_is_a_setup_error():
     # Released with the first: the next sandbox runs.
     r = sbx.run(("-c", "print('ran')"), policy=policy, want_report=False)
     assert r.rc == 0 and r.stdout.strip() == "ran", r.describe()
+
+
+@pytest.mark.parametrize("how", ["writable-dir", "symlinked-file"])
+def test_lock_file_others_could_plant_is_refused(how):
+    """Who can write /run/sandboxd or replace its lock file could take every host id, or make
+    sandboxd lock what they choose: a directory writable by others, or a lock file that is a
+    symbolic link, is refused (exit 125)."""
+    need_root()
+    d = os.path.dirname(LOCK_FILE)
+    assert sbx.code("pass").rc == 0  # the directory and the file exist
+    mode = os.stat(d).st_mode & 0o7777
+    moved = LOCK_FILE + ".test-moved"
+    try:
+        if how == "writable-dir":
+            os.chmod(d, 0o777)
+        else:
+            os.rename(LOCK_FILE, moved)
+            os.symlink(moved, LOCK_FILE)
+        r = sbx.run(("-c", "print('ran')"), want_report=False)
+    finally:
+        os.chmod(d, mode)
+        if how == "symlinked-file":
+            os.unlink(LOCK_FILE)
+            os.rename(moved, LOCK_FILE)
+    sbx.assert_usage_error(r, how)
+    assert "host ids" in r.stderr, r.describe()
+    assert sbx.code("pass").rc == 0
