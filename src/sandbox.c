@@ -874,6 +874,10 @@ int sandbox_spawn_start(const struct sbx_spec *spec, struct sbx_sandbox **ret, s
   if (pid < 0) {
     int e = errno;
     cgroup_destroy(cg);
+    /* setresuid's EINVAL: sandboxd is "root" in a user namespace (a container) whose map lacks the id. */
+    if (e == EINVAL && host_id)
+      return sbx_error_set(err, e, "host id %u of policy `%s` host_id_range is not mapped where sandboxd runs; "
+                                   "choose a host_id_range inside /proc/self/uid_map and gid_map", host_id, p->name);
     if (e == EPERM || e == ENOSPC || e == EUSERS)
       return sbx_error_set(err, e, "cannot create user namespace (see sandboxd doctor)");
     return sbx_error_set(err, e, "cannot create sandbox namespaces (see sandboxd doctor)");

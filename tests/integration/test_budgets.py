@@ -16,6 +16,7 @@ import re
 import select
 import struct
 import subprocess
+import sys
 import time
 
 import pytest
@@ -413,3 +414,38 @@ def test_lock_file_others_could_plant_is_refused(how):
     sbx.assert_usage_error(r, how)
     assert "host ids" in r.stderr, r.describe()
     assert sbx.code("pass").rc == 0
+
+
+def run_as_root_of_userns(cmd, ids=65536):
+    """cmd as uid 0 of a new user namespace mapping host ids 0..ids-1 (as a rootless container's
+    root sees the world); returns (exit status, stderr)."""
+    r, w = os.pipe()
+    p = subprocess.Popen([sys.executable, "-c", (
+        "import ctypes, os, sys\n"
+        "libc = ctypes.CDLL('libc.so.6', use_errno=True)\n"
+        "assert libc.unshare(0x10000000) == 0, ctypes.get_errno()\n"
+        f"os.write({w}, b'u'); os.close({w})\n"
+        "sys.stdin.read(1)\n"
+        "os.execv(sys.argv[1], sys.argv[1:])\n")] + cmd,
+        stdin=subprocess.PIPE, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, pass_fds=[w])
+    os.close(w)
+    assert os.read(r, 1) == b"u"
+    os.close(r)
+    for f in ("uid_map", "gid_map"):
+        with open(f"/proc/{p.pid}/{f}", "w") as m:
+            m.write(f"0 0 {ids}\n")
+    _, err = p.communicate(b"g", timeout=60)
+    return p.returncode, err.decode("utf-8", "replace")
+
+
+def test_range_outside_a_containers_id_map_is_a_clear_setup_error():
+    """sandboxd as root of a user namespace (a rootless container) can only use ids that namespace
+    maps: the default range is refused with one line that says what to change, and a range inside
+    the map works."""
+    need_root()
+    rc, err = run_as_root_of_userns(sbx.exec_cmd(("-c", "pass")))
+    lines = [l for l in err.splitlines() if l.strip()]
+    assert rc == 125 and len(lines) == 1 and "host_id_range" in lines[0] and "not mapped" in lines[0], err
+    policy = sbx.weak_policy("budgets-in-map", "default.policy", r"host_id_range\s.*", "host_id_range 60000 100")
+    rc, err = run_as_root_of_userns(sbx.exec_cmd(("-c", "pass"), policy=policy))
+    assert rc == 0, err
