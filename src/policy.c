@@ -623,6 +623,9 @@ static int parse_line(struct parser *ps, char *line, const char *dir)
   for (size_t k = 0; k < N_SCALAR_KEYS; k++)
     if (!strcmp(w[0], keys[k].name))
       return parse_scalar(ps, k, w, n, rest);
+  /* Policies written before host_id_range: say what replaced the key, not only that it is gone. */
+  if (strcmp(w[0], "host_uid") == 0 || strcmp(w[0], "host_gid") == 0)
+    return perr(ps, "`%s` was replaced by `host_id_range START COUNT`, one host uid and gid per sandbox (sandboxd.policy(5))", w[0]);
   return perr(ps, "unknown key `%s`", w[0]);
 }
 

@@ -120,6 +120,7 @@ static void test_errors(void)
 {
   /* Each error names file:line. */
   CHECK(fails_with("bogus_key 1\n", "t.policy:47: unknown key `bogus_key`"));
+  CHECK(fails_with("host_uid 65534\n", "`host_uid` was replaced by `host_id_range START COUNT`"));
   CHECK(fails_with("timeout 10s\n", "`timeout` is defined twice"));
   CHECK(fails_with("env PATH=/x\n", "`env PATH` is defined twice"));
   CHECK(fails_with("allow read\n", "`read` already has a rule"));
