@@ -250,6 +250,27 @@ def policy_text(file):
         return f.read()
 
 
+def shipped_policy(name):
+    """A copy of the shipped policy NAME (and its include) in WORK/shipped-NAME/, as the suite runs
+    it: where tests/run gave default.policy `cgroup fallback-rlimit` (no cgroup for this user), the
+    copy says so too, since the cgroup mode is not what these tests judge. Returns its path."""
+    src = os.environ.get("SANDBOXD_SHIPPED_POLICY_DIR") or POLICY_SRC
+    d = os.path.join(WORK, f"shipped-{name}")
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(src, f"{name}.policy")) as f:
+        text = f.read()
+    with open(os.path.join(POLICY_SRC, "default.policy")) as f:
+        no_cgroup = re.search(r"(?m)^cgroup\s+fallback-rlimit\b", f.read())
+    if no_cgroup:
+        text = re.sub(r"(?m)^cgroup\s+required\b", "cgroup           fallback-rlimit", text)
+    for inc in re.findall(r"(?m)^include\s+(\S+)", text):
+        shutil.copyfile(os.path.join(src, inc), os.path.join(d, inc))
+    path = os.path.join(d, f"{name}.policy")
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
 def weak_policy(tag, file, old, new):
     """A copy of the shipped default policy (and its include) in WORK/weak-TAG/ with exactly one
     line changed.

@@ -132,14 +132,16 @@ def check_scratch_mounts(run):
     return v
 
 
-PROC_MASK = ["/proc/kcore", "/proc/keys", "/proc/timer_list", "/proc/sched_debug", "/proc/kallsyms",
-             "/proc/acpi", "/proc/scsi"]
 PROC_RO = ["/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs"]
+
+
+# Host facts the code has no use for: the host kernel's boot line and the id of this boot.
+HOST_FACTS = ["/proc/cmdline", "/proc/sys/kernel/random/boot_id"]
 
 
 def check_proc_masking(run):
     f = run.facts()
-    v = []
+    v = [f"the probe did not look at {p}" for p in HOST_FACTS if p not in f["proc_mask"]]
     for p, e in f["proc_mask"].items():
         if not e.get("exists"):
             continue
@@ -374,6 +376,13 @@ def test_default_policy(check, default_run):
     assert violations == [], "\n".join(violations)
 
 
+@pytest.mark.parametrize("name", ["default", "strict", "ci"])
+def test_shipped_policy_masks_proc(name):
+    """Every shipped policy hides the masked /proc files, /proc/cmdline and boot_id among them."""
+    violations = check_proc_masking(Runner(sbx.shipped_policy(name)))
+    assert violations == [], "\n".join(violations)
+
+
 def test_probe_knows_every_denied_syscall():
     import importlib.util
     spec = importlib.util.spec_from_file_location("sc", os.path.join(sbx.PROBES, "syscalls.py"))
@@ -394,8 +403,9 @@ WEAK = [
      check_capabilities),
     ("readonly_root", "default.policy", r"readonly_root\s+yes\b.*", "readonly_root no", check_readonly_root),
     ("mask_proc", "default.policy", r"mask_proc\s+yes\b.*", "mask_proc no", check_proc_masking),
-    ("proc_mask_shortened", "default.policy", r"proc_mask\s.*", "proc_mask /proc/kcore /proc/sched_debug",
+    ("proc_mask_shortened", "default.policy", r"proc_mask\s+/proc/kcore\s.*", "proc_mask /proc/kcore /proc/sched_debug",
      check_proc_masking),
+    ("proc_mask_host_facts", "default.policy", r"proc_mask\s+/proc/cmdline\s.*", None, check_proc_masking),
     ("proc_readonly_without_sys", "default.policy", r"proc_readonly\s.*",
      "proc_readonly /proc/sysrq-trigger /proc/irq /proc/bus /proc/fs", check_proc_masking),
     ("tiocsti", "syscalls", r"errno EPERM ioctl when arg1 == TIOCSTI\b.*", None, check_tty_ioctls),

@@ -266,7 +266,7 @@ def _():
 
 
 MASK = ["/proc/kcore", "/proc/keys", "/proc/timer_list", "/proc/sched_debug", "/proc/kallsyms",
-        "/proc/acpi", "/proc/scsi"]
+        "/proc/acpi", "/proc/scsi", "/proc/cmdline", "/proc/sys/kernel/random/boot_id"]
 
 
 @fact("proc_mask")
