@@ -20,7 +20,6 @@
 #include "util.h"
 
 #define READ_CHUNK 65536
-#define MAX_SERVERS_ENV 4096
 
 enum outcome { OUT_PENDING, OUT_OK, OUT_TOOL_ERROR, OUT_ERROR, OUT_DENIED, OUT_TIMEOUT, OUT_CANCELLED };
 static const char *const outcome_names[] = {"pending", "ok", "tool_error", "error", "denied", "timeout", "cancelled"};
@@ -45,7 +44,7 @@ struct proxy {
   struct mcp_hosts *hosts;
   char **servers;
   size_t n_servers;
-  char env[MAX_SERVERS_ENV];
+  strbuf_t env; /* SANDBOXD_MCP_SERVERS=a,b: sized from the names */
   uint32_t max_frame;
   uint64_t call_timeout_ms;
   size_t max_calls;
@@ -427,19 +426,25 @@ int proxy_new(struct mcp_hosts *hosts, const char *const *servers, size_t n_serv
   }
   p->fd = -1;
   p->hosts = hosts;
-  size_t off = (size_t) snprintf(p->env, sizeof p->env, "SANDBOXD_MCP_SERVERS=");
+  static const char var[] = "SANDBOXD_MCP_SERVERS=";
+  if (strbuf_append(&p->env, var, sizeof var - 1) < 0) {
+    proxy_free(p);
+    return sbx_error_set(err, ENOMEM, "proxy");
+  }
   for (size_t i = 0; i < n_servers; i++) {
     bool dup = false;
     for (size_t j = 0; j < p->n_servers; j++)
       dup |= strcmp(p->servers[j], servers[i]) == 0;
     if (dup)
       continue;
-    if (!(p->servers[p->n_servers] = strdup(servers[i]))) {
+    /* Names are [A-Za-z0-9_.-] (mcp_config.c), so a comma separates them safely. */
+    if (!(p->servers[p->n_servers] = strdup(servers[i])) ||
+        (p->n_servers && strbuf_append(&p->env, ",", 1) < 0) || strbuf_append(&p->env, servers[i], strlen(servers[i])) < 0) {
+      free(p->servers[p->n_servers]);
+      p->servers[p->n_servers] = NULL;
       proxy_free(p);
       return sbx_error_set(err, ENOMEM, "proxy");
     }
-    /* Names are [A-Za-z0-9_.-] (mcp_config.c), so a comma separates them safely. */
-    off += (size_t) snprintf(p->env + off, sizeof p->env - off, "%s%s", p->n_servers ? "," : "", servers[i]);
     p->n_servers++;
   }
   p->max_frame = lim && lim->max_frame ? lim->max_frame : BRIDGE_DEFAULT_MAX_FRAME;
@@ -493,6 +498,7 @@ void proxy_free(struct proxy *p)
   free(p->records);
   bridge_reader_free(&p->reader);
   strbuf_free(&p->outq);
+  strbuf_free(&p->env);
   if (p->fd >= 0)
     close(p->fd);
   free(p);
@@ -505,7 +511,7 @@ void proxy_on_progress(struct proxy *p, void (*fn)(void *, const char *, const c
 }
 
 int proxy_fd(const struct proxy *p) { return p->fd; }
-const char *proxy_env(const struct proxy *p) { return p->env; }
+const char *proxy_env(const struct proxy *p) { return p->env.data; }
 
 short proxy_events(const struct proxy *p)
 {

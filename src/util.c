@@ -122,6 +122,65 @@ const char *format_size(uint64_t bytes, char *buf, size_t len)
   return buf;
 }
 
+/* Format at buf + off (off < size). On failure buf is cut back to its first off bytes. */
+static int vbufprintf_at(char *buf, size_t size, size_t off, sbx_error_t *err, const char *fmt, va_list ap)
+{
+  int n = vsnprintf(buf + off, size - off, fmt, ap);
+  if (n >= 0 && (size_t) n < size - off)
+    return 0;
+  int errnum = n < 0 ? EILSEQ : ENAMETOOLONG;
+  if (err && n < 0)
+    sbx_error_set(err, errnum, "format `%.80s`", fmt);
+  else if (err) /* what fit names what was being built */
+    sbx_error_set(err, errnum, "`%.80s...` is longer than %zu bytes", buf, size - 1);
+  buf[off] = '\0';
+  errno = errnum;
+  return -1;
+}
+
+int bufprintf(char *buf, size_t size, sbx_error_t *err, const char *fmt, ...)
+{
+  if (!size) {
+    sbx_error_set(err, ENAMETOOLONG, "no room to format `%.80s`", fmt);
+    errno = ENAMETOOLONG;
+    return -1;
+  }
+  va_list ap;
+  va_start(ap, fmt);
+  int r = vbufprintf_at(buf, size, 0, err, fmt, ap);
+  va_end(ap);
+  return r;
+}
+
+int bufcatf(char *buf, size_t size, sbx_error_t *err, const char *fmt, ...)
+{
+  size_t off = strnlen(buf, size);
+  if (off == size) { /* not a string */
+    sbx_error_set(err, EINVAL, "append to an unterminated buffer");
+    errno = EINVAL;
+    return -1;
+  }
+  va_list ap;
+  va_start(ap, fmt);
+  int r = vbufprintf_at(buf, size, off, err, fmt, ap);
+  va_end(ap);
+  return r;
+}
+
+void bufprintf_cut(char *buf, size_t size, const char *fmt, ...)
+{
+  if (!size)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(buf, size, fmt, ap);
+  va_end(ap);
+  if (n < 0)
+    buf[0] = '\0';
+  else if ((size_t) n >= size && size > 3)
+    memcpy(buf + size - 4, "...", 4);
+}
+
 int strbuf_append(strbuf_t *sb, const char *s, size_t n)
 {
   if (sb->len + n + 1 > sb->cap) {

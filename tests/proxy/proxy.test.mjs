@@ -3,6 +3,8 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import {
   auditRecords, CONFIG, connect, ENV, execSandboxd, HERE, lastJson, processesWith, run, SANDBOXD, SCRATCH, sleep, text,
 } from './helpers.mjs';
@@ -344,6 +346,41 @@ print((await_sync := runtime.call_tool_sync("project-everything", "echo", {"mess
     });
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stdout, /\('user_everything', 'project-everything'\)\nEcho: p\n/);
+  });
+});
+
+// The most servers a config may have (64), each with the longest name (64 characters), all listed in
+// one call: SANDBOXD_MCP_SERVERS is about 4.2 KiB, and was once built in a fixed 4096-byte buffer.
+describe('the largest server list', () => {
+  const names = Array.from({ length: 64 }, (_, i) => `s${String(i).padStart(2, '0')}`.padEnd(64, 'x'));
+  const many = join(SCRATCH, 'many.json');
+  // Never started: nothing calls them.
+  before(() => writeFileSync(many, JSON.stringify({ mcpServers: Object.fromEntries(names.map((n) => [n, { command: 'true' }])) })));
+  const code = 'import os\nprint(os.environ["SANDBOXD_MCP_SERVERS"] == ",".join(sorted(runtime.discovered_servers())), len(runtime.discovered_servers()))';
+
+  test('sandboxd mcp runs code that lists all 64', async () => {
+    const transport = new StdioClientTransport({ command: SANDBOXD, args: ['mcp', '--config', many], env: ENV, stderr: 'pipe' });
+    let stderr = '';
+    transport.stderr?.on('data', (d) => { stderr += d; });
+    const client = new Client({ name: 'sandboxd-proxy-tests', version: '1.0.0' });
+    await client.connect(transport);
+    try {
+      const r = await run(client, `from mcp import runtime\n${code}`, names);
+      assert.equal(r.structuredContent?.status, 'ok', `${text(r)}\n${stderr}`);
+      assert.equal(r.structuredContent.stdout, 'True 64\n');
+      // The same server again, in a second call: the server is still there.
+      const again = await run(client, 'print(1)', [names[0], names[0]]);
+      assert.equal(again.structuredContent?.stdout, '1\n', stderr);
+    } finally {
+      await client.close();
+    }
+    assert.doesNotMatch(stderr, /overflow|Sanitizer|runtime error/);
+  });
+
+  test('sandboxd exec --config runs with all 64', async () => {
+    const r = await execSandboxd(['--config', many, '-c', `from mcp import runtime\n${code}`]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, 'True 64\n');
   });
 });
 

@@ -1,0 +1,53 @@
+/* Unit tests for the checked bounded string builds (src/util.c bufprintf, bufcatf, bufprintf_cut). */
+#include <errno.h>
+#include <string.h>
+
+#include "check.h"
+#include "util.h"
+
+int main(void)
+{
+  sbx_error_t err = {0};
+  char b[8];
+
+  /* Exactly size - 1 bytes fit; one more is an error, and the buffer holds "" (no cut-off path). */
+  CHECK(bufprintf(b, sizeof b, &err, "%s/%s", "abc", "def") == 0 && strcmp(b, "abc/def") == 0);
+  errno = 0;
+  CHECK(bufprintf(b, sizeof b, &err, "%s/%s", "abc", "defg") < 0 && errno == ENAMETOOLONG && b[0] == '\0');
+  CHECK(err.errnum == ENAMETOOLONG && strstr(err.msg, "`abc/def...` is longer than 7 bytes") && !strchr(err.msg, '\n'));
+  /* err may be NULL; errno still says why. */
+  errno = 0;
+  CHECK(bufprintf(b, sizeof b, NULL, "%d", 123456789) < 0 && errno == ENAMETOOLONG && b[0] == '\0');
+  CHECK(bufprintf(b, 0, &err, "x") < 0 && err.errnum == ENAMETOOLONG);
+  CHECK(bufprintf(b, 1, &err, "%s", "") == 0 && b[0] == '\0');
+
+  /* Appending: the offset never runs past the end, whatever was appended before. */
+  CHECK(bufprintf(b, sizeof b, &err, "a") == 0);
+  CHECK(bufcatf(b, sizeof b, &err, ",%s", "bc") == 0 && strcmp(b, "a,bc") == 0);
+  CHECK(bufcatf(b, sizeof b, &err, ",%s", "de") == 0 && strcmp(b, "a,bc,de") == 0);
+  CHECK(bufcatf(b, sizeof b, &err, "%s", "") == 0 && strcmp(b, "a,bc,de") == 0);
+  /* Full: a failed append leaves what was there, and so does every later one. */
+  CHECK(bufcatf(b, sizeof b, &err, ",%s", "f") < 0 && strcmp(b, "a,bc,de") == 0 && err.errnum == ENAMETOOLONG);
+  CHECK(bufcatf(b, sizeof b, &err, "x") < 0 && strcmp(b, "a,bc,de") == 0);
+  memset(b, 'z', sizeof b); /* not a string: refused, not read past */
+  CHECK(bufcatf(b, sizeof b, &err, "x") < 0 && err.errnum == EINVAL && b[sizeof b - 1] == 'z');
+
+  /* The 64 x 64-character server list that overflowed a fixed 4096-byte buffer. */
+  char big[4096], name[65];
+  memset(name, 'n', 64);
+  name[64] = '\0';
+  int r = bufprintf(big, sizeof big, &err, "SANDBOXD_MCP_SERVERS=");
+  int i = 0;
+  for (; r == 0 && i < 64; i++)
+    r = bufcatf(big, sizeof big, &err, "%s%s", i ? "," : "", name);
+  CHECK(r < 0 && i == 63 && strlen(big) < sizeof big && err.errnum == ENAMETOOLONG);
+
+  /* Messages: cut, and the cut shows. */
+  bufprintf_cut(b, sizeof b, "%s", "abcdefghij");
+  CHECK(strcmp(b, "abcd...") == 0);
+  bufprintf_cut(b, sizeof b, "%s", "abc");
+  CHECK(strcmp(b, "abc") == 0);
+  bufprintf_cut(b, 3, "%s", "abcdef");
+  CHECK(strcmp(b, "ab") == 0);
+  return check_summary("test_util");
+}
