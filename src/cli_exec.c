@@ -49,7 +49,8 @@ static const char exec_usage[] =
   "  --audit-code          include the code itself in the audit record (default: its sha256)\n"
   "  --config FILE         host MCP servers the code may call through `mcp` (also\n"
   "                        $SANDBOXD_MCP_CONFIG); see sandboxd(1)\n"
-  "  --import-claude       also Claude Code's servers (~/.claude.json, ./.mcp.json)\n"
+  "  --import-claude       also the servers Claude Code would run here (~/.claude.json,\n"
+  "                        and the approved ones of ./.mcp.json)\n"
   "Exit status: the code's own; 128+N if killed by signal N; 124 on timeout; 125 on usage,\n"
   "policy or setup errors. See sandboxd(1).\n";
 

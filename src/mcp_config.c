@@ -204,65 +204,192 @@ static int parse_entry(const char *file, const char *name, const json_node_t *e,
   return 0;
 }
 
-int mcp_config_parse(const char *text, size_t len, const char *file, const char *self_exe, struct mcp_config *c,
-                     sbx_error_t *err)
+/* Which of a project's .mcp.json servers Claude Code would start (see import_claude). Each source is
+ * an object holding Claude Code's approval keys, or NULL; later sources are the more specific. */
+enum { APPROVE_PROJECT_ENTRY, APPROVE_USER_SETTINGS, APPROVE_PROJECT_SETTINGS, APPROVE_LOCAL_SETTINGS, N_APPROVE };
+struct approvals {
+  const json_node_t *src[N_APPROVE];
+  strbuf_t skipped; /* "`a`, `b`": the names not approved, for one warning */
+  size_t n_skipped, n_named;
+};
+
+static bool listed(const json_node_t *arr, const char *name)
 {
-  json_node_t *root = NULL;
-  if (json_parse(text, len, &root, err) < 0)
-    return sbx_error_prefix(err, "%s", file);
-  int rc = -1;
-  const json_node_t *servers = json_get(root, "mcpServers");
-  if (json_type(root) != JSON_OBJECT) {
-    sbx_error_set(err, 0, "%s: expected an object with `mcpServers`", file);
-    goto out;
+  for (size_t i = 0; i < json_array_len(arr); i++) {
+    const char *s = json_as_string(json_array_at(arr, i), NULL);
+    if (s && strcmp(s, name) == 0)
+      return true;
   }
-  if (servers && json_type(servers) != JSON_OBJECT) {
-    sbx_error_set(err, 0, "%s: `mcpServers` must be an object", file);
-    goto out;
+  return false;
+}
+
+/* As Claude Code decides: disabled anywhere wins, then enabled by name anywhere, then
+ * enableAllProjectMcpServers from the most specific source that sets it. */
+static bool approved(const struct approvals *a, const char *name)
+{
+  for (size_t i = 0; i < N_APPROVE; i++)
+    if (listed(json_get(a->src[i], "disabledMcpjsonServers"), name))
+      return false;
+  for (size_t i = 0; i < N_APPROVE; i++)
+    if (listed(json_get(a->src[i], "enabledMcpjsonServers"), name))
+      return true;
+  for (size_t i = N_APPROVE; i-- > 0;) {
+    bool all;
+    if (json_as_bool(json_get(a->src[i], "enableAllProjectMcpServers"), &all) == 0)
+      return all;
   }
+  return false;
+}
+
+#define MAX_SKIPPED_NAMED 8
+
+static void note_skipped(struct approvals *a, const char *name)
+{
+  /* Only names that are names reach stderr: this is repository text. */
+  a->n_skipped++;
+  if (a->n_named < MAX_SKIPPED_NAMED && name_ok(name) &&
+      strbuf_printf(&a->skipped, "%s`%s`", a->n_named ? ", " : "", name) == 0)
+    a->n_named++;
+}
+
+/* Add the servers of one `mcpServers` object; with gate, only the approved ones. */
+static int add_servers(const json_node_t *servers, const char *file, const char *self_exe, struct approvals *gate,
+                       struct mcp_config *c, sbx_error_t *err)
+{
+  if (servers && json_type(servers) != JSON_OBJECT)
+    return sbx_error_set(err, 0, "%s: `mcpServers` must be an object", file);
   for (size_t i = 0; i < json_object_len(servers); i++) {
     const char *name;
     json_node_t *e;
     json_object_at(servers, i, &name, &e);
     if (mcp_config_find(c, name))
       continue; /* an earlier source (or an earlier duplicate key) wins */
-    if (c->n >= MCP_CONFIG_MAX_SERVERS) {
-      sbx_error_set(err, 0, "%s: more than %d servers", file, MCP_CONFIG_MAX_SERVERS);
-      goto out;
+    if (gate && !approved(gate, name)) {
+      note_skipped(gate, name);
+      continue;
     }
+    if (c->n >= MCP_CONFIG_MAX_SERVERS)
+      return sbx_error_set(err, 0, "%s: more than %d servers", file, MCP_CONFIG_MAX_SERVERS);
     struct mcp_server_config *grown = realloc(c->servers, (c->n + 1) * sizeof *grown);
-    if (!grown) {
-      sbx_error_set(err, ENOMEM, "%s", file);
-      goto out;
-    }
+    if (!grown)
+      return sbx_error_set(err, ENOMEM, "%s", file);
     c->servers = grown;
     struct mcp_server_config s = {0};
     bool skip;
     if (parse_entry(file, name, e, self_exe, &s, &skip, err) < 0) {
       server_free(&s);
-      goto out;
+      return -1;
     }
     if (skip)
       server_free(&s);
     else
       c->servers[c->n++] = s;
   }
-  rc = 0;
-out:
+  return 0;
+}
+
+int mcp_config_parse(const char *text, size_t len, const char *file, const char *self_exe, struct mcp_config *c,
+                     sbx_error_t *err)
+{
+  json_node_t *root = NULL;
+  if (json_parse(text, len, &root, err) < 0)
+    return sbx_error_prefix(err, "%s", file);
+  int rc = json_type(root) != JSON_OBJECT ? sbx_error_set(err, 0, "%s: expected an object with `mcpServers`", file)
+                                          : add_servers(json_get(root, "mcpServers"), file, self_exe, NULL, c, err);
   json_free(root);
   return rc;
+}
+
+/* A JSON file, or *ret NULL when it does not exist (and must_exist is false). */
+static int load_json(const char *path, bool must_exist, size_t max, json_node_t **ret, sbx_error_t *err)
+{
+  _cleanup_free_ char *text = NULL;
+  size_t len;
+  *ret = NULL;
+  if (!must_exist && access(path, F_OK) < 0 && errno == ENOENT)
+    return 0;
+  if (read_file(path, max, &text, &len, err) < 0 || json_parse(text, len, ret, err) < 0)
+    return sbx_error_prefix(err, "MCP servers config `%s`", path);
+  if (json_type(*ret) != JSON_OBJECT) {
+    json_free(*ret);
+    *ret = NULL;
+    return sbx_error_set(err, 0, "%s: expected an object", path);
+  }
+  return 0;
 }
 
 static int load_file(const char *path, bool must_exist, size_t max, const char *self_exe, struct mcp_config *c,
                      sbx_error_t *err)
 {
-  _cleanup_free_ char *text = NULL;
-  size_t len;
-  if (access(path, F_OK) < 0 && errno == ENOENT && !must_exist)
-    return 0;
-  if (read_file(path, max, &text, &len, err) < 0)
-    return sbx_error_prefix(err, "MCP servers config `%s`", path);
-  return mcp_config_parse(text, len, path, self_exe, c, err);
+  json_node_t *root;
+  if (load_json(path, must_exist, max, &root, err) < 0)
+    return -1;
+  int rc = add_servers(json_get(root, "mcpServers"), path, self_exe, NULL, c, err);
+  json_free(root);
+  return rc;
+}
+
+/* --import-claude: Claude Code's servers, but only those Claude Code itself would start here.
+ *
+ * ~/.claude.json holds the user scope (`mcpServers`) and, under `projects[<cwd>]`, the local scope
+ * (this user in this directory): both are the user's own. ./.mcp.json is the project scope, and it is
+ * repository content: Claude Code starts its servers only once the user approved them, by name
+ * (`enabledMcpjsonServers`) or all (`enableAllProjectMcpServers`), unless `disabledMcpjsonServers`
+ * names them. Approvals are read from projects[<cwd>] and ~/.claude/settings.json, and from the
+ * project's own .claude/settings.json and .claude/settings.local.json only once the user accepted
+ * Claude Code's trust dialog for this directory (projects[<cwd>].hasTrustDialogAccepted), since those
+ * are repository content too: a repository approving its own servers is CVE-2025-59536.
+ * Precedence is Claude Code's: local, then project, then user scope. */
+static int import_claude(const char *home, const char *self_exe, struct mcp_config *c, sbx_error_t *err)
+{
+  char path[PATH_MAX], cwd[PATH_MAX];
+  json_node_t *claude = NULL, *user_settings = NULL, *project_settings = NULL, *local_settings = NULL;
+  struct approvals gate = {0};
+  int rc = -1;
+  /* ~/.claude.json also holds Claude Code's history, so it may be large. */
+  if (bufprintf(path, sizeof path, err, "%s/.claude.json", home) < 0 ||
+      load_json(path, false, MCP_CLAUDE_MAX_FILE, &claude, err) < 0)
+    goto out;
+  /* Claude Code keys a project by the directory it was started in. */
+  const json_node_t *project = getcwd(cwd, sizeof cwd) ? json_get(json_get(claude, "projects"), cwd) : NULL;
+  bool trusted = false;
+  if (json_as_bool(json_get(project, "hasTrustDialogAccepted"), &trusted) < 0)
+    trusted = false;
+  if (bufprintf(path, sizeof path, err, "%s/.claude/settings.json", home) < 0 ||
+      load_json(path, false, MCP_CONFIG_MAX_FILE, &user_settings, err) < 0)
+    goto out;
+  if (trusted && (load_json(".claude/settings.json", false, MCP_CONFIG_MAX_FILE, &project_settings, err) < 0 ||
+                  load_json(".claude/settings.local.json", false, MCP_CONFIG_MAX_FILE, &local_settings, err) < 0))
+    goto out;
+  gate.src[APPROVE_PROJECT_ENTRY] = project;
+  gate.src[APPROVE_USER_SETTINGS] = user_settings;
+  gate.src[APPROVE_PROJECT_SETTINGS] = project_settings;
+  gate.src[APPROVE_LOCAL_SETTINGS] = local_settings;
+
+  json_node_t *mcp_json = NULL;
+  if (bufprintf(path, sizeof path, err, "%s/.claude.json", home) < 0 ||
+      add_servers(json_get(project, "mcpServers"), path, self_exe, NULL, c, err) < 0 ||
+      load_json(".mcp.json", false, MCP_CONFIG_MAX_FILE, &mcp_json, err) < 0)
+    goto out;
+  rc = add_servers(json_get(mcp_json, "mcpServers"), ".mcp.json", self_exe, &gate, c, err);
+  json_free(mcp_json);
+  if (rc < 0)
+    goto out;
+  rc = add_servers(json_get(claude, "mcpServers"), path, self_exe, NULL, c, err);
+  if (rc == 0 && gate.n_skipped) {
+    if (gate.n_skipped > gate.n_named)
+      strbuf_printf(&gate.skipped, "%s%zu more", gate.n_named ? " and " : "", gate.n_skipped - gate.n_named);
+    log_warn(".mcp.json: not importing project server%s %s: Claude Code has not approved %s for this directory "
+             "(approve in Claude Code, or list in `enabledMcpjsonServers` in ~/.claude/settings.json)",
+             gate.n_skipped > 1 ? "s" : "", gate.skipped.data, gate.n_skipped > 1 ? "them" : "it");
+  }
+out:
+  strbuf_free(&gate.skipped);
+  json_free(local_settings);
+  json_free(project_settings);
+  json_free(user_settings);
+  json_free(claude);
+  return rc;
 }
 
 int mcp_config_load(const struct mcp_config_options *o, struct mcp_config **ret, sbx_error_t *err)
@@ -285,19 +412,14 @@ int mcp_config_load(const struct mcp_config_options *o, struct mcp_config **ret,
   else {
     const char *xdg = getenv("XDG_CONFIG_HOME");
     if (xdg && *xdg)
-      snprintf(path, sizeof path, "%s/sandboxd/mcp.json", xdg);
+      r = bufprintf(path, sizeof path, err, "%s/sandboxd/mcp.json", xdg);
     else
-      snprintf(path, sizeof path, "%s/.config/sandboxd/mcp.json", home ? home : "/");
-    r = load_file(path, false, MCP_CONFIG_MAX_FILE, self_exe, c, err);
-  }
-  if (r == 0 && o && o->import_claude) {
-    /* Claude Code's user scope, then the project's shared .mcp.json. */
-    /* ~/.claude.json also holds Claude Code's history, so it may be large. */
-    snprintf(path, sizeof path, "%s/.claude.json", home ? home : "/");
-    r = load_file(path, false, MCP_CLAUDE_MAX_FILE, self_exe, c, err);
+      r = bufprintf(path, sizeof path, err, "%s/.config/sandboxd/mcp.json", home ? home : "/");
     if (r == 0)
-      r = load_file(".mcp.json", false, MCP_CONFIG_MAX_FILE, self_exe, c, err);
+      r = load_file(path, false, MCP_CONFIG_MAX_FILE, self_exe, c, err);
   }
+  if (r == 0 && o && o->import_claude)
+    r = import_claude(home ? home : "/", self_exe, c, err);
   if (r < 0) {
     mcp_config_free(c);
     return -1;

@@ -35,7 +35,7 @@ struct mcp_config {
 
 struct mcp_config_options {
   const char *path;    /* --config FILE, or NULL: $SANDBOXD_MCP_CONFIG, else ~/.config/sandboxd/mcp.json */
-  bool import_claude;  /* also ~/.claude.json (user scope) and ./.mcp.json; earlier names win */
+  bool import_claude;  /* also Claude Code's servers, those it would run here (local, approved project, user scope) */
 };
 
 /* Load the config. A missing default file is an empty config; a missing explicit one is an error.

@@ -1949,7 +1949,8 @@ static const char mcp_usage[] =
     "  --max-message-size SIZE  largest JSON-RPC message accepted (default 4M)\n"
     "  --config FILE            host MCP servers the code may call ({\"mcpServers\": ...}; default:\n"
     "                           $SANDBOXD_MCP_CONFIG, else ~/.config/sandboxd/mcp.json)\n"
-    "  --import-claude          also offer Claude Code's servers (~/.claude.json, ./.mcp.json)\n"
+    "  --import-claude          also offer the servers Claude Code would run here (~/.claude.json,\n"
+    "                           and the approved ones of ./.mcp.json)\n"
     "  --audit-log PATH|syslog|off   where audit records go (see sandboxd exec --help)\n"
     "See sandboxd(1).\n";
 

@@ -529,3 +529,38 @@ def test_cgroup_namespace_is_rooted_at_the_sandbox():
     assert r.rc == 0, r.describe()
     lines = [l for l in r.stdout.splitlines() if l.strip()]
     assert lines and all(l.endswith(":/") for l in lines), lines
+
+
+def test_import_claude_starts_only_approved_project_servers(tmp_path):
+    """--import-claude: a repository's .mcp.json is not the user's choice. Its servers run only when
+    Claude Code's settings approve them (here by name, in ~/.claude.json projects[cwd]); the rest
+    are never started, and one warning line names them."""
+    home, proj = tmp_path / "home", tmp_path / "proj"
+    home.mkdir()
+    proj.mkdir()
+    os.chmod(tmp_path, 0o755)
+
+    def server(tag):  # leaves a mark on the host when it starts, then exits (not a real MCP server)
+        return {"command": "/bin/sh", "args": ["-c", f"echo {tag} >> {tmp_path}/started"]}
+
+    (proj / ".mcp.json").write_text(json.dumps({"mcpServers": {
+        "approved": server("approved"), "evil": server("evil"), "evil2": server("evil2")}}))
+    (home / ".claude.json").write_text(json.dumps({"mcpServers": {"user": server("user")}, "projects": {
+        os.path.realpath(proj): {"enabledMcpjsonServers": ["approved"], "mcpServers": {"local": server("local")}}}}))
+    src = ("from mcp import runtime\n"
+           "print(runtime.discovered_servers())\n"
+           "for s in ('approved', 'evil', 'evil2', 'local', 'user'):\n"
+           "    try:\n"
+           "        runtime.call_tool_sync(s, 'x', {})\n"
+           "    except Exception as e:\n"
+           "        print(s, type(e).__name__)\n")
+    cmd = sbx.exec_cmd(("-c", src), opts=["--import-claude"])
+    env = {**os.environ, "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config")}
+    p = subprocess.run(cmd, cwd=proj, env=env, capture_output=True, text=True, timeout=60,
+                       stdin=subprocess.DEVNULL)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.splitlines()[0] == "('local', 'approved', 'user')", p.stdout
+    started = sorted((tmp_path / "started").read_text().split()) if (tmp_path / "started").exists() else []
+    assert started == ["approved", "local", "user"], f"host processes started: {started}\n{p.stderr}"
+    warn = [l for l in p.stderr.splitlines() if "not importing" in l]
+    assert len(warn) == 1 and "`evil`, `evil2`" in warn[0] and "enabledMcpjsonServers" in warn[0], p.stderr

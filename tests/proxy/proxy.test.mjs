@@ -325,12 +325,16 @@ print(asyncio.run(mcp_everything.get_sum(a=20, b=22))["content"][0]["text"])`]);
     assert.match(r.stdout, /^\('echo',\)\nTrue True\n/);
   });
 
-  test('--import-claude reads ~/.claude.json and ./.mcp.json', async () => {
+  test('--import-claude reads ~/.claude.json and the approved servers of ./.mcp.json', async () => {
     const home = join(SCRATCH, 'home');
     const proj = join(SCRATCH, 'proj');
     for (const d of [home, proj]) (await import('node:fs')).mkdirSync(d, { recursive: true });
     const server = { command: 'node', args: [join(HERE, 'node_modules/@modelcontextprotocol/server-everything/dist/index.js')] };
-    writeFileSync(join(home, '.claude.json'), JSON.stringify({ numStartups: 3, mcpServers: { user_everything: server } }));
+    // The project's server runs only because the user approved it (Claude Code's enabledMcpjsonServers).
+    const key = (await import('node:fs')).realpathSync(proj);
+    writeFileSync(join(home, '.claude.json'), JSON.stringify({
+      numStartups: 3, mcpServers: { user_everything: server }, projects: { [key]: { enabledMcpjsonServers: ['project-everything'] } },
+    }));
     writeFileSync(join(proj, '.mcp.json'), JSON.stringify({ mcpServers: { 'project-everything': server } }));
     const r = await new Promise((res) => {
       const p = (require_spawn())(SANDBOXD, ['exec', '--import-claude', '-c', `
@@ -345,7 +349,7 @@ print((await_sync := runtime.call_tool_sync("project-everything", "echo", {"mess
       p.on('exit', (code) => res({ code, stdout, stderr }));
     });
     assert.equal(r.code, 0, r.stderr);
-    assert.match(r.stdout, /\('user_everything', 'project-everything'\)\nEcho: p\n/);
+    assert.match(r.stdout, /\('project-everything', 'user_everything'\)\nEcho: p\n/);
   });
 });
 

@@ -1,6 +1,10 @@
 /* Unit tests for the host MCP servers config (src/mcp_config.c). */
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "mcp_config.h"
@@ -8,6 +12,124 @@
 static int parse(const char *text, struct mcp_config *c, sbx_error_t *err)
 {
   return mcp_config_parse(text, strlen(text), "f.json", "/opt/sandboxd/bin/sandboxd", c, err);
+}
+
+static void put(const char *path, const char *text)
+{
+  FILE *f = fopen(path, "w");
+  if (f) {
+    fputs(text, f);
+    fclose(f);
+  }
+}
+
+/* --import-claude in a scratch HOME and project: the names it imports, comma-separated. */
+static char home[PATH_MAX], proj[PATH_MAX], empty[PATH_MAX + 16];
+
+static void claude_json(const char *project_entry)
+{
+  char path[PATH_MAX + 32], text[8192];
+  snprintf(path, sizeof path, "%s/.claude.json", home);
+  snprintf(text, sizeof text,
+           "{\"numStartups\": 3, \"mcpServers\": {\"u\": {\"command\": \"user-u\"}, \"x\": {\"command\": \"user-x\"}},"
+           " \"projects\": {\"/elsewhere\": {\"enableAllProjectMcpServers\": true, \"hasTrustDialogAccepted\": true},"
+           " \"%s\": {%s}}}", proj, project_entry);
+  put(path, text);
+}
+
+static const char *imported(struct mcp_config **ret)
+{
+  static char names[1024];
+  struct mcp_config_options o = { .path = empty, .import_claude = true };
+  sbx_error_t err;
+  names[0] = '\0';
+  if (mcp_config_load(&o, ret, &err) < 0) {
+    snprintf(names, sizeof names, "error: %s", err.msg);
+    *ret = NULL;
+    return names;
+  }
+  for (size_t i = 0; i < (*ret)->n; i++)
+    snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? "," : "", (*ret)->servers[i].name);
+  return names;
+}
+
+static bool imports(const char *want)
+{
+  struct mcp_config *c = NULL;
+  const char *got = imported(&c);
+  bool ok = strcmp(got, want) == 0;
+  if (!ok)
+    fprintf(stderr, "  imported `%s`, want `%s`\n", got, want);
+  mcp_config_free(c);
+  return ok;
+}
+
+static void test_import_claude(void)
+{
+  char tmpl[] = "/tmp/sandboxd-test-claude.XXXXXX", path[PATH_MAX + 64];
+  if (!mkdtemp(tmpl)) {
+    CHECK(!"mkdtemp");
+    return;
+  }
+  snprintf(home, sizeof home, "%s/home", tmpl);
+  snprintf(path, sizeof path, "%s/proj", tmpl);
+  mkdir(home, 0700);
+  mkdir(path, 0700);
+  snprintf(empty, sizeof empty, "%s/empty.json", tmpl);
+  put(empty, "{}");
+  char old_cwd[PATH_MAX];
+  CHECK(getcwd(old_cwd, sizeof old_cwd) && chdir(path) == 0 && getcwd(proj, sizeof proj));
+  setenv("HOME", home, 1);
+  mkdir(".claude", 0700);
+  snprintf(path, sizeof path, "%s/.claude", home);
+  mkdir(path, 0700);
+  /* The repository's .mcp.json: a, b, and x (which the local scope also has). */
+  put(".mcp.json", "{\"mcpServers\": {\"a\": {\"command\": \"proj-a\"}, \"b\": {\"command\": \"proj-b\"},"
+                   " \"x\": {\"command\": \"proj-x\"}, \"bad name\\u001b[2J\": {\"command\": \"c\"}}}");
+
+  /* Nothing approved: user and local scope only; the local scope wins over the user's. */
+  claude_json("\"mcpServers\": {\"l\": {\"command\": \"local-l\"}, \"x\": {\"command\": \"local-x\"}}");
+  struct mcp_config *c = NULL;
+  CHECK(strcmp(imported(&c), "l,x,u") == 0 && strcmp(mcp_config_find(c, "x")->argv[0], "local-x") == 0);
+  mcp_config_free(c);
+  /* Approved by name in ~/.claude.json projects[cwd]; a project server shadows the user's. */
+  claude_json("\"enabledMcpjsonServers\": [\"a\", \"x\"]");
+  CHECK(strcmp(imported(&c), "a,x,u") == 0 && strcmp(mcp_config_find(c, "x")->argv[0], "proj-x") == 0);
+  mcp_config_free(c);
+  /* All, from ~/.claude/settings.json, but disabled by name wins. */
+  put(".mcp.json", "{\"mcpServers\": {\"a\": {\"command\": \"proj-a\"}, \"b\": {\"command\": \"proj-b\"},"
+                   " \"x\": {\"command\": \"proj-x\"}}}");
+  claude_json("\"disabledMcpjsonServers\": [\"b\"]");
+  snprintf(path, sizeof path, "%s/.claude/settings.json", home);
+  put(path, "{\"enableAllProjectMcpServers\": true}");
+  CHECK(imports("a,x,u"));
+  /* The most specific source that says enableAllProjectMcpServers decides it. */
+  claude_json("\"enableAllProjectMcpServers\": false, \"hasTrustDialogAccepted\": true");
+  put(".claude/settings.local.json", "{\"enableAllProjectMcpServers\": false}");
+  CHECK(imports("u,x"));
+  put(path, "{}");
+  put(".claude/settings.local.json", "{}");
+
+  /* The repository approving its own servers counts only once the user trusted the directory. */
+  put(".claude/settings.json", "{\"enableAllProjectMcpServers\": true}");
+  put(".claude/settings.local.json", "{\"enabledMcpjsonServers\": [\"a\", \"b\", \"x\"]}");
+  claude_json("\"allowedTools\": []");
+  CHECK(imports("u,x"));
+  claude_json("\"hasTrustDialogAccepted\": false");
+  CHECK(imports("u,x"));
+  claude_json("\"hasTrustDialogAccepted\": true");
+  CHECK(imports("a,b,x,u"));
+  put(".claude/settings.json", "{}");
+  claude_json("\"hasTrustDialogAccepted\": true, \"disabledMcpjsonServers\": [\"x\"]");
+  CHECK(imports("a,b,u,x"));
+  /* A broken settings file is an error naming it, once it counts. */
+  put(".claude/settings.json", "{");
+  CHECK(strstr(imported(&c), ".claude/settings.json") && !c);
+
+  CHECK(chdir(old_cwd) == 0);
+  char cmd[PATH_MAX + 16];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", tmpl);
+  CHECK(system(cmd) == 0);
 }
 
 int main(void)
@@ -73,5 +195,6 @@ int main(void)
   struct mcp_config *heap = malloc(sizeof *heap);
   *heap = c;
   mcp_config_free(heap);
+  test_import_claude();
   return check_summary("test_mcp_config");
 }
