@@ -6,7 +6,7 @@ PKGS     = libseccomp libcap-ng yajl libmnl libmd
 # libarchive: headers only; image.c loads it with dlopen when an image is imported.
 CFLAGS_PKGS = $(shell pkg-config --cflags libarchive)
 WARN     = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wformat=2 \
-           -Wno-format-nonliteral -Wno-format-truncation
+           -Wno-format-nonliteral
 HARDEN   = -fstack-protector-strong -D_FORTIFY_SOURCE=3 -fPIE
 OPT     ?= -O2 -g
 CFLAGS  ?=

@@ -26,22 +26,30 @@ static const char *name;
 static sbx_error_t open_error; /* why dirfd is missing, for the warning */
 static bool tried;
 static unsigned long dropped;
-static bool warned;
+static bool warned, target_too_long;
+
+/* A target that does not fit is never opened (a cut path is another file): its records are dropped,
+ * with the warning naming its start. */
+static void target_set(int r, const char *what)
+{
+  if ((target_too_long = r < 0))
+    bufprintf_cut(target, 104, "%s", what); /* its first 100 bytes, then "..." */
+}
 
 static void default_target(void)
 {
   const char *env = getenv("SANDBOXD_AUDIT_LOG");
   const char *state = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
   if (env && *env)
-    snprintf(target, sizeof target, "%s", env);
+    target_set(bufprintf(target, sizeof target, NULL, "%s", env), env);
   else if (geteuid() == 0)
-    snprintf(target, sizeof target, "/var/log/sandboxd/audit.log");
+    target_set(bufprintf(target, sizeof target, NULL, "/var/log/sandboxd/audit.log"), "");
   else if (state && state[0] == '/')
-    snprintf(target, sizeof target, "%s/sandboxd/audit.log", state);
+    target_set(bufprintf(target, sizeof target, NULL, "%s/sandboxd/audit.log", state), state);
   else if (home && home[0] == '/')
-    snprintf(target, sizeof target, "%s/.local/state/sandboxd/audit.log", home);
+    target_set(bufprintf(target, sizeof target, NULL, "%s/.local/state/sandboxd/audit.log", home), home);
   else
-    snprintf(target, sizeof target, "off");
+    target_set(bufprintf(target, sizeof target, NULL, "off"), "");
 }
 
 static void close_log(void)
@@ -58,7 +66,7 @@ void audit_configure(const char *t)
 {
   close_log();
   if (t)
-    snprintf(target, sizeof target, "%s", t);
+    target_set(bufprintf(target, sizeof target, NULL, "%s", t), t);
   else
     default_target();
   use_syslog = !strcmp(target, "syslog");
@@ -81,7 +89,7 @@ static void name_log(sbx_error_t *err)
 {
   char old[sizeof err->msg];
   memcpy(old, err->msg, sizeof old);
-  snprintf(err->msg, sizeof err->msg, "audit log %s", old);
+  bufprintf_cut(err->msg, sizeof err->msg, "audit log %s", old);
 }
 
 /* The file in the held directory. O_APPEND: each write lands whole at the end, even with several
@@ -100,6 +108,10 @@ int audit_start(const char *t, const struct hostfile_guard *guard, sbx_error_t *
   if (disabled || use_syslog)
     return 0;
   tried = true;
+  if (target_too_long) { /* never opened: a cut path names another file */
+    sbx_error_set(&open_error, ENAMETOOLONG, "audit log `%s`", target);
+    return 0;
+  }
   /* mkdir -p for the log's directory, the last one private to its owner. */
   sbx_error_t e;
   int rc = hostfile_open_parent(target, guard, HOSTFILE_MKDIR, &dirfd, &name, &e);
@@ -154,7 +166,8 @@ static void iso_time(char *buf, size_t len)
   clock_gettime(CLOCK_REALTIME, &ts);
   gmtime_r(&ts.tv_sec, &tm);
   size_t n = strftime(buf, len, "%Y-%m-%dT%H:%M:%S", &tm);
-  snprintf(buf + n, len - n, ".%03ldZ", ts.tv_nsec / 1000000);
+  if (!n || bufcatf(buf, len, NULL, ".%03ldZ", ts.tv_nsec / 1000000) < 0)
+    bufprintf_cut(buf, len, "?");
 }
 
 static void make_id(char out[33])
@@ -162,8 +175,12 @@ static void make_id(char out[33])
   unsigned char b[16];
   if (getrandom(b, sizeof b, GRND_NONBLOCK) != sizeof b)
     memset(b, 0, sizeof b);
-  for (int i = 0; i < 16; i++)
-    snprintf(out + 2 * i, 3, "%02x", b[i]);
+  static const char hex[] = "0123456789abcdef";
+  for (int i = 0; i < 16; i++) {
+    out[2 * i] = hex[b[i] >> 4];
+    out[2 * i + 1] = hex[b[i] & 15];
+  }
+  out[32] = '\0';
 }
 
 void audit_write(const struct audit_record *r)

@@ -50,7 +50,8 @@ const char *cgroup_mode_name(enum cgroup_mode m)
 static int write_at(const char *dir, const char *file, const char *value)
 {
   char path[PATH_MAX + 64];
-  snprintf(path, sizeof path, "%s/%s", dir, file);
+  if (bufprintf(path, sizeof path, NULL, "%s/%s", dir, file) < 0)
+    return -1;
   int fd = open(path, O_WRONLY | O_CLOEXEC);
   if (fd < 0)
     return -1;
@@ -64,7 +65,8 @@ static int write_at(const char *dir, const char *file, const char *value)
 static int read_at(const char *dir, const char *file, char *buf, size_t len)
 {
   char path[PATH_MAX + 64];
-  snprintf(path, sizeof path, "%s/%s", dir, file);
+  if (bufprintf(path, sizeof path, NULL, "%s/%s", dir, file) < 0)
+    return -1;
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0)
     return -1;
@@ -112,17 +114,18 @@ static void find_mounts(char *v2, char v1[C_MAX][PATH_MAX])
     char fstype[64], opts[1024];
     if (sscanf(sep + 3, "%63s %*s %1023s", fstype, opts) != 2)
       continue;
-    if (!strcmp(fstype, "cgroup2") && !v2[0])
-      snprintf(v2, PATH_MAX, "%s", mnt);
+    if (!strcmp(fstype, "cgroup2") && !v2[0] && bufprintf(v2, PATH_MAX, NULL, "%s", mnt) < 0)
+      continue;
     if (strcmp(fstype, "cgroup") != 0)
       continue;
     for (int c = 0; c < C_MAX; c++) {
       char *o = opts, *tok, *save = NULL;
       char copy[1024];
-      snprintf(copy, sizeof copy, "%s", o);
+      if (bufprintf(copy, sizeof copy, NULL, "%s", o) < 0)
+        continue;
       for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
-        if (!strcmp(tok, v1_names[c]) && !v1[c][0])
-          snprintf(v1[c], PATH_MAX, "%s", mnt);
+        if (!strcmp(tok, v1_names[c]) && !v1[c][0] && bufprintf(v1[c], PATH_MAX, NULL, "%s", mnt) < 0)
+          break;
     }
   }
   fclose(f);
@@ -137,8 +140,10 @@ static int own_path(const char *controller, char *buf, size_t len)
   char line[4096];
   for (const char *l = self_cgroup; *l;) {
     size_t n = strcspn(l, "\n");
-    snprintf(line, sizeof line, "%.*s", (int) n, l);
+    int cut = bufprintf(line, sizeof line, NULL, "%.*s", (int) n, l);
     l += n + (l[n] == '\n');
+    if (cut < 0) /* a cut line could name another cgroup */
+      continue;
     char *a = strchr(line, ':'), *b = a ? strchr(a + 1, ':') : NULL;
     if (!b)
       continue;
@@ -147,10 +152,8 @@ static int own_path(const char *controller, char *buf, size_t len)
     char *save = NULL;
     for (char *t = controller ? strtok_r(a + 1, ",", &save) : NULL; t && !match; t = strtok_r(NULL, ",", &save))
       match = !strcmp(t, controller);
-    if (match) {
-      snprintf(buf, len, "%s", b + 1);
-      return 0;
-    }
+    if (match)
+      return bufprintf(buf, len, NULL, "%s", b + 1);
   }
   return -1;
 }
@@ -172,11 +175,11 @@ static void restore_delegation(void)
   /* Controllers off first (the "no internal processes" rule forbids moving back while they are
    * on), then back into base, then the leaf. Best effort: a leftover leaf is swept later. */
   char off[64], pid[32];
-  snprintf(off, sizeof off, "%s", restore.enabled);
+  if (bufprintf(off, sizeof off, NULL, "%s", restore.enabled) < 0 || bufprintf(pid, sizeof pid, NULL, "%d", (int) getpid()) < 0)
+    return;
   for (char *c = off; *c; c++)
     if (*c == '+')
       *c = '-';
-  snprintf(pid, sizeof pid, "%d", (int) getpid());
   int saved = errno;
   if (write_at(restore.base, "cgroup.subtree_control", off) == 0 && write_at(restore.base, "cgroup.procs", pid) == 0)
     rmdir(restore.leaf);
@@ -193,11 +196,13 @@ static int probe_v2(const char *mnt, sbx_error_t *err)
   char rel[PATH_MAX], base[PATH_MAX], buf[4096];
   const char *env = getenv("SANDBOXD_CGROUP");
   if (env && *env) {
-    snprintf(base, sizeof base, "%s", env);
+    if (bufprintf(base, sizeof base, err, "%s", env) < 0)
+      return sbx_error_prefix(err, "SANDBOXD_CGROUP");
   } else {
     if (own_path(NULL, rel, sizeof rel) < 0)
       return sbx_error_set(err, ENOENT, "cgroup2: this process has no cgroup2 path");
-    snprintf(base, sizeof base, "%s%s", mnt, strcmp(rel, "/") == 0 ? "" : rel);
+    if (bufprintf(base, sizeof base, err, "%s%s", mnt, strcmp(rel, "/") == 0 ? "" : rel) < 0)
+      return sbx_error_prefix(err, "cgroup2");
   }
   if (read_at(base, "cgroup.controllers", buf, sizeof buf) < 0)
     return sbx_error_errno(err, "cgroup2 `%s`", base);
@@ -213,13 +218,10 @@ static int probe_v2(const char *mnt, sbx_error_t *err)
   if (!has_word(sub, "memory") || !has_word(sub, "pids") || (cpu && !has_word(sub, "cpu"))) {
     /* Only what is missing, so that restoring at exit turns off only what we turned on. */
     char want[64] = "";
-    size_t wl = 0;
-    if (!has_word(sub, "memory"))
-      wl += (size_t) snprintf(want + wl, sizeof want - wl, "%s+memory", wl ? " " : "");
-    if (!has_word(sub, "pids"))
-      wl += (size_t) snprintf(want + wl, sizeof want - wl, "%s+pids", wl ? " " : "");
-    if (cpu && !has_word(sub, "cpu"))
-      snprintf(want + wl, sizeof want - wl, "%s+cpu", wl ? " " : "");
+    if ((!has_word(sub, "memory") && bufcatf(want, sizeof want, err, "%s+memory", *want ? " " : "") < 0) ||
+        (!has_word(sub, "pids") && bufcatf(want, sizeof want, err, "%s+pids", *want ? " " : "") < 0) ||
+        (cpu && !has_word(sub, "cpu") && bufcatf(want, sizeof want, err, "%s+cpu", *want ? " " : "") < 0))
+      return -1;
     if (write_at(base, "cgroup.subtree_control", want) < 0) {
       if (errno != EBUSY)
         return sbx_error_errno(err, "cgroup2 `%s`: enable %s", base, want);
@@ -231,20 +233,22 @@ static int probe_v2(const char *mnt, sbx_error_t *err)
                              "cgroup2 `%s` holds other processes, so it cannot hand controllers to sandboxes",
                              base);
       char leaf[PATH_MAX + 64], pid[32];
-      snprintf(leaf, sizeof leaf, "%s/sandboxd-%d-supervisor", base, (int) getpid());
-      snprintf(pid, sizeof pid, "%d", (int) getpid());
+      if (bufprintf(leaf, sizeof leaf, err, "%s/sandboxd-%d-supervisor", base, (int) getpid()) < 0 ||
+          bufprintf(pid, sizeof pid, err, "%d", (int) getpid()) < 0 ||
+          bufprintf(restore.base, sizeof restore.base, err, "%s", base) < 0 ||
+          bufprintf(restore.enabled, sizeof restore.enabled, err, "%s", want) < 0)
+        return sbx_error_prefix(err, "cgroup2");
       if ((mkdir(leaf, 0755) < 0 && errno != EEXIST) || write_at(leaf, "cgroup.procs", pid) < 0)
         return sbx_error_errno(err, "cgroup2: move sandboxd into `%s`", leaf);
       if (write_at(base, "cgroup.subtree_control", want) < 0)
         return sbx_error_errno(err, "cgroup2 `%s`: enable %s", base, want);
       /* Put it all back at exit: the delegated cgroup is the user's, not ours. */
-      snprintf(restore.base, sizeof restore.base, "%s", base);
-      snprintf(restore.leaf, sizeof restore.leaf, "%s", leaf);
-      snprintf(restore.enabled, sizeof restore.enabled, "%s", want);
+      memcpy(restore.leaf, leaf, sizeof restore.leaf); /* the same size: restore_delegation runs once it is set */
       atexit(restore_delegation);
     }
   }
-  snprintf(probe.v2_base, sizeof probe.v2_base, "%s", base);
+  if (bufprintf(probe.v2_base, sizeof probe.v2_base, err, "%s", base) < 0)
+    return sbx_error_prefix(err, "cgroup2");
   probe.v2_cpu = cpu;
   probe.mode = CGROUP_V2;
   return 0;
@@ -258,15 +262,16 @@ static int probe_v1(char mnts[C_MAX][PATH_MAX], sbx_error_t *err)
     if (!mnts[c][0] || own_path(v1_names[c], rel, sizeof rel) < 0)
       continue;
     char base[PATH_MAX];
-    snprintf(base, sizeof base, "%s%s", mnts[c], strcmp(rel, "/") == 0 ? "" : rel);
+    if (bufprintf(base, sizeof base, NULL, "%s%s", mnts[c], strcmp(rel, "/") == 0 ? "" : rel) < 0)
+      continue;
     if (writable_dir(base))
-      snprintf(probe.v1_base[c], PATH_MAX, "%s", base);
+      memcpy(probe.v1_base[c], base, PATH_MAX); /* the same size */
   }
   if (!probe.v1_base[C_MEMORY][0] || !probe.v1_base[C_PIDS][0])
     return sbx_error_set(err, EACCES, "cgroup v1: the memory and pids controllers are not writable by this user");
   char path[PATH_MAX + 64];
-  snprintf(path, sizeof path, "%s/memory.memsw.limit_in_bytes", probe.v1_base[C_MEMORY]);
-  probe.v1_memsw = access(path, F_OK) == 0;
+  probe.v1_memsw = bufprintf(path, sizeof path, NULL, "%s/memory.memsw.limit_in_bytes", probe.v1_base[C_MEMORY]) == 0 &&
+                   access(path, F_OK) == 0;
   probe.mode = CGROUP_V1;
   return 0;
 }
@@ -285,7 +290,7 @@ int cgroup_probe(enum cgroup_mode *ret, sbx_error_t *err)
     if (!(v2[0] && probe_v2(v2, &e2) == 0) && !(v1[C_MEMORY][0] && probe_v1(v1, &e1) == 0)) {
       probe.why = v2[0] && !v1[C_MEMORY][0] ? e2 : v1[C_MEMORY][0] && !v2[0] ? e1 : e2;
       if (v2[0] && v1[C_MEMORY][0])
-        snprintf(probe.why.msg, sizeof probe.why.msg, "%s; %s", e2.msg, e1.msg);
+        bufprintf_cut(probe.why.msg, sizeof probe.why.msg, "%s; %s", e2.msg, e1.msg);
       if (!v2[0] && !v1[C_MEMORY][0])
         sbx_error_set(&probe.why, ENOENT, "no cgroup filesystem is mounted");
     }
@@ -300,7 +305,8 @@ int cgroup_probe(enum cgroup_mode *ret, sbx_error_t *err)
 static void kill_procs(const char *dir, const char *file)
 {
   char path[PATH_MAX + 64];
-  snprintf(path, sizeof path, "%s/%s", dir, file);
+  if (bufprintf(path, sizeof path, NULL, "%s/%s", dir, file) < 0)
+    return;
   FILE *f = fopen(path, "re");
   if (!f)
     return;
@@ -373,7 +379,8 @@ static void sweep(const char *base, bool v2)
     if (pid == getpid() || kill(pid, 0) == 0 || errno != ESRCH)
       continue;
     char dir[PATH_MAX + 300];
-    snprintf(dir, sizeof dir, "%s/%s", base, e->d_name);
+    if (bufprintf(dir, sizeof dir, NULL, "%s/%s", base, e->d_name) < 0)
+      continue;
     if (strcmp(rest, "supervisor") == 0 && v2) {
       rmdir(dir); /* empty once its sandboxd is gone */
       continue;
@@ -400,7 +407,8 @@ void cgroup_cleanup_stale(void)
 static int set_limits_v2(struct sbx_cgroup *cg, const struct sbx_limits *l, sbx_error_t *err)
 {
   char v[64];
-  snprintf(v, sizeof v, "%llu", (unsigned long long) l->memory_bytes);
+  if (bufprintf(v, sizeof v, err, "%llu", (unsigned long long) l->memory_bytes) < 0)
+    return -1;
   if (write_at(cg->v2, "memory.max", v) < 0)
     return sbx_error_errno(err, "cgroup: set memory.max");
   /* No swap, so the memory limit is the real one; absent without swap accounting. */
@@ -409,11 +417,13 @@ static int set_limits_v2(struct sbx_cgroup *cg, const struct sbx_limits *l, sbx_
   /* An OOM kills the whole sandbox, not one process of it: no half-dead program. */
   if (write_at(cg->v2, "memory.oom.group", "1") < 0 && errno != ENOENT)
     return sbx_error_errno(err, "cgroup: set memory.oom.group");
-  snprintf(v, sizeof v, "%llu", (unsigned long long) l->pids);
+  if (bufprintf(v, sizeof v, err, "%llu", (unsigned long long) l->pids) < 0)
+    return -1;
   if (write_at(cg->v2, "pids.max", v) < 0)
     return sbx_error_errno(err, "cgroup: set pids.max");
   if (probe.v2_cpu) {
-    snprintf(v, sizeof v, "%llu 100000", (unsigned long long) l->cpus_milli * 100);
+    if (bufprintf(v, sizeof v, err, "%llu 100000", (unsigned long long) l->cpus_milli * 100) < 0)
+      return -1;
     if (write_at(cg->v2, "cpu.max", v) < 0)
       return sbx_error_errno(err, "cgroup: set cpu.max");
   }
@@ -423,19 +433,22 @@ static int set_limits_v2(struct sbx_cgroup *cg, const struct sbx_limits *l, sbx_
 static int set_limits_v1(struct sbx_cgroup *cg, const struct sbx_limits *l, sbx_error_t *err)
 {
   char v[64];
-  snprintf(v, sizeof v, "%llu", (unsigned long long) l->memory_bytes);
+  if (bufprintf(v, sizeof v, err, "%llu", (unsigned long long) l->memory_bytes) < 0)
+    return -1;
   if (write_at(cg->v1[C_MEMORY], "memory.limit_in_bytes", v) < 0)
     return sbx_error_errno(err, "cgroup: set memory.limit_in_bytes");
   /* memory+swap: the same value forbids swap. */
   if (probe.v1_memsw && write_at(cg->v1[C_MEMORY], "memory.memsw.limit_in_bytes", v) < 0)
     return sbx_error_errno(err, "cgroup: set memory.memsw.limit_in_bytes");
-  snprintf(v, sizeof v, "%llu", (unsigned long long) l->pids);
+  if (bufprintf(v, sizeof v, err, "%llu", (unsigned long long) l->pids) < 0)
+    return -1;
   if (write_at(cg->v1[C_PIDS], "pids.max", v) < 0)
     return sbx_error_errno(err, "cgroup: set pids.max");
   if (cg->v1[C_CPU][0]) {
     if (write_at(cg->v1[C_CPU], "cpu.cfs_period_us", "100000") < 0)
       return sbx_error_errno(err, "cgroup: set cpu.cfs_period_us");
-    snprintf(v, sizeof v, "%llu", (unsigned long long) l->cpus_milli * 100);
+    if (bufprintf(v, sizeof v, err, "%llu", (unsigned long long) l->cpus_milli * 100) < 0)
+      return -1;
     if (write_at(cg->v1[C_CPU], "cpu.cfs_quota_us", v) < 0)
       return sbx_error_errno(err, "cgroup: set cpu.cfs_quota_us");
   }
@@ -453,9 +466,13 @@ int cgroup_create(const struct sbx_limits *l, struct sbx_cgroup **ret, sbx_error
   cg->mode = m;
   cg->v2_fd = -1;
   char name[64];
-  snprintf(name, sizeof name, "sandboxd-%d-%u", (int) getpid(), seq++);
+  if (bufprintf(name, sizeof name, err, "sandboxd-%d-%u", (int) getpid(), seq++) < 0)
+    goto fail;
   if (m == CGROUP_V2) {
-    snprintf(cg->v2, sizeof cg->v2, "%s/%s", probe.v2_base, name);
+    if (bufprintf(cg->v2, sizeof cg->v2, err, "%s/%s", probe.v2_base, name) < 0) {
+      sbx_error_prefix(err, "cgroup");
+      goto fail;
+    }
     if (mkdir(cg->v2, 0755) < 0) {
       sbx_error_errno(err, "cgroup: create `%s`", cg->v2);
       cg->v2[0] = '\0';
@@ -472,7 +489,10 @@ int cgroup_create(const struct sbx_limits *l, struct sbx_cgroup **ret, sbx_error
     for (int c = 0; c < C_MAX; c++) {
       if (!probe.v1_base[c][0])
         continue;
-      snprintf(cg->v1[c], PATH_MAX, "%s/%s", probe.v1_base[c], name);
+      if (bufprintf(cg->v1[c], PATH_MAX, err, "%s/%s", probe.v1_base[c], name) < 0) {
+        sbx_error_prefix(err, "cgroup");
+        goto fail;
+      }
       if (mkdir(cg->v1[c], 0755) < 0) {
         sbx_error_errno(err, "cgroup: create `%s`", cg->v1[c]);
         cg->v1[c][0] = '\0';
@@ -508,9 +528,9 @@ int cgroup_attach_fds(struct sbx_cgroup *cg, int fds[CGROUP_MAX_ATTACH_FDS], sbx
     const char *dir = cg->v1[c];
     if (!dir[0])
       continue;
-    snprintf(path, sizeof path, "%s/tasks", dir);
-    if ((fds[n] = open(path, O_WRONLY | O_CLOEXEC)) < 0) {
-      sbx_error_errno(err, "cgroup: open `%s`", path);
+    if (bufprintf(path, sizeof path, err, "%s/tasks", dir) < 0 || (fds[n] = open(path, O_WRONLY | O_CLOEXEC)) < 0) {
+      if (path[0])
+        sbx_error_errno(err, "cgroup: open `%s`", path);
       while (n > 0)
         close(fds[--n]);
       return -1;
@@ -523,7 +543,8 @@ int cgroup_attach_fds(struct sbx_cgroup *cg, int fds[CGROUP_MAX_ATTACH_FDS], sbx
 int cgroup_attach_pid(struct sbx_cgroup *cg, pid_t pid, sbx_error_t *err)
 {
   char v[32];
-  snprintf(v, sizeof v, "%d", (int) pid);
+  if (bufprintf(v, sizeof v, err, "%d", (int) pid) < 0)
+    return -1;
   if (cg->mode != CGROUP_V2 || write_at(cg->v2, "cgroup.procs", v) < 0)
     return sbx_error_errno(err, "cgroup: move the sandbox into `%s`", cg->v2);
   return 0;

@@ -241,11 +241,12 @@ int rootfs_find(const char *requested, char **ret_path, sbx_error_t *err)
   char cand[4][PATH_MAX];
   int n = 0;
   if (requested) {
-    snprintf(cand[n++], PATH_MAX, "%s", requested);
+    if (bufprintf(cand[n++], PATH_MAX, err, "%s", requested) < 0)
+      return sbx_error_prefix(err, "--rootfs");
   } else {
     const char *env = getenv("SANDBOXD_ROOTFS");
-    if (env && *env)
-      snprintf(cand[n++], PATH_MAX, "%s", env);
+    if (env && *env && bufprintf(cand[n++], PATH_MAX, err, "%s", env) < 0)
+      return sbx_error_prefix(err, "SANDBOXD_ROOTFS");
     char exe[PATH_MAX];
     ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
     if (len > 0) {
@@ -253,10 +254,11 @@ int rootfs_find(const char *requested, char **ret_path, sbx_error_t *err)
       char *slash = strrchr(exe, '/');
       if (slash)
         *slash = '\0';
-      snprintf(cand[n++], PATH_MAX, "%s/../rootfs/%s", exe, DEFAULT_ROOTFS_NAME);
-      snprintf(cand[n++], PATH_MAX, "%s/../share/sandboxd/rootfs/%s", exe, DEFAULT_ROOTFS_NAME);
+      /* A candidate that does not fit is not one. */
+      n += bufprintf(cand[n], PATH_MAX, NULL, "%s/../rootfs/%s", exe, DEFAULT_ROOTFS_NAME) == 0;
+      n += bufprintf(cand[n], PATH_MAX, NULL, "%s/../share/sandboxd/rootfs/%s", exe, DEFAULT_ROOTFS_NAME) == 0;
     }
-    snprintf(cand[n++], PATH_MAX, "/var/lib/sandboxd/rootfs/%s", DEFAULT_ROOTFS_NAME);
+    n += bufprintf(cand[n], PATH_MAX, NULL, "/var/lib/sandboxd/rootfs/%s", DEFAULT_ROOTFS_NAME) == 0;
   }
   for (int i = 0; i < n; i++) {
     char real[PATH_MAX], py[PATH_MAX + 32];
@@ -267,8 +269,7 @@ int rootfs_find(const char *requested, char **ret_path, sbx_error_t *err)
       continue;
     bool have = false;
     for (size_t d = 0; d < ARRAY_SIZE(python_dirs) && !have; d++) {
-      snprintf(py, sizeof py, "%s%s/python3", real, python_dirs[d]);
-      have = lstat(py, &st) == 0;
+      have = bufprintf(py, sizeof py, NULL, "%s%s/python3", real, python_dirs[d]) == 0 && lstat(py, &st) == 0;
     }
     if (!have)
       return sbx_error_set(err, ENOENT, "rootfs `%s` has no python3 in /usr/local/bin or /usr/bin (rebuild it with `make rootfs`)", real);
@@ -290,15 +291,15 @@ static int find_python(const char *rootfs, char **env, char **ret, sbx_error_t *
     if (!strncmp(*e, "PATH=", 5))
       path = *e + 5;
   char buf[4096];
-  snprintf(buf, sizeof buf, "%s", path ? path : "/usr/local/bin:/usr/bin");
+  if (bufprintf(buf, sizeof buf, err, "%s", path ? path : "/usr/local/bin:/usr/bin") < 0)
+    return sbx_error_prefix(err, "the sandbox's PATH");
   char *save = NULL;
   for (char *dir = strtok_r(buf, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
     char host[PATH_MAX * 2];
     struct stat st;
     if (dir[0] != '/' || strstr(dir, ".."))
       continue;
-    snprintf(host, sizeof host, "%s%s/python3", rootfs, dir);
-    if (lstat(host, &st) == 0) {
+    if (bufprintf(host, sizeof host, NULL, "%s%s/python3", rootfs, dir) == 0 && lstat(host, &st) == 0) {
       if (asprintf(ret, "%s/python3", dir) < 0)
         return sbx_error_set(err, ENOMEM, "exec");
       return 0;

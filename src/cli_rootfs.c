@@ -49,7 +49,7 @@ static const char *human_size(uint64_t bytes, char buf[32])
     v /= 1024;
     i++;
   }
-  snprintf(buf, 32, i ? "%.1f %s" : "%.0f %s", v, units[i]);
+  bufprintf_cut(buf, 32, i ? "%.1f %s" : "%.0f %s", v, units[i]);
   return buf;
 }
 
@@ -60,17 +60,13 @@ static int usage_error(const char *fmt, const char *arg)
 }
 
 /* The store: --dir, $SANDBOXD_ROOTFS_DIR, rootfs/ next to the build (the repository), the system path. */
-static int store_dir(const char *requested, char out[PATH_MAX])
+static int store_dir(const char *requested, char out[PATH_MAX], sbx_error_t *err)
 {
-  if (requested) {
-    snprintf(out, PATH_MAX, "%s", requested);
-    return 0;
-  }
+  if (requested)
+    return bufprintf(out, PATH_MAX, err, "%s", requested) < 0 ? sbx_error_prefix(err, "--dir") : 0;
   const char *env = getenv("SANDBOXD_ROOTFS_DIR");
-  if (env && *env) {
-    snprintf(out, PATH_MAX, "%s", env);
-    return 0;
-  }
+  if (env && *env)
+    return bufprintf(out, PATH_MAX, err, "%s", env) < 0 ? sbx_error_prefix(err, "SANDBOXD_ROOTFS_DIR") : 0;
   char exe[PATH_MAX];
   ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
   if (len > 0) {
@@ -80,24 +76,27 @@ static int store_dir(const char *requested, char out[PATH_MAX])
       *slash = '\0';
     char cand[PATH_MAX + 16];
     struct stat st;
-    snprintf(cand, sizeof cand, "%s/../rootfs", exe);
-    if (stat(cand, &st) == 0 && S_ISDIR(st.st_mode) && realpath(cand, out))
+    if (bufprintf(cand, sizeof cand, NULL, "%s/../rootfs", exe) == 0 && stat(cand, &st) == 0 && S_ISDIR(st.st_mode) && realpath(cand, out))
       return 0;
   }
-  snprintf(out, PATH_MAX, "/var/lib/sandboxd/rootfs");
-  return 0;
+  return bufprintf(out, PATH_MAX, err, "/var/lib/sandboxd/rootfs");
 }
 
 /* "python-3.14-slim.oci.tar" -> "python-3.14-slim". */
 static void default_name(const char *src, char out[IMAGE_NAME_MAX + 1])
 {
+  /* A name that does not fit stays "", which the caller refuses (pass --name). */
   char buf[PATH_MAX];
-  snprintf(buf, sizeof buf, "%s", src);
+  if (bufprintf(buf, sizeof buf, NULL, "%s", src) < 0) {
+    out[0] = '\0';
+    return;
+  }
   size_t n = strlen(buf);
   while (n > 1 && buf[n - 1] == '/')
     buf[--n] = '\0';
   const char *base = strrchr(buf, '/') ? strrchr(buf, '/') + 1 : buf;
-  snprintf(out, IMAGE_NAME_MAX + 1, "%s", base);
+  if (bufprintf(out, IMAGE_NAME_MAX + 1, NULL, "%s", base) < 0)
+    return;
   static const char *const exts[] = { ".tar", ".oci", ".docker", ".tgz" };
   for (bool again = true; again;) {
     again = false;
@@ -219,11 +218,10 @@ static int cmd_list(const char *store)
     size_t len;
     sbx_error_t err = { 0 };
     json_node_t *doc = NULL;
-    snprintf(path, sizeof path, "%s/%s", store, names[i]);
-    if (!names[i] || stat(path, &st) < 0 || !S_ISDIR(st.st_mode))
+    if (!names[i] || bufprintf(path, sizeof path, NULL, "%s/%s", store, names[i]) < 0 || stat(path, &st) < 0 ||
+        !S_ISDIR(st.st_mode))
       goto next;
-    snprintf(path, sizeof path, "%s/%s.json", store, names[i]);
-    if (read_file(path, 1u << 20, &data, &len, &err) < 0 || json_parse(data, len, &doc, &err) < 0) {
+    if (bufprintf(path, sizeof path, &err, "%s/%s.json", store, names[i]) < 0 || read_file(path, 1u << 20, &data, &len, &err) < 0 || json_parse(data, len, &doc, &err) < 0) {
       printf("%-24s (unreadable metadata: %s)\n", names[i], err.msg);
       shown++;
       goto next;
@@ -233,7 +231,7 @@ static int cmd_list(const char *store)
       human_size((uint64_t) bytes, size);
     const char *dg = json_as_string(json_get(doc, "manifest_digest"), NULL);
     if (dg && !strncmp(dg, "sha256:", 7))
-      snprintf(digest, sizeof digest, "%.12s", dg + 7);
+      bufprintf_cut(digest, sizeof digest, "%.12s", dg + 7);
     const char *when = json_as_string(json_get(doc, "imported"), NULL);
     if (!when)
       when = json_as_string(json_get(doc, "built"), NULL);
@@ -267,9 +265,9 @@ int cmd_rootfs(int argc, char **argv)
     switch (c) {
     case OPT_DIR: dir = optarg; break;
     case OPT_NAME:
-      if (strlen(optarg) > IMAGE_NAME_MAX || !image_name_valid(optarg))
+      if (strlen(optarg) > IMAGE_NAME_MAX || !image_name_valid(optarg) ||
+          bufprintf(name, sizeof name, NULL, "%s", optarg) < 0)
         return usage_error("--name `%s`: use letters, digits, `.`, `_` and `-` (at most 128)", optarg);
-      snprintf(name, sizeof name, "%s", optarg);
       break;
     case OPT_MAX_SIZE:
       if (parse_size(optarg, &o.max_bytes) < 0 || !o.max_bytes)
@@ -290,7 +288,9 @@ int cmd_rootfs(int argc, char **argv)
   char **rest = argv + 1 + optind;
   int nrest = argc - 1 - optind;
   char store[PATH_MAX];
-  store_dir(dir, store);
+  sbx_error_t err;
+  if (store_dir(dir, store, &err) < 0)
+    return usage_error("%s", err.msg);
 
   if (!strcmp(sub, "import")) {
     if (nrest != 1)

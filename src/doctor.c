@@ -30,13 +30,13 @@ static int try_userns(char *detail, size_t len)
   pid_t pid = (pid_t) syscall(SYS_clone, CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | SIGCHLD,
                               NULL, NULL, NULL, 0);
   if (pid < 0) {
-    snprintf(detail, len, "cannot create namespaces: %s", strerror(errno));
+    bufprintf_cut(detail, len, "cannot create namespaces: %s", strerror(errno));
     return -1;
   }
   if (pid == 0)
     _exit(0);
   waitpid(pid, NULL, 0);
-  snprintf(detail, len, "user, mount, pid and net namespaces can be created");
+  bufprintf_cut(detail, len, "user, mount, pid and net namespaces can be created");
   return 0;
 }
 
@@ -69,10 +69,10 @@ int cmd_doctor(int argc, char **argv)
   enum cgroup_mode cg;
   sbx_error_t why = { 0 };
   if (cgroup_probe(&cg, &why) == 0) {
-    snprintf(detail, sizeof detail, "%s: each sandbox gets its own cgroup (memory, pids, cpu)", cgroup_mode_name(cg));
+    bufprintf_cut(detail, sizeof detail, "%s: each sandbox gets its own cgroup (memory, pids, cpu)", cgroup_mode_name(cg));
     report(true, "cgroups", detail, NULL);
   } else {
-    snprintf(detail, sizeof detail, "%s", why.msg);
+    bufprintf_cut(detail, sizeof detail, "%s", why.msg);
     bad += report(false, "cgroups", detail,
                   "run under a delegated cgroup: `systemd-run --user --scope -p Delegate=yes sandboxd ...`, "
                   "or use a policy with `cgroup fallback-rlimit` (e.g. --policy ci) to run on rlimits");

@@ -5,15 +5,20 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "util.h"
+
 static int error_vset(sbx_error_t *err, int errnum, const char *fmt, va_list ap)
 {
   if (!err)
     return -1;
-  int n = vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+  /* A message is cut where it does not fit, visibly (bufprintf_cut). */
+  char msg[sizeof err->msg];
+  int n = vsnprintf(msg, sizeof msg, fmt, ap);
   if (n < 0)
-    n = 0;
-  if (errnum && (size_t) n < sizeof err->msg)
-    snprintf(err->msg + n, sizeof err->msg - n, ": %s", strerror(errnum));
+    msg[0] = '\0';
+  else if ((size_t) n >= sizeof msg)
+    memcpy(msg + sizeof msg - 4, "...", 4);
+  bufprintf_cut(err->msg, sizeof err->msg, "%s%s%s", msg, errnum ? ": " : "", errnum ? strerror(errnum) : "");
   err->errnum = errnum;
   /* Callers pass uninitialised structs: set every field, read none. */
   err->status = 125;
@@ -49,6 +54,6 @@ int sbx_error_prefix(sbx_error_t *err, const char *fmt, ...)
   vsnprintf(ctx, sizeof ctx, fmt, ap);
   va_end(ap);
   memcpy(old, err->msg, sizeof old);
-  snprintf(err->msg, sizeof err->msg, "%s: %s", ctx, old);
+  bufprintf_cut(err->msg, sizeof err->msg, "%s: %s", ctx, old);
   return -1;
 }

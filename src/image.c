@@ -122,9 +122,13 @@ static const char *shown(const char *s, char buf[160])
 {
   size_t o = 0;
   for (const unsigned char *c = (const unsigned char *) s; *c && o < 150; c++) {
-    if (*c < 0x20 || *c == 0x7f)
-      o += (size_t) snprintf(buf + o, 160 - o, "\\x%02x", *c);
-    else
+    static const char hex[] = "0123456789abcdef";
+    if (*c < 0x20 || *c == 0x7f) {
+      memcpy(buf + o, "\\x", 2);
+      buf[o + 2] = hex[*c >> 4];
+      buf[o + 3] = hex[*c & 15];
+      o += 4;
+    } else
       buf[o++] = (char) *c;
     if (o >= 150 && c[1]) {
       memcpy(buf + 150, "...", 4);
@@ -523,8 +527,7 @@ static int ensure_dir(struct root *r, const char *path)
 static int join_in_root(const char *dir, const char *target, char out[PATH_MAX])
 {
   char tmp[2 * PATH_MAX + 2];
-  int n = snprintf(tmp, sizeof tmp, "%s/%s", target[0] == '/' ? "" : dir, target);
-  if (n < 0 || (size_t) n >= sizeof tmp || (size_t) n >= PATH_MAX)
+  if (bufprintf(tmp, sizeof tmp, NULL, "%s/%s", target[0] == '/' ? "" : dir, target) < 0 || strlen(tmp) >= PATH_MAX)
     return -1;
   size_t o = 0;
   for (char *save = NULL, *c = strtok_r(tmp, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
@@ -551,7 +554,8 @@ static int join_in_root(const char *dir, const char *target, char out[PATH_MAX])
 static int open_file_in_root(struct root *r, const char *path)
 {
   char cur[PATH_MAX], dir[PATH_MAX];
-  snprintf(cur, sizeof cur, "%s", path);
+  if (bufprintf(cur, sizeof cur, NULL, "%s", path) < 0)
+    return -1;
   for (int links = 0; links <= MAX_SYMLINKS; links++) {
     const char *base;
     split_path(cur, dir, &base);
@@ -623,11 +627,11 @@ static int rm_children(struct root *r, int fd, unsigned depth)
     if (depth >= RM_MAX_DEPTH) {
       char tmp[64];
       for (;;) {
-        snprintf(tmp, sizeof tmp, ".sandboxd-rm.%u", r->rm_seq++);
-        if (renameat2(fd, names[i], r->fd, tmp, RENAME_NOREPLACE) == 0 || errno != EEXIST)
+        if (bufprintf(tmp, sizeof tmp, NULL, ".sandboxd-rm.%u", r->rm_seq++) < 0 ||
+            renameat2(fd, names[i], r->fd, tmp, RENAME_NOREPLACE) == 0 || errno != EEXIST)
           break;
       }
-      ret = errno == EEXIST ? -1 : rm_tree(r, r->fd, tmp);
+      ret = errno == EEXIST || !tmp[0] ? -1 : rm_tree(r, r->fd, tmp);
       continue;
     }
     if (st.st_dev != r->dev) {
@@ -703,7 +707,8 @@ static void extractor_free(struct extractor *x)
 static int note_written(struct extractor *x, const char *path)
 {
   char buf[PATH_MAX];
-  snprintf(buf, sizeof buf, "%s", path);
+  if (bufprintf(buf, sizeof buf, NULL, "%s", path) < 0)
+    return -1;
   for (;;) {
     if (strset_add(&x->layer_paths, buf) < 0)
       return -1;
@@ -860,7 +865,8 @@ static int apply_whiteout(struct extractor *x, const char *dir, const char *name
   if (dfd < 0) /* nothing below to hide */
     return errno == ENOENT || errno == ENOTDIR ? 0 : sbx_error_errno(err, "whiteout `%s`", shown(path, b));
   if (!opaque) {
-    snprintf(target, sizeof target, "%s%s%s", dir, *dir ? "/" : "", name);
+    if (bufprintf(target, sizeof target, err, "%s%s%s", dir, *dir ? "/" : "", name) < 0)
+      return sbx_error_prefix(err, "whiteout `%s`", shown(path, b));
     if (strset_has(&x->layer_paths, target)) /* from this very layer: stays */
       return 0;
     if (rm_tree(&x->root, dfd, name) < 0 && errno != ENOENT)
@@ -873,8 +879,9 @@ static int apply_whiteout(struct extractor *x, const char *dir, const char *name
     return sbx_error_errno(err, "opaque whiteout `%s`: list", shown(path, b));
   int ret = 0;
   for (size_t i = 0; i < n && ret == 0; i++) {
-    snprintf(target, sizeof target, "%s%s%s", dir, *dir ? "/" : "", names[i]);
-    if (!strset_has(&x->layer_paths, target) && rm_tree(&x->root, dfd, names[i]) < 0 && errno != ENOENT)
+    if (bufprintf(target, sizeof target, err, "%s%s%s", dir, *dir ? "/" : "", names[i]) < 0)
+      ret = sbx_error_prefix(err, "opaque whiteout `%s`", shown(path, b));
+    else if (!strset_has(&x->layer_paths, target) && rm_tree(&x->root, dfd, names[i]) < 0 && errno != ENOENT)
       ret = sbx_error_errno(err, "opaque whiteout `%s`: remove `%s`", shown(path, b), names[i]);
   }
   free_names(names, n);
@@ -986,7 +993,8 @@ static int apply_entry(struct extractor *x, struct archive *a, struct archive_en
     if (fd < 0)
       return sbx_error_errno(err, "entry `%s`: open", shown(path, b));
     /* fchmod/fchown/futimens do not work on O_PATH fds; go through the fd's own path. */
-    snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+    if (bufprintf(proc, sizeof proc, err, "/proc/self/fd/%d", fd) < 0)
+      return -1;
     _cleanup_close_ int rfd = open(proc, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (rfd < 0)
       return sbx_error_errno(err, "entry `%s`: open", shown(path, b));
@@ -1096,10 +1104,11 @@ struct walk {
 static int walk_line(struct walk *w, const struct stat *st, char type, const char *digest, const char *path)
 {
   char size[32] = "-", mtime[32] = "-";
-  if (type == 'f')
-    snprintf(size, sizeof size, "%lld", (long long) st->st_size);
-  if (*path) /* the root's own mtime changes when it is renamed into place */
-    snprintf(mtime, sizeof mtime, "%lld", (long long) st->st_mtim.tv_sec);
+  if (type == 'f' && bufprintf(size, sizeof size, NULL, "%lld", (long long) st->st_size) < 0)
+    return -1;
+  /* the root's own mtime changes when it is renamed into place */
+  if (*path && bufprintf(mtime, sizeof mtime, NULL, "%lld", (long long) st->st_mtim.tv_sec) < 0)
+    return -1;
   return strbuf_printf(&w->out, "%c %04o %u %u %s %s %s /%s\n", type, (unsigned) (st->st_mode & 07777),
                        (unsigned) st->st_uid, (unsigned) st->st_gid, size, mtime, digest, path);
 }
@@ -1275,12 +1284,11 @@ static int map_blob(struct source *s, const json_node_t *desc, size_t max, struc
     return sbx_error_set(err, EINVAL, "`%s`: a descriptor without a valid size", s->src);
   if (parse_digest(d, hex, err) < 0)
     return sbx_error_prefix(err, "`%s`", s->src);
-  snprintf(path, sizeof path, "blobs/sha256/%s", hex);
+  if (bufprintf(path, sizeof path, err, "blobs/sha256/%s", hex) < 0)
+    return -1;
   if (map_source_file(s, path, hex, size, max, ret, NULL, err) < 0)
     return -1;
-  if (digest)
-    snprintf(digest, 72, "sha256:%s", hex);
-  return 0;
+  return digest ? bufprintf(digest, 72, err, "sha256:%s", hex) : 0;
 }
 
 static int parse_json_mapping(struct source *s, const struct mapping *m, const char *what, json_node_t **ret,
@@ -1308,7 +1316,8 @@ static void host_platform(char os[16], char arch[16], char variant[16])
   } else if (!strcmp(u.machine, "i686") || !strcmp(u.machine, "i386"))
     strcpy(arch, "386");
   else
-    snprintf(arch, 16, "%s", u.machine);
+    if (bufprintf(arch, 16, NULL, "%s", u.machine) < 0)
+      strcpy(arch, "?"); /* matches no image */
 }
 
 static bool platform_matches(const json_node_t *p)
@@ -1441,14 +1450,15 @@ static int load_docker(struct source *s, struct image *im, sbx_error_t *err)
   size_t clen = strcspn(cbase, ".");
   char want[65], got[65];
   bool named = is_hex64(cbase, clen);
-  if (named)
-    snprintf(want, sizeof want, "%.64s", cbase);
+  if (named && bufprintf(want, sizeof want, err, "%.64s", cbase) < 0)
+    return -1;
   unmapp(&m);
   if (map_source_file(s, cfg, named ? want : NULL, -1, MAX_JSON_BLOB, &m, got, err) < 0 ||
       parse_json_mapping(s, &m, "config", &im->config, err) < 0)
     return -1;
-  snprintf(im->config_digest, sizeof im->config_digest, "sha256:%s", got);
-  snprintf(im->manifest_digest, sizeof im->manifest_digest, "sha256:%s", got);
+  if (bufprintf(im->config_digest, sizeof im->config_digest, err, "sha256:%s", got) < 0 ||
+      bufprintf(im->manifest_digest, sizeof im->manifest_digest, err, "sha256:%s", got) < 0)
+    return -1;
   im->layers = json_get(entry, "Layers");
   const json_node_t *diff_ids = json_get(json_get(im->config, "rootfs"), "diff_ids");
   if (json_type(im->layers) != JSON_ARRAY || json_array_len(im->layers) != json_array_len(diff_ids))
@@ -1528,7 +1538,10 @@ static int write_metadata(int storefd, const char *file, const struct image_impo
   json_bool(w, o->keep_privileges);
   json_obj_end(w);
   json_key(w, "files_manifest");
-  snprintf(b, sizeof b, "%s.files", o->name);
+  if (bufprintf(b, sizeof b, err, "%s.files", o->name) < 0) {
+    json_writer_free(w);
+    return -1;
+  }
   json_str(w, b);
   json_key(w, "files_manifest_sha256");
   json_str(w, files_sha);
@@ -1593,7 +1606,8 @@ static int make_temp_dir(int storefd, const char *name, const char *kind, char o
     for (int i = 0; i < 6; i++, r /= 36)
       suffix[i] = chars[r % 36];
     suffix[6] = '\0';
-    snprintf(out, NAME_MAX + 1, ".%s.%s-%s", name, kind, suffix);
+    if (bufprintf(out, NAME_MAX + 1, err, ".%s.%s-%s", name, kind, suffix) < 0)
+      return -1;
     if (mkdirat(storefd, out, 0700) == 0)
       return 0;
     if (errno != EEXIST)
@@ -1631,7 +1645,8 @@ static int apply_layers(struct extractor *x, struct source *s, const struct imag
       /* docker-archive layers are uncompressed: their sha256 is the diff_id. */
       if (map_source_file(s, path, want, -1, SIZE_MAX, &m, NULL, err) < 0)
         return -1;
-      snprintf(digest, sizeof digest, "sha256:%s", want);
+      if (bufprintf(digest, sizeof digest, err, "sha256:%s", want) < 0)
+        return -1;
     } else {
       const char *mt = json_as_string(json_get(l, "mediaType"), NULL);
       if (mt && !strstr(mt, "tar"))
@@ -1659,8 +1674,9 @@ static int check_platform(const struct image *im, struct image_import_stats *st,
   if ((cos && strcmp(cos, os)) || (carch && strcmp(carch, arch)))
     return sbx_error_set(err, EINVAL, "image is for %s/%s, this host is %s/%s", cos ? cos : "?", carch ? carch : "?",
                          os, arch);
-  snprintf(st->platform, sizeof st->platform, "%s/%s%s%s", cos ? cos : os, carch ? carch : arch,
-           cvar && *cvar ? "/" : "", cvar && *cvar ? cvar : "");
+  if (bufprintf(st->platform, sizeof st->platform, err, "%s/%s%s%s", cos ? cos : os, carch ? carch : arch,
+                cvar && *cvar ? "/" : "", cvar && *cvar ? cvar : "") < 0)
+    return sbx_error_prefix(err, "image platform");
   return 0;
 }
 
@@ -1747,8 +1763,8 @@ static int open_source(struct import_state *is, const struct image_import_option
 static int swap_into_place(struct import_state *is, const char *name, sbx_error_t *err)
 {
   char files[NAME_MAX + 1], json[NAME_MAX + 1];
-  snprintf(files, sizeof files, "%s.files", name);
-  snprintf(json, sizeof json, "%s.json", name);
+  if (bufprintf(files, sizeof files, err, "%s.files", name) < 0 || bufprintf(json, sizeof json, err, "%s.json", name) < 0)
+    return -1;
   if (renameat2(is->storefd, is->tree, is->storefd, name, RENAME_EXCHANGE) < 0) {
     if (errno != ENOENT)
       return sbx_error_errno(err, "rename the new tree to `%s`", name);
@@ -1824,9 +1840,11 @@ int image_import(const struct image_import_options *o, struct image_import_stats
   st.bytes = w.counts.bytes;
   char files_sha[65];
   sha256_hex(w.out.data ? w.out.data : "", w.out.len, files_sha);
-  snprintf(is.files_tmp, sizeof is.files_tmp, ".%s.files.tmp", o->name);
-  snprintf(is.json_tmp, sizeof is.json_tmp, ".%s.json.tmp", o->name);
-  int r = write_all_at(is.storefd, is.files_tmp, w.out.data ? w.out.data : "", w.out.len, err);
+  int r = bufprintf(is.files_tmp, sizeof is.files_tmp, err, ".%s.files.tmp", o->name);
+  if (r == 0)
+    r = bufprintf(is.json_tmp, sizeof is.json_tmp, err, ".%s.json.tmp", o->name);
+  if (r == 0)
+    r = write_all_at(is.storefd, is.files_tmp, w.out.data ? w.out.data : "", w.out.len, err);
   strbuf_free(&w.out);
   if (r < 0)
     return -1;
@@ -1859,7 +1877,7 @@ int image_load_config(const char *rootfs, struct image_config *ret, sbx_error_t 
   size_t n = strlen(rootfs);
   while (n > 1 && rootfs[n - 1] == '/')
     n--;
-  if (snprintf(path, sizeof path, "%.*s.json", (int) n, rootfs) >= (int) sizeof path)
+  if (bufprintf(path, sizeof path, NULL, "%.*s.json", (int) n, rootfs) < 0)
     return sbx_error_set(err, ENAMETOOLONG, "rootfs `%s`", shown(rootfs, b));
   _cleanup_free_ char *data = NULL;
   size_t len;
@@ -1931,12 +1949,14 @@ int image_verify(const char *store, const char *name, image_report_fn report, vo
   char b[160], path[PATH_MAX];
   if (!image_name_valid(name))
     return sbx_error_set(err, EINVAL, "invalid rootfs name `%s`", shown(name, b));
-  snprintf(path, sizeof path, "%s/%s.files", store, name);
+  if (bufprintf(path, sizeof path, err, "%s/%s.files", store, name) < 0)
+    return sbx_error_prefix(err, "verify `%s`", name);
   _cleanup_free_ char *want = NULL;
   size_t wlen;
   if (read_file(path, 1u << 30, &want, &wlen, err) < 0)
     return sbx_error_prefix(err, "verify `%s`: no file manifest (import it with `sandboxd rootfs import`)", name);
-  snprintf(path, sizeof path, "%s/%s", store, name);
+  if (bufprintf(path, sizeof path, err, "%s/%s", store, name) < 0)
+    return sbx_error_prefix(err, "verify `%s`", name);
   _cleanup_close_ int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0)
     return sbx_error_errno(err, "verify `%s`", path);
@@ -1959,13 +1979,13 @@ int image_verify(const char *store, const char *name, image_report_fn report, vo
     }
     diffs++;
     if (c < 0) {
-      snprintf(msg, sizeof msg, "added:    %.*s", (int) (ge - g), g);
+      bufprintf_cut(msg, sizeof msg, "added:    %.*s", (int) (ge - g), g);
       g = *ge ? ge + 1 : ge;
     } else if (c > 0) {
-      snprintf(msg, sizeof msg, "missing:  %.*s", (int) (he - h), h);
+      bufprintf_cut(msg, sizeof msg, "missing:  %.*s", (int) (he - h), h);
       h = *he ? he + 1 : he;
     } else {
-      snprintf(msg, sizeof msg, "changed:  %.*s (was %.*s)", (int) (ge - g), g, (int) (line_path(h) - h - 1), h);
+      bufprintf_cut(msg, sizeof msg, "changed:  %.*s (was %.*s)", (int) (ge - g), g, (int) (line_path(h) - h - 1), h);
       g = *ge ? ge + 1 : ge;
       h = *he ? he + 1 : he;
     }

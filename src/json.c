@@ -8,6 +8,8 @@
 #include <yajl/yajl_gen.h>
 #include <yajl/yajl_parse.h>
 
+#include "util.h"
+
 struct json_writer {
   yajl_gen g;
   int failed;
@@ -50,8 +52,10 @@ void json_null(json_writer_t *w) { CHECK(w, yajl_gen_null(w->g)); }
 void json_uint(json_writer_t *w, uint64_t v)
 {
   char buf[32];
-  int n = snprintf(buf, sizeof buf, "%llu", (unsigned long long) v);
-  CHECK(w, yajl_gen_number(w->g, buf, (size_t) n));
+  if (bufprintf(buf, sizeof buf, NULL, "%llu", (unsigned long long) v) < 0)
+    w->failed = 1;
+  else
+    CHECK(w, yajl_gen_number(w->g, buf, strlen(buf)));
 }
 
 void json_raw(json_writer_t *w, const char *json, size_t len)

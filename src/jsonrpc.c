@@ -2,6 +2,7 @@
 #include "jsonrpc.h"
 
 #include "cleanup.h"
+#include "util.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -122,8 +123,7 @@ char *jsonrpc_id_canonical(const json_node_t *id)
   case JSON_INTEGER: {
     long long v = 0;
     json_as_int(id, &v);
-    snprintf(buf, sizeof buf, "%lld", v);
-    return strdup(buf);
+    return bufprintf(buf, sizeof buf, NULL, "%lld", v) < 0 ? NULL : strdup(buf);
   }
   case JSON_NUMBER: /* JSON-RPC allows any number; echo it as written */
     return strdup(json_number_text(id));

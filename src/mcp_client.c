@@ -304,13 +304,11 @@ static json_writer_t *begin_request(long long id, const char *method)
   json_writer_t *w = json_writer_new();
   if (!w)
     return NULL;
-  char idbuf[32];
-  snprintf(idbuf, sizeof idbuf, "%lld", id);
   json_obj_begin(w);
   json_key(w, "jsonrpc");
   json_str(w, "2.0");
   json_key(w, "id");
-  json_raw(w, idbuf, strlen(idbuf));
+  json_int(w, id);
   json_key(w, "method");
   json_str(w, method);
   json_key(w, "params");
@@ -375,12 +373,10 @@ static int send_call(struct mcp_hosts *h, struct client *c, struct op *o)
   }
   if (o->cb.progress) {
     /* Our request id doubles as the progress token: unique among our requests. */
-    char tok[32];
-    snprintf(tok, sizeof tok, "%lld", o->rpc_id);
     json_key(w, "_meta");
     json_obj_begin(w);
     json_key(w, "progressToken");
-    json_raw(w, tok, strlen(tok));
+    json_int(w, o->rpc_id);
     json_obj_end(w);
   }
   json_obj_end(w);
@@ -394,12 +390,10 @@ static void send_cancelled(struct mcp_hosts *h, struct client *c, long long rpc,
   json_writer_t *w = json_writer_new();
   if (!w)
     return;
-  char idbuf[32];
-  snprintf(idbuf, sizeof idbuf, "%lld", rpc);
   jsonrpc_begin_notification(w, "notifications/cancelled");
   json_obj_begin(w);
   json_key(w, "requestId");
-  json_raw(w, idbuf, strlen(idbuf));
+  json_int(w, rpc);
   json_key(w, "reason");
   json_str(w, reason);
   json_obj_end(w);
@@ -419,11 +413,11 @@ static void client_down(struct mcp_hosts *h, struct client *c, const char *why)
   /* A crash usually has already happened when its stdout closes: say how it ended. */
   if (waitpid(c->pid, &st, WNOHANG) == c->pid) {
     if (WIFSIGNALED(st))
-      snprintf(reason, sizeof reason, "was killed by signal %d", WTERMSIG(st));
+      bufprintf_cut(reason, sizeof reason, "was killed by signal %d", WTERMSIG(st));
     else
-      snprintf(reason, sizeof reason, "exited with status %d", WEXITSTATUS(st));
+      bufprintf_cut(reason, sizeof reason, "exited with status %d", WEXITSTATUS(st));
   } else {
-    snprintf(reason, sizeof reason, "%s", why);
+    bufprintf_cut(reason, sizeof reason, "%s", why);
     add_dying(h, c->pid, 0);
   }
   close(c->in_fd);
@@ -523,7 +517,7 @@ static void on_list_page(struct mcp_hosts *h, struct client *c, const json_node_
   const json_node_t *tools = json_get(result, "tools");
   if (error || json_type(tools) != JSON_ARRAY) {
     char msg[300];
-    snprintf(msg, sizeof msg, "host MCP server `%s` did not list its tools: %.200s", c->cfg->name,
+    bufprintf_cut(msg, sizeof msg, "host MCP server `%s` did not list its tools: %.200s", c->cfg->name,
              error ? (json_as_string(json_get(error, "message"), NULL) ?: "error") : "no `tools` array");
     json_writer_free(c->list_acc);
     c->list_acc = NULL;
@@ -629,7 +623,7 @@ static void answer_server_request(struct mcp_hosts *h, struct client *c, const s
     jsonrpc_end(w);
   } else {
     char msg[300];
-    snprintf(msg, sizeof msg, "Method not found: %.200s (sandboxd offers no client capabilities)", m->method);
+    bufprintf_cut(msg, sizeof msg, "Method not found: %.200s (sandboxd offers no client capabilities)", m->method);
     jsonrpc_write_error(w, m->id, JSONRPC_METHOD_NOT_FOUND, msg);
   }
   send_msg(h, c, w);

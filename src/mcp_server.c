@@ -718,8 +718,8 @@ static void relay_progress(void *ctx, const char *server, const char *tool, cons
   const char *m = json_as_string(json_get(params, "message"), NULL);
   const char *done = json_number_text(json_get(params, "progress"));
   const char *total = json_number_text(json_get(params, "total"));
-  snprintf(msg, sizeof msg, "%.60s.%.60s: %s%s%s%s%.100s", server, tool, done ? done : "?", total ? "/" : "",
-           total ? total : "", m ? " " : "", m ? m : "");
+  bufprintf_cut(msg, sizeof msg, "%.60s.%.60s: %s%s%s%s%.100s", server, tool, done ? done : "?", total ? "/" : "",
+                total ? total : "", m ? " " : "", m ? m : "");
   json_writer_t *w = json_writer_new();
   if (!w)
     return;
@@ -1053,9 +1053,9 @@ static void send_progress(struct server *srv, struct call *c, uint64_t now)
   char msg[64];
   uint64_t secs = (now - c->queued_ns) / 1000000000ULL;
   if (c->state == CALL_QUEUED)
-    snprintf(msg, sizeof msg, "queued for %llus", (unsigned long long) secs);
+    bufprintf_cut(msg, sizeof msg, "queued for %llus", (unsigned long long) secs);
   else
-    snprintf(msg, sizeof msg, "running for %llus", (unsigned long long) secs);
+    bufprintf_cut(msg, sizeof msg, "running for %llus", (unsigned long long) secs);
   json_writer_t *w = json_writer_new();
   if (!w)
     return;
@@ -1141,6 +1141,18 @@ static void schema_prop(json_writer_t *w, const char *name, const char *type, co
   json_obj_end(w);
 }
 
+/* Append " a, b" to the string in buf, or " a, ..." where the rest does not fit. */
+static void append_names(char *buf, size_t len, const struct mcp_config *cfg)
+{
+  if (strlen(buf) + 5 > len) /* no room even for " ..." */
+    return;
+  for (size_t i = 0; i < cfg->n; i++)
+    if (bufcatf(buf, len - 4, NULL, "%s %s", i ? "," : "", cfg->servers[i].name) < 0) {
+      strcat(buf, " ..."); /* fits: buf stays within len - 4 */
+      return;
+    }
+}
+
 static void write_tool(struct server *srv, json_writer_t *w)
 {
   char desc[160];
@@ -1153,16 +1165,9 @@ static void write_tool(struct server *srv, json_writer_t *w)
   if (srv->mcp_cfg->n) {
     /* Name the servers, within a budget: the description is read on every turn. */
     char desc_servers[sizeof tool_description + 256];
-    size_t off = (size_t) snprintf(desc_servers, sizeof desc_servers, "%s Servers:", tool_description);
-    for (size_t i = 0; i < srv->mcp_cfg->n; i++) {
-      const char *name = srv->mcp_cfg->servers[i].name;
-      if (off + strlen(name) + 8 >= sizeof desc_servers) {
-        off += (size_t) snprintf(desc_servers + off, sizeof desc_servers - off, " ...");
-        break;
-      }
-      off += (size_t) snprintf(desc_servers + off, sizeof desc_servers - off, "%s %s", i ? "," : "", name);
-    }
-    snprintf(desc_servers + off, sizeof desc_servers - off, ".");
+    bufprintf_cut(desc_servers, sizeof desc_servers, "%s Servers:", tool_description);
+    append_names(desc_servers, sizeof desc_servers - 1, srv->mcp_cfg); /* and room for the "." */
+    strcat(desc_servers, ".");
     json_str(w, desc_servers);
   } else
     json_str(w, tool_description);
@@ -1186,9 +1191,9 @@ static void write_tool(struct server *srv, json_writer_t *w)
   json_key(w, "description");
   json_str(w, "Host MCP servers the code may call, by name.");
   json_obj_end(w);
-  snprintf(desc, sizeof desc, "Wall-clock limit in seconds (default %llu, at most %llu).",
-           (unsigned long long) (srv->policy->limits.timeout_ms / 1000),
-           (unsigned long long) (srv->policy->max.timeout_ms / 1000));
+  bufprintf_cut(desc, sizeof desc, "Wall-clock limit in seconds (default %llu, at most %llu).",
+                (unsigned long long) (srv->policy->limits.timeout_ms / 1000),
+                (unsigned long long) (srv->policy->max.timeout_ms / 1000));
   json_key(w, "timeout");
   json_obj_begin(w);
   json_key(w, "type");
@@ -1277,9 +1282,8 @@ static void m_tools_list(struct server *srv, const char *id, const json_node_t *
 /* "configured servers: a, b" (or that there are none), for messages. */
 static void server_names(const struct server *srv, char *buf, size_t len)
 {
-  size_t off = (size_t) snprintf(buf, len, srv->mcp_cfg->n ? "configured servers:" : "no host MCP servers are configured for sandboxd (see sandboxd(1), --config)");
-  for (size_t i = 0; i < srv->mcp_cfg->n && off < len; i++)
-    off += (size_t) snprintf(buf + off, len - off, "%s %s", i ? "," : "", srv->mcp_cfg->servers[i].name);
+  bufprintf_cut(buf, len, "%s", srv->mcp_cfg->n ? "configured servers:" : "no host MCP servers are configured for sandboxd (see sandboxd(1), --config)");
+  append_names(buf, len, srv->mcp_cfg);
 }
 
 static void m_tools_call(struct server *srv, const char *id, const json_node_t *params)

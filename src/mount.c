@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "util.h"
 
 /* The filesystem type is ignored for binds, remounts and propagation changes; "none" rather than
  * NULL keeps memory checkers (valgrind) from flagging the call. */
@@ -18,7 +19,9 @@
 
 static void fd_path(int fd, char buf[32])
 {
-  snprintf(buf, 32, "/proc/self/fd/%d", fd);
+  /* At most 25 bytes; were it cut, buf would be "" and the mount that uses it would fail. */
+  if (bufprintf(buf, 32, NULL, "/proc/self/fd/%d", fd) < 0)
+    return;
 }
 
 int mount_make_private(sbx_error_t *err)
@@ -100,7 +103,8 @@ int mount_enter_rootfs(int rootfs_fd, const char *path, sbx_error_t *err)
 int mount_tmpfs(const char *rel, uint64_t size, unsigned mode, bool noexec, sbx_error_t *err)
 {
   char opts[96];
-  snprintf(opts, sizeof opts, "size=%llu,mode=%o", (unsigned long long) size, mode);
+  if (bufprintf(opts, sizeof opts, err, "size=%llu,mode=%o", (unsigned long long) size, mode) < 0)
+    return -1;
   unsigned long flags = MS_NOSUID | MS_NODEV | (noexec ? MS_NOEXEC : 0);
   if (mount("tmpfs", rel, "tmpfs", flags, opts) < 0)
     return sbx_error_errno(err, "mount tmpfs on `/%s`", rel);
@@ -110,8 +114,8 @@ int mount_tmpfs(const char *rel, uint64_t size, unsigned mode, bool noexec, sbx_
 static int bind_dev_node(const char *name, sbx_error_t *err)
 {
   char src[64], dst[64];
-  snprintf(src, sizeof src, "/dev/%s", name);
-  snprintf(dst, sizeof dst, "dev/%s", name);
+  if (bufprintf(src, sizeof src, err, "/dev/%s", name) < 0 || bufprintf(dst, sizeof dst, err, "dev/%s", name) < 0)
+    return -1;
   int fd = open(dst, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0666);
   if (fd < 0)
     return sbx_error_errno(err, "create `/%s`", dst);
@@ -211,8 +215,8 @@ static int make_mountpoint(const char *rel, bool dir, sbx_error_t *err)
   }
   /* mkdir -p for the parents */
   char buf[4096];
-  if (snprintf(buf, sizeof buf, "%s", rel) >= (int) sizeof buf)
-    return sbx_error_set(err, ENAMETOOLONG, "bind target");
+  if (bufprintf(buf, sizeof buf, err, "%s", rel) < 0)
+    return sbx_error_prefix(err, "bind target");
   for (char *s = strchr(buf, '/'); s; s = strchr(s + 1, '/')) {
     *s = '\0';
     if (mkdir(buf, 0755) < 0 && errno != EEXIST)

@@ -325,12 +325,10 @@ static int parse_rule(struct parser *ps, char **w, int n)
   if (nc < 3 || strncmp(c[0], "arg", 3) != 0 || c[0][3] < '0' || c[0][3] > '5' || c[0][4])
     return perr(ps, "condition must start with arg0..arg5");
   arg = (unsigned) (c[0][3] - '0');
-  char cond[512];
-  size_t off = 0;
-  for (int j = 0; j < nc && off < sizeof cond; j++)
-    off += (size_t) snprintf(cond + off, sizeof cond - off, "%s%s", j ? " " : "", c[j]);
-  if (off >= sizeof cond)
-    return perr(ps, "condition too long");
+  char cond[512] = "";
+  for (int j = 0; j < nc; j++)
+    if (bufcatf(cond, sizeof cond, NULL, "%s%s", j ? " " : "", c[j]) < 0)
+      return perr(ps, "condition too long");
   uint64_t v, mask;
   if (nc == 3 && strcmp(c[1], "==") == 0) {
     if (parse_value(ps, c[2], &v) < 0)
@@ -350,7 +348,8 @@ static int parse_rule(struct parser *ps, char **w, int n)
         return -1;
       if (v > UINT32_MAX)
         return perr(ps, "`in` compares the low 32 bits; %s does not fit", t);
-      snprintf(one, sizeof one, "%s == %s", c[0], t);
+      if (bufprintf(one, sizeof one, NULL, "%s == %s", c[0], t) < 0)
+        return perr(ps, "condition too long");
       if (add_rule(ps, sc, action, errno_value, SBX_CMP_EQ32, arg, 0xffffffffULL, v, one) < 0)
         return -1;
     }
@@ -467,7 +466,8 @@ static int parse_include(struct parser *ps, char **w, int n, const char *dir)
   if (strchr(w[1], '/') || w[1][0] == '.')
     return perr(ps, "`include %s`: name a file in the same directory", w[1]);
   char path[PATH_MAX];
-  snprintf(path, sizeof path, "%s/%s", dir, w[1]);
+  if (bufprintf(path, sizeof path, ps->err, "%s/%s", dir, w[1]) < 0)
+    return sbx_error_prefix(ps->err, "%s:%d: include", ps->file, ps->line);
   _cleanup_free_ char *text = NULL;
   if (read_file(path, POLICY_MAX_BYTES, &text, NULL, ps->err) < 0)
     return sbx_error_prefix(ps->err, "%s:%d", ps->file, ps->line);
@@ -531,7 +531,8 @@ static int parse_line(struct parser *ps, char *line, const char *dir)
   /* `description` keeps the rest of the line verbatim (minus a trailing comment). */
   char *rest = NULL, restbuf[512];
   if (strncmp(line, "description", 11) == 0 && (line[11] == ' ' || line[11] == '\t')) {
-    snprintf(restbuf, sizeof restbuf, "%s", line + 11);
+    if (bufprintf(restbuf, sizeof restbuf, NULL, "%s", line + 11) < 0)
+      return perr(ps, "`description` is longer than %zu bytes", sizeof restbuf - 1);
     rest = restbuf;
     while (*rest == ' ' || *rest == '\t')
       rest++;
@@ -782,12 +783,14 @@ const char *policy_search_path(void)
     char *slash = strrchr(exe, '/');
     if (slash) {
       *slash = '\0';
-      snprintf(exedir, sizeof exedir, "%s", exe);
+      memcpy(exedir, exe, (size_t) (slash - exe) + 1); /* the same size */
     }
   }
   /* build/sandboxd -> policy/; PREFIX/bin/sandboxd -> PREFIX/share/sandboxd/policy. */
-  snprintf(search_path, sizeof search_path, "%s%s%s/../policy:%s/../share/sandboxd/policy:/etc/sandboxd/policy",
-           env && *env ? env : "", env && *env ? ":" : "", exedir, exedir);
+  /* Too long, it stays "" (never a cut directory): policy_load says so. */
+  if (bufprintf(search_path, sizeof search_path, NULL, "%s%s%s/../policy:%s/../share/sandboxd/policy:/etc/sandboxd/policy",
+                env && *env ? env : "", env && *env ? ":" : "", exedir, exedir) < 0)
+    return "";
   return search_path;
 }
 
@@ -812,14 +815,15 @@ int policy_load(const char *name_or_path, struct sbx_policy **ret, sbx_error_t *
   for (const char *c = name; *c; c++)
     if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '-' || *c == '_'))
       return sbx_error_set(err, 0, "policy name `%s`: use a name like `default` or a path", name);
+  if (!*policy_search_path())
+    return sbx_error_set(err, ENAMETOOLONG, "policy `%s`: the policy search path ($SANDBOXD_POLICY_DIR) is too long", name);
   _cleanup_free_ char *paths = strdup(policy_search_path());
   if (!paths)
     return sbx_error_set(err, ENOMEM, "policy");
   char *save = NULL;
   for (char *dir = strtok_r(paths, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
     char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/%s.policy", dir, name);
-    if (access(path, F_OK) == 0)
+    if (bufprintf(path, sizeof path, NULL, "%s/%s.policy", dir, name) == 0 && access(path, F_OK) == 0)
       return load_whole(path, ret, err);
   }
   return sbx_error_set(err, ENOENT, "policy `%s` not found in %s", name, policy_search_path());

@@ -567,8 +567,8 @@ int proxy_python_dir(char **ret_path, sbx_error_t *err)
   char cand[3][PATH_MAX];
   int n = 0;
   const char *env = getenv("SANDBOXD_PYTHON_DIR");
-  if (env && *env)
-    snprintf(cand[n++], PATH_MAX, "%s", env);
+  if (env && *env && bufprintf(cand[n++], PATH_MAX, err, "%s", env) < 0)
+    return sbx_error_prefix(err, "SANDBOXD_PYTHON_DIR");
   char exe[PATH_MAX];
   ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
   if (len > 0) {
@@ -577,16 +577,16 @@ int proxy_python_dir(char **ret_path, sbx_error_t *err)
     if (slash)
       *slash = '\0';
     /* build/sandboxd -> src/sandbox; PREFIX/bin/sandboxd -> PREFIX/share/sandboxd/python. */
-    snprintf(cand[n++], PATH_MAX, "%s/../src/sandbox", exe);
-    snprintf(cand[n++], PATH_MAX, "%s/../share/sandboxd/python", exe);
+    /* A candidate that does not fit is not one. */
+    n += bufprintf(cand[n], PATH_MAX, NULL, "%s/../src/sandbox", exe) == 0;
+    n += bufprintf(cand[n], PATH_MAX, NULL, "%s/../share/sandboxd/python", exe) == 0;
   }
   for (int i = 0; i < n; i++) {
     char real[PATH_MAX], pkg[PATH_MAX + 32];
     struct stat st;
     if (!realpath(cand[i], real))
       continue;
-    snprintf(pkg, sizeof pkg, "%s/mcp/__init__.py", real);
-    if (stat(pkg, &st) < 0 || !S_ISREG(st.st_mode))
+    if (bufprintf(pkg, sizeof pkg, NULL, "%s/mcp/__init__.py", real) < 0 || stat(pkg, &st) < 0 || !S_ISREG(st.st_mode))
       continue;
     if (!(*ret_path = strdup(real)))
       return sbx_error_set(err, ENOMEM, "python dir");

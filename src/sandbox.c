@@ -597,8 +597,7 @@ static _Noreturn void net_helper(pid_t pid, int pidfd, int sync_fd, const struct
    * reaped, so its pid cannot be reused, before we are). */
   if (setns(pidfd, CLONE_NEWUSER) < 0) {
     char path[64];
-    snprintf(path, sizeof path, "/proc/%d/ns/user", (int) pid);
-    int ufd = open(path, O_RDONLY | O_CLOEXEC);
+    int ufd = bufprintf(path, sizeof path, NULL, "/proc/%d/ns/user", (int) pid) < 0 ? -1 : open(path, O_RDONLY | O_CLOEXEC);
     if (ufd < 0 || setns(ufd, CLONE_NEWUSER) < 0) {
       sbx_error_errno(&err, "network namespace: join the sandbox's user namespace");
       goto out;
@@ -643,16 +642,14 @@ static int write_id_maps(pid_t pid, const struct sbx_policy *p, unsigned host_id
   /* An unprivileged writer may map only its own ids, and must deny setgroups before writing
    * gid_map (user_namespaces(7)), so the sandbox cannot drop a group used to deny it access. */
   if (!host_root) {
-    snprintf(path, sizeof path, "/proc/%d/setgroups", pid);
-    if (write_file(path, "deny", err) < 0)
+    if (bufprintf(path, sizeof path, err, "/proc/%d/setgroups", pid) < 0 || write_file(path, "deny", err) < 0)
       return -1;
   }
-  snprintf(path, sizeof path, "/proc/%d/uid_map", pid);
-  snprintf(map, sizeof map, "%u %u 1\n", p->uid, host_uid);
-  if (write_file(path, map, err) < 0)
+  if (bufprintf(path, sizeof path, err, "/proc/%d/uid_map", pid) < 0 ||
+      bufprintf(map, sizeof map, err, "%u %u 1\n", p->uid, host_uid) < 0 || write_file(path, map, err) < 0 ||
+      bufprintf(path, sizeof path, err, "/proc/%d/gid_map", pid) < 0 ||
+      bufprintf(map, sizeof map, err, "%u %u 1\n", p->gid, host_gid) < 0)
     return -1;
-  snprintf(path, sizeof path, "/proc/%d/gid_map", pid);
-  snprintf(map, sizeof map, "%u %u 1\n", p->gid, host_gid);
   return write_file(path, map, err);
 }
 
@@ -1047,12 +1044,10 @@ static void sample_usage(struct sbx_sandbox *s)
     if (e->d_name[0] < '1' || e->d_name[0] > '9')
       continue;
     struct stat st;
-    snprintf(path, sizeof path, "/proc/%s/ns/pid", e->d_name);
-    if (stat(path, &st) < 0 || st.st_ino != s->pidns_ino || st.st_dev != s->pidns_dev)
+    if (bufprintf(path, sizeof path, NULL, "/proc/%s/ns/pid", e->d_name) < 0 || stat(path, &st) < 0 || st.st_ino != s->pidns_ino || st.st_dev != s->pidns_dev)
       continue;
     char buf[2048];
-    snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = bufprintf(path, sizeof path, NULL, "/proc/%s/stat", e->d_name) < 0 ? -1 : open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
       continue;
     ssize_t n = read(fd, buf, sizeof buf - 1);
@@ -1067,8 +1062,7 @@ static void sample_usage(struct sbx_sandbox *s)
     if (rp && sscanf(rp + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %llu %llu", &ut, &st_, &cut,
                      &cst) == 4)
       ticks += ut + st_ + cut + cst;
-    snprintf(path, sizeof path, "/proc/%s/status", e->d_name);
-    fd = open(path, O_RDONLY | O_CLOEXEC);
+    fd = bufprintf(path, sizeof path, NULL, "/proc/%s/status", e->d_name) < 0 ? -1 : open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
       continue;
     n = read(fd, buf, sizeof buf - 1);

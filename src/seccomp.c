@@ -214,15 +214,15 @@ static int cache_dir(char *buf, size_t len)
 {
   const char *env = getenv("SANDBOXD_CACHE_DIR");
   if (env)
-    return *env ? (snprintf(buf, len, "%s", env), 0) : -1; /* set but empty: no cache */
+    return *env ? bufprintf(buf, len, NULL, "%s", env) : -1; /* set but empty: no cache; too long: none */
   if (geteuid() == 0)
-    return snprintf(buf, len, "/var/cache/sandboxd"), 0;
+    return bufprintf(buf, len, NULL, "/var/cache/sandboxd");
   const char *xdg = getenv("XDG_CACHE_HOME");
   if (xdg && xdg[0] == '/')
-    return snprintf(buf, len, "%s/sandboxd", xdg), 0;
+    return bufprintf(buf, len, NULL, "%s/sandboxd", xdg);
   const char *home = getenv("HOME");
   if (home && home[0] == '/')
-    return snprintf(buf, len, "%s/.cache/sandboxd", home), 0;
+    return bufprintf(buf, len, NULL, "%s/.cache/sandboxd", home);
   return -1;
 }
 
@@ -263,10 +263,14 @@ static int cache_open(const struct sbx_policy *p, struct cache *c)
   }
   const struct scmp_version *v = seccomp_version();
   char keysrc[256], key[65];
-  snprintf(keysrc, sizeof keysrc, "%s %s %u.%u.%u %s", p->sha256, seccomp_arch_name(), v->major, v->minor,
-           v->micro, BPF_MAGIC);
+  if (bufprintf(keysrc, sizeof keysrc, NULL, "%s %s %u.%u.%u %s", p->sha256, seccomp_arch_name(), v->major, v->minor,
+                v->micro, BPF_MAGIC) < 0)
+    return -1;
   sha256_hex(keysrc, strlen(keysrc), key);
-  snprintf(c->name, sizeof c->name, "seccomp-%s.bpf", key);
+  if (bufprintf(c->name, sizeof c->name, NULL, "seccomp-%s.bpf", key) < 0) {
+    close(c->dirfd);
+    return -1;
+  }
   return 0;
 }
 

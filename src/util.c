@@ -118,7 +118,7 @@ const char *format_size(uint64_t bytes, char *buf, size_t len)
     v /= 1024;
     i++;
   }
-  snprintf(buf, len, "%llu %s", (unsigned long long) v, names[i]);
+  bufprintf_cut(buf, len, "%llu %s", (unsigned long long) v, names[i]);
   return buf;
 }
 

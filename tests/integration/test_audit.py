@@ -78,6 +78,20 @@ def test_concurrent_appends_stay_whole_lines(tmp_path):
     assert len(recs) == 6 and all(r["code"] == big for r in recs)
 
 
+def test_a_path_too_long_is_never_cut_into_another_file(tmp_path):
+    """An --audit-log path longer than PATH_MAX is refused (the record is dropped with one warning),
+    never cut short: cut at 4095 bytes, this one would name the file `aud` in tmp_path."""
+    pad = 4092 - len(str(tmp_path)) - 1  # the prefix is 4092 bytes: a cut leaves ".../aud"
+    prefix = f"{tmp_path}/" + "/" * (pad % 2) + "./" * (pad // 2)
+    path = prefix + "audit.log"
+    assert len(prefix) == 4092 and path[:4095].endswith("/aud")
+    r = code("print(1)", opts=["--audit-log", path])
+    assert r.rc == 0 and r.out == b"1\n", r.describe()
+    assert sorted(os.listdir(tmp_path)) == [], f"a cut path made {os.listdir(tmp_path)}"
+    warn = [l for l in r.stderr.splitlines() if "audit log" in l]
+    assert len(warn) == 1 and "File name too long" in warn[0], r.describe()
+
+
 def test_off_writes_nothing(tmp_path):
     env = dict(os.environ, SANDBOXD_AUDIT_LOG=str(tmp_path / "env.log"))
     r = code("print(1)", opts=["--audit-log", "off"], env=env)

@@ -225,6 +225,15 @@ static void test_conditions(void)
       CHECK(r->action == SBX_ACT_ERRNO && r->errno_value == 1 && r->value == 0x5412 && r->arg == 1);
   }
   CHECK(sockets == 3);
+  /* A condition longer than its buffer is an error, not an overrun (it once overflowed the stack). */
+  {
+    char line[1024] = "group long \"l\"\nallow ioctl when arg2 & CLONE_NEWNS";
+    for (int i = 0; i < 60; i++)
+      strcat(line, "|CLONE_NEWNS");
+    strcat(line, " == 0\n");
+    sbx_error_t e2;
+    CHECK(check_failure(parse(line, &e2), &e2, "condition too long"));
+  }
   /* The filter compiles, and the conditional denial goes to the stacked exception filter. */
   struct sbx_bpf bpf;
   CHECK(seccomp_compile(p, &bpf, &err) == 0);
