@@ -347,8 +347,11 @@ static int import_claude(const char *home, const char *self_exe, struct mcp_conf
   struct approvals gate = {0};
   int rc = -1;
   /* ~/.claude.json also holds Claude Code's history, so it may be large. */
-  if (bufprintf(path, sizeof path, err, "%s/.claude.json", home) < 0 ||
-      load_json(path, false, MCP_CLAUDE_MAX_FILE, &claude, err) < 0)
+  if (bufprintf(path, sizeof path, err, "%s/.claude.json", home) < 0) {
+    sbx_error_prefix(err, "--import-claude");
+    goto out;
+  }
+  if (load_json(path, false, MCP_CLAUDE_MAX_FILE, &claude, err) < 0)
     goto out;
   /* Claude Code keys a project by the directory it was started in. */
   const json_node_t *project = getcwd(cwd, sizeof cwd) ? json_get(json_get(claude, "projects"), cwd) : NULL;
@@ -415,7 +418,9 @@ int mcp_config_load(const struct mcp_config_options *o, struct mcp_config **ret,
       r = bufprintf(path, sizeof path, err, "%s/sandboxd/mcp.json", xdg);
     else
       r = bufprintf(path, sizeof path, err, "%s/.config/sandboxd/mcp.json", home ? home : "/");
-    if (r == 0)
+    if (r < 0)
+      sbx_error_prefix(err, "MCP servers config");
+    else
       r = load_file(path, false, MCP_CONFIG_MAX_FILE, self_exe, c, err);
   }
   if (r == 0 && o && o->import_claude)
