@@ -23,7 +23,7 @@ UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
 ROOTFS  ?= rootfs/python-3.14-slim
 
-.PHONY: all clean check check-unit check-integration asan rootfs install bench format demo fuzz fuzz-build soak
+.PHONY: all clean check check-unit check-integration lint asan rootfs install bench format demo fuzz fuzz-build soak
 all: $(BUILD)/sandboxd
 
 $(BUILD)/sandboxd: $(OBJS)
@@ -79,8 +79,14 @@ rootfs: $(BUILD)/sandboxd
 	else echo "rootfs: fetch failed; falling back to scripts/build-rootfs (offline build)"; \
 	  SANDBOXD=$(BUILD)/sandboxd scripts/build-rootfs $(ROOTFS) && echo "rootfs: used scripts/build-rootfs"; fi
 
-check-unit: $(UNIT_BINS)
+check-unit: $(UNIT_BINS) lint
 	@set -e; for t in $(UNIT_BINS); do $$t; done
+
+# A string built into a fixed buffer goes through util.c's checked helpers, never a bare snprintf
+# (-Wformat-truncation sees only the unchecked calls it can prove likely to cut).
+lint:
+	@if grep -n '\bsnprintf(' $(filter-out src/util.c,$(SRCS)); then \
+	  echo "lint: use bufprintf, bufcatf or bufprintf_cut (src/util.h), not snprintf" >&2; exit 1; fi
 
 # Everything (tests/run): unit tests, the integration suite as root and as an unprivileged user,
 # then docs, OCI images, valgrind, the integration suite under ASan+UBSan, fuzz replay and a
