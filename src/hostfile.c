@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "util.h"
 
 #define MAX_SYMLINKS 40 /* as the kernel's own path walk */
 
@@ -97,7 +98,7 @@ static int open_dir(const char *path, const char *display, const struct hostfile
   char buf[PATH_MAX], next[PATH_MAX], target[PATH_MAX];
   if (!*path)
     return sbx_error_set(err, ENOENT, "`%s`", display);
-  if ((size_t) snprintf(buf, sizeof buf, "%s", path) >= sizeof buf)
+  if (bufprintf(buf, sizeof buf, NULL, "%s", path) < 0)
     return sbx_error_set(err, ENAMETOOLONG, "`%s`", display);
   _cleanup_close_ int fd = open(buf[0] == '/' ? "/" : ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0)
@@ -136,7 +137,7 @@ static int open_dir(const char *path, const char *display, const struct hostfile
     int rc = judge_symlink(fd, nfd, &st, guard, display, p, target, sizeof target, err);
     if (rc < 0)
       return rc;
-    if ((size_t) snprintf(next, sizeof next, "%s/%s", target, rest) >= sizeof next)
+    if (bufprintf(next, sizeof next, NULL, "%s/%s", target, rest) < 0)
       return sbx_error_set(err, ENAMETOOLONG, "`%s`", display);
     memcpy(buf, next, strlen(next) + 1);
     p = buf;
@@ -167,9 +168,9 @@ int hostfile_open_parent(const char *path, const struct hostfile_guard *guard, u
     return sbx_error_set(err, ENAMETOOLONG, "`%s`", path);
   char dir[PATH_MAX];
   if (!slash)
-    snprintf(dir, sizeof dir, ".");
+    memcpy(dir, ".", 2);
   else if (slash == path)
-    snprintf(dir, sizeof dir, "/");
+    memcpy(dir, "/", 2);
   else if ((size_t) (slash - path) >= sizeof dir)
     return sbx_error_set(err, ENAMETOOLONG, "`%s`", path);
   else {
@@ -238,7 +239,8 @@ int hostfile_replace(int dirfd, const char *name, const char *display, const voi
     unsigned long long r;
     if (getrandom(&r, sizeof r, 0) != sizeof r)
       return sbx_error_errno(err, "`%s`: getrandom", display);
-    snprintf(tmp, sizeof tmp, ".sandboxd-%016llx.tmp", r);
+    if (bufprintf(tmp, sizeof tmp, err, ".sandboxd-%016llx.tmp", r) < 0)
+      return -1;
     /* O_EXCL|O_NOFOLLOW: a fresh inode of ours, whatever else the directory holds. */
     fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
     if (fd < 0 && errno != EEXIST)

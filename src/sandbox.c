@@ -569,8 +569,9 @@ static int write_userns_budgets(const struct sbx_budgets *b, sbx_error_t *err)
   };
   char path[64], val[24];
   for (size_t i = 0; i < sizeof w / sizeof *w; i++) {
-    snprintf(path, sizeof path, "/proc/sys/user/%s", w[i].name);
-    snprintf(val, sizeof val, "%llu\n", (unsigned long long) w[i].v);
+    if (bufprintf(path, sizeof path, err, "/proc/sys/user/%s", w[i].name) < 0 ||
+        bufprintf(val, sizeof val, err, "%llu\n", (unsigned long long) w[i].v) < 0)
+      return sbx_error_prefix(err, "kernel budgets");
     /* A kernel without the count (fanotify before 5.13, time before 5.6) has nothing to bound. */
     if (write_file(path, val, err) < 0 && err->errnum != ENOENT)
       return sbx_error_prefix(err, "kernel budgets");
