@@ -2,6 +2,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <linux/openat2.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
@@ -70,6 +72,12 @@ static int remount_bind(const char *path, unsigned long flags, sbx_error_t *err)
 #endif
 #ifndef AT_RECURSIVE
 #define AT_RECURSIVE 0x8000
+#endif
+#ifndef OPEN_TREE_CLONE
+#define OPEN_TREE_CLONE 1
+#define OPEN_TREE_CLOEXEC O_CLOEXEC
+#define MOVE_MOUNT_F_EMPTY_PATH 0x00000004
+#define MOVE_MOUNT_T_EMPTY_PATH 0x00000040
 #endif
 struct sbx_mount_attr {
   uint64_t attr_set, attr_clr, propagation, userns_fd;
@@ -192,63 +200,176 @@ int mount_proc(const struct sbx_policy *p, sbx_error_t *err)
   return 0;
 }
 
-static int missing_target(const char *rel, sbx_error_t *err)
+/* ------------------------------------------------------------------ bind destinations
+ *
+ * A destination is resolved inside the new root, never on the host: the rootfs is untrusted
+ * content (an imported image), and a symlink in it such as /var/lock -> /run/lock or
+ * /data -> ../../../etc must lead where it leads for the code, inside the sandbox. openat2 with
+ * RESOLVE_IN_ROOT resolves absolute symlinks from the new root and stops ".." at it, as the
+ * kernel will once we have pivoted. Missing mount points are created relative to the fds it
+ * returns, and the bind is attached to the resolved fd (move_mount), so no path is looked up
+ * twice (crun does the same through /proc/self/fd). */
+
+#define MAX_SYMLINKS 40 /* the kernel's limit for one lookup */
+
+static int open_in_root(int root_fd, const char *path, int flags)
+{
+  struct open_how how = {
+    .flags = (uint64_t) (O_PATH | O_CLOEXEC | flags),
+    /* Magic links (/proc/self/root, /proc/self/fd/N) would jump out of the root. */
+    .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
+  };
+  for (int i = 0;; i++) {
+    int fd = (int) syscall(SYS_openat2, root_fd, *path ? path : ".", &how, sizeof how);
+    /* EAGAIN: a concurrent rename (in a --bind-rw directory); the kernel asks us to retry. */
+    if (fd >= 0 || (errno != EAGAIN && errno != EINTR) || i == 16)
+      return fd;
+  }
+}
+
+/* An O_PATH fd for directory `path` (relative to the new root), creating what is missing
+ * (0755) like mkdir -p. A dangling symlink on the way is followed inside the root and what it
+ * names is created: /var/lock -> /run/lock, where /run is the sandbox's fresh tmpfs. Creating
+ * anything outside the writable places fails (EROFS). -1 with errno on failure. */
+static int ensure_dir(int root_fd, const char *path)
+{
+  char cur[PATH_MAX];
+  if (snprintf(cur, sizeof cur, "%s", path) >= (int) sizeof cur)
+    return errno = ENAMETOOLONG, -1;
+  for (int round = 0; round <= MAX_SYMLINKS; round++) {
+    int fd = open_in_root(root_fd, cur, O_DIRECTORY);
+    if (fd >= 0 || errno != ENOENT)
+      return fd;
+    /* Walk the prefixes: pfd is the directory cur[0, at) resolves to. */
+    _cleanup_close_ int pfd = open_in_root(root_fd, "", O_DIRECTORY);
+    if (pfd < 0)
+      return -1;
+    size_t at = 0;
+    for (;;) {
+      while (cur[at] == '/')
+        at++;
+      size_t end = at + strcspn(cur + at, "/");
+      if (end == at) /* every prefix resolved: the path appeared meanwhile; look again */
+        break;
+      char saved = cur[end];
+      cur[end] = '\0';
+      fd = open_in_root(root_fd, cur, O_DIRECTORY);
+      const char *name = cur + at;
+      if (fd < 0 && errno == ENOENT && strcmp(name, ".") && strcmp(name, "..")) {
+        if (mkdirat(pfd, name, 0755) == 0)
+          fd = openat(pfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        else if (errno != EEXIST)
+          return -1;
+        else
+          errno = ENOENT; /* it exists but does not resolve: a dangling symlink */
+      }
+      if (fd >= 0) {
+        cur[end] = saved;
+        close(pfd);
+        pfd = fd;
+        at = end;
+        continue;
+      }
+      if (errno != ENOENT)
+        return -1;
+      char target[PATH_MAX], next[PATH_MAX];
+      ssize_t n = readlinkat(pfd, name, target, sizeof target - 1);
+      if (n < 0)
+        return errno = errno == EINVAL ? ENOENT : errno, -1;
+      target[n] = '\0';
+      /* Splice the target in: relative to the directory holding the link, or to the root. */
+      cur[end] = saved;
+      if (snprintf(next, sizeof next, "%.*s%s%s", target[0] == '/' ? 0 : (int) at, cur, target, cur + end) >=
+          (int) sizeof next)
+        return errno = ENAMETOOLONG, -1;
+      memcpy(cur, next, strlen(next) + 1);
+      break;
+    }
+  }
+  return errno = ELOOP, -1;
+}
+
+static int bind_target_error(const char *dst, sbx_error_t *err)
 {
   if (errno == EROFS)
     return sbx_error_set(err, ENOENT,
-                         "bind target `/%s` does not exist in the read-only rootfs: bind below /workspace, "
-                         "/tmp or /mnt, or onto an existing path", rel);
-  return sbx_error_errno(err, "create bind target `/%s`", rel);
+                         "bind target `%s` does not exist in the read-only rootfs: bind below /workspace, "
+                         "/tmp or /mnt, or onto an existing path", dst);
+  if (errno == ENOSYS) /* openat2 */
+    return sbx_error_set(err, ENOSYS, "bind target `%s`: resolving it inside the rootfs needs Linux 5.6 or newer",
+                         dst);
+  return sbx_error_errno(err, "bind target `%s`", dst);
 }
 
-/* Create the mount point for a bind: a file or directory like the source. Only missing leaves
- * under writable places are created; the rootfs itself is read-only. */
-static int make_mountpoint(const char *rel, bool dir, sbx_error_t *err)
+/* The mount point for a bind at dst (absolute, inside the new root): an O_PATH fd, created if
+ * missing, a directory or a file like the source. */
+static int bind_target(int root_fd, const char *dst, bool dir, sbx_error_t *err)
 {
+  const char *rel = dst + strspn(dst, "/");
+  /* The last component is not followed: a bind onto a symlink is refused. */
+  _cleanup_close_ int fd = open_in_root(root_fd, rel, O_NOFOLLOW);
+  if (fd < 0 && errno != ENOENT)
+    return bind_target_error(dst, err);
+  if (fd < 0) {
+    char parent[PATH_MAX];
+    const char *leaf = strrchr(rel, '/');
+    snprintf(parent, sizeof parent, "%.*s", leaf ? (int) (leaf - rel) : 0, rel);
+    leaf = leaf ? leaf + 1 : rel;
+    _cleanup_close_ int pfd = ensure_dir(root_fd, parent);
+    if (pfd < 0)
+      return bind_target_error(dst, err);
+    if (dir) {
+      if (mkdirat(pfd, leaf, 0755) < 0)
+        return bind_target_error(dst, err);
+    } else {
+      int cfd = openat(pfd, leaf, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0444);
+      if (cfd < 0)
+        return bind_target_error(dst, err);
+      close(cfd);
+    }
+    /* Checked below all the same: in a --bind-rw directory a host process could swap it. */
+    if ((fd = openat(pfd, leaf, O_PATH | O_NOFOLLOW | O_CLOEXEC)) < 0)
+      return bind_target_error(dst, err);
+  }
   struct stat st;
-  if (lstat(rel, &st) == 0) {
-    if (S_ISLNK(st.st_mode))
-      return sbx_error_set(err, ELOOP, "bind target `/%s` is a symlink", rel);
-    if (dir != !!S_ISDIR(st.st_mode))
-      return sbx_error_set(err, dir ? ENOTDIR : EISDIR, "bind target `/%s`", rel);
-    return 0;
-  }
-  /* mkdir -p for the parents */
-  char buf[4096];
-  if (bufprintf(buf, sizeof buf, err, "%s", rel) < 0)
-    return sbx_error_prefix(err, "bind target");
-  for (char *s = strchr(buf, '/'); s; s = strchr(s + 1, '/')) {
-    *s = '\0';
-    if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-      return missing_target(rel, err);
-    *s = '/';
-  }
-  if (dir) {
-    if (mkdir(rel, 0755) < 0)
-      return missing_target(rel, err);
-    return 0;
-  }
-  int fd = open(rel, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0444);
-  if (fd < 0)
-    return missing_target(rel, err);
-  close(fd);
-  return 0;
+  if (fstat(fd, &st) < 0)
+    return sbx_error_errno(err, "stat bind target `%s`", dst);
+  if (S_ISLNK(st.st_mode))
+    return sbx_error_set(err, ELOOP, "bind target `%s` is a symlink", dst);
+  if (dir != !!S_ISDIR(st.st_mode))
+    return sbx_error_set(err, dir ? ENOTDIR : EISDIR, "bind target `%s`", dst);
+  return TAKE_FD(fd);
 }
 
-int mount_bind_fd(int src_fd, const char *rel, bool rw, sbx_error_t *err)
+int mount_bind_fd(int root_fd, int src_fd, const char *dst, bool rw, sbx_error_t *err)
 {
-  char src[32];
   struct stat st;
-  fd_path(src_fd, src);
   if (fstat(src_fd, &st) < 0)
-    return sbx_error_errno(err, "stat bind source for `/%s`", rel);
-  if (make_mountpoint(rel, S_ISDIR(st.st_mode), err) < 0)
+    return sbx_error_errno(err, "stat bind source for `%s`", dst);
+  _cleanup_close_ int target = bind_target(root_fd, dst, S_ISDIR(st.st_mode), err);
+  if (target < 0)
     return -1;
-  if (mount(src, rel, NO_FSTYPE, MS_BIND | MS_REC, NULL) < 0)
-    return sbx_error_errno(err, "bind `/%s`", rel);
-  if (rw)
-    return remount_bind(rel, MS_NOSUID | MS_NODEV, err);
-  return make_readonly_tree(rel, 0, err);
+  /* A detached copy of the source, recursive (a user namespace may not reveal what its submounts
+   * cover), made read-only (or just nosuid, nodev) before it becomes visible, then attached. */
+  _cleanup_close_ int tree = (int) syscall(SYS_open_tree, src_fd, "",
+                                           OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
+  if (tree < 0)
+    return sbx_error_errno(err, "bind `%s`", dst);
+  struct sbx_mount_attr a = { .attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (rw ? 0 : MOUNT_ATTR_RDONLY) };
+  bool set = syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &a, sizeof a) == 0;
+  if (!set && errno != ENOSYS)
+    return sbx_error_errno(err, "make bind `%s` %s", dst, rw ? "nosuid" : "read-only");
+  if (syscall(SYS_move_mount, tree, "", target, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+    return sbx_error_errno(err, "bind `%s`", dst);
+  if (set)
+    return 0;
+  /* Linux < 5.12: remount the attached bind through its fd, which names the mount's root. */
+  char path[32];
+  fd_path(tree, path);
+  unsigned long flags = MS_NOSUID | MS_NODEV | (rw ? 0 : MS_RDONLY);
+  if (mount("none", path, NO_FSTYPE, MS_BIND | MS_REMOUNT | locked_flags(path) | flags, NULL) < 0)
+    return sbx_error_errno(err, "make bind `%s` %s", dst, rw ? "nosuid" : "read-only");
+  return 0;
 }
 
 int mount_root_readonly(sbx_error_t *err)

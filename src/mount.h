@@ -19,8 +19,10 @@ int mount_tmpfs(const char *rel, uint64_t size, unsigned mode, bool noexec, sbx_
 int mount_dev(uint64_t shm_bytes, sbx_error_t *err);
 /* A fresh /proc for the new pid namespace, masked and partly read-only as the policy says. */
 int mount_proc(const struct sbx_policy *p, sbx_error_t *err);
-/* Bind an O_PATH fd at rel (created under a tmpfs if missing), read-only unless rw. */
-int mount_bind_fd(int src_fd, const char *rel, bool rw, sbx_error_t *err);
+/* Bind an O_PATH fd at dst, an absolute path resolved inside the new root (root_fd, an O_PATH
+ * fd of it): symlinks there lead where they lead inside the sandbox, never to the host. A
+ * missing dst is created where the sandbox may write; read-only (recursively nosuid, nodev) unless rw. */
+int mount_bind_fd(int root_fd, int src_fd, const char *dst, bool rw, sbx_error_t *err);
 /* Make the root-to-be (and any host mounts inside it) read-only, nosuid, nodev. Call before
  * mounting the writable places on top, which must stay writable. */
 int mount_root_readonly(sbx_error_t *err);

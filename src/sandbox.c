@@ -469,11 +469,16 @@ static _Noreturn void sandbox_child(const struct child_args *a)
       mount_tmpfs("run", 1 << 20, 0755, true, &err) < 0 ||
       mount_dev(spec->limits.shm_bytes, &err) < 0 || mount_proc(p, &err) < 0)
     child_fail(sync_fd, &err);
+  /* Bind destinations resolve inside the new root (the current directory), not on the host. */
+  _cleanup_close_ int newroot_fd = spec->n_binds ? open(".", O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
+  if (spec->n_binds && newroot_fd < 0)
+    child_fail(sync_fd, (sbx_error_errno(&err, "open the new root"), &err));
   for (size_t i = 0; i < spec->n_binds; i++) {
-    if (mount_bind_fd(bind_fds[i], spec->binds[i].dst + 1, spec->binds[i].rw, &err) < 0)
+    if (mount_bind_fd(newroot_fd, bind_fds[i], spec->binds[i].dst, spec->binds[i].rw, &err) < 0)
       child_fail(sync_fd, &err);
     close(bind_fds[i]);
   }
+  close(TAKE_FD(newroot_fd));
   if (mount_pivot(&err) < 0)
     child_fail(sync_fd, &err);
 
@@ -828,7 +833,9 @@ int sandbox_spawn_start(const struct sbx_spec *spec, struct sbx_sandbox **ret, s
     return sbx_error_set(err, EINVAL, "sandbox: the command must be an absolute path");
   for (size_t i = 0; i < spec->n_binds; i++) {
     const char *d = spec->binds[i].dst;
-    if (d[0] != '/' || strstr(d, "/..") || strstr(d, "/./") || strcmp(d, "/") == 0)
+    size_t dl = strlen(d);
+    if (d[0] != '/' || strstr(d, "/..") || strstr(d, "/./") || (dl >= 2 && strcmp(d + dl - 2, "/.") == 0) ||
+        strcmp(d, "/") == 0)
       return sbx_error_set(err, EINVAL, "bind destination `%s`: must be an absolute, normalised path", d);
   }
   if (get_bpf(p, &bpf, err) < 0)
