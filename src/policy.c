@@ -45,6 +45,30 @@ static const struct named_value constants[] = {
   { "CLONE_NEWTIME", 0x00000080 },
   { "TIOCSTI", TIOCSTI },
   { "TIOCLINUX", TIOCLINUX },
+  /* Terminal ioctls that change more than a terminal's modes (policy/syscalls.inc, group ioctl). */
+  { "TIOCSETD", TIOCSETD },
+  { "TIOCSCTTY", TIOCSCTTY },
+  { "TIOCSPGRP", TIOCSPGRP },
+  { "TIOCSWINSZ", TIOCSWINSZ },
+  { "TIOCEXCL", TIOCEXCL },
+  { "TIOCNXCL", TIOCNXCL },
+  { "TIOCCONS", TIOCCONS },
+  { "TIOCVHANGUP", TIOCVHANGUP },
+  { "TIOCSIG", TIOCSIG },
+  { "TIOCPKT", TIOCPKT },
+  { "TIOCSPTLCK", TIOCSPTLCK },
+  { "TIOCGPTPEER", TIOCGPTPEER },
+  { "TIOCSLCKTRMIOS", TIOCSLCKTRMIOS },
+  { "TIOCMSET", TIOCMSET },
+  { "TIOCMBIS", TIOCMBIS },
+  { "TIOCMBIC", TIOCMBIC },
+  { "TIOCSBRK", TIOCSBRK },
+  { "TIOCCBRK", TIOCCBRK },
+  { "TIOCSSOFTCAR", TIOCSSOFTCAR },
+  { "TIOCSSERIAL", TIOCSSERIAL },
+  { "TIOCSERCONFIG", TIOCSERCONFIG },
+  { "TIOCSRS485", TIOCSRS485 },
+  { "TIOCSISO7816", 0xc0285443 }, /* _IOWR('T', 0x43, struct serial_iso7816): its struct is in linux/serial.h */
 };
 
 static const struct named_value errnos[] = {
