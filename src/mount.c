@@ -3,11 +3,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/magic.h>
 #include <linux/openat2.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -208,23 +210,105 @@ int mount_proc(const struct sbx_policy *p, sbx_error_t *err)
  * RESOLVE_IN_ROOT resolves absolute symlinks from the new root and stops ".." at it, as the
  * kernel will once we have pivoted. Missing mount points are created relative to the fds it
  * returns, and the bind is attached to the resolved fd (move_mount), so no path is looked up
- * twice (crun does the same through /proc/self/fd). */
+ * twice (crun does the same through /proc/self/fd). Without openat2 and the new mount API (Linux
+ * < 5.6, < 5.2; valgrind) a component walk and mount(2) through /proc/self/fd do the same. */
 
 #define MAX_SYMLINKS 40 /* the kernel's limit for one lookup */
+#define WALK_MAX_DEPTH 128
 
-static int open_in_root(int root_fd, const char *path, int flags)
+/* The fallback for open_in_root: each component is opened with O_NOFOLLOW relative to the one
+ * before; a symlink's target is spliced into the rest of the path (an absolute one restarting at
+ * the root); ".." goes back to the previous fd, never through the file system, so it cannot
+ * climb above the root. Symlinks on /proc are refused, as RESOLVE_NO_MAGICLINKS refuses its
+ * magic links. */
+static int walk_in_root(int root_fd, const char *path)
 {
+  char bufs[2][PATH_MAX], target[PATH_MAX];
+  int stack[WALK_MAX_DEPTH];
+  size_t depth = 0;
+  int links = 0, ret = -1, which = 0;
+  if (snprintf(bufs[0], sizeof bufs[0], "%s", path) >= (int) sizeof bufs[0])
+    return errno = ENAMETOOLONG, -1;
+  for (char *p = bufs[0];;) {
+    while (*p == '/')
+      p++;
+    if (!*p)
+      break;
+    char *end = strchrnul(p, '/');
+    const char *name = p;
+    p = *end ? end + 1 : end;
+    *end = '\0';
+    if (!strcmp(name, "."))
+      continue;
+    if (!strcmp(name, "..")) {
+      if (depth)
+        close(stack[--depth]);
+      continue;
+    }
+    int fd = openat(depth ? stack[depth - 1] : root_fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0)
+      goto out;
+    if (fstat(fd, &st) < 0) {
+      close(fd);
+      goto out;
+    }
+    if (S_ISLNK(st.st_mode)) {
+      struct statfs sf;
+      ssize_t n = -1;
+      if (++links > MAX_SYMLINKS || (fstatfs(fd, &sf) == 0 && sf.f_type == PROC_SUPER_MAGIC))
+        errno = ELOOP;
+      else
+        n = readlinkat(fd, "", target, sizeof target - 1);
+      close(fd);
+      if (n < 0)
+        goto out;
+      target[n] = '\0';
+      which = !which;
+      if (snprintf(bufs[which], sizeof bufs[which], "%s/%s", target, p) >= (int) sizeof bufs[which]) {
+        errno = ENAMETOOLONG;
+        goto out;
+      }
+      p = bufs[which];
+      if (target[0] == '/')
+        while (depth)
+          close(stack[--depth]);
+      continue;
+    }
+    if (!S_ISDIR(st.st_mode) || depth == WALK_MAX_DEPTH) {
+      close(fd);
+      errno = S_ISDIR(st.st_mode) ? ENAMETOOLONG : ENOTDIR;
+      goto out;
+    }
+    stack[depth++] = fd;
+  }
+  ret = depth ? stack[--depth] : openat(root_fd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+out:;
+  int saved = errno;
+  while (depth)
+    close(stack[--depth]);
+  errno = saved;
+  return ret;
+}
+
+/* An O_PATH fd for directory `path` inside the tree root_fd names, following symlinks as if
+ * root_fd were "/". -1 with errno (ENOENT: something on the way is missing). */
+static int open_in_root(int root_fd, const char *path)
+{
+  static bool no_openat2;
   struct open_how how = {
-    .flags = (uint64_t) (O_PATH | O_CLOEXEC | flags),
+    .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
     /* Magic links (/proc/self/root, /proc/self/fd/N) would jump out of the root. */
     .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
   };
-  for (int i = 0;; i++) {
+  for (int i = 0; !no_openat2; i++) {
     int fd = (int) syscall(SYS_openat2, root_fd, *path ? path : ".", &how, sizeof how);
     /* EAGAIN: a concurrent rename (in a --bind-rw directory); the kernel asks us to retry. */
-    if (fd >= 0 || (errno != EAGAIN && errno != EINTR) || i == 16)
+    if (fd >= 0 || (errno != EAGAIN && errno != EINTR && errno != ENOSYS) || i == 16)
       return fd;
+    no_openat2 = errno == ENOSYS;
   }
+  return walk_in_root(root_fd, path);
 }
 
 /* An O_PATH fd for directory `path` (relative to the new root), creating what is missing
@@ -237,11 +321,11 @@ static int ensure_dir(int root_fd, const char *path)
   if (snprintf(cur, sizeof cur, "%s", path) >= (int) sizeof cur)
     return errno = ENAMETOOLONG, -1;
   for (int round = 0; round <= MAX_SYMLINKS; round++) {
-    int fd = open_in_root(root_fd, cur, O_DIRECTORY);
+    int fd = open_in_root(root_fd, cur);
     if (fd >= 0 || errno != ENOENT)
       return fd;
     /* Walk the prefixes: pfd is the directory cur[0, at) resolves to. */
-    _cleanup_close_ int pfd = open_in_root(root_fd, "", O_DIRECTORY);
+    _cleanup_close_ int pfd = open_in_root(root_fd, "");
     if (pfd < 0)
       return -1;
     size_t at = 0;
@@ -253,7 +337,7 @@ static int ensure_dir(int root_fd, const char *path)
         break;
       char saved = cur[end];
       cur[end] = '\0';
-      fd = open_in_root(root_fd, cur, O_DIRECTORY);
+      fd = open_in_root(root_fd, cur);
       const char *name = cur + at;
       if (fd < 0 && errno == ENOENT && strcmp(name, ".") && strcmp(name, "..")) {
         if (mkdirat(pfd, name, 0755) == 0)
@@ -295,29 +379,17 @@ static int bind_target_error(const char *dst, sbx_error_t *err)
     return sbx_error_set(err, ENOENT,
                          "bind target `%s` does not exist in the read-only rootfs: bind below /workspace, "
                          "/tmp or /mnt, or onto an existing path", dst);
-  if (errno == ENOSYS) /* openat2 */
-    return sbx_error_set(err, ENOSYS, "bind target `%s`: resolving it inside the rootfs needs Linux 5.6 or newer",
-                         dst);
   return sbx_error_errno(err, "bind target `%s`", dst);
 }
 
-/* The mount point for a bind at dst (absolute, inside the new root): an O_PATH fd, created if
- * missing, a directory or a file like the source. */
-static int bind_target(int root_fd, const char *dst, bool dir, sbx_error_t *err)
+/* The mount point `leaf` in directory pfd (the resolved parent of dst), created if missing: an
+ * O_PATH fd of a directory or a file like the source. The leaf itself is never followed. */
+static int bind_target(int pfd, const char *leaf, const char *dst, bool dir, sbx_error_t *err)
 {
-  const char *rel = dst + strspn(dst, "/");
-  /* The last component is not followed: a bind onto a symlink is refused. */
-  _cleanup_close_ int fd = open_in_root(root_fd, rel, O_NOFOLLOW);
+  _cleanup_close_ int fd = openat(pfd, leaf, O_PATH | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0 && errno != ENOENT)
     return bind_target_error(dst, err);
   if (fd < 0) {
-    char parent[PATH_MAX];
-    const char *leaf = strrchr(rel, '/');
-    snprintf(parent, sizeof parent, "%.*s", leaf ? (int) (leaf - rel) : 0, rel);
-    leaf = leaf ? leaf + 1 : rel;
-    _cleanup_close_ int pfd = ensure_dir(root_fd, parent);
-    if (pfd < 0)
-      return bind_target_error(dst, err);
     if (dir) {
       if (mkdirat(pfd, leaf, 0755) < 0)
         return bind_target_error(dst, err);
@@ -341,18 +413,66 @@ static int bind_target(int root_fd, const char *dst, bool dir, sbx_error_t *err)
   return TAKE_FD(fd);
 }
 
+/* Remount the bind whose root `mnt_path` names: Linux < 5.12, where the attributes could not be
+ * set on the detached tree (not recursive, as mount(2) cannot be). */
+static int remount_attached(const char *mnt_path, const char *dst, bool rw, sbx_error_t *err)
+{
+  unsigned long flags = MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV | (rw ? 0 : MS_RDONLY);
+  if (mount("none", mnt_path, NO_FSTYPE, flags | locked_flags(mnt_path), NULL) < 0)
+    return sbx_error_errno(err, "make bind `%s` %s", dst, rw ? "nosuid" : "read-only");
+  return 0;
+}
+
+/* mount(2) instead of the new mount API (Linux < 5.2, valgrind): bind onto the target's fd,
+ * then find the new mount on top of it by name in the parent, check it is the source, and
+ * remount it. */
+static int bind_legacy(int src_fd, int pfd, const char *leaf, int target, const char *dst, bool rw,
+                       sbx_error_t *err)
+{
+  char src[32], dst_fd[32];
+  fd_path(src_fd, src);
+  fd_path(target, dst_fd);
+  if (mount(src, dst_fd, NO_FSTYPE, MS_BIND | MS_REC, NULL) < 0)
+    return sbx_error_errno(err, "bind `%s`", dst);
+  _cleanup_close_ int top = openat(pfd, leaf, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+  struct stat a, b;
+  if (top < 0 || fstat(top, &a) < 0 || fstat(src_fd, &b) < 0)
+    return sbx_error_errno(err, "bind `%s`", dst);
+  if (a.st_dev != b.st_dev || a.st_ino != b.st_ino)
+    return sbx_error_set(err, EBUSY, "bind `%s`: replaced while it was being mounted", dst);
+  char path[32];
+  fd_path(top, path);
+  struct sbx_mount_attr attr = { .attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (rw ? 0 : MOUNT_ATTR_RDONLY) };
+  if (syscall(SYS_mount_setattr, top, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) == 0)
+    return 0;
+  if (errno != ENOSYS)
+    return sbx_error_errno(err, "make bind `%s` %s", dst, rw ? "nosuid" : "read-only");
+  return remount_attached(path, dst, rw, err);
+}
+
 int mount_bind_fd(int root_fd, int src_fd, const char *dst, bool rw, sbx_error_t *err)
 {
   struct stat st;
   if (fstat(src_fd, &st) < 0)
     return sbx_error_errno(err, "stat bind source for `%s`", dst);
-  _cleanup_close_ int target = bind_target(root_fd, dst, S_ISDIR(st.st_mode), err);
+  /* The parent resolved (and made) inside the root; the leaf looked up in it, not followed. */
+  char parent[PATH_MAX];
+  const char *rel = dst + strspn(dst, "/");
+  const char *slash = strrchr(rel, '/');
+  snprintf(parent, sizeof parent, "%.*s", slash ? (int) (slash - rel) : 0, rel);
+  const char *leaf = slash ? slash + 1 : rel;
+  _cleanup_close_ int pfd = ensure_dir(root_fd, parent);
+  if (pfd < 0)
+    return bind_target_error(dst, err);
+  _cleanup_close_ int target = bind_target(pfd, leaf, dst, S_ISDIR(st.st_mode), err);
   if (target < 0)
     return -1;
   /* A detached copy of the source, recursive (a user namespace may not reveal what its submounts
    * cover), made read-only (or just nosuid, nodev) before it becomes visible, then attached. */
   _cleanup_close_ int tree = (int) syscall(SYS_open_tree, src_fd, "",
                                            OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
+  if (tree < 0 && errno == ENOSYS)
+    return bind_legacy(src_fd, pfd, leaf, target, dst, rw, err);
   if (tree < 0)
     return sbx_error_errno(err, "bind `%s`", dst);
   struct sbx_mount_attr a = { .attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (rw ? 0 : MOUNT_ATTR_RDONLY) };
@@ -363,13 +483,10 @@ int mount_bind_fd(int root_fd, int src_fd, const char *dst, bool rw, sbx_error_t
     return sbx_error_errno(err, "bind `%s`", dst);
   if (set)
     return 0;
-  /* Linux < 5.12: remount the attached bind through its fd, which names the mount's root. */
+  /* The fd of the attached tree names the bind's root. */
   char path[32];
   fd_path(tree, path);
-  unsigned long flags = MS_NOSUID | MS_NODEV | (rw ? 0 : MS_RDONLY);
-  if (mount("none", path, NO_FSTYPE, MS_BIND | MS_REMOUNT | locked_flags(path) | flags, NULL) < 0)
-    return sbx_error_errno(err, "make bind `%s` %s", dst, rw ? "nosuid" : "read-only");
-  return 0;
+  return remount_attached(path, dst, rw, err);
 }
 
 int mount_root_readonly(sbx_error_t *err)
