@@ -214,26 +214,41 @@ int mount_proc(const struct sbx_policy *p, sbx_error_t *err)
  * < 5.6, < 5.2; valgrind) a component walk and mount(2) through /proc/self/fd do the same. */
 
 #define MAX_SYMLINKS 40 /* the kernel's limit for one lookup */
-#define WALK_MAX_DEPTH 128
+/* Open the real directory `canon` (no symlinks, "." or "..", as walk_in_root builds it) below
+ * root_fd, every component with O_NOFOLLOW: if one was replaced by a symlink meanwhile, fail. */
+static int reopen_canonical(int root_fd, const char *canon)
+{
+  int fd = openat(root_fd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  char name[NAME_MAX + 1];
+  for (const char *c = canon; fd >= 0 && *c;) {
+    size_t n = strcspn(c, "/");
+    snprintf(name, sizeof name, "%.*s", (int) n, c);
+    int next = openat(fd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    close(fd);
+    fd = next;
+    c += n + (c[n] == '/');
+  }
+  return fd;
+}
 
 /* The fallback for open_in_root: each component is opened with O_NOFOLLOW relative to the one
- * before; a symlink's target is spliced into the rest of the path (an absolute one restarting at
- * the root); ".." goes back to the previous fd, never through the file system, so it cannot
- * climb above the root. Symlinks on /proc are refused, as RESOLVE_NO_MAGICLINKS refuses its
- * magic links. */
+ * before, and a symlink's target spliced into the rest of the path (an absolute one restarting
+ * at the root). ".." never goes through the file system's "..", which could climb above the
+ * root: the walk keeps the real path it has reached and reopens its parent from the root.
+ * Symlinks on /proc are refused, as RESOLVE_NO_MAGICLINKS refuses its magic links. */
 static int walk_in_root(int root_fd, const char *path)
 {
-  char bufs[2][PATH_MAX], target[PATH_MAX];
-  int stack[WALK_MAX_DEPTH];
-  size_t depth = 0;
-  int links = 0, ret = -1, which = 0;
+  char bufs[2][PATH_MAX], target[PATH_MAX], canon[PATH_MAX] = "";
+  size_t clen = 0;
+  int links = 0, which = 0;
   if (snprintf(bufs[0], sizeof bufs[0], "%s", path) >= (int) sizeof bufs[0])
     return errno = ENAMETOOLONG, -1;
-  for (char *p = bufs[0];;) {
+  _cleanup_close_ int cur = openat(root_fd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  for (char *p = bufs[0]; cur >= 0;) {
     while (*p == '/')
       p++;
     if (!*p)
-      break;
+      return TAKE_FD(cur);
     char *end = strchrnul(p, '/');
     const char *name = p;
     p = *end ? end + 1 : end;
@@ -241,54 +256,48 @@ static int walk_in_root(int root_fd, const char *path)
     if (!strcmp(name, "."))
       continue;
     if (!strcmp(name, "..")) {
-      if (depth)
-        close(stack[--depth]);
+      while (clen > 0 && canon[clen - 1] != '/')
+        clen--;
+      clen -= clen > 0;
+      canon[clen] = '\0';
+      close(cur);
+      cur = reopen_canonical(root_fd, canon);
       continue;
     }
-    int fd = openat(depth ? stack[depth - 1] : root_fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    _cleanup_close_ int fd = openat(cur, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
     struct stat st;
-    if (fd < 0)
-      goto out;
-    if (fstat(fd, &st) < 0) {
-      close(fd);
-      goto out;
-    }
+    if (fd < 0 || fstat(fd, &st) < 0)
+      return -1;
     if (S_ISLNK(st.st_mode)) {
       struct statfs sf;
-      ssize_t n = -1;
       if (++links > MAX_SYMLINKS || (fstatfs(fd, &sf) == 0 && sf.f_type == PROC_SUPER_MAGIC))
-        errno = ELOOP;
-      else
-        n = readlinkat(fd, "", target, sizeof target - 1);
-      close(fd);
+        return errno = ELOOP, -1;
+      ssize_t n = readlinkat(fd, "", target, sizeof target - 1);
       if (n < 0)
-        goto out;
+        return -1;
       target[n] = '\0';
       which = !which;
-      if (snprintf(bufs[which], sizeof bufs[which], "%s/%s", target, p) >= (int) sizeof bufs[which]) {
-        errno = ENAMETOOLONG;
-        goto out;
-      }
+      if (snprintf(bufs[which], sizeof bufs[which], "%s/%s", target, p) >= (int) sizeof bufs[which])
+        return errno = ENAMETOOLONG, -1;
       p = bufs[which];
-      if (target[0] == '/')
-        while (depth)
-          close(stack[--depth]);
+      if (target[0] == '/') {
+        clen = 0;
+        canon[0] = '\0';
+        close(cur);
+        cur = openat(root_fd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+      }
       continue;
     }
-    if (!S_ISDIR(st.st_mode) || depth == WALK_MAX_DEPTH) {
-      close(fd);
-      errno = S_ISDIR(st.st_mode) ? ENAMETOOLONG : ENOTDIR;
-      goto out;
-    }
-    stack[depth++] = fd;
+    if (!S_ISDIR(st.st_mode))
+      return errno = ENOTDIR, -1;
+    int w = snprintf(canon + clen, sizeof canon - clen, "%s%s", clen ? "/" : "", name);
+    if (w < 0 || (size_t) w >= sizeof canon - clen)
+      return errno = ENAMETOOLONG, -1;
+    clen += (size_t) w;
+    close(cur);
+    cur = TAKE_FD(fd);
   }
-  ret = depth ? stack[--depth] : openat(root_fd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
-out:;
-  int saved = errno;
-  while (depth)
-    close(stack[--depth]);
-  errno = saved;
-  return ret;
+  return -1;
 }
 
 /* An O_PATH fd for directory `path` inside the tree root_fd names, following symlinks as if

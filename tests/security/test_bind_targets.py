@@ -191,6 +191,16 @@ print(json.dumps({"read": open('/workspace/a/b/c.txt').read(), "ro": ro,
     assert host_left(host_target) == []
 
 
+def test_deep_destination(tmp_path, hostile):
+    """A destination 300 directories deep, below a symlink whose target climbs with `..`: no
+    depth limit of its own in either setup path, only the kernel's PATH_MAX."""
+    src = source_file(tmp_path, "deep-down")
+    dst = "/mid/" + "/".join(["d"] * 300) + "/f"
+    r = run_in(hostile, [("--bind", src, dst)], READ, dst)
+    assert r.rc == 0, r.describe()
+    assert r.stdout.strip() == "deep-down"
+
+
 def test_bind_into_rw_bind_with_planted_symlink(tmp_path, host_target):
     """A --bind-rw directory is host content the code may have filled with symlinks in an
     earlier run; a later bind below it resolves them inside the sandbox too (real rootfs)."""
