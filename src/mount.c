@@ -222,7 +222,10 @@ static int reopen_canonical(int root_fd, const char *canon)
   char name[NAME_MAX + 1];
   for (const char *c = canon; fd >= 0 && *c;) {
     size_t n = strcspn(c, "/");
-    snprintf(name, sizeof name, "%.*s", (int) n, c);
+    if (n >= sizeof name || bufprintf(name, sizeof name, NULL, "%.*s", (int) n, c) < 0) {
+      close(fd);
+      return errno = ENAMETOOLONG, -1;
+    }
     int next = openat(fd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     close(fd);
     fd = next;
@@ -241,7 +244,7 @@ static int walk_in_root(int root_fd, const char *path)
   char bufs[2][PATH_MAX], target[PATH_MAX], canon[PATH_MAX] = "";
   size_t clen = 0;
   int links = 0, which = 0;
-  if (snprintf(bufs[0], sizeof bufs[0], "%s", path) >= (int) sizeof bufs[0])
+  if (bufprintf(bufs[0], sizeof bufs[0], NULL, "%s", path) < 0)
     return errno = ENAMETOOLONG, -1;
   _cleanup_close_ int cur = openat(root_fd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
   for (char *p = bufs[0]; cur >= 0;) {
@@ -277,7 +280,7 @@ static int walk_in_root(int root_fd, const char *path)
         return -1;
       target[n] = '\0';
       which = !which;
-      if (snprintf(bufs[which], sizeof bufs[which], "%s/%s", target, p) >= (int) sizeof bufs[which])
+      if (bufprintf(bufs[which], sizeof bufs[which], NULL, "%s/%s", target, p) < 0)
         return errno = ENAMETOOLONG, -1;
       p = bufs[which];
       if (target[0] == '/') {
@@ -290,10 +293,9 @@ static int walk_in_root(int root_fd, const char *path)
     }
     if (!S_ISDIR(st.st_mode))
       return errno = ENOTDIR, -1;
-    int w = snprintf(canon + clen, sizeof canon - clen, "%s%s", clen ? "/" : "", name);
-    if (w < 0 || (size_t) w >= sizeof canon - clen)
+    if (bufcatf(canon, sizeof canon, NULL, "%s%s", clen ? "/" : "", name) < 0)
       return errno = ENAMETOOLONG, -1;
-    clen += (size_t) w;
+    clen = strlen(canon);
     close(cur);
     cur = TAKE_FD(fd);
   }
@@ -327,7 +329,7 @@ static int open_in_root(int root_fd, const char *path)
 static int ensure_dir(int root_fd, const char *path)
 {
   char cur[PATH_MAX];
-  if (snprintf(cur, sizeof cur, "%s", path) >= (int) sizeof cur)
+  if (bufprintf(cur, sizeof cur, NULL, "%s", path) < 0)
     return errno = ENAMETOOLONG, -1;
   for (int round = 0; round <= MAX_SYMLINKS; round++) {
     int fd = open_in_root(root_fd, cur);
@@ -372,8 +374,7 @@ static int ensure_dir(int root_fd, const char *path)
       target[n] = '\0';
       /* Splice the target in: relative to the directory holding the link, or to the root. */
       cur[end] = saved;
-      if (snprintf(next, sizeof next, "%.*s%s%s", target[0] == '/' ? 0 : (int) at, cur, target, cur + end) >=
-          (int) sizeof next)
+      if (bufprintf(next, sizeof next, NULL, "%.*s%s%s", target[0] == '/' ? 0 : (int) at, cur, target, cur + end) < 0)
         return errno = ENAMETOOLONG, -1;
       memcpy(cur, next, strlen(next) + 1);
       break;
@@ -468,7 +469,8 @@ int mount_bind_fd(int root_fd, int src_fd, const char *dst, bool rw, sbx_error_t
   char parent[PATH_MAX];
   const char *rel = dst + strspn(dst, "/");
   const char *slash = strrchr(rel, '/');
-  snprintf(parent, sizeof parent, "%.*s", slash ? (int) (slash - rel) : 0, rel);
+  if (bufprintf(parent, sizeof parent, err, "%.*s", slash ? (int) (slash - rel) : 0, rel) < 0)
+    return sbx_error_prefix(err, "bind target");
   const char *leaf = slash ? slash + 1 : rel;
   _cleanup_close_ int pfd = ensure_dir(root_fd, parent);
   if (pfd < 0)
