@@ -564,3 +564,16 @@ def test_import_claude_starts_only_approved_project_servers(tmp_path):
     assert started == ["approved", "local", "user"], f"host processes started: {started}\n{p.stderr}"
     warn = [l for l in p.stderr.splitlines() if "not importing" in l]
     assert len(warn) == 1 and "`evil`, `evil2`" in warn[0] and "enabledMcpjsonServers" in warn[0], p.stderr
+
+
+def test_exec_config_with_64_long_server_names(tmp_path):
+    """64 servers of 64-character names: SANDBOXD_MCP_SERVERS is sized from the names (a fixed
+    4096-byte buffer once overflowed and aborted every run with `buffer overflow detected`)."""
+    names = [f"s{i:02d}".ljust(64, "x") for i in range(64)]
+    cfg = tmp_path / "many.json"
+    cfg.write_text(json.dumps({"mcpServers": {n: {"command": "/bin/false"} for n in names}}))
+    r = code("import os; v = os.environ['SANDBOXD_MCP_SERVERS']; print(len(v.split(',')), len(v))",
+             opts=["--config", str(cfg)])
+    assert r.rc == 0, r.describe()
+    assert r.stdout.split() == ["64", str(64 * 64 + 63)], r.describe()
+    assert "overflow" not in r.stderr, r.describe()
