@@ -12,7 +12,7 @@ import struct
 import threading
 
 BRIDGE_FD = 3
-MAX_FRAME = 16 << 20  # sandboxd's default; it refuses larger frames
+MAX_FRAME = 1 << 20  # sandboxd's limit for a request (PROXY_MAX_REQUEST); it refuses larger ones
 MAX_INFLIGHT = 64  # sandboxd answers more than this many concurrent calls with an error; wait instead
 
 
