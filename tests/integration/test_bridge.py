@@ -16,6 +16,17 @@ TOO_LARGE = -32002
 MiB = 1 << 20
 
 
+def _is_asan(path):
+    try:
+        with open(path, "rb") as f:
+            return b"__asan_init" in f.read()
+    except OSError:
+        return False
+
+
+ASAN = _is_asan(sbx.SANDBOXD)
+
+
 class Server:
     """`sandboxd mcp` with one host server, `host` (hostmcp.py), spoken to over its stdio."""
 
@@ -201,7 +212,10 @@ print("sent")""")
     server.request("ping")
     after = server.status()
     assert after["VmHWM"] - before["VmHWM"] < 48 * MiB, (before, after)
-    assert after["VmRSS"] - before["VmRSS"] < 8 * MiB, (before, after)
+    # ASan's allocator keeps freed memory in quarantine and ignores malloc_trim: only the peak
+    # means something for that build (tests/suites.sh runs this suite under it too).
+    if not ASAN:
+        assert after["VmRSS"] - before["VmRSS"] < 8 * MiB, (before, after)
 
 
 def test_ping_answers_within_100ms_while_a_sandbox_floods(server):
