@@ -45,7 +45,7 @@
 /* execve() refuses any single argument longer than MAX_ARG_STRLEN (32 pages), NUL included. */
 #define MAX_CODE_BYTES (32 * 4096 - 1)
 #define READ_CHUNK 65536
-/* After a run whose output and bridge requests passed this, malloc_trim(): RSS back where it was. */
+/* After a run whose output and bridge requests reach this, malloc_trim(): RSS back where it was. */
 #define TRIM_AFTER_BYTES (1u << 20)
 #define PROGRESS_INTERVAL_NS 1000000000ULL
 /* Stop reading requests while this much output waits for the client to read it. */
@@ -324,7 +324,11 @@ static void flush_output(struct server *srv)
     return;
   }
   srv->outq.len = srv->outq_off = 0;
-  if (srv->outq.data)
+  /* Do not keep the room a large reply needed once it is written. */
+  if (srv->outq.cap > TRIM_AFTER_BYTES) {
+    strbuf_free(&srv->outq);
+    malloc_trim(0);
+  } else if (srv->outq.data)
     srv->outq.data[0] = '\0';
 }
 
@@ -693,7 +697,7 @@ static void call_finish(struct server *srv, struct call *c)
   audit_write(&rec);
   /* A run that made sandboxd hold a lot (its output, or requests it sent over the bridge) gives
    * the memory back to the system when it ends, not only to malloc's free lists. */
-  bool trim = c->out.len + c->err.len + (c->proxy ? proxy_bytes_read(c->proxy) : 0) > TRIM_AFTER_BYTES;
+  bool trim = c->out.len + c->err.len + (c->proxy ? proxy_bytes_read(c->proxy) : 0) >= TRIM_AFTER_BYTES;
   call_free(c);
   if (trim)
     malloc_trim(0);
