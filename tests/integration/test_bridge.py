@@ -168,7 +168,10 @@ print(json.dumps([attempt("host", "echo", {"v": [0] * 20000}), attempt("host", "
 
 def test_inflight_budget_is_mcperror(server):
     """Calls waiting for a host server hold at most PROXY_MAX_INFLIGHT_BYTES (4 MiB) of requests;
-    one more is refused at once, and a call fits again once answers have come."""
+    one more is refused at once, and a call fits again once answers have come; nothing of them is
+    kept after the run."""
+    server.run("print(1)")
+    before = server.status()
     res = server.run(CATCH + """
 import concurrent.futures as cf
 from mcp import _bridge
@@ -187,6 +190,8 @@ print(json.dumps([out, attempt("host", "hold", arg)]))""")
     assert 0 < len(refused) < 8 and len(out) - len(refused) == 4, out
     assert all(o[0] == TOO_LARGE and "in flight" in o[1] for o in refused), refused
     assert after is None
+    st = server.settled(before, 2 * MiB)
+    assert ASAN or st["RssAnon"] - before["RssAnon"] < 2 * MiB, (before, st)
 
 
 def test_names_are_bounded_and_checked_before_the_record(server, tmp_path):
