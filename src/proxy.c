@@ -411,8 +411,9 @@ static void forward(struct proxy *p, const char *id, const char *method, const j
   p->inflight_bytes += frame_len;
 }
 
-/* The id of a request that is refused unparsed (too large), from its first bytes: an integer or a
- * string of at most PROXY_MAX_ID bytes as canonical JSON, else NULL (answered with id null). */
+/* The id of a request that is refused unparsed (too large), from its first bytes or the whole
+ * frame: an integer or a string of at most PROXY_MAX_ID bytes as canonical JSON, else NULL
+ * (answered with id null). */
 static char *peek_id(const char *prefix, size_t len)
 {
   char *id = NULL;
@@ -432,7 +433,8 @@ static void handle_frame(struct proxy *p, const char *frame, size_t len)
   sbx_error_t err;
   if (json_parse_bounded(frame, len, PROXY_MAX_VALUES, &root, &err) < 0) {
     if (err.errnum == E2BIG) {
-      _cleanup_free_ char *id = peek_id(frame, len < BRIDGE_OVERSIZE_PREFIX ? len : BRIDGE_OVERSIZE_PREFIX);
+      /* The frame is here (at most PROXY_MAX_REQUEST): the peek stops at the id, allocating only it. */
+      _cleanup_free_ char *id = peek_id(frame, len);
       send_error(p, id, MCP_ERR_TOO_LARGE, "the request holds more than %d JSON values, the bridge's limit",
                  PROXY_MAX_VALUES);
     } else
