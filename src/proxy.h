@@ -42,6 +42,11 @@
 /* - the requests of the calls waiting for host servers, together (each counted at its frame's
  *   size: it bounds the copies sandboxd and the host side keep until the answer). */
 #define PROXY_MAX_INFLIGHT_BYTES (4u << 20)
+/* - what one run may send over the bridge in all: sandboxd's CPU for a sandbox's requests
+ *   (reading, skipping, parsing) is spent outside the sandbox's cgroup, so it has a budget too.
+ *   1000 calls (PROXY_DEFAULT_MAX_CALLS) of 256 KiB fit. Past it sandboxd shuts the reading side:
+ *   the code's next send fails (MCPError), answers to calls in flight still arrive. */
+#define PROXY_MAX_RUN_BYTES (256u << 20)
 /* - a request id (as canonical JSON) and a tool name (MCP's own bound, 1 to 128 characters);
  *   server names are at most MCP_CONFIG_MAX_NAME, so a longer one is simply not available.
  *   The audit record keeps names up to PROXY_RECORD_NAME bytes, cut with "...". */

@@ -7,9 +7,11 @@ from synchronous code and from asyncio alike.
 import concurrent.futures
 import json
 import os
+import select
 import socket
 import struct
 import threading
+import time
 
 BRIDGE_FD = 3
 MAX_FRAME = 1 << 20  # sandboxd's limit for a request (PROXY_MAX_REQUEST); it refuses larger ones
@@ -40,6 +42,7 @@ class Bridge:
         self._pending = {}
         self._next_id = 0
         self._closed = None
+        self._note = None
         self._slots = threading.BoundedSemaphore(MAX_INFLIGHT)
         self._reader = threading.Thread(target=self._read_loop, name="sandboxd-bridge", daemon=True)
         self._reader.start()
@@ -74,7 +77,14 @@ class Bridge:
                 with self._lock:
                     self._pending.pop(rid, None)
                 fut.cancel()
-                raise MCPError("the bridge to sandboxd is closed: %s" % e) from None
+                # sandboxd may have said why just before it stopped reading: let the reader
+                # take what is waiting (at most a second).
+                deadline = time.monotonic() + 1
+                while time.monotonic() < deadline and select.select([self._sock], [], [], 0)[0]:
+                    time.sleep(0.01)
+                time.sleep(0.01)
+                raise MCPError("the bridge to sandboxd is closed: %s" % (self._note or e),
+                               code=-32002 if self._note else None) from None
         return fut
 
     def _recv_exact(self, n):
@@ -129,7 +139,11 @@ class Bridge:
         with self._lock:
             entry = self._pending.pop(rid, None) if rid is not None else None
         if entry is None:
-            return  # an answer to nothing of ours (e.g. an error about a malformed frame)
+            # An answer to nothing of ours (e.g. an error about a malformed frame); the latest
+            # such error explains a bridge that sandboxd stops reading (its budget is spent).
+            if rid is None and "error" in msg:
+                self._note = str((msg.get("error") or {}).get("message", "")) or None
+            return
         fut = entry[0]
         if "error" in msg:
             err = msg.get("error") or {}
