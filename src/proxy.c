@@ -57,7 +57,6 @@ struct proxy {
   struct pcall *inflight;
   size_t n_inflight, inflight_bytes;
   size_t bytes_read;
-  bool read_closed; /* PROXY_MAX_RUN_BYTES reached: nothing more is read */
   struct record *records;
   size_t n_records;
   void (*progress_fn)(void *ctx, const char *server, const char *tool, const json_node_t *params);
@@ -573,7 +572,7 @@ short proxy_events(const struct proxy *p)
 {
   short ev = 0;
   /* Backpressure: while answers wait for the code to read them, read no more of its requests. */
-  if (!p->read_closed && p->outq.len - p->outq_off < p->max_frame)
+  if (p->outq.len - p->outq_off < p->max_frame)
     ev |= POLLIN;
   if (p->outq_off < p->outq.len)
     ev |= POLLOUT;
@@ -588,12 +587,6 @@ void proxy_handle(struct proxy *p, short revents)
     flush_out(p);
   if (!(revents & (POLLIN | POLLHUP | POLLERR)))
     return;
-  if (p->read_closed) {
-    /* Only hangup or error can be reported: the code has gone. */
-    close(p->fd);
-    p->fd = -1;
-    return;
-  }
   char buf[READ_CHUNK];
   for (int rounds = 0; rounds < 64 && p->fd >= 0; rounds++) {
     ssize_t n = recv(p->fd, buf, sizeof buf, MSG_DONTWAIT);
@@ -626,11 +619,13 @@ void proxy_handle(struct proxy *p, short revents)
     }
     if (p->bytes_read >= PROXY_MAX_RUN_BYTES) {
       send_error(p, NULL, MCP_ERR_TOO_LARGE,
-                 "the code has sent %u MiB over the bridge in this run, the limit: sandboxd reads no more of it",
+                 "the code has sent %u MiB over the bridge in this run, the limit; the bridge is closed",
                  PROXY_MAX_RUN_BYTES >> 20);
-      /* The code's next send fails with EPIPE; answers still go out. */
-      shutdown(p->fd, SHUT_RD);
-      p->read_closed = true;
+      /* Closed, as when the code closes its end: a request it sent after this would never be
+       * answered, so it must fail at once (EPIPE, then EOF for the package's reader). Calls in
+       * flight finish on the host; their answers have nowhere to go. */
+      close(p->fd);
+      p->fd = -1;
       bridge_reader_free(&p->reader);
       return;
     }

@@ -44,8 +44,8 @@
 #define PROXY_MAX_INFLIGHT_BYTES (4u << 20)
 /* - what one run may send over the bridge in all: sandboxd's CPU for a sandbox's requests
  *   (reading, skipping, parsing) is spent outside the sandbox's cgroup, so it has a budget too.
- *   1000 calls (PROXY_DEFAULT_MAX_CALLS) of 256 KiB fit. Past it sandboxd shuts the reading side:
- *   the code's next send fails (MCPError), answers to calls in flight still arrive. */
+ *   1000 calls (PROXY_DEFAULT_MAX_CALLS) of 256 KiB fit. Past it sandboxd sends a last error
+ *   and closes the bridge: the code's requests fail (MCPError), the run goes on without it. */
 #define PROXY_MAX_RUN_BYTES (256u << 20)
 /* - a request id (as canonical JSON) and a tool name (MCP's own bound, 1 to 128 characters);
  *   server names are at most MCP_CONFIG_MAX_NAME, so a longer one is simply not available.

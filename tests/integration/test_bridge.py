@@ -288,7 +288,7 @@ time.sleep(0.3)
 print(json.dumps([sent, attempt("host", "echo", {})]))""")
     after = server.status()
     sent, refused = last_json(res)
-    assert refused and refused[0] == TOO_LARGE and "256 MiB over the bridge in this run" in refused[1], refused
+    assert refused and refused[0] == TOO_LARGE and "256 MiB over the bridge in this run, the limit; the bridge is closed" in refused[1], refused
     assert sent <= 300 * MiB, sent
     assert after["cpu"] - before["cpu"] < 0.5, (before, after)
 

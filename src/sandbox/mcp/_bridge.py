@@ -56,7 +56,7 @@ class Bridge:
         with self._lock:
             if self._closed:
                 fut.cancel()
-                raise MCPError(self._closed)
+                raise MCPError(self._closed, code=-32002 if self._note else None)
             self._next_id += 1
             rid = self._next_id
             self._pending[rid] = (fut, on_progress)
@@ -116,11 +116,13 @@ class Bridge:
                 self._dispatch(msg)
         except OSError as e:
             reason = "the bridge to sandboxd failed: %s" % e
+        if self._note:
+            reason = "sandboxd closed the bridge: %s" % self._note
         with self._lock:
             self._closed = reason
             pending, self._pending = self._pending, {}
         for fut, _ in pending.values():
-            _settle(fut, exc=MCPError(reason))
+            _settle(fut, exc=MCPError(reason, code=-32002 if self._note else None))
 
     def _dispatch(self, msg):
         if not isinstance(msg, dict):
@@ -139,10 +141,11 @@ class Bridge:
         with self._lock:
             entry = self._pending.pop(rid, None) if rid is not None else None
         if entry is None:
-            # An answer to nothing of ours (e.g. an error about a malformed frame); the latest
-            # such error explains a bridge that sandboxd stops reading (its budget is spent).
-            if rid is None and "error" in msg:
-                self._note = str((msg.get("error") or {}).get("message", "")) or None
+            # An answer to nothing of ours (e.g. an error about a malformed frame). One that says
+            # the bridge is closed (the run's budget is spent) is the reason the next calls get.
+            message = str((msg.get("error") or {}).get("message", "")) if rid is None else ""
+            if "the bridge is closed" in message:
+                self._note = message
             return
         fut = entry[0]
         if "error" in msg:
