@@ -123,9 +123,13 @@ static struct {
   bool overlong;
 } L = {.pid = -1};
 
+static void live_stop(void);
+
+/* abort() saves the input; sandboxd and the scratch directory go first (atexit does not run). */
 static void die(const char *what)
 {
   fprintf(stderr, "fuzz_bridge live: %s\n", what);
+  live_stop();
   abort();
 }
 
@@ -218,8 +222,10 @@ static int read_answers(long want)
 static void check_alive(void)
 {
   int st;
-  if (waitpid(L.pid, &st, WNOHANG) == L.pid)
+  if (waitpid(L.pid, &st, WNOHANG) == L.pid) {
+    L.pid = -1; /* reaped: nothing to stop */
     die(WIFSIGNALED(st) ? "sandboxd was killed by a signal" : "sandboxd exited");
+  }
 }
 
 /* Wait for the answer to `id` (from sandboxd) or, with ack, for the relay's ack byte. */
@@ -249,7 +255,10 @@ static void live_stop(void)
   if (L.pid > 0) {
     kill(L.pid, SIGTERM);
     waitpid(L.pid, NULL, 0);
+    L.pid = -1;
   }
+  if (!L.dir[0])
+    return;
   char p[128];
   static const char *const names[] = {"in", "out", "servers.json"};
   for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
@@ -257,6 +266,7 @@ static void live_stop(void)
     unlink(p);
   }
   rmdir(L.dir);
+  L.dir[0] = '\0';
 }
 
 static const char *pick(const char *env, const char *a, const char *b)
