@@ -565,7 +565,6 @@ void proxy_on_progress(struct proxy *p, void (*fn)(void *, const char *, const c
 }
 
 int proxy_fd(const struct proxy *p) { return p->fd; }
-size_t proxy_bytes_read(const struct proxy *p) { return p->bytes_read; }
 const char *proxy_env(const struct proxy *p) { return p->env; }
 
 short proxy_events(const struct proxy *p)
@@ -631,6 +630,8 @@ void proxy_handle(struct proxy *p, short revents)
     }
   }
 }
+
+size_t proxy_bytes_read(const struct proxy *p) { return p->bytes_read; }
 
 int proxy_python_dir(char **ret_path, sbx_error_t *err)
 {
