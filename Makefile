@@ -47,6 +47,10 @@ asan:
 # for that long on its corpus; a crash is saved under tests/fuzz/regressions/NAME/, which
 # `make check` replays.
 FUZZ_SECONDS ?= 30
+# Then fuzz_bridge's live mode: each input goes from code in a sandbox to a real `sandboxd mcp`
+# (build-asan/sandboxd if built, else build/sandboxd; the rootfs), which must stay up and answer
+# ping; FUZZ_LIVE_SECONDS of it.
+FUZZ_LIVE_SECONDS ?= 10
 FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BINS := $(FUZZ_SRCS:tests/fuzz/%.c=build-fuzz/%)
 FUZZ_CFLAGS = -std=gnu17 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined \
@@ -67,6 +71,14 @@ fuzz: $(FUZZ_BINS)
 	    build-fuzz/corpus-$$n tests/fuzz/corpus/$$n 2>&1 | grep -E '^(stat::number_of_executed_units|==.*ERROR|SUMMARY)' || true; \
 	  if ls tests/fuzz/regressions/$$n/crash-* tests/fuzz/regressions/$$n/leak-* >/dev/null 2>&1; then \
 	    echo "fuzz: $$n found a crash (saved in tests/fuzz/regressions/$$n/)"; exit 1; fi; done
+	@mkdir -p tests/fuzz/regressions/bridge-live build-fuzz/corpus-bridge-live; \
+	  echo "fuzz: bridge-live (code in a sandbox floods a real sandboxd mcp) for $(FUZZ_LIVE_SECONDS)s"; \
+	  if ! SANDBOXD_FUZZ_BRIDGE=live build-fuzz/fuzz_bridge -max_total_time=$(FUZZ_LIVE_SECONDS) -max_len=16384 \
+	      -timeout=120 -print_final_stats=1 -artifact_prefix=tests/fuzz/regressions/bridge-live/ \
+	      build-fuzz/corpus-bridge-live tests/fuzz/corpus/bridge-live >build-fuzz/bridge-live.log 2>&1; then \
+	    tail -n 20 build-fuzz/bridge-live.log; \
+	    echo "fuzz: bridge-live failed (an input that stopped sandboxd is in tests/fuzz/regressions/bridge-live/)"; exit 1; fi; \
+	  grep -E '^stat::number_of_executed_units' build-fuzz/bridge-live.log
 
 # The real python:3.14-slim from a registry if one answers (scripts/fetch-rootfs gives up within
 # FETCH_TIMEOUT seconds), else the offline Debian sid build; both go through `sandboxd rootfs import`.

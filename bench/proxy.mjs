@@ -6,6 +6,7 @@
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { stdoutOf } from '../tests/mcp/output.mjs';
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const TESTS = join(REPO, 'tests/proxy');
@@ -28,7 +29,7 @@ const call = async (code, servers) => {
   const t0 = process.hrtime.bigint();
   const r = await client.callTool({ name: 'run_python', arguments: { code, servers } }, undefined, { timeout: 120000 });
   if (r.structuredContent?.status !== 'ok') throw new Error(JSON.stringify(r.content));
-  return { ms: Number(process.hrtime.bigint() - t0) / 1e6, out: r.structuredContent.stdout };
+  return { ms: Number(process.hrtime.bigint() - t0) / 1e6, out: stdoutOf(r) };
 };
 const median = (xs) => xs.slice().sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 

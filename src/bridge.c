@@ -21,6 +21,21 @@ enum bridge_event bridge_reader_feed(struct bridge_reader *r, const char *data, 
 {
   size_t used = 0;
   while (used < len) {
+    if (r->prefix_want) {
+      size_t n = len - used < r->prefix_want - r->prefix_len ? len - used : r->prefix_want - r->prefix_len;
+      memcpy(r->prefix + r->prefix_len, data + used, n);
+      r->prefix_len += n;
+      r->skip -= n;
+      used += n;
+      if (r->prefix_len < r->prefix_want)
+        continue;
+      r->prefix_want = 0;
+      r->prefix[r->prefix_len] = '\0';
+      *ret_frame = r->prefix;
+      *ret_len = r->prefix_len;
+      *ret_used = used;
+      return BRIDGE_OVERSIZE;
+    }
     if (r->skip) {
       size_t n = len - used < r->skip ? len - used : r->skip;
       r->skip -= n;
@@ -32,24 +47,26 @@ enum bridge_event bridge_reader_feed(struct bridge_reader *r, const char *data, 
       if (r->hdr_len < 4)
         continue;
       uint32_t n = (uint32_t) r->hdr[0] << 24 | (uint32_t) r->hdr[1] << 16 | (uint32_t) r->hdr[2] << 8 | r->hdr[3];
-      if (n > r->max_frame) {
-        /* Refuse without allocating; skip the body so the stream stays in sync. */
+      /* Refuse above the maximum without allocating; skip the body so the stream stays in sync,
+       * keeping its first bytes to answer its id. */
+      r->frame = n > r->max_frame ? NULL : malloc((size_t) n + 1);
+      if (!r->frame) {
         r->skip = n;
         r->hdr_len = 0;
         r->oversize++;
+        r->oversize_len = n;
+        r->prefix_len = 0;
+        r->prefix_want = n < BRIDGE_OVERSIZE_PREFIX ? n : BRIDGE_OVERSIZE_PREFIX;
+        if (r->prefix_want)
+          continue;
+        r->prefix[0] = '\0';
+        *ret_frame = r->prefix;
+        *ret_len = 0;
         *ret_used = used;
         return BRIDGE_OVERSIZE;
       }
       r->frame_len = n;
       r->have = 0;
-      r->frame = malloc((size_t) n + 1);
-      if (!r->frame) {
-        r->skip = n;
-        r->hdr_len = 0;
-        r->oversize++;
-        *ret_used = used;
-        return BRIDGE_OVERSIZE;
-      }
     }
     size_t n = len - used < r->frame_len - r->have ? len - used : r->frame_len - r->have;
     memcpy(r->frame + r->have, data + used, n);

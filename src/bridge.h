@@ -1,7 +1,8 @@
 /* The bridge: framed JSON between sandboxd and the code inside, over a SOCK_STREAM socketpair
  * whose sandbox end is fd SBX_BRIDGE_FD (3) inside. A frame is a 4-byte big-endian length and
  * that many bytes of UTF-8 JSON. Frames have no line or 64 KiB limit, only the configured maximum
- * (16 MiB by default). No file descriptors ever cross: sandboxd reads without a control buffer,
+ * (16 MiB by default for answers; the proxy reads requests with a far smaller one, proxy.h).
+ * No file descriptors ever cross: sandboxd reads without a control buffer,
  * so any SCM_RIGHTS sent from inside are discarded by the kernel, and it never sends any. */
 #ifndef SBX_BRIDGE_H
 #define SBX_BRIDGE_H
@@ -12,6 +13,8 @@
 #include "error.h"
 
 #define BRIDGE_DEFAULT_MAX_FRAME (16u << 20)
+/* How much of an oversize frame the reader keeps (a request's "id" comes first). */
+#define BRIDGE_OVERSIZE_PREFIX 256
 
 /* Incremental frame reader: feed it bytes as they arrive, take frames out. Pure (no I/O). */
 struct bridge_reader {
@@ -22,12 +25,19 @@ struct bridge_reader {
   size_t frame_len, have;
   size_t skip;      /* bytes of an oversize frame still to discard */
   uint64_t oversize; /* frames refused for size so far */
+  uint32_t oversize_len; /* the announced length of the latest oversize frame */
+  /* The first bytes of an oversize frame, kept so its request id can still be answered. */
+  char prefix[BRIDGE_OVERSIZE_PREFIX + 1];
+  size_t prefix_len, prefix_want;
 };
 
 enum bridge_event {
   BRIDGE_NEED_MORE,  /* consumed everything, no complete frame */
   BRIDGE_FRAME,      /* *ret_frame (malloc'd, NUL-terminated) of *ret_len bytes */
-  BRIDGE_OVERSIZE,   /* a frame above max_frame was announced; it is being skipped */
+  BRIDGE_OVERSIZE,   /* a frame above max_frame was announced; it is being skipped, nothing is
+                      * allocated for it. *ret_frame points at its first bytes (up to
+                      * BRIDGE_OVERSIZE_PREFIX, *ret_len of them, NUL-terminated) inside the
+                      * reader: valid until the next call, not to be freed. */
 };
 
 void bridge_reader_init(struct bridge_reader *r, uint32_t max_frame);

@@ -64,8 +64,7 @@ void json_raw(json_writer_t *w, const char *json, size_t len)
   CHECK(w, yajl_gen_number(w->g, json, len));
 }
 
-/* Length of the valid UTF-8 sequence at s (1..4), or 0 if invalid. */
-static size_t utf8_seq(const unsigned char *s, size_t n)
+size_t json_utf8_len(const unsigned char *s, size_t n)
 {
   unsigned char c = s[0];
   size_t len;
@@ -100,7 +99,7 @@ void json_strn(json_writer_t *w, const char *s, size_t len)
   const unsigned char *u = (const unsigned char *) s;
   size_t i = 0;
   while (i < len) {
-    size_t l = utf8_seq(u + i, len - i);
+    size_t l = json_utf8_len(u + i, len - i);
     if (!l)
       break;
     i += l;
@@ -117,7 +116,7 @@ void json_strn(json_writer_t *w, const char *s, size_t len)
   }
   size_t o = 0;
   for (i = 0; i < len;) {
-    size_t l = utf8_seq(u + i, len - i);
+    size_t l = json_utf8_len(u + i, len - i);
     if (l) {
       memcpy(fixed + o, u + i, l);
       o += l;
@@ -203,8 +202,18 @@ struct build_ctx {
   json_node_t *stack[JSON_MAX_DEPTH];
   size_t depth;
   char *key; /* pending object key */
-  bool too_deep, oom;
+  size_t values, max_values;
+  bool too_deep, too_many, oom;
 };
+
+/* One more value: within the budget? Checked before anything is allocated for it. */
+static bool spend(struct build_ctx *c)
+{
+  if (c->values++ < c->max_values)
+    return true;
+  c->too_many = true;
+  return false;
+}
 
 static char *memdup_nul(const void *s, size_t len)
 {
@@ -263,10 +272,12 @@ static json_node_t *node_new(json_type_t t)
   return n;
 }
 
-static int cb_null(void *ctx) { return build_add(ctx, node_new(JSON_NULL)); }
+static int cb_null(void *ctx) { return spend(ctx) && build_add(ctx, node_new(JSON_NULL)); }
 
 static int cb_bool(void *ctx, int v)
 {
+  if (!spend(ctx))
+    return 0;
   json_node_t *n = node_new(JSON_BOOL);
   if (n)
     n->u.b = v;
@@ -275,6 +286,8 @@ static int cb_bool(void *ctx, int v)
 
 static int cb_number(void *ctx, const char *s, size_t len)
 {
+  if (!spend(ctx))
+    return 0;
   json_node_t *n = node_new(JSON_NUMBER);
   if (n && !(n->u.num.text = memdup_nul(s, len))) {
     free(n);
@@ -294,6 +307,8 @@ static int cb_number(void *ctx, const char *s, size_t len)
 
 static int cb_string(void *ctx, const unsigned char *s, size_t len)
 {
+  if (!spend(ctx))
+    return 0;
   json_node_t *n = node_new(JSON_STRING);
   if (n && !(n->u.str.s = memdup_nul(s, len))) {
     free(n);
@@ -307,6 +322,8 @@ static int cb_string(void *ctx, const unsigned char *s, size_t len)
 static int cb_map_key(void *ctx, const unsigned char *s, size_t len)
 {
   struct build_ctx *c = ctx;
+  if (!spend(c))
+    return 0;
   free(c->key);
   c->key = memdup_nul(s, len);
   if (!c->key)
@@ -320,6 +337,8 @@ static int cb_open(struct build_ctx *c, json_type_t t)
     c->too_deep = true;
     return 0;
   }
+  if (!spend(c))
+    return 0;
   json_node_t *n = node_new(t);
   if (!build_add(c, n))
     return 0;
@@ -351,7 +370,12 @@ static const yajl_callbacks build_callbacks = {
 
 int json_parse(const char *buf, size_t len, json_node_t **ret, sbx_error_t *err)
 {
-  struct build_ctx c = { 0 };
+  return json_parse_bounded(buf, len, SIZE_MAX, ret, err);
+}
+
+int json_parse_bounded(const char *buf, size_t len, size_t max_values, json_node_t **ret, sbx_error_t *err)
+{
+  struct build_ctx c = { .max_values = max_values };
   if (memchr(buf, '\0', len))
     return sbx_error_set(err, 0, "parse error: NUL byte in input");
   yajl_handle h = yajl_alloc(&build_callbacks, NULL, &c);
@@ -366,6 +390,10 @@ int json_parse(const char *buf, size_t len, json_node_t **ret, sbx_error_t *err)
       r = sbx_error_set(err, ENOMEM, "parse");
     else if (c.too_deep)
       r = sbx_error_set(err, 0, "parse error: nested deeper than %d levels", JSON_MAX_DEPTH);
+    else if (c.too_many) {
+      r = sbx_error_set(err, 0, "more than %zu JSON values, the limit", max_values);
+      err->errnum = E2BIG;
+    }
     else {
       unsigned char *msg = yajl_get_error(h, 0, (const unsigned char *) buf, len);
       r = sbx_error_set(err, 0, "%s", msg ? (const char *) msg : "parse error");

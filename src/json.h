@@ -26,6 +26,8 @@ void json_uint(json_writer_t *w, uint64_t v);
 void json_double(json_writer_t *w, double v);
 void json_bool(json_writer_t *w, bool v);
 void json_null(json_writer_t *w);
+/* Length of the valid UTF-8 sequence at s[0..n) (1 to 4), or 0 if it is not one. */
+size_t json_utf8_len(const unsigned char *s, size_t n);
 /* Insert an already-serialised JSON value verbatim. */
 void json_raw(json_writer_t *w, const char *json, size_t len);
 /* The document so far. Valid until the next call on w. Returns NULL if generation failed. */
@@ -50,6 +52,10 @@ typedef enum json_type {
 /* Parse exactly one JSON document of len bytes (no NUL needed; embedded NULs are rejected).
  * The tree is owned by the caller: json_free(). */
 int json_parse(const char *buf, size_t len, json_node_t **ret, sbx_error_t *err);
+/* The same with a budget for what the tree may hold, for documents from an untrusted peer: at
+ * most max_values values (every scalar, array, object and key counts one). Crossing it stops the
+ * parse before the next value is allocated, with err->errnum E2BIG. */
+int json_parse_bounded(const char *buf, size_t len, size_t max_values, json_node_t **ret, sbx_error_t *err);
 void json_free(json_node_t *n);
 /* NULL-safe accessors: a NULL or wrongly typed node reads as absent. */
 json_type_t json_type(const json_node_t *n);

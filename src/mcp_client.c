@@ -282,6 +282,9 @@ static void flush_client(struct mcp_hosts *h, struct client *c)
     c->outq_off += (size_t) n;
   }
   c->outq.len = c->outq_off = 0;
+  /* A burst of large requests (bounded by the proxy's budget) does not keep its room. */
+  if (c->outq.cap > (1u << 20))
+    strbuf_free(&c->outq);
 }
 
 /* Queue one message (the writer is freed). Fails when the server is not reading. */

@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <malloc.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -44,6 +45,8 @@
 /* execve() refuses any single argument longer than MAX_ARG_STRLEN (32 pages), NUL included. */
 #define MAX_CODE_BYTES (32 * 4096 - 1)
 #define READ_CHUNK 65536
+/* After a run whose output and bridge requests reach this, malloc_trim(): RSS back where it was. */
+#define TRIM_AFTER_BYTES (1u << 20)
 #define PROGRESS_INTERVAL_NS 1000000000ULL
 /* Stop reading requests while this much output waits for the client to read it. */
 #define OUTQ_HIGH_WATER (64u << 20)
@@ -321,7 +324,11 @@ static void flush_output(struct server *srv)
     return;
   }
   srv->outq.len = srv->outq_off = 0;
-  if (srv->outq.data)
+  /* Do not keep the room a large reply needed once it is written. */
+  if (srv->outq.cap > TRIM_AFTER_BYTES) {
+    strbuf_free(&srv->outq);
+    malloc_trim(0);
+  } else if (srv->outq.data)
     srv->outq.data[0] = '\0';
 }
 
@@ -531,24 +538,59 @@ static void write_text_block(json_writer_t *w, const char *text, size_t len)
   json_obj_end(w);
 }
 
+/* Output as the reply carries it: valid UTF-8 and \t \n \r as they are; each run of other control
+ * bytes (C0, DEL) or of bytes that are not UTF-8 becomes one U+FFFD, so JSON's escapes (\u00XX, 6
+ * bytes for one) never apply and the reply's text is at most twice the output. *replaced counts
+ * the bytes replaced. */
+static int append_shaped(strbuf_t *sb, const char *s, size_t len, size_t *replaced)
+{
+  const unsigned char *u = (const unsigned char *) s;
+  size_t i = 0, start = 0;
+  int r = 0;
+  while (i < len) {
+    size_t l = json_utf8_len(u + i, len - i);
+    bool control = l == 1 && (u[i] < 0x20 || u[i] == 0x7f) && u[i] != '\t' && u[i] != '\n' && u[i] != '\r';
+    if (l && !control) {
+      i += l;
+      continue;
+    }
+    r |= strbuf_append(sb, s + start, i - start);
+    size_t run = i;
+    while (i < len) {
+      l = json_utf8_len(u + i, len - i);
+      if (l && !(l == 1 && (u[i] < 0x20 || u[i] == 0x7f) && u[i] != '\t' && u[i] != '\n' && u[i] != '\r'))
+        break;
+      i++;
+    }
+    *replaced += i - run;
+    r |= strbuf_append(sb, "\xef\xbf\xbd", 3);
+    start = i;
+  }
+  r |= strbuf_append(sb, s + start, len - start);
+  return r;
+}
+
 static void send_call_result(struct server *srv, struct call *c, const struct sbx_result *res)
 {
-  /* The text a model reads: stdout, then stderr, then what went wrong. */
+  /* The text a model reads, the one copy of the output: stdout, then stderr, then what went wrong. */
   strbuf_t text = {0};
   int r = 0;
   char size[32];
+  size_t replaced = 0;
   if (c->out.len)
-    r |= strbuf_append(&text, c->out.data, c->out.len);
+    r |= append_shaped(&text, c->out.data, c->out.len, &replaced);
   if (c->err.len) {
     if (text.len && text.data[text.len - 1] != '\n')
       r |= strbuf_append(&text, "\n", 1);
     r |= strbuf_printf(&text, "--- stderr ---\n");
-    r |= strbuf_append(&text, c->err.data, c->err.len);
+    r |= append_shaped(&text, c->err.data, c->err.len, &replaced);
   }
-  if (c->truncated || res->status != SBX_STATUS_OK) {
+  if (c->truncated || replaced || res->status != SBX_STATUS_OK) {
     if (text.len && text.data[text.len - 1] != '\n')
       r |= strbuf_append(&text, "\n", 1);
   }
+  if (replaced)
+    r |= strbuf_printf(&text, "--- %zu bytes of control characters or invalid UTF-8 shown as U+FFFD ---\n", replaced);
   if (c->truncated)
     r |= strbuf_printf(&text, "--- output truncated at %s (output_limit) ---\n",
                        format_size(c->limits.output_bytes, size, sizeof size));
@@ -596,10 +638,13 @@ static void send_call_result(struct server *srv, struct call *c, const struct sb
   json_str(w, sbx_status_name(res->status));
   json_key(w, "exit_code");
   json_int(w, res->exit_code);
-  json_key(w, "stdout");
-  json_strn(w, c->out.data ? c->out.data : "", c->out.len);
-  json_key(w, "stderr");
-  json_strn(w, c->err.data ? c->err.data : "", c->err.len);
+  /* The output itself is in the text block only: a reply carries it once. */
+  json_key(w, "stdout_bytes");
+  json_uint(w, c->out.len);
+  json_key(w, "stderr_bytes");
+  json_uint(w, c->err.len);
+  json_key(w, "replaced_bytes");
+  json_uint(w, replaced);
   json_key(w, "truncated");
   json_bool(w, c->truncated);
   json_key(w, "execution_time_ms");
@@ -650,7 +695,12 @@ static void call_finish(struct server *srv, struct call *c)
       .result = r < 0 ? NULL : &res, .error = r < 0 ? err.msg : NULL, .calls_json = calls,
   };
   audit_write(&rec);
+  /* A run that made sandboxd hold a lot (its output, or requests it sent over the bridge) gives
+   * the memory back to the system when it ends, not only to malloc's free lists. */
+  bool trim = c->out.len + c->err.len + (c->proxy ? proxy_bytes_read(c->proxy) : 0) >= TRIM_AFTER_BYTES;
   call_free(c);
+  if (trim)
+    malloc_trim(0);
 }
 
 static bool readable(int fd)
@@ -1228,8 +1278,9 @@ static void write_tool(struct server *srv, json_writer_t *w)
   json_obj_end(w);
   schema_prop(w, "exit_code", "integer",
               "the code's exit status; 128+N if killed by signal N; 124 on timeout");
-  schema_prop(w, "stdout", "string", NULL);
-  schema_prop(w, "stderr", "string", NULL);
+  schema_prop(w, "stdout_bytes", "integer", "bytes of standard output captured (the text is in content)");
+  schema_prop(w, "stderr_bytes", "integer", "bytes of standard error captured (in content, after --- stderr ---)");
+  schema_prop(w, "replaced_bytes", "integer", "control or non-UTF-8 bytes shown as U+FFFD in content");
   schema_prop(w, "truncated", "boolean", "output went over the limit and was cut");
   schema_prop(w, "execution_time_ms", "integer", NULL);
   schema_prop(w, "memory_peak_bytes", "integer", NULL);
@@ -1237,8 +1288,8 @@ static void write_tool(struct server *srv, json_writer_t *w)
   json_obj_end(w);
   json_key(w, "required");
   json_arr_begin(w);
-  static const char *const required[] = {"status",    "exit_code",         "stdout",           "stderr",
-                                         "truncated", "execution_time_ms", "memory_peak_bytes"};
+  static const char *const required[] = {"status",       "exit_code", "stdout_bytes",      "stderr_bytes",
+                                         "replaced_bytes", "truncated", "execution_time_ms", "memory_peak_bytes"};
   for (size_t i = 0; i < ARRAY_SIZE(required); i++)
     json_str(w, required[i]);
   json_arr_end(w);

@@ -31,6 +31,7 @@ struct pcall {
   char *id; /* canonical JSON */
   uint64_t op;
   size_t record; /* index into records, or SIZE_MAX for lists */
+  size_t charge; /* its share of inflight_bytes */
   char *server, *tool;
 };
 
@@ -53,7 +54,8 @@ struct proxy {
   strbuf_t outq;
   size_t outq_off;
   struct pcall *inflight;
-  size_t n_inflight;
+  size_t n_inflight, inflight_bytes;
+  size_t bytes_read;
   struct record *records;
   size_t n_records;
   void (*progress_fn)(void *ctx, const char *server, const char *tool, const json_node_t *params);
@@ -135,13 +137,31 @@ static void send_frame(struct proxy *p, json_writer_t *w, const char *id)
 
 /* ------------------------------------------------------------------ records */
 
+/* A name as the record keeps it: at most PROXY_RECORD_NAME bytes, cut at a character boundary and
+ * marked, so a name the code made up cannot make the audit line (or sandboxd) large. */
+static char *record_name(const char *s)
+{
+  size_t n = strnlen(s, PROXY_RECORD_NAME + 1);
+  if (n <= PROXY_RECORD_NAME)
+    return strndup(s, n);
+  n = PROXY_RECORD_NAME - 3;
+  while (n > 0 && ((unsigned char) s[n] & 0xc0) == 0x80)
+    n--;
+  char *r = malloc(n + 4);
+  if (r) {
+    memcpy(r, s, n);
+    memcpy(r + n, "...", 4);
+  }
+  return r;
+}
+
 static size_t record_start(struct proxy *p, const char *server, const char *tool)
 {
   struct record *r = realloc(p->records, (p->n_records + 1) * sizeof *r);
   if (!r)
     return SIZE_MAX;
   p->records = r;
-  r[p->n_records] = (struct record){.server = strdup(server), .tool = strdup(tool), .start_ns = now_ns()};
+  r[p->n_records] = (struct record){.server = record_name(server), .tool = record_name(tool), .start_ns = now_ns()};
   return p->n_records++;
 }
 
@@ -198,6 +218,7 @@ static void pcall_unlink(struct proxy *p, struct pcall *c)
     if (*pp == c) {
       *pp = c->next;
       p->n_inflight--;
+      p->inflight_bytes -= c->charge;
       return;
     }
 }
@@ -305,7 +326,7 @@ static void list_servers(struct proxy *p, const char *id)
   send_frame(p, w, id);
 }
 
-static void forward(struct proxy *p, const char *id, const char *method, const json_node_t *params)
+static void forward(struct proxy *p, const char *id, const char *method, const json_node_t *params, size_t frame_len)
 {
   const char *server = json_as_string(json_get(params, "server"), NULL);
   bool call = strcmp(method, "tools/call") == 0;
@@ -319,23 +340,36 @@ static void forward(struct proxy *p, const char *id, const char *method, const j
     send_error(p, id, JSONRPC_INVALID_PARAMS, "`arguments` must be an object");
     return;
   }
-  size_t rec = SIZE_MAX;
-  if (call) {
-    if (p->n_records >= p->max_calls) {
-      send_error(p, id, JSONRPC_INVALID_REQUEST, "this run has made its %zu calls, the limit", p->max_calls);
-      return;
-    }
-    rec = record_start(p, server, tool);
+  if (call && p->n_records >= p->max_calls) {
+    send_error(p, id, JSONRPC_INVALID_REQUEST, "this run has made its %zu calls, the limit", p->max_calls);
+    return;
   }
-  if (!allowed(p, server)) {
+  /* The access check comes first, and the record keeps bounded copies of the names: a denied
+   * call costs no more than an allowed one, whatever names it carries. */
+  bool ok = allowed(p, server);
+  size_t rec = call ? record_start(p, server, tool) : SIZE_MAX;
+  if (!ok) {
     record_end(p, rec, OUT_DENIED);
     send_error(p, id, JSONRPC_INVALID_PARAMS, "server `%.100s` is not available to this run (list it in `servers`)",
                server);
     return;
   }
+  if (call && strlen(tool) > PROXY_MAX_TOOL_NAME) {
+    record_end(p, rec, OUT_ERROR);
+    send_error(p, id, MCP_ERR_TOO_LARGE, "the tool name is longer than %d bytes, the limit", PROXY_MAX_TOOL_NAME);
+    return;
+  }
   if (p->n_inflight >= PROXY_MAX_INFLIGHT) {
     record_end(p, rec, OUT_ERROR);
     send_error(p, id, JSONRPC_INVALID_REQUEST, "more than %d calls at once", PROXY_MAX_INFLIGHT);
+    return;
+  }
+  if (p->inflight_bytes + frame_len > PROXY_MAX_INFLIGHT_BYTES) {
+    record_end(p, rec, OUT_ERROR);
+    send_error(p, id, MCP_ERR_TOO_LARGE,
+               "the calls in flight already hold %zu bytes of requests; this one (%zu bytes) would pass the limit "
+               "of %u bytes: wait for answers",
+               p->inflight_bytes, frame_len, PROXY_MAX_INFLIGHT_BYTES);
     return;
   }
   struct pcall *c = calloc(1, sizeof *c);
@@ -369,30 +403,56 @@ static void forward(struct proxy *p, const char *id, const char *method, const j
     pcall_free(c);
     return;
   }
+  c->charge = frame_len;
   c->next = p->inflight;
   p->inflight = c;
   p->n_inflight++;
+  p->inflight_bytes += frame_len;
+}
+
+/* The id of a request that is refused unparsed (too large), from its first bytes or the whole
+ * frame: an integer or a string of at most PROXY_MAX_ID bytes as canonical JSON, else NULL
+ * (answered with id null). */
+static char *peek_id(const char *prefix, size_t len)
+{
+  char *id = NULL;
+  if (json_peek_member(prefix, len, "id", &id) < 0)
+    return NULL;
+  bool number = (id[0] == '-' || (id[0] >= '0' && id[0] <= '9')) && !strpbrk(id, ".eE");
+  if ((!number && id[0] != '"') || strlen(id) > PROXY_MAX_ID) {
+    free(id);
+    return NULL;
+  }
+  return id;
 }
 
 static void handle_frame(struct proxy *p, const char *frame, size_t len)
 {
   json_node_t *root = NULL;
   sbx_error_t err;
-  if (json_parse(frame, len, &root, &err) < 0) {
-    send_error(p, NULL, JSONRPC_PARSE_ERROR, "Parse error: %s", err.msg);
+  if (json_parse_bounded(frame, len, PROXY_MAX_VALUES, &root, &err) < 0) {
+    if (err.errnum == E2BIG) {
+      /* The frame is here (at most PROXY_MAX_REQUEST): the peek stops at the id, allocating only it. */
+      _cleanup_free_ char *id = peek_id(frame, len);
+      send_error(p, id, MCP_ERR_TOO_LARGE, "the request holds more than %d JSON values, the bridge's limit",
+                 PROXY_MAX_VALUES);
+    } else
+      send_error(p, NULL, JSONRPC_PARSE_ERROR, "Parse error: %s", err.msg);
     return;
   }
   _cleanup_free_ char *id = jsonrpc_id_canonical(json_get(root, "id"));
   const char *method = json_as_string(json_get(root, "method"), NULL);
   const json_node_t *params = json_get(root, "params");
-  if (json_type(root) != JSON_OBJECT || !id || !method)
+  if (id && strlen(id) > PROXY_MAX_ID)
+    send_error(p, NULL, JSONRPC_INVALID_REQUEST, "Invalid Request: the id is longer than %d bytes", PROXY_MAX_ID);
+  else if (json_type(root) != JSON_OBJECT || !id || !method)
     send_error(p, id, JSONRPC_INVALID_REQUEST, "Invalid Request: expected an object with `id` and `method`");
   else if (params && json_type(params) != JSON_OBJECT)
     send_error(p, id, JSONRPC_INVALID_PARAMS, "`params` must be an object");
   else if (strcmp(method, "servers/list") == 0)
     list_servers(p, id);
   else if (strcmp(method, "tools/list") == 0 || strcmp(method, "tools/call") == 0)
-    forward(p, id, method, params);
+    forward(p, id, method, params, len);
   else
     send_error(p, id, JSONRPC_METHOD_NOT_FOUND, "Method not found: %.100s", method);
   json_free(root);
@@ -450,7 +510,7 @@ int proxy_new(struct mcp_hosts *hosts, const char *const *servers, size_t n_serv
   p->max_frame = lim && lim->max_frame ? lim->max_frame : BRIDGE_DEFAULT_MAX_FRAME;
   p->call_timeout_ms = lim && lim->call_timeout_ms ? lim->call_timeout_ms : PROXY_DEFAULT_CALL_TIMEOUT_MS;
   p->max_calls = lim && lim->max_calls ? lim->max_calls : PROXY_DEFAULT_MAX_CALLS;
-  bridge_reader_init(&p->reader, p->max_frame);
+  bridge_reader_init(&p->reader, p->max_frame < PROXY_MAX_REQUEST ? p->max_frame : PROXY_MAX_REQUEST);
   int sv[2];
   /* SOCK_STREAM: frames carry their own length; no fds are ever received (no control buffer). */
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv) < 0) {
@@ -545,6 +605,7 @@ void proxy_handle(struct proxy *p, short revents)
       p->fd = -1;
       return;
     }
+    p->bytes_read += (size_t) n;
     size_t off = 0;
     while (off < (size_t) n) {
       size_t used;
@@ -555,12 +616,28 @@ void proxy_handle(struct proxy *p, short revents)
       if (ev == BRIDGE_FRAME) {
         handle_frame(p, frame, flen);
         free(frame);
-      } else if (ev == BRIDGE_OVERSIZE)
-        send_error(p, NULL, MCP_ERR_TOO_LARGE, "a request frame is above the bridge's limit of %u bytes",
-                   p->max_frame);
+      } else if (ev == BRIDGE_OVERSIZE) {
+        _cleanup_free_ char *id = peek_id(frame, flen);
+        send_error(p, id, MCP_ERR_TOO_LARGE, "the request is %u bytes, above the bridge's limit of %u bytes",
+                   p->reader.oversize_len, p->reader.max_frame);
+      }
+    }
+    if (p->bytes_read >= PROXY_MAX_RUN_BYTES) {
+      send_error(p, NULL, MCP_ERR_TOO_LARGE,
+                 "the code has sent %u MiB over the bridge in this run, the limit; the bridge is closed",
+                 PROXY_MAX_RUN_BYTES >> 20);
+      /* Closed, as when the code closes its end: a request it sent after this would never be
+       * answered, so it must fail at once (EPIPE, then EOF for the package's reader). Calls in
+       * flight finish on the host; their answers have nowhere to go. */
+      close(p->fd);
+      p->fd = -1;
+      bridge_reader_free(&p->reader);
+      return;
     }
   }
 }
+
+size_t proxy_bytes_read(const struct proxy *p) { return p->bytes_read; }
 
 int proxy_python_dir(char **ret_path, sbx_error_t *err)
 {

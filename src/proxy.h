@@ -28,8 +28,34 @@
 /* Answers waiting for the code to read them, beyond which a result is replaced by an error. */
 #define PROXY_MAX_OUTQ (64u << 20)
 
+/* The budget of what one sandbox's requests may make sandboxd hold and parse, all checked before
+ * anything is allocated for a request; a request beyond it is answered with MCP_ERR_TOO_LARGE
+ * (MCPError inside). They protect sandboxd itself, the same for every policy, so they are
+ * constants (sandboxd-mcp(7), "Limits of the bridge"):
+ * - a request frame: tool arguments are what a model or a program passes to a tool (text, small
+ *   records); a bulk payload belongs in a file the host server reads, not in a JSON-RPC call.
+ *   Answers (host results, up to BRIDGE_DEFAULT_MAX_FRAME) are not bound by it. */
+#define PROXY_MAX_REQUEST (1u << 20)
+/* - JSON values in one request (each costs sandboxd about 100 bytes): parse time and the tree
+ *   stay small even for a frame of `[0,0,0,...]`; 16384 still holds an embedding vector. */
+#define PROXY_MAX_VALUES 16384
+/* - the requests of the calls waiting for host servers, together (each counted at its frame's
+ *   size: it bounds the copies sandboxd and the host side keep until the answer). */
+#define PROXY_MAX_INFLIGHT_BYTES (4u << 20)
+/* - what one run may send over the bridge in all: sandboxd's CPU for a sandbox's requests
+ *   (reading, skipping, parsing) is spent outside the sandbox's cgroup, so it has a budget too.
+ *   1000 calls (PROXY_DEFAULT_MAX_CALLS) of 256 KiB fit. Past it sandboxd sends a last error
+ *   and closes the bridge: the code's requests fail (MCPError), the run goes on without it. */
+#define PROXY_MAX_RUN_BYTES (256u << 20)
+/* - a request id (as canonical JSON) and a tool name (MCP's own bound, 1 to 128 characters);
+ *   server names are at most MCP_CONFIG_MAX_NAME, so a longer one is simply not available.
+ *   The audit record keeps names up to PROXY_RECORD_NAME bytes, cut with "...". */
+#define PROXY_MAX_ID 128
+#define PROXY_MAX_TOOL_NAME 128
+#define PROXY_RECORD_NAME 128
+
 struct proxy_limits {
-  uint32_t max_frame;       /* 0: BRIDGE_DEFAULT_MAX_FRAME */
+  uint32_t max_frame;       /* answers; 0: BRIDGE_DEFAULT_MAX_FRAME (requests: PROXY_MAX_REQUEST) */
   uint64_t call_timeout_ms; /* 0: PROXY_DEFAULT_CALL_TIMEOUT_MS */
   size_t max_calls;         /* tools/call per execution; 0: PROXY_DEFAULT_MAX_CALLS */
 };
@@ -60,6 +86,8 @@ short proxy_events(const struct proxy *p);
 void proxy_handle(struct proxy *p, short revents);
 /* "SANDBOXD_MCP_SERVERS=a,b": the environment entry that tells the code which servers it has. */
 const char *proxy_env(const struct proxy *p);
+/* Bytes read from the code so far (its owner may give memory back after a busy run). */
+size_t proxy_bytes_read(const struct proxy *p);
 /* The calls so far as a JSON array ([{server, tool, duration_ms, outcome}...]), malloc'd. */
 char *proxy_calls_json(const struct proxy *p);
 /* The directory holding the `mcp` package the code imports, mounted read-only at

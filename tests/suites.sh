@@ -98,6 +98,25 @@ if compgen -G "$repo/build-fuzz/fuzz_*" >/dev/null; then
       note "fuzz $n: crash saved under tests/fuzz/regressions/$n/ (keep it as a regression input)"
     fi
   done
+  # fuzz_bridge's live mode, briefly: code in a sandbox sends each input to a real `sandboxd mcp`,
+  # which must stay up and answer ping (the ASan build if there).
+  if [ -x "$repo/build-fuzz/fuzz_bridge" ]; then
+    mkdir -p "$rundir/fuzz-bridge-live"
+    live_sbx=${SANDBOXD_ASAN_BUILD:-$repo/build-asan}/sandboxd
+    [ -x "$live_sbx" ] || live_sbx=$sandboxd
+    if (cd "$repo" && SANDBOXD_FUZZ_BRIDGE=live SANDBOXD_ROOTFS="$rootfs" SANDBOXD="$live_sbx" \
+          build-fuzz/fuzz_bridge -max_total_time="${FUZZ_LIVE_SECONDS:-3}" -max_len=16384 -timeout=120 \
+          -artifact_prefix="$rundir/fuzz-bridge-live/" "$rundir/fuzz-bridge-live" tests/fuzz/corpus/bridge-live) \
+        >"$rundir/fuzz-bridge-live.log" 2>&1; then
+      fz_p=$((fz_p + 1))
+    else
+      fz_f=$((fz_f + 1))
+      tail -n 30 "$rundir/fuzz-bridge-live.log" >&2
+      mkdir -p "$repo/tests/fuzz/regressions/bridge-live"
+      cp "$rundir/fuzz-bridge-live"/crash-* "$repo/tests/fuzz/regressions/bridge-live/" 2>/dev/null || true
+      note "fuzz bridge-live: the input that stopped sandboxd is under tests/fuzz/regressions/bridge-live/"
+    fi
+  fi
   count_line fuzz "$fz_p" "$fz_f" 0
 elif [ "$ci" = true ]; then
   fail "no fuzz targets built (make fuzz-build)"

@@ -7,6 +7,7 @@
 //   4 in flight: calls/s.
 // Usage: node bench.mjs [N]   (SANDBOXD_MCP_ARGS adds server options)
 import { connect, sleep } from './helpers.mjs';
+import { stdoutOf } from './output.mjs';
 
 const N = Number(process.argv[2] || 100);
 const PAUSE = Number(process.env.PAUSE || 100);
@@ -18,7 +19,7 @@ async function bench(warm) {
   const call = async () => {
     const t0 = process.hrtime.bigint();
     const r = await client.callTool({ name: 'run_python', arguments: { code: 'print(1)' } });
-    if (r.structuredContent?.stdout !== '1\n') throw new Error(JSON.stringify(r));
+    if (stdoutOf(r) !== '1\n') throw new Error(JSON.stringify(r));
     return Number(process.hrtime.bigint() - t0) / 1e6;
   };
   for (let i = 0; i < 5; i++) await call(); // warm up page cache and the seccomp filter cache

@@ -6,6 +6,7 @@ import { existsSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { connect, processesWith, RawServer, SANDBOXD, sleep, sleeperCode, waitGone } from './helpers.mjs';
+import { stderrOf, stdoutOf } from './output.mjs';
 
 assert.ok(existsSync(SANDBOXD), `${SANDBOXD} is missing: run make`);
 
@@ -55,8 +56,10 @@ describe('sdk client', () => {
     const s = r.structuredContent;
     assert.equal(s.status, 'ok');
     assert.equal(s.exit_code, 0);
-    assert.equal(s.stdout, '1\n');
-    assert.equal(s.stderr, '');
+    assert.equal(s.stdout_bytes, 2);
+    assert.equal(s.stderr_bytes, 0);
+    assert.equal(s.replaced_bytes, 0);
+    assert.equal(s.stdout, undefined); // the output is in the text block only
     assert.equal(s.truncated, false);
     assert.equal(typeof s.execution_time_ms, 'number');
     assert.equal(typeof s.memory_peak_bytes, 'number');
@@ -73,14 +76,14 @@ describe('sdk client', () => {
       'subprocess.Popen(["sleep", "30"], start_new_session=True)',
       'print("planted")',
     ].join('\n') });
-    assert.equal(first.structuredContent.stdout, 'planted\n', text(first));
+    assert.equal(stdoutOf(first), 'planted\n', text(first));
     const second = await run(conn.client, { code: [
       'import os, builtins',
       'print(os.path.exists("/workspace/leak.txt"), os.path.exists("/tmp/leak.txt"),',
       '      hasattr(builtins, "LEAK"), "LEAK2" in globals())',
       'print(sorted(p for p in os.listdir("/proc") if p.isdigit() and open(f"/proc/{p}/comm").read().strip() == "sleep"))',
     ].join('\n') });
-    assert.equal(second.structuredContent.stdout, 'False False False False\n[]\n', text(second));
+    assert.equal(stdoutOf(second), 'False False False False\n[]\n', text(second));
   });
 
   test('an exception: isError, status error, traceback on stderr', async () => {
@@ -89,10 +92,10 @@ describe('sdk client', () => {
     const s = r.structuredContent;
     assert.equal(s.status, 'error');
     assert.equal(s.exit_code, 1);
-    assert.match(s.stderr, /Traceback/);
-    assert.match(s.stderr, /File "<run_python>", line 2, in f/);
-    assert.match(s.stderr, /ValueError: boom/);
-    assert.doesNotMatch(s.stderr, /_sandboxd_run|asyncio/);
+    assert.match(stderrOf(r), /Traceback/);
+    assert.match(stderrOf(r), /File "<run_python>", line 2, in f/);
+    assert.match(stderrOf(r), /ValueError: boom/);
+    assert.doesNotMatch(stderrOf(r), /_sandboxd_run|asyncio/);
     assert.match(text(r), /--- stderr ---\n/);
     assert.match(text(r), /status: error, exit code 1/);
   });
@@ -101,7 +104,7 @@ describe('sdk client', () => {
     const r = await run(conn.client, { code: 'import sys; print("bye"); sys.exit(3)' });
     assert.equal(r.structuredContent.status, 'error');
     assert.equal(r.structuredContent.exit_code, 3);
-    assert.equal(r.structuredContent.stdout, 'bye\n');
+    assert.equal(stdoutOf(r), 'bye\n');
   });
 
   test('the run ends at the runner\'s done byte on fd 3; code that writes it itself is cut short', async () => {
@@ -118,14 +121,14 @@ describe('sdk client', () => {
     assert.ok(Date.now() - t0 < 15000, `answered after ${Date.now() - t0} ms, not at the done byte`);
     assert.equal(r.structuredContent.exit_code, 7, text(r));
     assert.equal(r.structuredContent.status, 'error');
-    assert.equal(r.structuredContent.stdout, 'before\n');
+    assert.equal(stdoutOf(r), 'before\n');
     // The sandbox is killed at the done byte: nothing the code started outlives the answer.
     assert.deepEqual(await waitGone(marker), [], 'a process outlived the answered run');
   });
 
   test('code that closes fd 3 ends normally, when it exits', async () => {
     const r = await run(conn.client, { code: 'import os, sys\nos.close(3)\nprint("closed")\nsys.exit(4)' });
-    assert.equal(r.structuredContent.stdout, 'closed\n', text(r));
+    assert.equal(stdoutOf(r), 'closed\n', text(r));
     assert.equal(r.structuredContent.exit_code, 4);
   });
 
@@ -137,14 +140,14 @@ describe('sdk client', () => {
       'threading.Thread(target=late).start()',
       'print("main")',
     ].join('\n') });
-    assert.equal(r.structuredContent.stdout, 'main\natexit ' + 'y'.repeat(100000) + '\n', text(r).slice(0, 300));
-    assert.equal(r.structuredContent.stderr, 'thread done\n');
+    assert.equal(stdoutOf(r), 'main\natexit ' + 'y'.repeat(100000) + '\n', text(r).slice(0, 300));
+    assert.equal(stderrOf(r), 'thread done\n');
     assert.equal(r.structuredContent.status, 'ok');
   });
 
   test('top-level await', async () => {
     const r = await run(conn.client, { code: 'import asyncio\nawait asyncio.sleep(0.01)\nprint(await asyncio.gather(asyncio.sleep(0, 1), asyncio.sleep(0, 2)))' });
-    assert.equal(r.structuredContent.stdout, '[1, 2]\n', text(r));
+    assert.equal(stdoutOf(r), '[1, 2]\n', text(r));
   });
 
   test('bad arguments are isError results, not protocol errors', async () => {
@@ -173,14 +176,14 @@ describe('sdk client', () => {
     assert.equal(r.isError, true);
     assert.equal(r.structuredContent.status, 'timeout');
     assert.equal(r.structuredContent.exit_code, 124);
-    assert.equal(r.structuredContent.stdout, 'start\n'); // printed before the kill
+    assert.equal(stdoutOf(r), 'start\n'); // printed before the kill
     assert.ok(took >= 900 && took < 5000, `took ${took} ms`);
     assert.match(text(r), /timeout/);
   });
 
   test('timeout above the policy maximum is clamped, not refused', async () => {
     const r = await run(conn.client, { code: 'print(2)', timeout: 10 ** 9 });
-    assert.equal(r.structuredContent.stdout, '2\n', text(r));
+    assert.equal(stdoutOf(r), '2\n', text(r));
   });
 
   test('cancellation kills the sandbox and leaves no process behind', async () => {
@@ -193,7 +196,7 @@ describe('sdk client', () => {
     ac.abort('test');
     await assert.rejects(p);
     assert.deepEqual(await waitGone(marker), []);
-    assert.equal((await run(conn.client, { code: 'print(3)' })).structuredContent.stdout, '3\n');
+    assert.equal(stdoutOf(await run(conn.client, { code: 'print(3)' })), '3\n');
   });
 
   test('progress notifications about once a second', async () => {
@@ -202,7 +205,7 @@ describe('sdk client', () => {
       onprogress: (p) => seen.push(p),
       resetTimeoutOnProgress: true,
     });
-    assert.equal(r.structuredContent.stdout, 'done\n');
+    assert.equal(stdoutOf(r), 'done\n');
     assert.ok(seen.length >= 2 && seen.length <= 4, `${seen.length} notifications`);
     for (let i = 1; i < seen.length; i++) assert.ok(seen[i].progress > seen[i - 1].progress);
   });
@@ -212,14 +215,14 @@ describe('sdk client', () => {
     const rs = await Promise.all([0, 1, 2, 3].map((i) =>
       run(conn.client, { code: `import time; time.sleep(1.5); print(${i})` })));
     const took = Date.now() - t0;
-    rs.forEach((r, i) => assert.equal(r.structuredContent.stdout, `${i}\n`));
+    rs.forEach((r, i) => assert.equal(stdoutOf(r), `${i}\n`));
     assert.ok(took < 1500 * 2, `took ${took} ms: not concurrent`);
   });
 
   test('more calls than --max-concurrent queue and all finish', async () => {
     const rs = await Promise.all([...Array(7).keys()].map((i) =>
       run(conn.client, { code: `print(${i} * 2)` })));
-    rs.forEach((r, i) => assert.equal(r.structuredContent.stdout, `${i * 2}\n`));
+    rs.forEach((r, i) => assert.equal(stdoutOf(r), `${i * 2}\n`));
   });
 
   test('ping is answered promptly during a long call', async () => {
@@ -228,22 +231,24 @@ describe('sdk client', () => {
     const t0 = Date.now();
     await conn.client.ping();
     assert.ok(Date.now() - t0 < 300, `ping took ${Date.now() - t0} ms`);
-    assert.equal((await long).structuredContent.stdout, 'ok\n');
+    assert.equal(stdoutOf(await long), 'ok\n');
   });
 
   test('output: 200 KB line intact, invalid UTF-8 replaced, cap at 1 MiB', async () => {
     const line = await run(conn.client, { code: 'print("x" * 200000)' });
-    assert.equal(line.structuredContent.stdout, 'x'.repeat(200000) + '\n');
+    assert.equal(stdoutOf(line), 'x'.repeat(200000) + '\n');
     assert.equal(line.structuredContent.truncated, false);
     const bad = await run(conn.client, { code: 'import sys; sys.stdout.buffer.write(b"a\\xff\\xfeb\\xc3\\n")' });
-    assert.equal(bad.structuredContent.stdout, 'a\ufffd\ufffdb\ufffd\n');
+    assert.equal(stdoutOf(bad), 'a\ufffdb\ufffd\n');
+    assert.equal(bad.structuredContent.replaced_bytes, 3);
     const big = await run(conn.client, { code: 'import sys\nfor i in range(300): sys.stdout.write("é" * 4000 + "\\n")\nprint("tail", file=sys.stderr)' });
     const s = big.structuredContent;
     assert.equal(s.truncated, true);
     assert.equal(s.status, 'ok');
-    assert.ok(Buffer.byteLength(s.stdout) + Buffer.byteLength(s.stderr) <= 1 << 20);
-    assert.ok(Buffer.byteLength(s.stdout) > (1 << 20) - 16);
-    assert.ok(!s.stdout.includes('\ufffd'), 'cut in the middle of a character');
+    assert.ok(s.stdout_bytes + s.stderr_bytes <= 1 << 20);
+    assert.ok(s.stdout_bytes > (1 << 20) - 16);
+    assert.equal(s.replaced_bytes, 0, 'cut in the middle of a character');
+    assert.ok(!stdoutOf(big).includes('\ufffd'), 'cut in the middle of a character');
     assert.match(text(big), /output truncated/);
   });
 
@@ -407,7 +412,7 @@ describe('raw protocol', () => {
     const first = await srv.reply('dup');
     assert.equal(first.error.code, -32600);
     const second = await srv.reply('dup');
-    assert.equal(second.result.structuredContent.stdout, '1\n');
+    assert.equal(stdoutOf(second.result), '1\n');
   });
 });
 
@@ -422,8 +427,8 @@ describe('queue', () => {
     await call('q2', 'print("q2")', { progressToken: 'tok-q2' });
     await call('q3', 'print("q3")');
     await srv.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 'q2' } });
-    assert.equal((await srv.reply('q1')).result.structuredContent.stdout, 'q1\n');
-    assert.equal((await srv.reply('q3')).result.structuredContent.stdout, 'q3\n');
+    assert.equal(stdoutOf((await srv.reply('q1')).result), 'q1\n');
+    assert.equal(stdoutOf((await srv.reply('q3')).result), 'q3\n');
     assert.ok(Date.now() - t0 >= 1200);
     await sleep(200);
     assert.ok(!srv.lines.some((l) => JSON.parse(l).id === 'q2'), 'a cancelled call was answered');

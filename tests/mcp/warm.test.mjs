@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { connect, processesWith, RawServer, sleep, sleeperCode, waitGone } from './helpers.mjs';
+import { stdoutOf } from './output.mjs';
 
 const run = (client, args, opts) => client.callTool({ name: 'run_python', arguments: args }, undefined, opts);
 const text = (r) => r.content.filter((c) => c.type === 'text').map((c) => c.text).join('');
@@ -87,7 +88,7 @@ async function probe(warm) {
     if (warm) await waitPool(srv.transport.pid, warm);
     const r = await run(srv.client, { code: PROBE });
     assert.equal(r.structuredContent.status, 'ok', text(r));
-    return JSON.parse(r.structuredContent.stdout);
+    return JSON.parse(stdoutOf(r));
   } finally {
     await srv.client.close();
   }
@@ -133,7 +134,7 @@ describe('warm pool', () => {
           'builtins.LEAK = 1; LEAK2 = 2',
           'subprocess.Popen(["sleep", "30"], start_new_session=True)',
         ].join('\n') });
-        const [first, ns] = r.structuredContent.stdout.split('\n');
+        const [first, ns] = stdoutOf(r).split('\n');
         // No file, global or process of an earlier call: a fresh sandbox every time. (Namespace
         // inode numbers are no proof either way: the kernel reuses them once a namespace is freed.)
         assert.equal(first, 'False False False False [1, 2]', text(r));
@@ -150,7 +151,7 @@ describe('warm pool', () => {
       assert.ok(ok.structuredContent.execution_time_ms < 2000, `execution_time_ms ${ok.structuredContent.execution_time_ms}`);
       const slow = await run(conn.client, { code: 'import time; time.sleep(2); print("late")', timeout: 1 });
       assert.equal(slow.structuredContent.status, 'timeout', text(slow));
-      assert.equal(slow.structuredContent.stdout, '');
+      assert.equal(stdoutOf(slow), '');
       const ms = slow.structuredContent.execution_time_ms;
       assert.ok(ms >= 900 && ms < 1900, `execution_time_ms ${ms}`);
     });
@@ -166,12 +167,12 @@ describe('warm pool', () => {
       ac.abort('test');
       await assert.rejects(p);
       assert.deepEqual(await waitGone(marker), []);
-      assert.equal((await run(conn.client, { code: 'print(3)' })).structuredContent.stdout, '3\n');
+      assert.equal(stdoutOf(await run(conn.client, { code: 'print(3)' })), '3\n');
     });
 
     test('calls beyond the pool (a burst) start cold and all succeed', async () => {
       const rs = await Promise.all([0, 1, 2, 3, 4, 5].map((i) => run(conn.client, { code: `print(${i})` })));
-      rs.forEach((r, i) => assert.equal(r.structuredContent.stdout, `${i}\n`, text(r)));
+      rs.forEach((r, i) => assert.equal(stdoutOf(r), `${i}\n`, text(r)));
     });
   });
 
@@ -185,7 +186,7 @@ describe('warm pool', () => {
       for (let i = 0; i < 8; i++) {
         const r = await run(srv.client, { code: 'print(len(open("/proc/self/cmdline").read().split("\\0")) - 1)' });
         assert.equal(r.structuredContent.status, 'ok', text(r));
-        args.push(Number(r.structuredContent.stdout));
+        args.push(Number(stdoutOf(r)));
       }
       assert.deepEqual(args, Array(8).fill(3), `argv lengths (3 = warm, 4 = cold): ${args}`);
     } finally {

@@ -6,6 +6,9 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { stdoutOf } from '../mcp/output.mjs';
+
+export { stdoutOf };
 
 export const HERE = dirname(fileURLToPath(import.meta.url));
 export const REPO = resolve(HERE, '../..');
@@ -41,7 +44,7 @@ export const text = (r) => r.content.filter((c) => c.type === 'text').map((c) =>
 
 // The last line of stdout, parsed as JSON (the code prints json.dumps(...) last).
 export function lastJson(r) {
-  const out = r.structuredContent?.stdout ?? '';
+  const out = stdoutOf(r);
   const lines = out.trim().split('\n');
   try {
     return JSON.parse(lines[lines.length - 1]);

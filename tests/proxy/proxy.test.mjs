@@ -6,7 +6,8 @@ import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import {
-  auditRecords, CONFIG, connect, ENV, execSandboxd, HERE, lastJson, processesWith, run, SANDBOXD, SCRATCH, sleep, text,
+  auditRecords, CONFIG, connect, ENV, execSandboxd, HERE, lastJson, processesWith, run, SANDBOXD, SCRATCH, sleep, stdoutOf,
+  text,
 } from './helpers.mjs';
 
 assert.ok(existsSync(SANDBOXD), `${SANDBOXD} is missing: run make`);
@@ -77,7 +78,7 @@ g = await mcp_memory.read_graph()
 print(os.path.exists("/tmp/left-behind"))
 print(json.dumps(g))`, ['memory']);
     assert.equal(r2.structuredContent.status, 'ok', text(r2));
-    assert.match(r2.structuredContent.stdout, /^False\n/); // the sandbox itself is fresh
+    assert.match(stdoutOf(r2), /^False\n/); // the sandbox itself is fresh
     const g = lastJson(r2);
     assert.match(JSON.stringify(g.structuredContent ?? g.content), new RegExp(name));
     assert.match(readFileSync(ENV.MEMORY_FILE_PATH, 'utf8'), new RegExp(name));
@@ -92,22 +93,41 @@ except runtime.MCPError as e:
     print("caught:", e.code, e.server, e)
 print("unlisted proxy exists:", "mcp_memory" in globals())`, ['everything']);
     assert.equal(r.structuredContent.status, 'ok', text(r));
-    assert.match(r.structuredContent.stdout, /caught: -32602 memory server `memory` is not available to this run/);
-    assert.match(r.structuredContent.stdout, /unlisted proxy exists: False/);
+    assert.match(stdoutOf(r), /caught: -32602 memory server `memory` is not available to this run/);
+    assert.match(stdoutOf(r), /unlisted proxy exists: False/);
     const bad = await run(conn.client, 'print(1)', ['nope']);
     assert.equal(bad.isError, true);
     assert.match(text(bad), /unknown server `nope`: configured servers: everything, memory/);
   });
 
-  test('a 1.5 MB tool result arrives intact', async () => {
+  test('a 1.5 MB tool result arrives intact; a request is at most 1 MiB', async () => {
+    // Results may be large (up to the answer frame's 16 MiB); requests are bounded (PROXY_MAX_REQUEST),
+    // so the big result is built from three requests of 500 KB.
+    const tag = `big-${Date.now()}`;
     const r = await run(conn.client, `
-import hashlib, json
-msg = "".join(chr(0x41 + (i * 7) % 26) for i in range(1_500_000))
-res = await mcp_everything.echo(message=msg)
-out = res["content"][0]["text"]
-print(json.dumps({"len": len(out), "ok": out == "Echo: " + msg}))`, ['everything']);
+import json
+from mcp import runtime
+obs = ["".join(chr(0x41 + (i * 7 + k) % 26) for i in range(100_000)) for k in range(15)]
+for k in range(3):
+    await mcp_memory.create_entities(entities=[{"name": f"${tag}-{k}", "entityType": "blob",
+                                                "observations": obs[5 * k:5 * k + 5]}])
+g = await mcp_memory.read_graph()
+raw = g["content"][0]["text"]
+graph = g.get("structuredContent") or json.loads(raw)
+mine = {e["name"]: e["observations"] for e in graph["entities"] if e["name"].startswith("${tag}")}
+try:
+    await mcp_everything.echo(message="x" * 1_500_000)
+    refused = None
+except runtime.MCPError as e:
+    refused = [e.code, str(e)]
+print(json.dumps({"big": len(raw) > 1_500_000, "ok": [mine.get(f"${tag}-{k}") for k in range(3)] == [obs[5 * k:5 * k + 5] for k in range(3)],
+                  "refused": refused}))`, ['everything', 'memory']);
     assert.equal(r.structuredContent.status, 'ok', text(r));
-    assert.deepEqual(lastJson(r), { len: 1_500_006, ok: true });
+    const o = lastJson(r);
+    assert.equal(o.big, true);
+    assert.equal(o.ok, true);
+    assert.equal(o.refused[0], -32002);
+    assert.match(o.refused[1], /above the bridge's limit of 1048576 bytes/);
   });
 
   test('a host server killed mid-call: the caller gets an error, the next call works', async () => {
@@ -174,7 +194,7 @@ print(json.dumps(answers))`, ['everything']);
     assert.equal(a[8].result.content[0].text, 'Echo: still here');
     assert.ok(await conn.client.ping());
     const again = await run(conn.client, 'print((await mcp_everything.echo(message="ok"))["content"][0]["text"])', ['everything']);
-    assert.equal(again.structuredContent.stdout, 'Echo: ok\n');
+    assert.equal(stdoutOf(again), 'Echo: ok\n');
   });
 
   test('100 proxied calls in one run_python', async () => {
@@ -260,7 +280,7 @@ print(json.dumps(out))`);
 
   test('without servers nothing changes: no bridge, no mcp globals', async () => {
     const r = await run(conn.client, 'import os\nprint("mcp_everything" in globals(), os.environ.get("SANDBOXD_MCP_SERVERS"))', []);
-    assert.equal(r.structuredContent.stdout, 'False None\n');
+    assert.equal(stdoutOf(r), 'False None\n');
   });
 
   test('the audit record lists every proxied call', async () => {

@@ -48,15 +48,24 @@ int main(void)
   free(f);
   bridge_reader_free(&r);
 
-  /* Oversize: refused without allocating, skipped, and the next frame still arrives. */
+  /* Oversize: refused without allocating, answered once its first bytes (the id) are in, skipped,
+   * and the next frame still arrives. */
   bridge_reader_init(&r, 8);
   unsigned char big[4] = { 0x7f, 0xff, 0xff, 0xff };
-  CHECK(bridge_reader_feed(&r, (char *) big, 4, &used, &f, &flen) == BRIDGE_OVERSIZE && r.skip == 0x7fffffffu);
+  CHECK(bridge_reader_feed(&r, (char *) big, 4, &used, &f, &flen) == BRIDGE_NEED_MORE && used == 4 && !r.frame);
+  char body[BRIDGE_OVERSIZE_PREFIX + 10];
+  memset(body, 'x', sizeof body);
+  memcpy(body, "{\"id\":7,", 7);
+  CHECK(bridge_reader_feed(&r, body, sizeof body, &used, &f, &flen) == BRIDGE_OVERSIZE &&
+        used == BRIDGE_OVERSIZE_PREFIX && flen == BRIDGE_OVERSIZE_PREFIX && !memcmp(f, "{\"id\":7,", 7) &&
+        f[flen] == '\0' && r.oversize_len == 0x7fffffffu && r.skip == 0x7fffffffu - BRIDGE_OVERSIZE_PREFIX);
+  CHECK(bridge_reader_feed(&r, body, 10, &used, &f, &flen) == BRIDGE_NEED_MORE && used == 10);
   bridge_reader_free(&r);
   bridge_reader_init(&r, 8);
   n = frame(buf, "0123456789", 10);
   n += frame(buf + n, "ok", 2);
-  CHECK(bridge_reader_feed(&r, buf, n, &used, &f, &flen) == BRIDGE_OVERSIZE && r.oversize == 1);
+  CHECK(bridge_reader_feed(&r, buf, n, &used, &f, &flen) == BRIDGE_OVERSIZE && r.oversize == 1 && flen == 10 &&
+        !strcmp(f, "0123456789"));
   off = used;
   CHECK(bridge_reader_feed(&r, buf + off, n - off, &used, &f, &flen) == BRIDGE_FRAME && flen == 2 && !strcmp(f, "ok"));
   free(f);

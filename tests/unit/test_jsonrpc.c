@@ -1,6 +1,7 @@
 /* Unit tests for src/jsonrpc.c and the parsing half of src/json.c. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -109,6 +110,14 @@ static void test_json_reject(void)
   memset(huge, '[', big);
   CHECK(json_parse(huge, big, &n, &err) < 0);
   free(huge);
+
+  /* A value budget: every scalar, container and key counts; one over fails with E2BIG. */
+  const char *doc = "{\"a\":[1,2,\"x\"],\"b\":null}"; /* object, a, array, 1, 2, "x", b, null: 8 */
+  CHECK(json_parse_bounded(doc, strlen(doc), 8, &n, &err) == 0 && json_array_len(json_get(n, "a")) == 3);
+  json_free(n);
+  err.errnum = 0;
+  CHECK(json_parse_bounded(doc, strlen(doc), 7, &n, &err) < 0 && err.errnum == E2BIG && strstr(err.msg, "more than 7"));
+  CHECK(json_parse_bounded("[]", 2, 0, &n, &err) < 0 && err.errnum == E2BIG);
 }
 
 static void test_json_peek(void)

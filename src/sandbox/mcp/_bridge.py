@@ -7,12 +7,14 @@ from synchronous code and from asyncio alike.
 import concurrent.futures
 import json
 import os
+import select
 import socket
 import struct
 import threading
+import time
 
 BRIDGE_FD = 3
-MAX_FRAME = 16 << 20  # sandboxd's default; it refuses larger frames
+MAX_FRAME = 1 << 20  # sandboxd's limit for a request (PROXY_MAX_REQUEST); it refuses larger ones
 MAX_INFLIGHT = 64  # sandboxd answers more than this many concurrent calls with an error; wait instead
 
 
@@ -40,6 +42,7 @@ class Bridge:
         self._pending = {}
         self._next_id = 0
         self._closed = None
+        self._note = None
         self._slots = threading.BoundedSemaphore(MAX_INFLIGHT)
         self._reader = threading.Thread(target=self._read_loop, name="sandboxd-bridge", daemon=True)
         self._reader.start()
@@ -53,7 +56,7 @@ class Bridge:
         with self._lock:
             if self._closed:
                 fut.cancel()
-                raise MCPError(self._closed)
+                raise MCPError(self._closed, code=-32002 if self._note else None)
             self._next_id += 1
             rid = self._next_id
             self._pending[rid] = (fut, on_progress)
@@ -74,7 +77,14 @@ class Bridge:
                 with self._lock:
                     self._pending.pop(rid, None)
                 fut.cancel()
-                raise MCPError("the bridge to sandboxd is closed: %s" % e) from None
+                # sandboxd may have said why just before it stopped reading: let the reader
+                # take what is waiting (at most a second).
+                deadline = time.monotonic() + 1
+                while time.monotonic() < deadline and select.select([self._sock], [], [], 0)[0]:
+                    time.sleep(0.01)
+                time.sleep(0.01)
+                raise MCPError("the bridge to sandboxd is closed: %s" % (self._note or e),
+                               code=-32002 if self._note else None) from None
         return fut
 
     def _recv_exact(self, n):
@@ -106,11 +116,13 @@ class Bridge:
                 self._dispatch(msg)
         except OSError as e:
             reason = "the bridge to sandboxd failed: %s" % e
+        if self._note:
+            reason = "sandboxd closed the bridge: %s" % self._note
         with self._lock:
             self._closed = reason
             pending, self._pending = self._pending, {}
         for fut, _ in pending.values():
-            _settle(fut, exc=MCPError(reason))
+            _settle(fut, exc=MCPError(reason, code=-32002 if self._note else None))
 
     def _dispatch(self, msg):
         if not isinstance(msg, dict):
@@ -129,7 +141,12 @@ class Bridge:
         with self._lock:
             entry = self._pending.pop(rid, None) if rid is not None else None
         if entry is None:
-            return  # an answer to nothing of ours (e.g. an error about a malformed frame)
+            # An answer to nothing of ours (e.g. an error about a malformed frame). One that says
+            # the bridge is closed (the run's budget is spent) is the reason the next calls get.
+            message = str((msg.get("error") or {}).get("message", "")) if rid is None else ""
+            if "the bridge is closed" in message:
+                self._note = message
+            return
         fut = entry[0]
         if "error" in msg:
             err = msg.get("error") or {}
