@@ -479,7 +479,6 @@ static int parse_scalar(struct parser *ps, size_t k, char **w, int n, const char
 }
 
 static int parse_text(struct parser *ps, const char *text, const char *dir);
-static char *format(const struct sbx_policy *p, bool comments);
 
 static int parse_include(struct parser *ps, char **w, int n, const char *dir)
 {
@@ -764,7 +763,7 @@ int policy_parse_string(const char *text, const char *file, const char *dir, str
     *ret = p;
     return 0;
   }
-  _cleanup_free_ char *canon = format(p, false);
+  _cleanup_free_ char *canon = policy_format_canonical(p);
   if (!canon) {
     policy_free(p);
     return sbx_error_set(err, ENOMEM, "policy");
@@ -884,141 +883,6 @@ void policy_free(struct sbx_policy *p)
   }
   free(p->rules);
   free(p);
-}
-
-/* ------------------------------------------------------------------ canonical text */
-
-/* KEY VALUE[suffix], and `   # comment` when one is given. */
-static void fmt_size_comment(strbuf_t *sb, const char *key, uint64_t v, const char *comment)
-{
-  static const char *suffix[] = { "", "K", "M", "G", "T" };
-  size_t i = 0;
-  while (i + 1 < ARRAY_SIZE(suffix) && v >= 1024 && v % 1024 == 0) {
-    v /= 1024;
-    i++;
-  }
-  strbuf_printf(sb, "%-18s %llu%s%s%s\n", key, (unsigned long long) v, suffix[i], comment ? "   # " : "",
-                comment ? comment : "");
-}
-
-static void fmt_size(strbuf_t *sb, const char *key, uint64_t v)
-{
-  fmt_size_comment(sb, key, v, NULL);
-}
-
-static void fmt_milli(strbuf_t *sb, const char *key, uint64_t v, const char *unit)
-{
-  if (v % 1000 == 0)
-    strbuf_printf(sb, "%-18s %llu%s\n", key, (unsigned long long) (v / 1000), unit);
-  else
-    strbuf_printf(sb, "%-18s %llu.%03llu%s\n", key, (unsigned long long) (v / 1000),
-                  (unsigned long long) (v % 1000), unit);
-}
-
-/* The kernel budgets, each with what enforces it (policy show's comments). */
-static void fmt_budgets(strbuf_t *sb, const struct sbx_budgets *b, bool comments)
-{
-  const struct { const char *key; uint64_t v; const char *what; } rows[] = {
-    { "inotify_instances", b->inotify_instances, "user.max_inotify_instances in the sandbox's user namespace" },
-    { "inotify_watches", b->inotify_watches, "user.max_inotify_watches" },
-    { "fanotify_groups", b->fanotify_groups, "user.max_fanotify_groups" },
-    { "fanotify_marks", b->fanotify_marks, "user.max_fanotify_marks" },
-    { "namespaces", b->namespaces, "user.max_{user,mnt,pid,net,ipc,uts,cgroup,time}_namespaces" },
-    { "sigpending", b->sigpending, "RLIMIT_SIGPENDING: queued signals and POSIX timers" },
-  };
-  for (size_t i = 0; i < ARRAY_SIZE(rows); i++)
-    strbuf_printf(sb, "%-18s %llu%s%s\n", rows[i].key, (unsigned long long) rows[i].v, comments ? "   # " : "",
-                  comments ? rows[i].what : "");
-  fmt_size_comment(sb, "msgqueue", b->msgqueue_bytes, comments ? "RLIMIT_MSGQUEUE: POSIX message queue bytes" : NULL);
-  fmt_size_comment(sb, "memlock", b->memlock_bytes, comments ? "RLIMIT_MEMLOCK: locked memory, SHM_LOCK" : NULL);
-}
-
-static void fmt_action(strbuf_t *sb, enum sbx_action a, int e)
-{
-  if (a == SBX_ACT_ALLOW)
-    strbuf_printf(sb, "allow");
-  else if (a == SBX_ACT_KILL)
-    strbuf_printf(sb, "kill");
-  else
-    strbuf_printf(sb, "errno %s", policy_errno_name(e));
-}
-
-static char *format(const struct sbx_policy *p, bool comments)
-{
-  strbuf_t sb = { 0 };
-  const struct sbx_limits *l = &p->limits, *m = &p->max;
-  strbuf_printf(&sb, "sandboxd-policy %d\n", SBX_POLICY_VERSION);
-  strbuf_printf(&sb, "%-18s %s\n", "name", p->name);
-  strbuf_printf(&sb, "%-18s %s\n", "description", p->description);
-  fmt_milli(&sb, "timeout", l->timeout_ms, "s");
-  fmt_milli(&sb, "max_timeout", m->timeout_ms, "s");
-  fmt_size(&sb, "memory", l->memory_bytes);
-  fmt_size(&sb, "max_memory", m->memory_bytes);
-  strbuf_printf(&sb, "%-18s %llu\n", "pids", (unsigned long long) l->pids);
-  strbuf_printf(&sb, "%-18s %llu\n", "max_pids", (unsigned long long) m->pids);
-  fmt_milli(&sb, "cpus", l->cpus_milli, "");
-  fmt_milli(&sb, "max_cpus", m->cpus_milli, "");
-  fmt_size(&sb, "tmp_size", l->tmp_bytes);
-  fmt_size(&sb, "max_tmp_size", m->tmp_bytes);
-  fmt_size(&sb, "workspace_size", l->workspace_bytes);
-  fmt_size(&sb, "max_workspace_size", m->workspace_bytes);
-  fmt_size(&sb, "shm_size", l->shm_bytes);
-  fmt_size(&sb, "max_shm_size", m->shm_bytes);
-  strbuf_printf(&sb, "%-18s %llu\n", "nofile", (unsigned long long) l->nofile);
-  strbuf_printf(&sb, "%-18s %llu\n", "max_nofile", (unsigned long long) m->nofile);
-  fmt_size(&sb, "fsize", l->fsize_bytes);
-  fmt_size(&sb, "max_fsize", m->fsize_bytes);
-  fmt_size(&sb, "output_limit", l->output_bytes);
-  fmt_size(&sb, "max_output_limit", m->output_bytes);
-  strbuf_printf(&sb, "%-18s %u\n%-18s %u\n", "uid", p->uid, "gid", p->gid);
-  strbuf_printf(&sb, "%-18s %u %u%s\n", "host_id_range", p->host_id_start, p->host_id_count,
-                comments ? "   # as root: one host uid/gid per concurrent sandbox" : "");
-  fmt_budgets(&sb, &p->budgets, comments);
-  strbuf_printf(&sb, "%-18s %s\n", "hostname", p->hostname);
-  for (size_t i = 0; i < p->n_env; i++)
-    strbuf_printf(&sb, "env %s\n", p->env[i]);
-  strbuf_printf(&sb, "%-18s %s\n", "no_new_privs", p->no_new_privs ? "yes" : "no");
-  strbuf_printf(&sb, "%-18s %s\n", "drop_capabilities", p->drop_capabilities ? "yes" : "no");
-  strbuf_printf(&sb, "%-18s %s\n", "readonly_root", p->readonly_root ? "yes" : "no");
-  strbuf_printf(&sb, "%-18s %s\n", "mask_proc", p->mask_proc ? "yes" : "no");
-  strbuf_printf(&sb, "%-18s %s\n", "cgroup", p->cgroup == SBX_CGROUP_REQUIRED ? "required" : "fallback-rlimit");
-  for (size_t i = 0; i < p->n_proc_masked; i++)
-    strbuf_printf(&sb, "proc_mask %s\n", p->proc_masked[i]);
-  for (size_t i = 0; i < p->n_proc_readonly; i++)
-    strbuf_printf(&sb, "proc_readonly %s\n", p->proc_readonly[i]);
-  strbuf_printf(&sb, "%-18s", "proxy_servers");
-  for (size_t i = 0; i < p->n_proxy_servers; i++)
-    strbuf_printf(&sb, " %s", p->proxy_servers[i]);
-  strbuf_printf(&sb, "%s\n", p->n_proxy_servers ? "" : " none");
-  strbuf_printf(&sb, "seccomp_default ");
-  fmt_action(&sb, p->default_action, p->default_errno);
-  strbuf_printf(&sb, "\nseccomp_badarch ");
-  fmt_action(&sb, p->badarch_action, 0);
-  strbuf_printf(&sb, "\n");
-  for (size_t g = 0; g < p->n_groups; g++) {
-    strbuf_printf(&sb, "group %s \"%s\"\n", p->groups[g].name, p->groups[g].reason);
-    for (size_t i = 0; i < p->n_rules; i++) {
-      const struct sbx_rule *r = &p->rules[i];
-      if (r->group != g)
-        continue;
-      fmt_action(&sb, r->action, r->errno_value);
-      strbuf_printf(&sb, " %s", r->syscall);
-      if (r->cmp == SBX_CMP_EQ32)
-        strbuf_printf(&sb, " when arg%u == 0x%llx", r->arg, (unsigned long long) r->value);
-      else if (r->cmp == SBX_CMP_MASKED_EQ)
-        strbuf_printf(&sb, " when arg%u & 0x%llx == 0x%llx", r->arg, (unsigned long long) r->mask,
-                      (unsigned long long) r->value);
-      if (comments && r->cond_text)
-        strbuf_printf(&sb, "   # %s", r->cond_text);
-      strbuf_printf(&sb, "\n");
-    }
-  }
-  return sb.data;
-}
-
-char *policy_format(const struct sbx_policy *p)
-{
-  return format(p, true);
 }
 
 bool policy_allows_server(const struct sbx_policy *p, const char *name)

@@ -133,8 +133,10 @@ void policy_free(struct sbx_policy *p);
 const char *policy_search_path(void);
 
 /* The fully resolved policy as stable, diffable text (what `policy show` prints, minus the hash).
- * sha256 is over the same text without its trailing comments. */
+ * sha256 is over the same text without its trailing comments: policy_format_canonical(). Both
+ * in policy_format.c. */
 char *policy_format(const struct sbx_policy *p);
+char *policy_format_canonical(const struct sbx_policy *p);
 
 /* May code under this policy call host MCP server `name` through the proxy? */
 bool policy_allows_server(const struct sbx_policy *p, const char *name);
