@@ -10,6 +10,8 @@
 #include "error.h"
 
 #define SBX_POLICY_VERSION 1
+/* The most a policy file (and its include) may hold. */
+#define SBX_POLICY_MAX_BYTES (1 << 20)
 
 enum sbx_action {
   SBX_ACT_ALLOW,
@@ -120,17 +122,18 @@ struct sbx_policy {
   char sha256[65]; /* of the canonical text printed by policy_format() */
 };
 
-/* Find and parse a policy. name_or_path: a path if it contains '/' or ends in .policy,
- * else a name looked up in the policy directories. NULL means "default". */
+/* Loading (policy_load.c). Find and parse a policy. name_or_path: a path if it contains '/' or
+ * ends in .policy, else a name looked up in the policy directories. NULL means "default". */
 int policy_load(const char *name_or_path, struct sbx_policy **ret, sbx_error_t *err);
 /* Parse one file (and its includes). */
 int policy_load_file(const char *path, struct sbx_policy **ret, sbx_error_t *err);
-/* Parse from memory; `file` names it in diagnostics, `dir` resolves includes. */
+/* Where named policies are looked up (colon-separated), for diagnostics. */
+const char *policy_search_path(void);
+
+/* The parser (policy.c). Parse from memory; `file` names it in diagnostics, `dir` resolves includes. */
 int policy_parse_string(const char *text, const char *file, const char *dir, struct sbx_policy **ret,
                         sbx_error_t *err);
 void policy_free(struct sbx_policy *p);
-/* Where named policies are looked up (colon-separated), for diagnostics. */
-const char *policy_search_path(void);
 
 /* The fully resolved policy as stable, diffable text (what `policy show` prints, minus the hash).
  * sha256 is over the same text without its trailing comments: policy_format_canonical(). Both
