@@ -546,6 +546,77 @@ static int parse_seccomp_action(struct parser *ps, char **w, int n, bool *seen, 
   return perr(ps, "`%s` must be `kill`%s", w[0], e ? " or `errno NAME`" : "");
 }
 
+static int parse_env(struct parser *ps, char **w, int n)
+{
+  if (n != 2 || !strchr(w[1], '=') || w[1][0] == '=')
+    return perr(ps, "`env` takes one NAME=VALUE");
+  size_t klen = (size_t) (strchr(w[1], '=') - w[1]);
+  for (size_t i = 0; i < ps->p->n_env; i++)
+    if (strncmp(ps->p->env[i], w[1], klen + 1) == 0)
+      return perr(ps, "`env %.*s` is defined twice", (int) klen, w[1]);
+  return push_str(&ps->p->env, &ps->p->n_env, w[1]) < 0 ? perr(ps, "out of memory") : 0;
+}
+
+static int parse_proxy_servers(struct parser *ps, char **w, int n)
+{
+  /* proxy_servers none | * | NAME... : which host MCP servers code may reach (sandboxd-mcp(7)). */
+  if (ps->seen_proxy)
+    return perr(ps, "`proxy_servers` is defined twice");
+  ps->seen_proxy = true;
+  if (n < 2)
+    return perr(ps, "`proxy_servers` needs `none`, `*` or server names");
+  if (n == 2 && !strcmp(w[1], "none"))
+    return 0;
+  for (int i = 1; i < n; i++) {
+    if (strcmp(w[i], "*") != 0)
+      for (const char *c = w[i]; *c; c++)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '-' ||
+              *c == '_' || *c == '.'))
+          return perr(ps, "`proxy_servers`: `%s` is not a server name", w[i]);
+    if ((!strcmp(w[i], "*") && n != 2) || !strcmp(w[i], "none"))
+      return perr(ps, "`proxy_servers`: `*` and `none` stand alone");
+    if (push_str(&ps->p->proxy_servers, &ps->p->n_proxy_servers, w[i]) < 0)
+      return perr(ps, "out of memory");
+  }
+  return 0;
+}
+
+static int parse_host_id_range(struct parser *ps, char **w, int n)
+{
+  /* host_id_range START COUNT: host uids/gids START..START+COUNT-1, one per concurrent sandbox. */
+  uint64_t start, count;
+  if (ps->seen_host_ids)
+    return perr(ps, "`host_id_range` is defined twice");
+  ps->seen_host_ids = true;
+  if (n != 3 || parse_u64(w[1], &start) < 0 || parse_u64(w[2], &count) < 0)
+    return perr(ps, "`host_id_range` takes START COUNT");
+  /* Not 0 (root), and below 4294967295, which is (uid_t) -1 to the kernel. */
+  if (start == 0 || count == 0 || start + count > UINT32_MAX)
+    return perr(ps, "`host_id_range %s %s`: need 1 <= START and START + COUNT <= 4294967295", w[1], w[2]);
+  ps->p->host_id_start = (unsigned) start;
+  ps->p->host_id_count = (unsigned) count;
+  return 0;
+}
+
+static int parse_proc_paths(struct parser *ps, char **w, int n)
+{
+  bool mask = w[0][5] == 'm';
+  char ***arr = mask ? &ps->p->proc_masked : &ps->p->proc_readonly;
+  size_t *cnt = mask ? &ps->p->n_proc_masked : &ps->p->n_proc_readonly;
+  if (n < 2)
+    return perr(ps, "`%s` needs at least one path", w[0]);
+  for (int i = 1; i < n; i++) {
+    if (strncmp(w[i], "/proc/", 6) != 0 || strstr(w[i], "..") || strlen(w[i]) > 200)
+      return perr(ps, "`%s`: `%s` is not a path under /proc", w[0], w[i]);
+    for (size_t j = 0; j < *cnt; j++)
+      if (!strcmp((*arr)[j], w[i]))
+        return perr(ps, "`%s %s` is listed twice", w[0], w[i]);
+    if (push_str(arr, cnt, w[i]) < 0)
+      return perr(ps, "out of memory");
+  }
+  return 0;
+}
+
 static int parse_line(struct parser *ps, char *line, const char *dir)
 {
   char *w[64];
@@ -580,69 +651,14 @@ static int parse_line(struct parser *ps, char *line, const char *dir)
                                 &ps->p->default_errno);
   if (!strcmp(w[0], "seccomp_badarch"))
     return parse_seccomp_action(ps, w, n, &ps->seen_badarch, &ps->p->badarch_action, NULL);
-  if (!strcmp(w[0], "env")) {
-    if (n != 2 || !strchr(w[1], '=') || w[1][0] == '=')
-      return perr(ps, "`env` takes one NAME=VALUE");
-    size_t klen = (size_t) (strchr(w[1], '=') - w[1]);
-    for (size_t i = 0; i < ps->p->n_env; i++)
-      if (strncmp(ps->p->env[i], w[1], klen + 1) == 0)
-        return perr(ps, "`env %.*s` is defined twice", (int) klen, w[1]);
-    return push_str(&ps->p->env, &ps->p->n_env, w[1]) < 0 ? perr(ps, "out of memory") : 0;
-  }
-  if (!strcmp(w[0], "proxy_servers")) {
-    /* proxy_servers none | * | NAME... : which host MCP servers code may reach (sandboxd-mcp(7)). */
-    if (ps->seen_proxy)
-      return perr(ps, "`proxy_servers` is defined twice");
-    ps->seen_proxy = true;
-    if (n < 2)
-      return perr(ps, "`proxy_servers` needs `none`, `*` or server names");
-    if (n == 2 && !strcmp(w[1], "none"))
-      return 0;
-    for (int i = 1; i < n; i++) {
-      if (strcmp(w[i], "*") != 0)
-        for (const char *c = w[i]; *c; c++)
-          if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '-' ||
-                *c == '_' || *c == '.'))
-            return perr(ps, "`proxy_servers`: `%s` is not a server name", w[i]);
-      if ((!strcmp(w[i], "*") && n != 2) || !strcmp(w[i], "none"))
-        return perr(ps, "`proxy_servers`: `*` and `none` stand alone");
-      if (push_str(&ps->p->proxy_servers, &ps->p->n_proxy_servers, w[i]) < 0)
-        return perr(ps, "out of memory");
-    }
-    return 0;
-  }
-  if (!strcmp(w[0], "host_id_range")) {
-    /* host_id_range START COUNT: host uids/gids START..START+COUNT-1, one per concurrent sandbox. */
-    uint64_t start, count;
-    if (ps->seen_host_ids)
-      return perr(ps, "`host_id_range` is defined twice");
-    ps->seen_host_ids = true;
-    if (n != 3 || parse_u64(w[1], &start) < 0 || parse_u64(w[2], &count) < 0)
-      return perr(ps, "`host_id_range` takes START COUNT");
-    /* Not 0 (root), and below 4294967295, which is (uid_t) -1 to the kernel. */
-    if (start == 0 || count == 0 || start + count > UINT32_MAX)
-      return perr(ps, "`host_id_range %s %s`: need 1 <= START and START + COUNT <= 4294967295", w[1], w[2]);
-    ps->p->host_id_start = (unsigned) start;
-    ps->p->host_id_count = (unsigned) count;
-    return 0;
-  }
-  if (!strcmp(w[0], "proc_mask") || !strcmp(w[0], "proc_readonly")) {
-    bool mask = w[0][5] == 'm';
-    char ***arr = mask ? &ps->p->proc_masked : &ps->p->proc_readonly;
-    size_t *cnt = mask ? &ps->p->n_proc_masked : &ps->p->n_proc_readonly;
-    if (n < 2)
-      return perr(ps, "`%s` needs at least one path", w[0]);
-    for (int i = 1; i < n; i++) {
-      if (strncmp(w[i], "/proc/", 6) != 0 || strstr(w[i], "..") || strlen(w[i]) > 200)
-        return perr(ps, "`%s`: `%s` is not a path under /proc", w[0], w[i]);
-      for (size_t j = 0; j < *cnt; j++)
-        if (!strcmp((*arr)[j], w[i]))
-          return perr(ps, "`%s %s` is listed twice", w[0], w[i]);
-      if (push_str(arr, cnt, w[i]) < 0)
-        return perr(ps, "out of memory");
-    }
-    return 0;
-  }
+  if (!strcmp(w[0], "env"))
+    return parse_env(ps, w, n);
+  if (!strcmp(w[0], "proxy_servers"))
+    return parse_proxy_servers(ps, w, n);
+  if (!strcmp(w[0], "host_id_range"))
+    return parse_host_id_range(ps, w, n);
+  if (!strcmp(w[0], "proc_mask") || !strcmp(w[0], "proc_readonly"))
+    return parse_proc_paths(ps, w, n);
   for (size_t k = 0; k < N_SCALAR_KEYS; k++)
     if (!strcmp(w[0], keys[k].name))
       return parse_scalar(ps, k, w, n, rest);
