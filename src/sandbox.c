@@ -33,6 +33,7 @@
 #include "mount.h"
 #include "netlink.h"
 #include "seccomp.h"
+#include "syncsock.h"
 #include "util.h"
 
 #if __has_include(<valgrind/valgrind.h>)
@@ -50,17 +51,6 @@
 
 /* Signals sandboxd forwards to the code; the sandbox's init relays them. */
 static const int forwarded_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 };
-
-/* Messages on the sync socket (SOCK_SEQPACKET: one message per send, never merged). */
-enum msg_type { MSG_GO = 1, MSG_READY, MSG_ERROR, MSG_EXIT, MSG_NETNS, MSG_CGROUP };
-struct sync_msg {
-  int type;
-  int wait_status; /* MSG_EXIT: the code's wait status */
-  uint64_t pidns_ino, pidns_dev; /* MSG_READY: the sandbox's pid namespace */
-  sbx_error_t err; /* MSG_ERROR; MSG_NETNS when the helper failed (then no fd comes with it) */
-};
-/* Most fds one message carries: MSG_NETNS one, MSG_CGROUP one per hierarchy. */
-#define MSG_MAX_FDS CGROUP_MAX_ATTACH_FDS
 
 struct sbx_sandbox {
   pid_t pid;   /* the sandbox's init, in our pid namespace */
@@ -128,43 +118,6 @@ struct child_args {
   int sync_fd;
   bool host_root;
 };
-
-static void send_msg(int fd, const struct sync_msg *m)
-{
-  ssize_t n;
-  do
-    n = send(fd, m, sizeof *m, MSG_NOSIGNAL);
-  while (n < 0 && errno == EINTR);
-}
-
-/* A message with n fds attached (SCM_RIGHTS). */
-static void send_msg_fds(int sock, const struct sync_msg *m, const int *fds, int n)
-{
-  union {
-    struct cmsghdr h;
-    char buf[CMSG_SPACE(sizeof(int) * MSG_MAX_FDS)];
-  } c = { 0 };
-  struct iovec iov = { .iov_base = (void *) m, .iov_len = sizeof *m };
-  struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-  if (n > 0) {
-    mh.msg_control = c.buf;
-    mh.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t) n);
-    struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-    cm->cmsg_level = SOL_SOCKET;
-    cm->cmsg_type = SCM_RIGHTS;
-    cm->cmsg_len = CMSG_LEN(sizeof(int) * (size_t) n);
-    memcpy(CMSG_DATA(cm), fds, sizeof(int) * (size_t) n);
-  }
-  while (sendmsg(sock, &mh, MSG_NOSIGNAL) < 0 && errno == EINTR)
-    ;
-}
-
-static _Noreturn void child_fail(int sync_fd, const sbx_error_t *err)
-{
-  struct sync_msg m = { .type = MSG_ERROR, .err = *err };
-  send_msg(sync_fd, &m);
-  _exit(SBX_EXIT_SETUP);
-}
 
 static int set_rlimit(int res, uint64_t v, const char *name, sbx_error_t *err)
 {
@@ -302,36 +255,8 @@ static _Noreturn void init_loop(int sync_fd, pid_t code_pid, const sigset_t *mas
   /* When pid 1 exits, the kernel kills every other process of the namespace, so nothing the
    * code left running (daemons, orphans) survives it. */
   struct sync_msg m = { .type = MSG_EXIT, .wait_status = code_status };
-  send_msg(sync_fd, &m);
+  sync_send(sync_fd, &m);
   _exit(WIFEXITED(code_status) ? WEXITSTATUS(code_status) : 128 + WTERMSIG(code_status));
-}
-
-/* One message with up to MSG_MAX_FDS fds; returns how many fds came, or -1. */
-static int recv_msg_fds(int sock, struct sync_msg *m, int fds[MSG_MAX_FDS])
-{
-  union {
-    struct cmsghdr h;
-    char buf[CMSG_SPACE(sizeof(int) * MSG_MAX_FDS)];
-  } c;
-  struct iovec iov = { .iov_base = m, .iov_len = sizeof *m };
-  struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = c.buf, .msg_controllen = sizeof c.buf };
-  ssize_t n;
-  do
-    n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
-  while (n < 0 && errno == EINTR);
-  int nfds = 0;
-  for (struct cmsghdr *cm = n > 0 ? CMSG_FIRSTHDR(&mh) : NULL; cm; cm = CMSG_NXTHDR(&mh, cm))
-    if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
-      nfds = (int) ((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-      memcpy(fds, CMSG_DATA(cm), sizeof(int) * (size_t) nfds);
-    }
-  if (n != sizeof *m || (mh.msg_flags & MSG_CTRUNC)) {
-    while (nfds > 0)
-      close(fds[--nfds]);
-    return -1;
-  }
-  m->err.msg[sizeof m->err.msg - 1] = '\0';
-  return nfds;
 }
 
 /* What the parent side sends after GO, in either order: the network namespace net_helper made
@@ -344,7 +269,7 @@ static int join_netns_and_cgroup(int sync_fd, bool want_cgroup, sbx_error_t *err
   while (!netns || want_cgroup) {
     struct sync_msg m;
     int fds[MSG_MAX_FDS];
-    int n = recv_msg_fds(sync_fd, &m, fds);
+    int n = sync_recv_fds(sync_fd, &m, fds);
     if (n < 0)
       return sbx_error_set(err, 0, "sandbox setup: no answer from sandboxd");
     int r = 0;
@@ -382,31 +307,27 @@ static _Noreturn void sandbox_child(const struct child_args *a)
   /* Die with sandboxd. Set before waiting for GO, so a parent that dies before sending it is
    * noticed (the read below then returns 0). */
   if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
-    child_fail(sync_fd, (sbx_error_errno(&err, "prctl(PR_SET_PDEATHSIG)"), &err));
+    sync_fail(sync_fd, (sbx_error_errno(&err, "prctl(PR_SET_PDEATHSIG)"), &err));
 
   /* The parent writes our uid/gid maps; until then we have no identity to act with. */
-  ssize_t n;
-  do
-    n = recv(sync_fd, &m, sizeof m, 0);
-  while (n < 0 && errno == EINTR);
-  if (n != sizeof m || m.type != MSG_GO)
+  if (sync_recv(sync_fd, &m, 0) < 0 || m.type != MSG_GO)
     _exit(SBX_EXIT_SETUP);
 
   hide_host_argv();
   /* The cgroup namespace from clone is rooted where we were then (sandboxd's cgroup); root a new
    * one at our own, so the code sees itself at "/". (v1: after moving ourselves, below.) */
   if (a->moved && unshare(CLONE_NEWCGROUP) < 0)
-    child_fail(sync_fd, (sbx_error_errno(&err, "unshare(CLONE_NEWCGROUP)"), &err));
+    sync_fail(sync_fd, (sbx_error_errno(&err, "unshare(CLONE_NEWCGROUP)"), &err));
 
   /* Stdio first, to fixed numbers, before any other fd is opened. */
   int fds[3] = { spec->stdin_fd, spec->stdout_fd, spec->stderr_fd };
   int tmp[3];
   for (int i = 0; i < 3; i++)
     if ((tmp[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 10)) < 0)
-      child_fail(sync_fd, (sbx_error_errno(&err, "dup stdio"), &err));
+      sync_fail(sync_fd, (sbx_error_errno(&err, "dup stdio"), &err));
   for (int i = 0; i < 3; i++)
     if (dup2(tmp[i], i) < 0)
-      child_fail(sync_fd, (sbx_error_errno(&err, "dup stdio"), &err));
+      sync_fail(sync_fd, (sbx_error_errno(&err, "dup stdio"), &err));
   for (int i = 0; i < 3; i++)
     close(tmp[i]);
 
@@ -417,47 +338,47 @@ static _Noreturn void sandbox_child(const struct child_args *a)
   int hi_bridge = spec->bridge_fd >= 0 ? fcntl(spec->bridge_fd, F_DUPFD_CLOEXEC, 10) : -1;
   if (hi_sync < 0 || (spec->bridge_fd >= 0 && hi_bridge < 0) || dup3(hi_sync, 3, O_CLOEXEC) < 0 ||
       (hi_bridge >= 0 && dup3(hi_bridge, 4, O_CLOEXEC) < 0))
-    child_fail(sync_fd, (sbx_error_errno(&err, "arrange fds"), &err));
+    sync_fail(sync_fd, (sbx_error_errno(&err, "arrange fds"), &err));
   sync_fd = 3;
   int bridge_fd = hi_bridge >= 0 ? 4 : -1;
   if (syscall(SYS_close_range, bridge_fd >= 0 ? 5 : 4, ~0U, 0) < 0)
-    child_fail(sync_fd, (sbx_error_errno(&err, "close inherited fds"), &err));
+    sync_fail(sync_fd, (sbx_error_errno(&err, "close inherited fds"), &err));
 
   /* Nothing we mount may propagate back to the host. */
   if (mount_make_private(&err) < 0)
-    child_fail(sync_fd, &err);
+    sync_fail(sync_fd, &err);
 
   /* Open host paths while we still have the caller's host identity: after setresuid below, the
    * root case is the unprivileged host_uid and could not reach e.g. /root. O_PATH fds opened here
    * resolve in our new mount namespace, which is what bind mounts require. */
   _cleanup_close_ int rootfs_fd = open(spec->rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (rootfs_fd < 0)
-    child_fail(sync_fd, (sbx_error_errno(&err, "open rootfs `%s`", spec->rootfs), &err));
+    sync_fail(sync_fd, (sbx_error_errno(&err, "open rootfs `%s`", spec->rootfs), &err));
   int bind_fds[64];
   if (spec->n_binds > sizeof bind_fds / sizeof *bind_fds)
-    child_fail(sync_fd, (sbx_error_set(&err, E2BIG, "too many binds"), &err));
+    sync_fail(sync_fd, (sbx_error_set(&err, E2BIG, "too many binds"), &err));
   for (size_t i = 0; i < spec->n_binds; i++)
     if ((bind_fds[i] = open(spec->binds[i].src, O_PATH | O_CLOEXEC)) < 0)
-      child_fail(sync_fd, (sbx_error_errno(&err, "open bind source `%s`", spec->binds[i].src), &err));
+      sync_fail(sync_fd, (sbx_error_errno(&err, "open bind source `%s`", spec->binds[i].src), &err));
   if (mount_enter_rootfs(rootfs_fd, spec->rootfs, &err) < 0)
-    child_fail(sync_fd, &err);
+    sync_fail(sync_fd, &err);
   close(TAKE_FD(rootfs_fd));
   /* Read-only now, before the writable mounts go on top: every mount point they need exists
    * in the rootfs, and binds are only created under the tmpfs mounts. */
   if (p->readonly_root && mount_root_readonly(&err) < 0)
-    child_fail(sync_fd, &err);
+    sync_fail(sync_fd, &err);
 
   /* Become the sandbox uid now, keeping our capabilities in the new user namespace: files the
    * setup creates in the tmpfs mounts must be owned by a mapped uid (else EOVERFLOW). From
    * host uid 0 (unmapped here) setresuid does not clear capabilities (capabilities(7)). */
   if (a->host_root && setgroups(0, NULL) < 0) /* drop root's host supplementary groups */
-    child_fail(sync_fd, (sbx_error_errno(&err, "setgroups"), &err));
+    sync_fail(sync_fd, (sbx_error_errno(&err, "setgroups"), &err));
   if (setresgid(p->gid, p->gid, p->gid) < 0 || setresuid(p->uid, p->uid, p->uid) < 0)
-    child_fail(sync_fd, (sbx_error_errno(&err, "set sandbox uid/gid"), &err));
+    sync_fail(sync_fd, (sbx_error_errno(&err, "set sandbox uid/gid"), &err));
   /* Changing credentials clears the parent-death signal (prctl(2)): set it again, then check
    * the parent did not die in between (its end of the sync socket would be closed). */
   if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
-    child_fail(sync_fd, (sbx_error_errno(&err, "prctl(PR_SET_PDEATHSIG)"), &err));
+    sync_fail(sync_fd, (sbx_error_errno(&err, "prctl(PR_SET_PDEATHSIG)"), &err));
   char peek;
   if (recv(sync_fd, &peek, 1, MSG_PEEK | MSG_DONTWAIT) == 0)
     _exit(SBX_EXIT_SETUP);
@@ -468,29 +389,29 @@ static _Noreturn void sandbox_child(const struct child_args *a)
       /* /run holds sandboxd's own files (the Python helpers at /run/sandboxd/python). */
       mount_tmpfs("run", 1 << 20, 0755, true, &err) < 0 ||
       mount_dev(spec->limits.shm_bytes, &err) < 0 || mount_proc(p, &err) < 0)
-    child_fail(sync_fd, &err);
+    sync_fail(sync_fd, &err);
   /* Bind destinations resolve inside the new root (the current directory), not on the host. */
   _cleanup_close_ int newroot_fd = spec->n_binds ? open(".", O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
   if (spec->n_binds && newroot_fd < 0)
-    child_fail(sync_fd, (sbx_error_errno(&err, "open the new root"), &err));
+    sync_fail(sync_fd, (sbx_error_errno(&err, "open the new root"), &err));
   for (size_t i = 0; i < spec->n_binds; i++) {
     if (mount_bind_fd(newroot_fd, bind_fds[i], spec->binds[i].dst, spec->binds[i].rw, &err) < 0)
-      child_fail(sync_fd, &err);
+      sync_fail(sync_fd, &err);
     close(bind_fds[i]);
   }
   close(TAKE_FD(newroot_fd));
   if (mount_pivot(&err) < 0)
-    child_fail(sync_fd, &err);
+    sync_fail(sync_fd, &err);
 
   if (sethostname(p->hostname, strlen(p->hostname)) < 0)
-    child_fail(sync_fd, (sbx_error_errno(&err, "sethostname"), &err));
+    sync_fail(sync_fd, (sbx_error_errno(&err, "sethostname"), &err));
   /* Our network namespace and, on cgroup v1, our cgroup: both made by the parent side while we
    * set up the mounts. We move ourselves (single-threaded, which makes it cheap on v1; see
    * cgroup_attach_fds) before anything the limits are for: the code has not started. */
   if (join_netns_and_cgroup(sync_fd, a->attach_later, &err) < 0)
-    child_fail(sync_fd, &err);
+    sync_fail(sync_fd, &err);
   if (set_rlimits(&spec->limits, &p->budgets, a->degraded, &err) < 0)
-    child_fail(sync_fd, &err);
+    sync_fail(sync_fd, &err);
 
   /* Signals: pid 1 gets only signals it has a handler for (pid_namespaces(7)), so install
    * no-op handlers and take them synchronously with sigwaitinfo. */
@@ -507,24 +428,24 @@ static _Noreturn void sandbox_child(const struct child_args *a)
    * seccomp; seccomp last so the filter need not allow the setup calls. Without no_new_privs
    * (test policies only), installing a filter needs CAP_SYS_ADMIN, so it goes before the drop. */
   if (!p->no_new_privs && seccomp_install(a->bpf, &err) < 0)
-    child_fail(sync_fd, &err);
+    sync_fail(sync_fd, &err);
   if (p->drop_capabilities && caps_drop_all(&err) < 0)
-    child_fail(sync_fd, &err);
+    sync_fail(sync_fd, &err);
   if (p->no_new_privs && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-    child_fail(sync_fd, (sbx_error_errno(&err, "prctl(PR_SET_NO_NEW_PRIVS)"), &err));
+    sync_fail(sync_fd, (sbx_error_errno(&err, "prctl(PR_SET_NO_NEW_PRIVS)"), &err));
   /* pid 1 is not dumpable: the code (same uid) cannot ptrace it or open its /proc files. */
   prctl(PR_SET_DUMPABLE, 0);
   if (p->no_new_privs && seccomp_install(a->bpf, &err) < 0)
-    child_fail(sync_fd, &err);
+    sync_fail(sync_fd, &err);
 
   /* The code: a child, so pid 1 stays ours to reap orphans and relay signals. A CLOEXEC pipe
    * tells us whether execve worked. */
   int ep[2];
   if (pipe2(ep, O_CLOEXEC) < 0)
-    child_fail(sync_fd, (sbx_error_errno(&err, "pipe"), &err));
+    sync_fail(sync_fd, (sbx_error_errno(&err, "pipe"), &err));
   pid_t code = fork();
   if (code < 0)
-    child_fail(sync_fd, (sbx_error_errno(&err, "fork"), &err));
+    sync_fail(sync_fd, (sbx_error_errno(&err, "fork"), &err));
   if (code == 0) {
     close(ep[0]);
     close(sync_fd);
@@ -537,6 +458,7 @@ static _Noreturn void sandbox_child(const struct child_args *a)
    * here, so pid 1 frees it. */
   free(a->envp);
   int exec_errno = 0;
+  ssize_t n;
   do
     n = read(ep[0], &exec_errno, sizeof exec_errno);
   while (n < 0 && errno == EINTR);
@@ -544,7 +466,7 @@ static _Noreturn void sandbox_child(const struct child_args *a)
   if (n == sizeof exec_errno) {
     sbx_error_set(&err, exec_errno, "exec `%s` in the sandbox (workdir `%s`)", spec->argv[0],
                   spec->workdir ? spec->workdir : "/workspace");
-    child_fail(sync_fd, &err);
+    sync_fail(sync_fd, &err);
   }
   m = (struct sync_msg){ .type = MSG_READY };
   struct stat ns;
@@ -552,7 +474,7 @@ static _Noreturn void sandbox_child(const struct child_args *a)
     m.pidns_ino = ns.st_ino;
     m.pidns_dev = ns.st_dev;
   }
-  send_msg(sync_fd, &m);
+  sync_send(sync_fd, &m);
   init_loop(sync_fd, code, &mask);
 }
 
@@ -623,7 +545,7 @@ static _Noreturn void net_helper(pid_t pid, int pidfd, int sync_fd, const struct
     sbx_error_errno(&err, "network namespace: open /proc/thread-self/ns/net");
 out:;
   struct sync_msg m = { .type = MSG_NETNS, .err = err };
-  send_msg_fds(sync_fd, &m, &fd, fd >= 0 ? 1 : 0);
+  sync_send_fds(sync_fd, &m, &fd, fd >= 0 ? 1 : 0);
   _exit(fd >= 0 ? 0 : 1);
 }
 
@@ -811,18 +733,6 @@ static int make_cgroup(const struct sbx_spec *spec, struct sbx_cgroup **ret, boo
                        why.msg);
 }
 
-/* The child's next message. A child that exits with messages still unread in its queue (the
- * helper's and ours, when its setup failed early) makes the kernel report ECONNRESET on our end
- * once, before the messages it did send, such as its MSG_ERROR: read on past it. */
-static int recv_msg(int fd, struct sync_msg *m, int flags)
-{
-  ssize_t n;
-  do
-    n = recv(fd, m, sizeof *m, flags);
-  while (n < 0 && (errno == EINTR || errno == ECONNRESET));
-  return n == sizeof *m ? 0 : -1;
-}
-
 int sandbox_spawn_start(const struct sbx_spec *spec, struct sbx_sandbox **ret, sbx_error_t *err)
 {
   const struct sbx_policy *p = spec->policy;
@@ -904,7 +814,7 @@ int sandbox_spawn_start(const struct sbx_spec *spec, struct sbx_sandbox **ret, s
   /* Before GO, while the child waits: with our credentials, which a kernel this old checks. */
   if (a.moved && cgroup_attach_pid(cg, pid, err) < 0)
     goto fail;
-  send_msg(parent_fd, &(struct sync_msg){ .type = MSG_GO });
+  sync_send(parent_fd, &(struct sync_msg){ .type = MSG_GO });
   /* Forked before anything is allocated here, so the helper's copy holds nothing of ours. */
   helper = fork();
   if (helper < 0) {
@@ -923,7 +833,7 @@ int sandbox_spawn_start(const struct sbx_spec *spec, struct sbx_sandbox **ret, s
     int n = cgroup_attach_fds(cg, fds, err);
     if (n < 0)
       goto fail;
-    send_msg_fds(parent_fd, &(struct sync_msg){ .type = MSG_CGROUP }, fds, n);
+    sync_send_fds(parent_fd, &(struct sync_msg){ .type = MSG_CGROUP }, fds, n);
     while (n > 0)
       close(fds[--n]);
   }
@@ -969,7 +879,7 @@ int sandbox_spawn_fd(const struct sbx_sandbox *s)
 int sandbox_spawn_finish(struct sbx_sandbox *s, sbx_error_t *err)
 {
   struct sync_msg m;
-  if (recv_msg(s->sync_fd, &m, 0) < 0)
+  if (sync_recv(s->sync_fd, &m, 0) < 0)
     return sbx_error_set(err, 0, "sandbox setup failed: the sandbox exited before it was ready");
   /* It sent the child its namespace and exited (READY follows its message); the error paths
    * reap it in sandbox_free(). */
@@ -1166,7 +1076,7 @@ int sandbox_wait(struct sbx_sandbox *s, struct sbx_result *res, sbx_error_t *err
   s->reaped = true;
   struct sync_msg m;
   /* The exit message is queued before pid 1 exits; a non-blocking read finds it or nothing. */
-  if (recv_msg(s->sync_fd, &m, MSG_DONTWAIT) == 0 && m.type == MSG_EXIT)
+  if (sync_recv(s->sync_fd, &m, MSG_DONTWAIT) == 0 && m.type == MSG_EXIT)
     s->code_status = m.wait_status;
   fill_result(s, s->code_status, st, &ru, res);
   return 0;
