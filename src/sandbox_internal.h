@@ -1,0 +1,34 @@
+/* What the files of the sandbox share (sandbox.c, sandbox_proc.c, init.c, ns.c); not for callers. */
+#ifndef SBX_SANDBOX_INTERNAL_H
+#define SBX_SANDBOX_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "sandbox.h"
+
+/* Signals sandboxd forwards to the code; the sandbox's init relays them (sandbox_proc.c). */
+#define SBX_N_FORWARDED_SIGNALS 6
+extern const int sandbox_forwarded_signals[SBX_N_FORWARDED_SIGNALS];
+
+struct sbx_sandbox {
+  pid_t pid;   /* the sandbox's init, in our pid namespace */
+  pid_t net_pid; /* the network namespace helper until reaped, else 0 */
+  int pidfd;
+  int sync_fd; /* our end of the sync socket */
+  uint64_t start_ns, deadline_ns;
+  uint64_t cpu_base_usec; /* cgroup CPU time before sandbox_start_clock(), excluded from results */
+  bool timed_out, reaped;
+  int code_status; /* from MSG_EXIT; -1 if none arrived */
+  struct sbx_cgroup *cgroup; /* NULL when degraded to rlimits */
+  uint64_t memory_limit;
+  uint64_t sampled_cpu_ms, sampled_peak; /* degraded: usage read from /proc before a kill */
+  uint64_t pidns_ino, pidns_dev;
+  int host_id_lock; /* root: holds the sandbox's host id (hostid.h) until it is torn down; else -1 */
+};
+
+/* Reap the network namespace helper if it has not been (sandbox_proc.c). */
+void reap_net_helper(struct sbx_sandbox *s, bool kill_it);
+
+#endif
