@@ -28,6 +28,9 @@ struct sbx_sandbox {
   int host_id_lock; /* root: holds the sandbox's host id (hostid.h) until it is torn down; else -1 */
 };
 
+/* Close every fd from 3 up except a and b (either may be -1) (init.c; also the net helper). */
+int close_fds_except(int a, int b);
+
 /* Reap the network namespace helper if it has not been (sandbox_proc.c). */
 void reap_net_helper(struct sbx_sandbox *s, bool kill_it);
 

@@ -1,0 +1,180 @@
+/* The sandbox's pid 1 once setup is done: it starts the code as its child, tells sandboxd the code
+ * runs (MSG_READY), relays sandboxd's signals to it, reaps orphans, and reports the code's status
+ * (MSG_EXIT) before it exits, which ends everything else in the pid namespace. */
+#include "init.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "sandbox_internal.h"
+#include "syncsock.h"
+
+static char *argv_area;
+static size_t argv_area_len;
+
+void sandbox_set_argv_area(char *start, size_t len)
+{
+  argv_area = start;
+  argv_area_len = len;
+}
+
+/* /proc/1/cmdline would show the host command line (script paths, options); replace it. */
+void init_hide_host_argv(void)
+{
+  static const char name[] = "sandboxd-init";
+  if (!argv_area || argv_area_len < sizeof name)
+    return;
+  memset(argv_area, 0, argv_area_len);
+  memcpy(argv_area, name, sizeof name);
+}
+
+/* Move fd to exactly `target`, closing what was there. */
+static int move_fd(int fd, int target)
+{
+  if (fd == target)
+    return fcntl(fd, F_SETFD, 0);
+  return dup2(fd, target) < 0 ? -1 : 0;
+}
+
+/* Close every fd from 3 up except a and b (either may be -1). */
+int close_fds_except(int a, int b)
+{
+  int keep[2] = { a < b ? a : b, a < b ? b : a };
+  unsigned from = 3;
+  for (int i = 0; i < 2; i++) {
+    if (keep[i] < (int) from)
+      continue;
+    if (keep[i] > (int) from && syscall(SYS_close_range, from, (unsigned) keep[i] - 1, 0) < 0)
+      return -1;
+    from = (unsigned) keep[i] + 1;
+  }
+  return (int) syscall(SYS_close_range, from, ~0U, 0);
+}
+
+/* The code's process: fork of pid 1, execs the interpreter. Never returns. */
+static _Noreturn void exec_code(const struct sbx_spec *spec, char **envp, int bridge_fd, int exec_err_fd)
+{
+  sigset_t none;
+  sigemptyset(&none);
+  for (size_t i = 0; i < sizeof sandbox_forwarded_signals / sizeof *sandbox_forwarded_signals; i++)
+    signal(sandbox_forwarded_signals[i], SIG_DFL);
+  signal(SIGCHLD, SIG_DFL);
+  sigprocmask(SIG_SETMASK, &none, NULL);
+  /* A new session has no controlling terminal, so the code cannot push input into ours. */
+  setsid();
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  /* The exec-error pipe goes high, the bridge to its fixed number, then everything else closes. */
+  int high = fcntl(exec_err_fd, F_DUPFD_CLOEXEC, 100);
+  if (high < 0)
+    _exit(127);
+  if (bridge_fd >= 0 && move_fd(bridge_fd, SBX_BRIDGE_FD) < 0)
+    _exit(127);
+  if (close_fds_except(bridge_fd >= 0 ? SBX_BRIDGE_FD : -1, high) < 0)
+    _exit(127);
+  if (chdir(spec->workdir ? spec->workdir : "/workspace") < 0) {
+    int e = errno;
+    (void) !write(high, &e, sizeof e);
+    _exit(127);
+  }
+  execve(spec->argv[0], spec->argv, envp);
+  int e = errno;
+  (void) !write(high, &e, sizeof e);
+  _exit(127);
+}
+
+/* Wait for the code, relaying signals and reaping orphans. Reports the code's status. */
+static _Noreturn void init_loop(int sync_fd, pid_t code_pid, const sigset_t *mask)
+{
+  int code_status = -1;
+  for (;;) {
+    siginfo_t si;
+    int sig = sigwaitinfo(mask, &si);
+    if (sig < 0)
+      continue;
+    if (sig != SIGCHLD) {
+      kill(code_pid, sig);
+      continue;
+    }
+    for (;;) {
+      int st;
+      pid_t p = waitpid(-1, &st, WNOHANG);
+      if (p <= 0)
+        break;
+      if (p == code_pid)
+        code_status = st;
+    }
+    if (code_status != -1)
+      break;
+  }
+  /* When pid 1 exits, the kernel kills every other process of the namespace, so nothing the
+   * code left running (daemons, orphans) survives it. */
+  struct sync_msg m = { .type = MSG_EXIT, .wait_status = code_status };
+  sync_send(sync_fd, &m);
+  _exit(WIFEXITED(code_status) ? WEXITSTATUS(code_status) : 128 + WTERMSIG(code_status));
+}
+
+/* Signals: pid 1 gets only signals it has a handler for (pid_namespaces(7)), so install
+ * no-op handlers and take them synchronously with sigwaitinfo. */
+static void noop_handler(int sig) { (void) sig; }
+
+void init_take_signals(sigset_t *mask)
+{
+  sigemptyset(mask);
+  sigaddset(mask, SIGCHLD);
+  for (size_t i = 0; i < sizeof sandbox_forwarded_signals / sizeof *sandbox_forwarded_signals; i++) {
+    sigaddset(mask, sandbox_forwarded_signals[i]);
+    signal(sandbox_forwarded_signals[i], noop_handler);
+  }
+  sigprocmask(SIG_BLOCK, mask, NULL);
+}
+
+_Noreturn void init_run(const struct sbx_spec *spec, char **envp, int sync_fd, int bridge_fd, const sigset_t *mask)
+{
+  sbx_error_t err = { 0 };
+  /* The code: a child, so pid 1 stays ours to reap orphans and relay signals. A CLOEXEC pipe
+   * tells us whether execve worked. */
+  int ep[2];
+  if (pipe2(ep, O_CLOEXEC) < 0)
+    sync_fail(sync_fd, (sbx_error_errno(&err, "pipe"), &err));
+  pid_t code = fork();
+  if (code < 0)
+    sync_fail(sync_fd, (sbx_error_errno(&err, "fork"), &err));
+  if (code == 0) {
+    close(ep[0]);
+    close(sync_fd);
+    exec_code(spec, envp, bridge_fd, ep[1]);
+  }
+  close(ep[1]);
+  if (bridge_fd >= 0)
+    close(bridge_fd);
+  /* Only the code needed the environment; this copy's owner (the parent's frame) never returns
+   * here, so pid 1 frees it. */
+  free(envp);
+  int exec_errno = 0;
+  ssize_t n;
+  do
+    n = read(ep[0], &exec_errno, sizeof exec_errno);
+  while (n < 0 && errno == EINTR);
+  close(ep[0]);
+  if (n == sizeof exec_errno) {
+    sbx_error_set(&err, exec_errno, "exec `%s` in the sandbox (workdir `%s`)", spec->argv[0],
+                  spec->workdir ? spec->workdir : "/workspace");
+    sync_fail(sync_fd, &err);
+  }
+  struct sync_msg m = { .type = MSG_READY };
+  struct stat ns;
+  if (stat("/proc/self/ns/pid", &ns) == 0) {
+    m.pidns_ino = ns.st_ino;
+    m.pidns_dev = ns.st_dev;
+  }
+  sync_send(sync_fd, &m);
+  init_loop(sync_fd, code, mask);
+}
