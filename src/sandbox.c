@@ -6,8 +6,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
-#include <linux/sched.h>
-#include <linux/securebits.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -28,7 +26,7 @@
 #include "init.h"
 #include "log.h"
 #include "mount.h"
-#include "netlink.h"
+#include "ns.h"
 #include "seccomp.h"
 #include "syncsock.h"
 #include "util.h"
@@ -37,14 +35,6 @@
 #include <valgrind/valgrind.h>
 #define HAVE_VALGRIND 1
 #endif
-
-#ifndef CLOSE_RANGE_CLOEXEC
-#define CLOSE_RANGE_CLOEXEC (1U << 2)
-#endif
-
-/* The network namespace is not among them: a helper makes it beside the child (net_helper). */
-#define NS_FLAGS                                                                                   \
-  (CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP)
 
 /* ------------------------------------------------------------------ the child: pid 1 inside */
 
@@ -291,96 +281,6 @@ static _Noreturn void sandbox_child(const struct child_args *a)
 
 /* ------------------------------------------------------------------ the parent */
 
-/* The per-user-namespace budgets (policy: inotify_instances ... namespaces). A new user namespace
- * starts with INT_MAX for each; what is charged in it is charged to its owner outside as well.
- * Written from inside, where joining gave us CAP_SYS_RESOURCE, which writing needs: /proc/sys/user
- * shows the reader's user namespace, whichever proc mount it is read through. */
-static int write_userns_budgets(const struct sbx_budgets *b, sbx_error_t *err)
-{
-  const struct { const char *name; uint64_t v; } w[] = {
-    { "max_inotify_instances", b->inotify_instances }, { "max_inotify_watches", b->inotify_watches },
-    { "max_fanotify_groups", b->fanotify_groups },     { "max_fanotify_marks", b->fanotify_marks },
-    { "max_user_namespaces", b->namespaces },          { "max_mnt_namespaces", b->namespaces },
-    { "max_pid_namespaces", b->namespaces },           { "max_net_namespaces", b->namespaces },
-    { "max_ipc_namespaces", b->namespaces },           { "max_uts_namespaces", b->namespaces },
-    { "max_cgroup_namespaces", b->namespaces },        { "max_time_namespaces", b->namespaces },
-  };
-  char path[64], val[24];
-  for (size_t i = 0; i < sizeof w / sizeof *w; i++) {
-    if (bufprintf(path, sizeof path, err, "/proc/sys/user/%s", w[i].name) < 0 ||
-        bufprintf(val, sizeof val, err, "%llu\n", (unsigned long long) w[i].v) < 0)
-      return sbx_error_prefix(err, "kernel budgets");
-    /* A kernel without the count (fanotify before 5.13, time before 5.6) has nothing to bound. */
-    if (write_file(path, val, err) < 0 && err->errnum != ENOENT)
-      return sbx_error_prefix(err, "kernel budgets");
-  }
-  *err = (sbx_error_t){ 0 };
-  return 0;
-}
-
-/* The sandbox's network namespace is made by this helper, forked by the parent once the child
- * is on its way, instead of by clone: creating one is ~0.3 ms of kernel work (setup_net, most of
- * clone's cost), which then runs beside the child's mount setup rather than before it. The helper
- * joins the sandbox's user namespace first, so the new network namespace belongs to it (the
- * sandbox may configure its own loopback and nothing else), brings loopback up, writes the user
- * namespace's budgets, and passes the namespace to the child over the sync socket. It runs only
- * sandboxd's code and exits. */
-static _Noreturn void net_helper(pid_t pid, int pidfd, int sync_fd, const struct sbx_budgets *budgets)
-{
-  sbx_error_t err = { 0 };
-  int fd = -1;
-  /* Hold nothing of the parent's (other sandboxes' pipes) beyond the two fds needed here. */
-  close_fds_except(pidfd, sync_fd);
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
-  /* By pidfd (Linux 5.8), which cannot name a recycled pid; else by /proc (the child cannot be
-   * reaped, so its pid cannot be reused, before we are). */
-  if (setns(pidfd, CLONE_NEWUSER) < 0) {
-    char path[64];
-    int ufd = bufprintf(path, sizeof path, NULL, "/proc/%d/ns/user", (int) pid) < 0 ? -1 : open(path, O_RDONLY | O_CLOEXEC);
-    if (ufd < 0 || setns(ufd, CLONE_NEWUSER) < 0) {
-      sbx_error_errno(&err, "network namespace: join the sandbox's user namespace");
-      goto out;
-    }
-    close(ufd);
-  }
-  if (unshare(CLONE_NEWNET) < 0) {
-    sbx_error_errno(&err, "cannot create the network namespace (see sandboxd doctor)");
-    goto out;
-  }
-  if (netlink_loopback_up(&err) < 0)
-    goto out;
-  /* Before MSG_NETNS: the code starts only after the child has it, so never without its budgets. */
-  if (write_userns_budgets(budgets, &err) < 0)
-    goto out;
-  if ((fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC)) < 0)
-    sbx_error_errno(&err, "network namespace: open /proc/thread-self/ns/net");
-out:;
-  struct sync_msg m = { .type = MSG_NETNS, .err = err };
-  sync_send_fds(sync_fd, &m, &fd, fd >= 0 ? 1 : 0);
-  _exit(fd >= 0 ? 0 : 1);
-}
-
-/* host_id: the sandbox's own host uid and gid (root), or 0: the invoking user's. */
-static int write_id_maps(pid_t pid, const struct sbx_policy *p, unsigned host_id, sbx_error_t *err)
-{
-  char path[64], map[64];
-  bool host_root = host_id != 0;
-  unsigned host_uid = host_root ? host_id : (unsigned) geteuid();
-  unsigned host_gid = host_root ? host_id : (unsigned) getegid();
-  /* An unprivileged writer may map only its own ids, and must deny setgroups before writing
-   * gid_map (user_namespaces(7)), so the sandbox cannot drop a group used to deny it access. */
-  if (!host_root) {
-    if (bufprintf(path, sizeof path, err, "/proc/%d/setgroups", pid) < 0 || write_file(path, "deny", err) < 0)
-      return -1;
-  }
-  if (bufprintf(path, sizeof path, err, "/proc/%d/uid_map", pid) < 0 ||
-      bufprintf(map, sizeof map, err, "%u %u 1\n", p->uid, host_uid) < 0 || write_file(path, map, err) < 0 ||
-      bufprintf(path, sizeof path, err, "/proc/%d/gid_map", pid) < 0 ||
-      bufprintf(map, sizeof map, err, "%u %u 1\n", p->gid, host_gid) < 0)
-    return -1;
-  return write_file(path, map, err);
-}
-
 static bool env_has(char *const *env, size_t n, const char *entry)
 {
   size_t klen = strcspn(entry, "=");
@@ -425,66 +325,6 @@ static int get_bpf(const struct sbx_policy *p, const struct sbx_bpf **ret, sbx_e
   }
   *ret = &bpf_cache;
   return 0;
-}
-
-/* clone3 with CLONE_INTO_CGROUP puts the child in its cgroup atomically (Linux 5.7); without it
- * the parent moves the child before letting it run (*ret_in_cgroup = false). */
-static pid_t clone_namespaces(int cgroup_fd, int *ret_pidfd, bool *ret_in_cgroup)
-{
-  struct clone_args ca = {
-    .flags = NS_FLAGS | CLONE_PIDFD | (cgroup_fd >= 0 ? CLONE_INTO_CGROUP : 0),
-    .pidfd = (uint64_t) (uintptr_t) ret_pidfd,
-    .exit_signal = SIGCHLD,
-    .cgroup = (uint64_t) (cgroup_fd >= 0 ? cgroup_fd : 0),
-  };
-  *ret_in_cgroup = cgroup_fd >= 0;
-  pid_t pid = (pid_t) syscall(SYS_clone3, &ca, sizeof ca);
-  if (pid < 0 && cgroup_fd >= 0 && (errno == EINVAL || errno == E2BIG || errno == ENOSYS)) {
-    *ret_in_cgroup = false;
-    ca.flags &= ~(uint64_t) CLONE_INTO_CGROUP;
-    ca.cgroup = 0;
-    pid = (pid_t) syscall(SYS_clone3, &ca, sizeof ca);
-  }
-  if (pid < 0 && errno == ENOSYS)
-    pid = (pid_t) syscall(SYS_clone, NS_FLAGS | CLONE_PIDFD | SIGCHLD, NULL, ret_pidfd, NULL, 0);
-  return pid;
-}
-
-/* A user namespace is owned by its creator's euid, and whatever is counted per user inside it
- * (inotify instances, pending signals, message queue bytes, namespaces: kernel/ucount.c) is also
- * counted for the owner in the parent namespace. Created by root, every sandbox would spend
- * root's budgets; so as root the sandbox's host id creates it (owner != 0). Only this thread's
- * credentials change (raw syscalls; glibc's setresuid would change every thread's), and only
- * for the clone: SECBIT_NO_SETUID_FIXUP keeps our capabilities (CLONE_INTO_CGROUP's write check,
- * hosts that allow user namespaces only to CAP_SYS_ADMIN), and fsuid 0 lets the child open host
- * paths as root, as before. The child starts with a fresh set in the new namespace: all
- * capabilities there, default securebits (user_namespaces(7)). */
-static pid_t clone_sandbox(int cgroup_fd, unsigned owner, int *ret_pidfd, bool *ret_in_cgroup)
-{
-  if (owner == 0)
-    return clone_namespaces(cgroup_fd, ret_pidfd, ret_in_cgroup);
-  int secbits = prctl(PR_GET_SECUREBITS), dumpable = prctl(PR_GET_DUMPABLE);
-  if (secbits < 0 || prctl(PR_SET_SECUREBITS, secbits | SECBIT_NO_SETUID_FIXUP) < 0)
-    return -1;
-  if (syscall(SYS_setresuid, -1, owner, -1) < 0) {
-    int e = errno;
-    prctl(PR_SET_SECUREBITS, secbits);
-    errno = e;
-    return -1;
-  }
-  syscall(SYS_setfsuid, 0); /* allowed: our real uid is 0 */
-  pid_t pid = clone_namespaces(cgroup_fd, ret_pidfd, ret_in_cgroup);
-  if (pid == 0)
-    return 0; /* the child: its credentials are its own now */
-  int e = errno;
-  /* Back to euid and fsuid 0. Cannot fail: the real and saved uids are 0. */
-  syscall(SYS_setresuid, -1, 0, -1);
-  prctl(PR_SET_SECUREBITS, secbits);
-  /* An euid change made us non-dumpable (fs.suid_dumpable); be what we were. */
-  if (dumpable > 0)
-    prctl(PR_SET_DUMPABLE, dumpable);
-  errno = e;
-  return pid;
 }
 
 static bool warned_degraded, warn_degraded_always;
@@ -576,7 +416,7 @@ int sandbox_spawn_start(const struct sbx_spec *spec, struct sbx_sandbox **ret, s
   };
   int pidfd = -1;
   bool in_cgroup;
-  pid_t pid = clone_sandbox(cgroup_clone_fd(cg), host_id, &pidfd, &in_cgroup);
+  pid_t pid = ns_clone_sandbox(cgroup_clone_fd(cg), host_id, &pidfd, &in_cgroup);
   a.attach_later = cg_later;
   a.moved = !in_cgroup && cg;
   if (pid < 0) {
@@ -600,7 +440,7 @@ int sandbox_spawn_start(const struct sbx_spec *spec, struct sbx_sandbox **ret, s
 
   /* Maps must be written before the child calls setresuid/setgroups. */
   pid_t helper = -1;
-  if (write_id_maps(pid, p, host_id, err) < 0) {
+  if (ns_write_id_maps(pid, p, host_id, err) < 0) {
     sbx_error_prefix(err, "write uid/gid maps (see sandboxd doctor)");
     goto fail;
   }
@@ -615,7 +455,7 @@ int sandbox_spawn_start(const struct sbx_spec *spec, struct sbx_sandbox **ret, s
     goto fail;
   }
   if (helper == 0)
-    net_helper(pid, pidfd, parent_fd, &p->budgets);
+    ns_net_helper(pid, pidfd, parent_fd, &p->budgets);
 
   /* While the child sets up its mounts: create its cgroup (v1), and hand it the files to move
    * itself in through. */
