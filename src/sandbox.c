@@ -38,12 +38,19 @@
 
 /* ------------------------------------------------------------------ the child: pid 1 inside */
 
+/* How the child comes to be in its cgroup, which decides its own part in it. */
+enum join_cgroup {
+  JOIN_NONE,      /* no cgroup (policy `cgroup fallback-rlimit`): the limits are rlimits */
+  JOIN_BY_CLONE,  /* v2: clone3(CLONE_INTO_CGROUP) puts it there */
+  JOIN_BY_PARENT, /* v2 without CLONE_INTO_CGROUP (Linux < 5.7): the parent moves it in before GO */
+  JOIN_BY_SELF,   /* v1: the parent creates the cgroup meanwhile; MSG_CGROUP brings the files to
+                   * move itself in through */
+};
+
 /* Everything the child needs, prepared by the parent so the child allocates nothing it must
  * free and can report any failure as one message. */
 struct child_args {
-  bool degraded; /* no cgroup: limits are rlimits */
-  bool attach_later; /* v1: MSG_CGROUP brings the files to move ourselves into our cgroup */
-  bool moved; /* v2 without CLONE_INTO_CGROUP: the parent moved us into our cgroup before GO */
+  enum join_cgroup join;
   const struct sbx_spec *spec;
   const struct sbx_bpf *bpf;
   char **envp;
@@ -126,7 +133,7 @@ static int join_netns_and_cgroup(int sync_fd, bool want_cgroup, sbx_error_t *err
     } else if (m.type == MSG_CGROUP && want_cgroup) {
       want_cgroup = false;
       r = cgroup_attach_self(fds, n, err);
-      /* As for `moved` in sandbox_child: a cgroup namespace rooted at our own cgroup. */
+      /* As for JOIN_BY_PARENT in sandbox_child: a cgroup namespace rooted at our own cgroup. */
       if (r == 0 && unshare(CLONE_NEWCGROUP) < 0)
         r = sbx_error_errno(err, "unshare(CLONE_NEWCGROUP)");
     } else {
@@ -160,7 +167,7 @@ static _Noreturn void sandbox_child(const struct child_args *a)
   init_hide_host_argv();
   /* The cgroup namespace from clone is rooted where we were then (sandboxd's cgroup); root a new
    * one at our own, so the code sees itself at "/". (v1: after moving ourselves, below.) */
-  if (a->moved && unshare(CLONE_NEWCGROUP) < 0)
+  if (a->join == JOIN_BY_PARENT && unshare(CLONE_NEWCGROUP) < 0)
     sync_fail(sync_fd, (sbx_error_errno(&err, "unshare(CLONE_NEWCGROUP)"), &err));
 
   /* Stdio first, to fixed numbers, before any other fd is opened. */
@@ -252,9 +259,9 @@ static _Noreturn void sandbox_child(const struct child_args *a)
   /* Our network namespace and, on cgroup v1, our cgroup: both made by the parent side while we
    * set up the mounts. We move ourselves (single-threaded, which makes it cheap on v1; see
    * cgroup_attach_fds) before anything the limits are for: the code has not started. */
-  if (join_netns_and_cgroup(sync_fd, a->attach_later, &err) < 0)
+  if (join_netns_and_cgroup(sync_fd, a->join == JOIN_BY_SELF, &err) < 0)
     sync_fail(sync_fd, &err);
-  if (set_rlimits(&spec->limits, &p->budgets, a->degraded, &err) < 0)
+  if (set_rlimits(&spec->limits, &p->budgets, a->join == JOIN_NONE, &err) < 0)
     sync_fail(sync_fd, &err);
 
   /* Before the privileges go: the no-op handlers pid 1 needs to be signalled at all. */
@@ -334,20 +341,22 @@ void sandbox_warn_degraded_always(bool on)
   warn_degraded_always = on;
 }
 
-/* A cgroup for the sandbox; or *ret_later: v1, where the sandbox cannot be cloned into its
- * cgroup, so creating it waits until the child is busy setting up (sandbox_spawn_start); or
- * neither, when the policy allows running on rlimits. */
-static int make_cgroup(const struct sbx_spec *spec, struct sbx_cgroup **ret, bool *ret_later, sbx_error_t *err)
+/* A cgroup for the sandbox to be cloned into (JOIN_BY_CLONE); or JOIN_BY_SELF: v1, where the
+ * sandbox cannot be cloned into its cgroup, so creating it waits until the child is busy setting
+ * up (sandbox_spawn_start); or JOIN_NONE, when the policy allows running on rlimits. */
+static int make_cgroup(const struct sbx_spec *spec, struct sbx_cgroup **ret, enum join_cgroup *ret_join,
+                       sbx_error_t *err)
 {
   enum cgroup_mode mode;
   sbx_error_t why = { 0 };
   *ret = NULL;
-  *ret_later = false;
+  *ret_join = JOIN_NONE;
   if (cgroup_probe(&mode, &why) == 0) {
     if (mode == CGROUP_V1) {
-      *ret_later = true;
+      *ret_join = JOIN_BY_SELF;
       return 0;
     }
+    *ret_join = JOIN_BY_CLONE;
     return cgroup_create(&spec->limits, ret, err);
   }
   if (spec->policy->cgroup == SBX_CGROUP_FALLBACK_RLIMIT) {
@@ -395,8 +404,8 @@ int sandbox_spawn_start(const struct sbx_spec *spec, struct sbx_sandbox **ret, s
     return -1;
 
   struct sbx_cgroup *cg = NULL;
-  bool cg_later;
-  if (make_cgroup(spec, &cg, &cg_later, err) < 0)
+  enum join_cgroup join;
+  if (make_cgroup(spec, &cg, &join, err) < 0)
     return -1;
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
@@ -412,13 +421,12 @@ int sandbox_spawn_start(const struct sbx_spec *spec, struct sbx_sandbox **ret, s
     .envp = envp,
     .sync_fd = child_fd,
     .host_root = host_root,
-    .degraded = cg == NULL && !cg_later,
   };
   int pidfd = -1;
   bool in_cgroup;
   pid_t pid = ns_clone_sandbox(cgroup_clone_fd(cg), host_id, &pidfd, &in_cgroup);
-  a.attach_later = cg_later;
-  a.moved = !in_cgroup && cg;
+  /* On both sides of the clone (the child's copy of `a` is taken before this). */
+  a.join = join == JOIN_BY_CLONE && !in_cgroup ? JOIN_BY_PARENT : join;
   if (pid < 0) {
     int e = errno;
     cgroup_destroy(cg);
@@ -445,7 +453,7 @@ int sandbox_spawn_start(const struct sbx_spec *spec, struct sbx_sandbox **ret, s
     goto fail;
   }
   /* Before GO, while the child waits: with our credentials, which a kernel this old checks. */
-  if (a.moved && cgroup_attach_pid(cg, pid, err) < 0)
+  if (a.join == JOIN_BY_PARENT && cgroup_attach_pid(cg, pid, err) < 0)
     goto fail;
   sync_send(parent_fd, &(struct sync_msg){ .type = MSG_GO });
   /* Forked before anything is allocated here, so the helper's copy holds nothing of ours. */
@@ -459,9 +467,9 @@ int sandbox_spawn_start(const struct sbx_spec *spec, struct sbx_sandbox **ret, s
 
   /* While the child sets up its mounts: create its cgroup (v1), and hand it the files to move
    * itself in through. */
-  if (cg_later && cgroup_create(&spec->limits, &cg, err) < 0)
+  if (a.join == JOIN_BY_SELF && cgroup_create(&spec->limits, &cg, err) < 0)
     goto fail;
-  if (cg_later) {
+  if (a.join == JOIN_BY_SELF) {
     int fds[CGROUP_MAX_ATTACH_FDS];
     int n = cgroup_attach_fds(cg, fds, err);
     if (n < 0)
@@ -472,7 +480,7 @@ int sandbox_spawn_start(const struct sbx_spec *spec, struct sbx_sandbox **ret, s
   }
   /* Cgroups left by a SIGKILLed sandboxd: once per process, off the child's path. */
   static bool swept;
-  if ((cg || cg_later) && !swept) {
+  if (a.join != JOIN_NONE && !swept) {
     swept = true;
     cgroup_cleanup_stale();
   }
