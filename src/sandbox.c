@@ -1,6 +1,50 @@
-/* THE setup sequence. sandbox_spawn() (parent) and sandbox_child() (the sandbox's pid 1) read
- * top to bottom; every ordering constraint says why. The order follows minijail_enter():
- * namespaces, identity, mounts, pivot_root, host identity, drop caps, no_new_privs, seccomp last. */
+/* THE setup sequence. sandbox_spawn_start() (the parent) and sandbox_child() (the sandbox's pid 1)
+ * read top to bottom; every ordering constraint says why. The child's order follows
+ * minijail_enter(): namespaces, identity, mounts, pivot_root, host identity, drop caps,
+ * no_new_privs, seccomp last.
+ *
+ * Three processes build a sandbox; a fourth is the code. They talk over one SOCK_SEQPACKET
+ * socketpair, the sync socket (syncsock.h): the parent holds one end and pid 1 the other; the net
+ * helper, a fork of the parent, writes on the parent's end, so pid 1 reads it like the parent.
+ * Six message types; time runs down:
+ *
+ *   parent (sandboxd)                  pid 1 (here, then init.c)         net helper (ns.c)
+ *   ---------------------------------  --------------------------------  -------------------------
+ *   v2: create the cgroup
+ *   clone3: new user, mnt, pid, ipc,   waits for GO
+ *     uts, cgroup ns (v2: into the
+ *     cgroup)
+ *   write the uid/gid maps
+ *   (v2 before 5.7: move it in)
+ *   GO ------------------------------> stdio, fds; mounts; the sandbox
+ *   fork ------------------------------------------------------------->  join pid 1's user ns,
+ *   v1: create the cgroup;               uid; tmpfs, /dev, /proc, binds;   new net ns, loopback up,
+ *     CGROUP (its files) ------------>   pivot_root, hostname              user ns budgets
+ *   return (sandbox_spawn_start)       <------------------------------- NETNS (the ns fd, or why
+ *                                      join the net ns; v1: move self      not); exits
+ *                                        into the cgroup
+ *                                      rlimits, signals, caps,
+ *                                        no_new_privs, seccomp
+ *                                      fork: the code execs
+ *   <------------------------------- READY (its pid namespace)
+ *   reap the helper (sandbox_spawn_finish)
+ *   ... runs: signals go to pid 1, which relays them to the code; kill, sample (sandbox_proc.c)
+ *   <------------------------------- EXIT (the code's wait status); pid 1 exits, the kernel kills
+ *   reap pid 1 (sandbox_wait)          the rest of its pid namespace
+ *
+ * Any step of pid 1's that fails, the helper's included (its NETNS says why), sends ERROR instead
+ * of READY and exits 125; sandbox_spawn_finish() returns it to the caller. NETNS and CGROUP come
+ * in either order. Why this shape:
+ * - pid 1 has no identity in its new user namespace until its uid/gid maps are written from
+ *   outside: the parent writes them, with its own credentials, then sends GO.
+ * - A network namespace is most of what clone costs (~0.3 ms in setup_net): the helper makes it
+ *   while pid 1 mounts, inside pid 1's user namespace so the sandbox owns it.
+ * - cgroup v1 has no CLONE_INTO_CGROUP: the parent creates the cgroup while pid 1 mounts, off
+ *   its path, and pid 1 moves itself in (single-threaded, which makes that cheap on v1) before
+ *   the code starts.
+ * - READY carries pid 1's pid namespace, which the parent cannot look up (pid 1 is not dumpable)
+ *   and needs to sample a sandbox's usage without a cgroup; EXIT tells the code's status apart
+ *   from pid 1's own (a kill from outside). */
 #include "sandbox_internal.h"
 
 #include <errno.h>
