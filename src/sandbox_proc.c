@@ -24,7 +24,8 @@
 #include "util.h"
 
 /* Signals sandboxd forwards to the code; the sandbox's init relays them. */
-const int sandbox_forwarded_signals[SBX_N_FORWARDED_SIGNALS] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 };
+const int sandbox_forwarded_signals[SBX_N_FORWARDED_SIGNALS] = { SIGINT,  SIGTERM, SIGHUP,
+                                                                 SIGQUIT, SIGUSR1, SIGUSR2 };
 
 const char *sbx_status_name(enum sbx_status s)
 {
