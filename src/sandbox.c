@@ -52,13 +52,11 @@
 #include <grp.h>
 #include <sched.h>
 #include <signal.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -154,10 +152,10 @@ static int set_rlimits(const struct sbx_limits *l, const struct sbx_budgets *b, 
   return 0;
 }
 
-/* What the parent side sends after GO, in either order: the network namespace net_helper made
- * (always), and on cgroup v1 the files to move ourselves into our cgroup through (the parent
- * creates it meanwhile). Without the namespace the code must not
- * run: it would share the host's network. */
+/* What the parent side sends after GO, in either order: the network namespace the net helper
+ * made (always), and on cgroup v1 the files to move ourselves into our cgroup through (the parent
+ * creates it meanwhile). Without the namespace the code must not run: it would share the host's
+ * network. */
 static int join_netns_and_cgroup(int sync_fd, bool want_cgroup, sbx_error_t *err)
 {
   bool netns = false;
@@ -191,6 +189,38 @@ static int join_netns_and_cgroup(int sync_fd, bool want_cgroup, sbx_error_t *err
   return 0;
 }
 
+/* Stdio to 0, 1, 2, the sync socket to 3 (*sync_fd says so after), the bridge to 4 (returned,
+ * or -1), and nothing else. */
+static int arrange_fds(const struct sbx_spec *spec, int *sync_fd)
+{
+  sbx_error_t err = { 0 };
+  /* Stdio first, to fixed numbers. */
+  int fds[3] = { spec->stdin_fd, spec->stdout_fd, spec->stderr_fd };
+  int tmp[3];
+  for (int i = 0; i < 3; i++)
+    if ((tmp[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 10)) < 0)
+      sync_fail(*sync_fd, (sbx_error_errno(&err, "dup stdio"), &err));
+  for (int i = 0; i < 3; i++)
+    if (dup2(tmp[i], i) < 0)
+      sync_fail(*sync_fd, (sbx_error_errno(&err, "dup stdio"), &err));
+  for (int i = 0; i < 3; i++)
+    close(tmp[i]);
+
+  /* Then keep only the sync socket (at 3) and the bridge (at 4). pid 1 never execs, so
+   * O_CLOEXEC does not protect it: without this it would hold every fd sandboxd had open, such
+   * as other sandboxes' pipes in `sandboxd mcp`, and keep their readers from seeing EOF. */
+  int hi_sync = fcntl(*sync_fd, F_DUPFD_CLOEXEC, 10);
+  int hi_bridge = spec->bridge_fd >= 0 ? fcntl(spec->bridge_fd, F_DUPFD_CLOEXEC, 10) : -1;
+  if (hi_sync < 0 || (spec->bridge_fd >= 0 && hi_bridge < 0) || dup3(hi_sync, 3, O_CLOEXEC) < 0 ||
+      (hi_bridge >= 0 && dup3(hi_bridge, 4, O_CLOEXEC) < 0))
+    sync_fail(*sync_fd, (sbx_error_errno(&err, "arrange fds"), &err));
+  *sync_fd = 3;
+  int bridge_fd = hi_bridge >= 0 ? 4 : -1;
+  if (syscall(SYS_close_range, bridge_fd >= 0 ? 5 : 4, ~0U, 0) < 0)
+    sync_fail(*sync_fd, (sbx_error_errno(&err, "close inherited fds"), &err));
+  return bridge_fd;
+}
+
 static _Noreturn void sandbox_child(const struct child_args *a)
 {
   const struct sbx_spec *spec = a->spec;
@@ -214,30 +244,8 @@ static _Noreturn void sandbox_child(const struct child_args *a)
   if (a->join == JOIN_BY_PARENT && unshare(CLONE_NEWCGROUP) < 0)
     sync_fail(sync_fd, (sbx_error_errno(&err, "unshare(CLONE_NEWCGROUP)"), &err));
 
-  /* Stdio first, to fixed numbers, before any other fd is opened. */
-  int fds[3] = { spec->stdin_fd, spec->stdout_fd, spec->stderr_fd };
-  int tmp[3];
-  for (int i = 0; i < 3; i++)
-    if ((tmp[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 10)) < 0)
-      sync_fail(sync_fd, (sbx_error_errno(&err, "dup stdio"), &err));
-  for (int i = 0; i < 3; i++)
-    if (dup2(tmp[i], i) < 0)
-      sync_fail(sync_fd, (sbx_error_errno(&err, "dup stdio"), &err));
-  for (int i = 0; i < 3; i++)
-    close(tmp[i]);
-
-  /* Then keep only the sync socket (at 3) and the bridge (at 4). pid 1 never execs, so
-   * O_CLOEXEC does not protect it: without this it would hold every fd sandboxd had open, such
-   * as other sandboxes' pipes in `sandboxd mcp`, and keep their readers from seeing EOF. */
-  int hi_sync = fcntl(sync_fd, F_DUPFD_CLOEXEC, 10);
-  int hi_bridge = spec->bridge_fd >= 0 ? fcntl(spec->bridge_fd, F_DUPFD_CLOEXEC, 10) : -1;
-  if (hi_sync < 0 || (spec->bridge_fd >= 0 && hi_bridge < 0) || dup3(hi_sync, 3, O_CLOEXEC) < 0 ||
-      (hi_bridge >= 0 && dup3(hi_bridge, 4, O_CLOEXEC) < 0))
-    sync_fail(sync_fd, (sbx_error_errno(&err, "arrange fds"), &err));
-  sync_fd = 3;
-  int bridge_fd = hi_bridge >= 0 ? 4 : -1;
-  if (syscall(SYS_close_range, bridge_fd >= 0 ? 5 : 4, ~0U, 0) < 0)
-    sync_fail(sync_fd, (sbx_error_errno(&err, "close inherited fds"), &err));
+  /* Before any other fd is opened. */
+  int bridge_fd = arrange_fds(spec, &sync_fd);
 
   /* Nothing we mount may propagate back to the host. */
   if (mount_make_private(&err) < 0)
@@ -419,12 +427,9 @@ static int make_cgroup(const struct sbx_spec *spec, struct sbx_cgroup **ret, enu
                        why.msg);
 }
 
-int sandbox_spawn_start(const struct sbx_spec *spec, struct sbx_sandbox **ret, sbx_error_t *err)
+/* What the child cannot check for itself before it acts on it. */
+static int check_spec(const struct sbx_spec *spec, sbx_error_t *err)
 {
-  const struct sbx_policy *p = spec->policy;
-  const struct sbx_bpf *bpf;
-  uint64_t start = now_ns();
-
   if (!spec->argv || !spec->argv[0] || spec->argv[0][0] != '/')
     return sbx_error_set(err, EINVAL, "sandbox: the command must be an absolute path");
   for (size_t i = 0; i < spec->n_binds; i++) {
@@ -434,6 +439,29 @@ int sandbox_spawn_start(const struct sbx_spec *spec, struct sbx_sandbox **ret, s
         strcmp(d, "/") == 0)
       return sbx_error_set(err, EINVAL, "bind destination `%s`: must be an absolute, normalised path", d);
   }
+  return 0;
+}
+
+/* Why the sandbox's clone failed (errno e). */
+static int clone_error(int e, unsigned host_id, const struct sbx_policy *p, sbx_error_t *err)
+{
+  /* setresuid's EINVAL: sandboxd is "root" in a user namespace (a container) whose map lacks the id. */
+  if (e == EINVAL && host_id)
+    return sbx_error_set(err, e, "host id %u of policy `%s` host_id_range is not mapped where sandboxd runs; "
+                                 "choose a host_id_range inside /proc/self/uid_map and gid_map", host_id, p->name);
+  if (e == EPERM || e == ENOSPC || e == EUSERS)
+    return sbx_error_set(err, e, "cannot create user namespace (see sandboxd doctor)");
+  return sbx_error_set(err, e, "cannot create sandbox namespaces (see sandboxd doctor)");
+}
+
+int sandbox_spawn_start(const struct sbx_spec *spec, struct sbx_sandbox **ret, sbx_error_t *err)
+{
+  const struct sbx_policy *p = spec->policy;
+  const struct sbx_bpf *bpf;
+  uint64_t start = now_ns();
+
+  if (check_spec(spec, err) < 0)
+    return -1;
   if (get_bpf(p, &bpf, err) < 0)
     return -1;
   _cleanup_free_ char **envp = sandbox_build_env(spec);
@@ -474,13 +502,7 @@ int sandbox_spawn_start(const struct sbx_spec *spec, struct sbx_sandbox **ret, s
   if (pid < 0) {
     int e = errno;
     cgroup_destroy(cg);
-    /* setresuid's EINVAL: sandboxd is "root" in a user namespace (a container) whose map lacks the id. */
-    if (e == EINVAL && host_id)
-      return sbx_error_set(err, e, "host id %u of policy `%s` host_id_range is not mapped where sandboxd runs; "
-                                   "choose a host_id_range inside /proc/self/uid_map and gid_map", host_id, p->name);
-    if (e == EPERM || e == ENOSPC || e == EUSERS)
-      return sbx_error_set(err, e, "cannot create user namespace (see sandboxd doctor)");
-    return sbx_error_set(err, e, "cannot create sandbox namespaces (see sandboxd doctor)");
+    return clone_error(e, host_id, p, err);
   }
   if (pid == 0) {
     close(parent_fd);
