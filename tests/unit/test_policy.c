@@ -1,11 +1,15 @@
-/* Unit tests for the policy parser (src/policy.c) and limit resolution. */
+/* Unit tests for the policy parser (src/policy.c), loader (policy_load.c), canonical text
+ * (policy_format.c) and limit resolution. */
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
+#include "cleanup.h"
 #include "policy.h"
 #include "seccomp.h"
+#include "util.h"
 
 /* A complete, minimal policy; tests append or replace lines. */
 static const char base[] =
@@ -275,6 +279,17 @@ static void test_roundtrip(void)
     fprintf(stderr, "  %s\n", err.msg);
   }
   free(text);
+  /* The hash is over the canonical text: policy_format() without its trailing comments. */
+  char *canon = policy_format_canonical(p);
+  CHECK(canon != NULL);
+  if (canon) {
+    char hex[65];
+    sha256_hex(canon, strlen(canon), hex);
+    CHECK(strcmp(hex, p->sha256) == 0);
+    CHECK(strchr(canon, '#') == NULL);
+    CHECK(strstr(canon, "\nmsgqueue           128K\n") != NULL);
+    free(canon);
+  }
   /* Any change in effect changes the hash. */
   struct sbx_policy *r = parse("group net \"n\"\nallow socket when arg0 in AF_UNIX,AF_INET6\n", &err);
   CHECK(r && strcmp(p->sha256, r->sha256) != 0);
@@ -305,6 +320,28 @@ static void test_limits(void)
   policy_free(p);
 }
 
+static void test_load(void)
+{
+  /* A name goes through the search path, whose first directory is $SANDBOXD_POLICY_DIR (read
+   * once, so set before the first lookup); a path is read as it is. */
+  setenv("SANDBOXD_POLICY_DIR", "policy", 1);
+  sbx_error_t err = { 0 };
+  struct sbx_policy *p = NULL;
+  CHECK(policy_load("strict", &p, &err) == 0 && p && strcmp(p->name, "strict") == 0 &&
+        strcmp(p->path, "policy/strict.policy") == 0);
+  policy_free(TAKE_PTR(p));
+  CHECK(policy_load(NULL, &p, &err) == 0 && p && strcmp(p->name, "default") == 0);
+  policy_free(TAKE_PTR(p));
+  CHECK(strncmp(policy_search_path(), "policy:", 7) == 0);
+  CHECK(policy_load("no-such-policy", &p, &err) < 0 && err.errnum == ENOENT &&
+        strstr(err.msg, "policy `no-such-policy` not found in policy:") != NULL);
+  CHECK(policy_load("Bad Name", &p, &err) < 0 && strstr(err.msg, "use a name like `default` or a path") != NULL);
+  /* A fragment parses on its own (policy check) but is not a policy to run under. */
+  CHECK(policy_load("policy/syscalls.inc", &p, &err) < 0 && strstr(err.msg, "is a fragment for `include`") != NULL);
+  CHECK(policy_load_file("policy/syscalls.inc", &p, &err) == 0 && p && !p->sha256[0]);
+  policy_free(TAKE_PTR(p));
+}
+
 static void test_shipped(void)
 {
   /* The shipped policies parse and compile (run from the repository root). */
@@ -332,6 +369,7 @@ int main(void)
   test_conditions();
   test_roundtrip();
   test_limits();
+  test_load();
   test_shipped();
   return check_summary("test_policy");
 }
