@@ -54,17 +54,21 @@ int sync_recv_fds(int sock, struct sync_msg *m, int fds[MSG_MAX_FDS])
   do
     n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
   while (n < 0 && errno == EINTR);
+  /* As many as the control buffer holds: its alignment padding has room for one more fd than
+   * MSG_MAX_FDS, which the kernel fills without MSG_CTRUNC. */
+  int got[sizeof c.buf / sizeof(int)];
   int nfds = 0;
   for (struct cmsghdr *cm = n > 0 ? CMSG_FIRSTHDR(&mh) : NULL; cm; cm = CMSG_NXTHDR(&mh, cm))
     if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
       nfds = (int) ((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-      memcpy(fds, CMSG_DATA(cm), sizeof(int) * (size_t) nfds);
+      memcpy(got, CMSG_DATA(cm), sizeof(int) * (size_t) nfds);
     }
-  if (n != sizeof *m || (mh.msg_flags & MSG_CTRUNC)) {
+  if (n != sizeof *m || (mh.msg_flags & MSG_CTRUNC) || nfds > MSG_MAX_FDS) {
     while (nfds > 0)
-      close(fds[--nfds]);
+      close(got[--nfds]);
     return -1;
   }
+  memcpy(fds, got, sizeof(int) * (size_t) nfds);
   m->err.msg[sizeof m->err.msg - 1] = '\0';
   return nfds;
 }
