@@ -316,7 +316,8 @@ static _Noreturn void sandbox_child(const struct child_args *a)
   if (set_rlimits(&spec->limits, &p->budgets, a->join == JOIN_NONE, &err) < 0)
     sync_fail(sync_fd, &err);
 
-  /* Before the privileges go: the no-op handlers pid 1 needs to be signalled at all. */
+  /* pid 1's signals (init.c): from here one that sandboxd forwards stays pending for the code
+   * instead of being dropped (pid 1 gets only signals it handles). */
   sigset_t mask;
   init_take_signals(&mask);
 
@@ -497,7 +498,8 @@ int sandbox_spawn_start(const struct sbx_spec *spec, struct sbx_sandbox **ret, s
   int pidfd = -1;
   bool in_cgroup;
   pid_t pid = ns_clone_sandbox(cgroup_clone_fd(cg), host_id, &pidfd, &in_cgroup);
-  /* On both sides of the clone (the child's copy of `a` is taken before this). */
+  /* After the clone, in the parent and in the child alike: in_cgroup says whether clone3 took
+   * CLONE_INTO_CGROUP. */
   a.join = join == JOIN_BY_CLONE && !in_cgroup ? JOIN_BY_PARENT : join;
   if (pid < 0) {
     int e = errno;
