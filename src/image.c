@@ -4,25 +4,23 @@
 
 #include <archive.h>
 #include <archive_entry.h>
-#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "fs_root.h"
 #include "json.h"
 #include "strset.h"
 #include "util.h"
@@ -111,8 +109,6 @@ static int libarchive_load(sbx_error_t *err)
 #define MAX_JSON_BLOB (4u << 20) /* index, manifest, config */
 #define MAX_LAYERS 256
 #define MAX_INDEX_DEPTH 4
-#define MAX_SYMLINKS 40       /* like the kernel's own limit */
-#define RM_MAX_DEPTH 64       /* deeper subtrees are moved up before removal (bounded fds/stack) */
 #define WALK_MAX_DEPTH 256    /* a tree deeper than this is refused */
 #define CAPS_XATTR "security.capability"
 
@@ -140,12 +136,6 @@ static const char *shown(const char *s, char buf[160])
   return buf;
 }
 
-static void closedirp(DIR **d)
-{
-  if (*d)
-    closedir(*d);
-}
-
 struct mapping {
   void *data;
   size_t len;
@@ -155,73 +145,6 @@ static void unmapp(struct mapping *m)
   if (m->data && m->len)
     munmap(m->data, m->len);
   m->data = NULL;
-}
-
-static void free_names(char **names, size_t n)
-{
-  for (size_t i = 0; i < n; i++)
-    free(names[i]);
-  free(names);
-}
-
-/* Names in a directory (not . and ..), unsorted. The fd is not consumed. */
-static int list_dir(int fd, char ***ret_names, size_t *ret_n)
-{
-  int dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd < 0)
-    return -1;
-  __attribute__((cleanup(closedirp))) DIR *d = fdopendir(dfd);
-  if (!d) {
-    close(dfd);
-    return -1;
-  }
-  char **names = NULL;
-  size_t n = 0, cap = 0;
-  struct dirent *de;
-  errno = 0;
-  while ((de = readdir(d))) {
-    if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-      continue;
-    if (n == cap) {
-      cap = cap ? cap * 2 : 16;
-      char **nn = realloc(names, cap * sizeof *nn);
-      if (!nn)
-        goto nomem;
-      names = nn;
-    }
-    if (!(names[n] = strdup(de->d_name)))
-      goto nomem;
-    n++;
-    errno = 0;
-  }
-  if (errno) {
-    int e = errno;
-    free_names(names, n);
-    errno = e;
-    return -1;
-  }
-  *ret_names = names;
-  *ret_n = n;
-  return 0;
-nomem:
-  free_names(names, n);
-  errno = ENOMEM;
-  return -1;
-}
-
-/* Split "a/b/c" into "a/b" and "c" (dir "" for a top-level name). */
-static void split_path(const char *path, char dir[PATH_MAX], const char **ret_base)
-{
-  const char *slash = strrchr(path, '/');
-  if (!slash) {
-    dir[0] = '\0';
-    *ret_base = path;
-    return;
-  }
-  size_t n = (size_t) (slash - path);
-  memcpy(dir, path, n);
-  dir[n] = '\0';
-  *ret_base = slash + 1;
 }
 
 static int map_fd(int fd, size_t len, struct mapping *ret)
@@ -297,310 +220,6 @@ bool image_name_valid(const char *name)
   return true;
 }
 
-/* ------------------------------------------------------------------ resolving inside a root */
-
-struct root {
-  int fd;         /* O_PATH directory: the root of the tree */
-  dev_t dev;      /* nothing below it may be on another file system */
-  bool fallback;  /* no openat2: walk component by component */
-  unsigned rm_seq;
-};
-
-static int resolve_openat2(const struct root *r, const char *path)
-{
-  /* RESOLVE_IN_ROOT: symlinks (and "..") are resolved as if r->fd were "/", so nothing resolves
-   * outside it; no magic links (/proc/self/fd/N) and no crossing into another mount. */
-  struct open_how how = {
-    .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
-    .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
-  };
-  for (int i = 0;; i++) {
-    int fd = (int) syscall(SYS_openat2, r->fd, *path ? path : ".", &how, sizeof how);
-    /* EAGAIN: a concurrent rename somewhere; the kernel asks us to retry. */
-    if (fd >= 0 || (errno != EAGAIN && errno != EINTR) || i == 16)
-      return fd;
-  }
-}
-
-/* The fallback, with the same semantics as RESOLVE_IN_ROOT: each component is opened with
- * O_NOFOLLOW; a symlink's target is spliced into the remaining path, an absolute one restarting at
- * the root; ".." never climbs above the root. */
-static int resolve_walk(const struct root *r, const char *path)
-{
-  _cleanup_free_ char *rem = strdup(path);
-  _cleanup_free_ int *stack = NULL;
-  size_t depth = 0, cap = 0;
-  int links = 0, ret = -1;
-  if (!rem) {
-    errno = ENOMEM;
-    return -1;
-  }
-  char *p = rem;
-  for (;;) {
-    while (*p == '/')
-      p++;
-    if (!*p)
-      break;
-    char *e = strchrnul(p, '/');
-    const char *name = p;
-    p = *e ? e + 1 : e;
-    *e = '\0';
-    if (!strcmp(name, "."))
-      continue;
-    if (!strcmp(name, "..")) {
-      if (depth)
-        close(stack[--depth]);
-      continue;
-    }
-    int fd = openat(depth ? stack[depth - 1] : r->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-    struct stat st;
-    if (fd < 0)
-      goto out;
-    if (fstat(fd, &st) < 0) {
-      close(fd);
-      goto out;
-    }
-    if (S_ISLNK(st.st_mode)) {
-      char target[PATH_MAX];
-      ssize_t n = ++links > MAX_SYMLINKS ? (errno = ELOOP, -1) : readlinkat(fd, "", target, sizeof target);
-      close(fd);
-      if (n < 0)
-        goto out;
-      if ((size_t) n >= sizeof target) {
-        errno = ENAMETOOLONG;
-        goto out;
-      }
-      size_t rest = strlen(p);
-      char *nr = malloc((size_t) n + 1 + rest + 1);
-      if (!nr) {
-        errno = ENOMEM;
-        goto out;
-      }
-      memcpy(nr, target, (size_t) n);
-      nr[n] = '/';
-      memcpy(nr + n + 1, p, rest + 1);
-      free(rem);
-      rem = p = nr;
-      if (target[0] == '/')
-        while (depth)
-          close(stack[--depth]);
-      continue;
-    }
-    if (!S_ISDIR(st.st_mode) || st.st_dev != r->dev) {
-      close(fd);
-      errno = S_ISDIR(st.st_mode) ? EXDEV : ENOTDIR;
-      goto out;
-    }
-    if (depth == cap) {
-      cap = cap ? cap * 2 : 16;
-      int *ns = realloc(stack, cap * sizeof *ns);
-      if (!ns) {
-        close(fd);
-        errno = ENOMEM;
-        goto out;
-      }
-      stack = ns;
-    }
-    stack[depth++] = fd;
-  }
-  ret = depth ? stack[--depth] : openat(r->fd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
-out:;
-  int saved = errno;
-  while (depth)
-    close(stack[--depth]);
-  errno = saved;
-  return ret;
-}
-
-/* An O_PATH fd for directory `path` (relative to the root; "" is the root), or -1 with errno. */
-static int resolve_dir(struct root *r, const char *path)
-{
-  if (!r->fallback) {
-    int fd = resolve_openat2(r, path);
-    if (fd >= 0 || errno != ENOSYS)
-      return fd;
-    r->fallback = true; /* kernel older than 5.6 */
-  }
-  return resolve_walk(r, path);
-}
-
-/* Like resolve_dir, creating missing directories (0755) on the way. A dangling symlink in the way
- * is an error (ENOENT), not something to create a directory through. */
-static int ensure_dir(struct root *r, const char *path)
-{
-  int fd = resolve_dir(r, path);
-  if (fd >= 0 || errno != ENOENT || !*path)
-    return fd;
-  _cleanup_free_ char *parent = strdup(path);
-  if (!parent) {
-    errno = ENOMEM;
-    return -1;
-  }
-  char *slash = strrchr(parent, '/');
-  const char *base = slash ? slash + 1 : parent;
-  if (slash)
-    *slash = '\0';
-  _cleanup_close_ int pfd = ensure_dir(r, slash ? parent : "");
-  if (pfd < 0)
-    return -1;
-  if (mkdirat(pfd, base, 0755) == 0) {
-    if (fchmodat(pfd, base, 0755, 0) < 0) /* whatever the umask */
-      return -1;
-  } else if (errno != EEXIST) {
-    return -1;
-  }
-  return resolve_dir(r, path);
-}
-
-/* Lexically join a symlink's target onto the directory holding it, clamped at the root. */
-static int join_in_root(const char *dir, const char *target, char out[PATH_MAX])
-{
-  char tmp[2 * PATH_MAX + 2];
-  if (bufprintf(tmp, sizeof tmp, NULL, "%s/%s", target[0] == '/' ? "" : dir, target) < 0 || strlen(tmp) >= PATH_MAX)
-    return -1;
-  size_t o = 0;
-  for (char *save = NULL, *c = strtok_r(tmp, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
-    if (!strcmp(c, "."))
-      continue;
-    if (!strcmp(c, "..")) {
-      while (o > 0 && out[o - 1] != '/')
-        o--;
-      if (o > 0)
-        o--;
-      continue;
-    }
-    if (o)
-      out[o++] = '/';
-    size_t l = strlen(c);
-    memcpy(out + o, c, l);
-    o += l;
-  }
-  out[o] = '\0';
-  return 0;
-}
-
-/* Open a regular file inside the root for reading, following symlinks only within the root. */
-static int open_file_in_root(struct root *r, const char *path)
-{
-  char cur[PATH_MAX], dir[PATH_MAX];
-  if (bufprintf(cur, sizeof cur, NULL, "%s", path) < 0)
-    return -1;
-  for (int links = 0; links <= MAX_SYMLINKS; links++) {
-    const char *base;
-    split_path(cur, dir, &base);
-    _cleanup_close_ int pfd = resolve_dir(r, dir);
-    if (pfd < 0)
-      return -1;
-    /* O_NONBLOCK: a FIFO must not hang us; the caller checks for a regular file. */
-    int fd = openat(pfd, base, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-    if (fd >= 0 || errno != ELOOP)
-      return fd;
-    char target[PATH_MAX];
-    ssize_t n = readlinkat(pfd, base, target, sizeof target - 1);
-    if (n < 0)
-      return -1;
-    target[n] = '\0';
-    if (join_in_root(dir, target, cur) < 0) {
-      errno = ENAMETOOLONG;
-      return -1;
-    }
-  }
-  errno = ELOOP;
-  return -1;
-}
-
-/* ------------------------------------------------------------------ removing trees */
-
-static int rm_children(struct root *r, int fd, unsigned depth);
-
-/* Remove dirfd/name and everything below it, never following a symlink, never leaving the root's
- * file system. Subtrees deeper than RM_MAX_DEPTH are first renamed to the top of the root. */
-static int rm_tree(struct root *r, int dirfd, const char *name)
-{
-  struct stat st;
-  if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-    return -1;
-  if (!S_ISDIR(st.st_mode))
-    return unlinkat(dirfd, name, 0);
-  if (st.st_dev != r->dev) {
-    errno = EXDEV;
-    return -1;
-  }
-  _cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0 || rm_children(r, fd, 1) < 0)
-    return -1;
-  return unlinkat(dirfd, name, AT_REMOVEDIR);
-}
-
-static int rm_children(struct root *r, int fd, unsigned depth)
-{
-  char **names;
-  size_t n;
-  struct stat st;
-  /* Without CAP_DAC_OVERRIDE we need write and search permission on our own directory. */
-  if (geteuid() != 0 && fstat(fd, &st) == 0 && (st.st_mode & 0700) != 0700 &&
-      fchmod(fd, (st.st_mode & 07777) | 0700) < 0)
-    return -1;
-  if (list_dir(fd, &names, &n) < 0)
-    return -1;
-  int ret = 0;
-  for (size_t i = 0; i < n && ret == 0; i++) {
-    if (fstatat(fd, names[i], &st, AT_SYMLINK_NOFOLLOW) < 0) {
-      ret = errno == ENOENT ? 0 : -1;
-      continue;
-    }
-    if (!S_ISDIR(st.st_mode)) {
-      ret = unlinkat(fd, names[i], 0) < 0 && errno != ENOENT ? -1 : 0;
-      continue;
-    }
-    if (depth >= RM_MAX_DEPTH) {
-      char tmp[64];
-      for (;;) {
-        if (bufprintf(tmp, sizeof tmp, NULL, ".sandboxd-rm.%u", r->rm_seq++) < 0 ||
-            renameat2(fd, names[i], r->fd, tmp, RENAME_NOREPLACE) == 0 || errno != EEXIST)
-          break;
-      }
-      ret = errno == EEXIST || !tmp[0] ? -1 : rm_tree(r, r->fd, tmp);
-      continue;
-    }
-    if (st.st_dev != r->dev) {
-      errno = EXDEV;
-      ret = -1;
-      continue;
-    }
-    int cfd = openat(fd, names[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (cfd < 0 || rm_children(r, cfd, depth + 1) < 0 || unlinkat(fd, names[i], AT_REMOVEDIR) < 0)
-      ret = -1;
-    if (cfd >= 0) {
-      int e = errno;
-      close(cfd);
-      errno = e;
-    }
-  }
-  int e = errno;
-  free_names(names, n);
-  errno = e;
-  return ret;
-}
-
-/* Remove STORE/name (a temporary or replaced tree) as a root of its own. */
-static int rm_store_entry(int storefd, const char *name)
-{
-  struct stat st;
-  if (fstatat(storefd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-    return errno == ENOENT ? 0 : -1;
-  if (!S_ISDIR(st.st_mode))
-    return unlinkat(storefd, name, 0);
-  _cleanup_close_ int fd = openat(storefd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0)
-    return -1;
-  struct root r = { .fd = fd, .dev = st.st_dev };
-  /* Deep subtrees are moved to the top: repeat until nothing is left. */
-  if (rm_children(&r, fd, 1) < 0)
-    return -1;
-  return unlinkat(storefd, name, AT_REMOVEDIR);
-}
-
 /* ------------------------------------------------------------------ the extractor */
 
 struct dirfix {
@@ -612,7 +231,7 @@ struct dirfix {
 };
 
 struct extractor {
-  struct root root;
+  struct fs_root root;
   const struct image_import_options *o;
   struct image_import_stats *st;
   uint64_t max_bytes, max_files, nbytes, nentries;
@@ -790,7 +409,7 @@ static int apply_whiteout(struct extractor *x, const char *dir, const char *name
   bool opaque = !strcmp(name, ".wh..opq");
   if (!opaque && (!*name || !strcmp(name, ".") || !strcmp(name, "..") || !strncmp(name, ".wh.", 4)))
     return sbx_error_set(err, EINVAL, "whiteout `%s`: names no removable file", shown(path, b));
-  _cleanup_close_ int dfd = resolve_dir(&x->root, dir);
+  _cleanup_close_ int dfd = fs_root_resolve_dir(&x->root, dir);
   if (dfd < 0) /* nothing below to hide */
     return errno == ENOENT || errno == ENOTDIR ? 0 : sbx_error_errno(err, "whiteout `%s`", shown(path, b));
   if (!opaque) {
@@ -798,22 +417,22 @@ static int apply_whiteout(struct extractor *x, const char *dir, const char *name
       return sbx_error_prefix(err, "whiteout `%s`", shown(path, b));
     if (strset_has(&x->layer_paths, target)) /* from this very layer: stays */
       return 0;
-    if (rm_tree(&x->root, dfd, name) < 0 && errno != ENOENT)
+    if (fs_root_rm_tree(&x->root, dfd, name) < 0 && errno != ENOENT)
       return sbx_error_errno(err, "whiteout `%s`: remove", shown(path, b));
     return 0;
   }
   char **names;
   size_t n;
-  if (list_dir(dfd, &names, &n) < 0)
+  if (fs_list_dir(dfd, &names, &n) < 0)
     return sbx_error_errno(err, "opaque whiteout `%s`: list", shown(path, b));
   int ret = 0;
   for (size_t i = 0; i < n && ret == 0; i++) {
     if (bufprintf(target, sizeof target, err, "%s%s%s", dir, *dir ? "/" : "", names[i]) < 0)
       ret = sbx_error_prefix(err, "opaque whiteout `%s`", shown(path, b));
-    else if (!strset_has(&x->layer_paths, target) && rm_tree(&x->root, dfd, names[i]) < 0 && errno != ENOENT)
+    else if (!strset_has(&x->layer_paths, target) && fs_root_rm_tree(&x->root, dfd, names[i]) < 0 && errno != ENOENT)
       ret = sbx_error_errno(err, "opaque whiteout `%s`: remove `%s`", shown(path, b), names[i]);
   }
-  free_names(names, n);
+  fs_free_names(names, n);
   return ret;
 }
 
@@ -830,7 +449,7 @@ static int apply_entry(struct extractor *x, struct archive *a, struct archive_en
                          (unsigned long long) x->max_files);
   x->st->entries++;
   const char *base;
-  split_path(path, dir, &base);
+  fs_split_path(path, dir, &base);
   if (!x->plain && !strncmp(base, ".wh.", 4))
     return apply_whiteout(x, dir, base + 4, path, err);
 
@@ -858,7 +477,7 @@ static int apply_entry(struct extractor *x, struct archive *a, struct archive_en
   if (note_written(x, path) < 0)
     return sbx_error_set(err, ENOMEM, "entry `%s`", shown(path, b));
 
-  _cleanup_close_ int pfd = ensure_dir(&x->root, dir);
+  _cleanup_close_ int pfd = fs_root_ensure_dir(&x->root, dir);
   if (pfd < 0)
     return sbx_error_errno(err, "entry `%s`: parent directory (missing, or a symlink that leads nowhere inside the image)",
                            shown(path, b));
@@ -868,7 +487,7 @@ static int apply_entry(struct extractor *x, struct archive *a, struct archive_en
   bool merge = false;
   if (fstatat(pfd, base, &old, AT_SYMLINK_NOFOLLOW) == 0) {
     merge = type == AE_IFDIR && !hardlink && S_ISDIR(old.st_mode);
-    if (!merge && rm_tree(&x->root, pfd, base) < 0)
+    if (!merge && fs_root_rm_tree(&x->root, pfd, base) < 0)
       return sbx_error_errno(err, "entry `%s`: replace", shown(path, b));
   } else if (errno != ENOENT) {
     return sbx_error_errno(err, "entry `%s`: stat", shown(path, b));
@@ -881,8 +500,8 @@ static int apply_entry(struct extractor *x, struct archive *a, struct archive_en
     const char *tbase;
     if (image_path_normalize(hardlink, tpath, sizeof tpath, err) < 0)
       return sbx_error_prefix(err, "hard link `%s`", shown(path, b));
-    split_path(tpath, tdir, &tbase);
-    _cleanup_close_ int tfd = *tbase ? resolve_dir(&x->root, tdir) : -1;
+    fs_split_path(tpath, tdir, &tbase);
+    _cleanup_close_ int tfd = *tbase ? fs_root_resolve_dir(&x->root, tdir) : -1;
     if (!*tbase)
       errno = EISDIR;
     if (tfd < 0 || linkat(tfd, tbase, pfd, base, 0) < 0)
@@ -949,8 +568,8 @@ static int apply_dirfixes(struct extractor *x, sbx_error_t *err)
     if (!added)
       continue;
     const char *base;
-    split_path(f->path, dir, &base);
-    _cleanup_close_ int pfd = *f->path ? resolve_dir(&x->root, dir) : -1;
+    fs_split_path(f->path, dir, &base);
+    _cleanup_close_ int pfd = *f->path ? fs_root_resolve_dir(&x->root, dir) : -1;
     _cleanup_close_ int fd = *f->path ? (pfd < 0 ? -1 : openat(pfd, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC))
                                       : openat(x->root.fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) { /* replaced by a later entry or removed by a whiteout */
@@ -1058,7 +677,7 @@ static int walk_dir(struct walk *w, int dfd, dev_t dev, const char *prefix, unsi
     return sbx_error_set(err, ELOOP, "`%s`: tree deeper than %d levels", shown(prefix, b), WALK_MAX_DEPTH);
   char **names;
   size_t n;
-  if (list_dir(dfd, &names, &n) < 0)
+  if (fs_list_dir(dfd, &names, &n) < 0)
     return sbx_error_errno(err, "list `/%s`", shown(prefix, b));
   struct walk_item *items = calloc(n ? n : 1, sizeof *items);
   int ret = 0;
@@ -1127,7 +746,7 @@ static int walk_dir(struct walk *w, int dfd, dev_t dev, const char *prefix, unsi
   for (size_t i = 0; items && i < n; i++)
     free(items[i].shown);
   free(items);
-  free_names(names, n);
+  fs_free_names(names, n);
   return ret;
 }
 
@@ -1146,7 +765,7 @@ static int walk_tree(int rootfd, struct walk *w, sbx_error_t *err)
 
 struct source {
   const char *src; /* as given, for messages */
-  struct root root;
+  struct fs_root root;
   bool docker;     /* docker-archive (manifest.json) rather than an OCI layout */
 };
 
@@ -1173,7 +792,7 @@ static int map_source_file(struct source *s, const char *path, const char *want_
                            struct mapping *ret, char got_hex[65], sbx_error_t *err)
 {
   char b[160];
-  _cleanup_close_ int fd = open_file_in_root(&s->root, path);
+  _cleanup_close_ int fd = fs_root_open_file(&s->root, path);
   struct stat st;
   if (fd < 0)
     return sbx_error_errno(err, "`%s`: open `%s`", s->src, shown(path, b));
@@ -1512,7 +1131,7 @@ static void remove_stale(int storefd, const char *name)
 {
   char **names;
   size_t n, nl = strlen(name);
-  if (list_dir(storefd, &names, &n) < 0)
+  if (fs_list_dir(storefd, &names, &n) < 0)
     return;
   for (size_t i = 0; i < n; i++) {
     const char *s = names[i];
@@ -1521,9 +1140,9 @@ static void remove_stale(int storefd, const char *name)
       continue;
     const char *kind = s + 2 + nl;
     if ((!strncmp(kind, "import-", 7) && l == 2 + nl + 7 + 6) || (!strncmp(kind, "src-", 4) && l == 2 + nl + 4 + 6))
-      rm_store_entry(storefd, s);
+      fs_remove_tree(storefd, s);
   }
-  free_names(names, n);
+  fs_free_names(names, n);
 }
 
 static int make_temp_dir(int storefd, const char *name, const char *kind, char out[NAME_MAX + 1], sbx_error_t *err)
@@ -1543,17 +1162,6 @@ static int make_temp_dir(int storefd, const char *name, const char *kind, char o
       return sbx_error_errno(err, "create a temporary directory in the store");
   }
   return sbx_error_set(err, EEXIST, "create a temporary directory in the store");
-}
-
-static int open_root(int storefd, const char *name, struct root *r, bool fallback, sbx_error_t *err)
-{
-  struct stat st;
-  r->fd = openat(storefd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (r->fd < 0 || fstat(r->fd, &st) < 0)
-    return sbx_error_errno(err, "open `%s`", name);
-  r->dev = st.st_dev;
-  r->fallback = fallback;
-  return 0;
 }
 
 /* The layers, in order, onto x's tree. */
@@ -1629,9 +1237,9 @@ static void import_state_free(struct import_state *is)
   if (is->storefd >= 0) {
     int saved = errno;
     if (is->tree[0])
-      rm_store_entry(is->storefd, is->tree);
+      fs_remove_tree(is->storefd, is->tree);
     if (is->src[0])
-      rm_store_entry(is->storefd, is->src);
+      fs_remove_tree(is->storefd, is->src);
     if (is->json_tmp[0])
       unlinkat(is->storefd, is->json_tmp, 0);
     if (is->files_tmp[0])
@@ -1654,14 +1262,14 @@ static int open_source(struct import_state *is, const struct image_import_option
     _cleanup_close_ int fd = open(o->src, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0 || fstat(fd, &st) < 0)
       return sbx_error_errno(err, "import `%s`", shown(o->src, b));
-    is->s.root = (struct root){ .fd = TAKE_FD(fd), .dev = st.st_dev, .fallback = is->x.root.fallback };
+    is->s.root = (struct fs_root){ .fd = TAKE_FD(fd), .dev = st.st_dev, .fallback = is->x.root.fallback };
   } else if (S_ISREG(st.st_mode)) {
     _cleanup_close_ int fd = open(o->src, O_RDONLY | O_CLOEXEC | O_NOCTTY);
     struct mapping m __attribute__((cleanup(unmapp))) = { 0 };
     if (fd < 0 || fstat(fd, &st) < 0 || map_fd(fd, (size_t) st.st_size, &m) < 0)
       return sbx_error_errno(err, "import `%s`", shown(o->src, b));
     if (make_temp_dir(is->storefd, o->name, "src", is->src, err) < 0 ||
-        open_root(is->storefd, is->src, &is->s.root, is->x.root.fallback, err) < 0)
+        fs_root_open(is->storefd, is->src, &is->s.root, is->x.root.fallback, err) < 0)
       return -1;
     struct image_import_stats ignored = { 0 };
     struct extractor ox = {
@@ -1737,7 +1345,7 @@ int image_import(const struct image_import_options *o, struct image_import_stats
 
   /* The new tree lives next to the destination: same file system, so the final rename is atomic. */
   if (make_temp_dir(is.storefd, o->name, "import", is.tree, err) < 0 ||
-      open_root(is.storefd, is.tree, &is.x.root, o->resolve_fallback, err) < 0)
+      fs_root_open(is.storefd, is.tree, &is.x.root, o->resolve_fallback, err) < 0)
     return -1;
   if (open_source(&is, o, err) < 0)
     return -1;
@@ -1751,7 +1359,7 @@ int image_import(const struct image_import_options *o, struct image_import_stats
     return sbx_error_prefix(err, "import");
 
   /* The source directory is not needed any more. */
-  if (is.src[0] && rm_store_entry(is.storefd, is.src) == 0)
+  if (is.src[0] && fs_remove_tree(is.storefd, is.src) == 0)
     is.src[0] = '\0';
 
   /* The manifest of the finished tree: what `rootfs verify` compares with. */
