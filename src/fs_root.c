@@ -273,6 +273,11 @@ int fs_root_open_file(struct fs_root *r, const char *path)
   for (int links = 0; links <= MAX_SYMLINKS; links++) {
     const char *base;
     fs_split_path(cur, dir, &base);
+    /* openat(pfd, "..") would be the parent even of the root: resolve_dir clamps only dir. */
+    if (!strcmp(base, ".") || !strcmp(base, "..")) {
+      errno = EISDIR;
+      return -1;
+    }
     _cleanup_close_ int pfd = fs_root_resolve_dir(r, dir);
     if (pfd < 0)
       return -1;

@@ -145,6 +145,11 @@ static void resolve(bool fallback)
   CHECK(fails(fs_root_open_file(&r, "hostabs/secret"), ENOENT));
   CHECK(fails(fs_root_open_file(&r, "../outside/secret"), ENOENT));
   CHECK(fails(fs_root_open_file(&r, "loop"), ELOOP));
+  /* A last component of ".." is not clamped by the lookup of its directory: never the parent. */
+  CHECK(fails(fs_root_open_file(&r, ".."), EISDIR));
+  CHECK(fails(fs_root_open_file(&r, "../.."), EISDIR));
+  CHECK(fails(fs_root_open_file(&r, "dir/up/.."), EISDIR));
+  CHECK(fails(fs_root_open_file(&r, "dir/."), EISDIR));
 
   /* Created where the symlinks lead inside, never outside. */
   CHECK(same(fs_root_ensure_dir(&r, "new/a/b"), "root/new/a/b"));
