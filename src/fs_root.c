@@ -299,11 +299,16 @@ int fs_root_open_file(struct fs_root *r, const char *path)
   return -1;
 }
 
-static int rm_children(struct fs_root *r, int fd, unsigned depth);
+/* Subtrees rm_children moved to the top of the root (".sandboxd-rm.SEQ"), to be removed once the
+ * walk that found them has closed its directory fds. */
+struct rm_pending {
+  unsigned *seq;
+  size_t n, cap;
+};
 
-/* Remove dirfd/name and everything below it, never following a symlink, never leaving the root's
- * file system. Subtrees deeper than RM_MAX_DEPTH are first renamed to the top of the root. */
-int fs_root_rm_tree(struct fs_root *r, int dirfd, const char *name)
+static int rm_children(struct fs_root *r, int fd, unsigned depth, struct rm_pending *p);
+
+static int rm_entry(struct fs_root *r, int dirfd, const char *name, struct rm_pending *p)
 {
   struct stat st;
   if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
@@ -315,12 +320,65 @@ int fs_root_rm_tree(struct fs_root *r, int dirfd, const char *name)
     return -1;
   }
   _cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0 || rm_children(r, fd, 1) < 0)
+  if (fd < 0 || rm_children(r, fd, 1, p) < 0)
     return -1;
   return unlinkat(dirfd, name, AT_REMOVEDIR);
 }
 
-static int rm_children(struct fs_root *r, int fd, unsigned depth)
+/* Move fd/name to the top of the root under a fresh name, for rm_finish. */
+static int rm_defer(struct fs_root *r, int fd, const char *name, struct rm_pending *p)
+{
+  if (p->n == p->cap) {
+    size_t cap = p->cap ? p->cap * 2 : 16;
+    unsigned *seq = realloc(p->seq, cap * sizeof *seq);
+    if (!seq) {
+      errno = ENOMEM;
+      return -1;
+    }
+    p->seq = seq;
+    p->cap = cap;
+  }
+  for (;;) {
+    char tmp[64];
+    unsigned seq = r->rm_seq++;
+    if (bufprintf(tmp, sizeof tmp, NULL, ".sandboxd-rm.%u", seq) < 0)
+      return -1;
+    if (renameat2(fd, name, r->fd, tmp, RENAME_NOREPLACE) == 0) {
+      p->seq[p->n++] = seq;
+      return 0;
+    }
+    if (errno != EEXIST) /* EEXIST: the tree's own file of that name, left alone */
+      return -1;
+  }
+}
+
+/* Remove the deferred subtrees one at a time (each may defer more): however deep the tree, no more
+ * than RM_MAX_DEPTH directories are open at once. ret: the result so far, kept with its errno. */
+static int rm_finish(struct fs_root *r, struct rm_pending *p, int ret)
+{
+  int saved = errno;
+  while (p->n) {
+    char tmp[64];
+    if (bufprintf(tmp, sizeof tmp, NULL, ".sandboxd-rm.%u", p->seq[--p->n]) < 0 || rm_entry(r, r->fd, tmp, p) < 0) {
+      if (ret == 0)
+        saved = errno;
+      ret = -1;
+    }
+  }
+  free(p->seq);
+  errno = saved;
+  return ret;
+}
+
+/* Remove dirfd/name and everything below it, never following a symlink, never leaving the root's
+ * file system. Subtrees deeper than RM_MAX_DEPTH are first renamed to the top of the root. */
+int fs_root_rm_tree(struct fs_root *r, int dirfd, const char *name)
+{
+  struct rm_pending p = { 0 };
+  return rm_finish(r, &p, rm_entry(r, dirfd, name, &p));
+}
+
+static int rm_children(struct fs_root *r, int fd, unsigned depth, struct rm_pending *p)
 {
   char **names;
   size_t n;
@@ -342,13 +400,7 @@ static int rm_children(struct fs_root *r, int fd, unsigned depth)
       continue;
     }
     if (depth >= RM_MAX_DEPTH) {
-      char tmp[64];
-      for (;;) {
-        if (bufprintf(tmp, sizeof tmp, NULL, ".sandboxd-rm.%u", r->rm_seq++) < 0 ||
-            renameat2(fd, names[i], r->fd, tmp, RENAME_NOREPLACE) == 0 || errno != EEXIST)
-          break;
-      }
-      ret = errno == EEXIST || !tmp[0] ? -1 : fs_root_rm_tree(r, r->fd, tmp);
+      ret = rm_defer(r, fd, names[i], p);
       continue;
     }
     if (st.st_dev != r->dev) {
@@ -357,7 +409,7 @@ static int rm_children(struct fs_root *r, int fd, unsigned depth)
       continue;
     }
     int cfd = openat(fd, names[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (cfd < 0 || rm_children(r, cfd, depth + 1) < 0 || unlinkat(fd, names[i], AT_REMOVEDIR) < 0)
+    if (cfd < 0 || rm_children(r, cfd, depth + 1, p) < 0 || unlinkat(fd, names[i], AT_REMOVEDIR) < 0)
       ret = -1;
     if (cfd >= 0) {
       int e = errno;
@@ -383,8 +435,8 @@ int fs_remove_tree(int storefd, const char *name)
   if (fd < 0)
     return -1;
   struct fs_root r = { .fd = fd, .dev = st.st_dev };
-  /* Deep subtrees are moved to the top: repeat until nothing is left. */
-  if (rm_children(&r, fd, 1) < 0)
+  struct rm_pending p = { 0 };
+  if (rm_finish(&r, &p, rm_children(&r, fd, 1, &p)) < 0)
     return -1;
   return unlinkat(storefd, name, AT_REMOVEDIR);
 }

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -197,7 +198,13 @@ static void removal(void)
   mk(deep, "leaf");
   int basefd = open(base, O_PATH | O_DIRECTORY | O_CLOEXEC);
   CHECK(count_entries("doomed") == 3);
+  /* 100 fds: too few for one per level, enough for RM_MAX_DEPTH of them. */
+  struct rlimit old, few = { 100, 100 };
+  CHECK(getrlimit(RLIMIT_NOFILE, &old) == 0);
+  few.rlim_max = old.rlim_max;
+  CHECK(setrlimit(RLIMIT_NOFILE, &few) == 0);
   CHECK(fs_remove_tree(basefd, "doomed") == 0);
+  CHECK(setrlimit(RLIMIT_NOFILE, &old) == 0);
   CHECK(access(at("doomed"), F_OK) < 0 && errno == ENOENT);
   CHECK(count_entries("outside") == 2 && access(at("outside/secret"), F_OK) == 0);
   CHECK(fs_remove_tree(basefd, "doomed") == 0); /* gone already: nothing to do */
@@ -212,6 +219,20 @@ static void removal(void)
   CHECK(fs_root_rm_tree(&r, dfd, "hostabs") == 0 && access(at("outside/odir"), F_OK) == 0);
   CHECK(fs_root_rm_tree(&r, dfd, "dir") == 0 && access(at("root/dir"), F_OK) < 0);
   CHECK(fs_root_rm_tree(&r, dfd, "dir") < 0 && errno == ENOENT);
+  /* Deep inside a root: moved to its top meanwhile, a file of the image's own there is kept. */
+  char deep2[PATH_MAX] = "root/deep";
+  CHECK(mkdir(at(deep2), 0755) == 0);
+  for (int i = 0; i < 150; i++) {
+    strcat(deep2, "/d");
+    CHECK(mkdir(at(deep2), 0755) == 0);
+  }
+  mk("root/.sandboxd-rm.0", "the image's own");
+  CHECK(setrlimit(RLIMIT_NOFILE, &few) == 0);
+  CHECK(fs_root_rm_tree(&r, dfd, "deep") == 0);
+  CHECK(setrlimit(RLIMIT_NOFILE, &old) == 0);
+  CHECK(access(at("root/deep"), F_OK) < 0 && access(at("root/.sandboxd-rm.0"), F_OK) == 0);
+  CHECK(access(at("root/.sandboxd-rm.1"), F_OK) < 0 && access(at("root/.sandboxd-rm.2"), F_OK) < 0);
+  CHECK(unlink(at("root/.sandboxd-rm.0")) == 0);
   CHECK(count_entries("root") > 0 && access(at("root/etc/secret"), F_OK) == 0);
   close(dfd);
   close(r.fd);
