@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <sys/xattr.h>
@@ -21,6 +20,7 @@
 
 #include "cleanup.h"
 #include "fs_root.h"
+#include "image_util.h"
 #include "json.h"
 #include "strset.h"
 #include "util.h"
@@ -114,52 +114,6 @@ static int libarchive_load(sbx_error_t *err)
 
 /* ------------------------------------------------------------------ small helpers */
 
-/* User data for a one-line message: control characters escaped, long names cut. */
-static const char *shown(const char *s, char buf[160])
-{
-  size_t o = 0;
-  for (const unsigned char *c = (const unsigned char *) s; *c && o < 150; c++) {
-    static const char hex[] = "0123456789abcdef";
-    if (*c < 0x20 || *c == 0x7f) {
-      memcpy(buf + o, "\\x", 2);
-      buf[o + 2] = hex[*c >> 4];
-      buf[o + 3] = hex[*c & 15];
-      o += 4;
-    } else
-      buf[o++] = (char) *c;
-    if (o >= 150 && c[1]) {
-      memcpy(buf + 150, "...", 4);
-      return buf;
-    }
-  }
-  buf[o < 160 ? o : 159] = '\0';
-  return buf;
-}
-
-struct mapping {
-  void *data;
-  size_t len;
-};
-static void unmapp(struct mapping *m)
-{
-  if (m->data && m->len)
-    munmap(m->data, m->len);
-  m->data = NULL;
-}
-
-static int map_fd(int fd, size_t len, struct mapping *ret)
-{
-  ret->len = len;
-  ret->data = NULL;
-  if (len == 0)
-    return 0;
-  void *p = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
-  if (p == MAP_FAILED)
-    return -1;
-  ret->data = p;
-  return 0;
-}
-
 static void iso_time(time_t t, char out[32])
 {
   struct tm tm;
@@ -174,10 +128,10 @@ int image_path_normalize(const char *in, char *out, size_t outlen, sbx_error_t *
   char b[160];
   size_t o = 0;
   if (strnlen(in, PATH_MAX) >= PATH_MAX)
-    return sbx_error_set(err, ENAMETOOLONG, "name `%s`: longer than %d bytes", shown(in, b), PATH_MAX - 1);
+    return sbx_error_set(err, ENAMETOOLONG, "name `%s`: longer than %d bytes", image_shown(in, b), PATH_MAX - 1);
   for (const unsigned char *c = (const unsigned char *) in; *c; c++)
     if (*c < 0x20 || *c == 0x7f)
-      return sbx_error_set(err, EINVAL, "name `%s`: contains a control character", shown(in, b));
+      return sbx_error_set(err, EINVAL, "name `%s`: contains a control character", image_shown(in, b));
   for (const char *p = in; *p;) {
     while (*p == '/')
       p++;
@@ -190,12 +144,12 @@ int image_path_normalize(const char *in, char *out, size_t outlen, sbx_error_t *
       continue;
     }
     if (n == 2 && p[0] == '.' && p[1] == '.')
-      return sbx_error_set(err, EINVAL, "name `%s`: `..` component", shown(in, b));
+      return sbx_error_set(err, EINVAL, "name `%s`: `..` component", image_shown(in, b));
     if (n > NAME_MAX)
-      return sbx_error_set(err, ENAMETOOLONG, "name `%s`: a component is longer than %d bytes", shown(in, b),
+      return sbx_error_set(err, ENAMETOOLONG, "name `%s`: a component is longer than %d bytes", image_shown(in, b),
                            NAME_MAX);
     if (o + (o ? 1 : 0) + n + 1 > outlen)
-      return sbx_error_set(err, ENAMETOOLONG, "name `%s`: too long", shown(in, b));
+      return sbx_error_set(err, ENAMETOOLONG, "name `%s`: too long", image_shown(in, b));
     if (o)
       out[o++] = '/';
     memcpy(out + o, p, n);
@@ -309,7 +263,7 @@ static int set_attrs(struct extractor *x, int fd, struct archive_entry *e, const
   } else {
     if (x->chown && fchown(fd, (uid_t) archive_entry_uid(e), (gid_t) archive_entry_gid(e)) < 0 &&
         errno != EINVAL) /* EINVAL: an id not mapped in our user namespace; keep ours */
-      return sbx_error_errno(err, "entry `%s`: chown", shown(path, b));
+      return sbx_error_errno(err, "entry `%s`: chown", image_shown(path, b));
     if ((mode & (S_ISUID | S_ISGID)) && !x->o->keep_privileges) {
       mode &= (mode_t) ~(S_ISUID | S_ISGID);
       x->st->setid_stripped++;
@@ -326,12 +280,12 @@ static int set_attrs(struct extractor *x, int fd, struct archive_entry *e, const
       if (!x->o->keep_privileges)
         x->st->caps_stripped++;
       else if (fsetxattr(fd, CAPS_XATTR, xval, xlen, 0) < 0)
-        return sbx_error_errno(err, "entry `%s`: set file capabilities", shown(path, b));
+        return sbx_error_errno(err, "entry `%s`: set file capabilities", image_shown(path, b));
     }
   }
   /* After fchown, which clears setuid bits. */
   if (fchmod(fd, mode) < 0)
-    return sbx_error_errno(err, "entry `%s`: chmod", shown(path, b));
+    return sbx_error_errno(err, "entry `%s`: chmod", image_shown(path, b));
   struct timespec ts[2] = {
     { archive_entry_atime(e), archive_entry_atime_nsec(e) },
     { archive_entry_mtime(e), archive_entry_mtime_nsec(e) },
@@ -339,7 +293,7 @@ static int set_attrs(struct extractor *x, int fd, struct archive_entry *e, const
   if (!archive_entry_atime_is_set(e))
     ts[0] = ts[1];
   if (futimens(fd, ts) < 0)
-    return sbx_error_errno(err, "entry `%s`: set times", shown(path, b));
+    return sbx_error_errno(err, "entry `%s`: set times", image_shown(path, b));
   return 0;
 }
 
@@ -352,10 +306,10 @@ static int write_regular(struct extractor *x, struct archive *a, struct archive_
     declared = 0;
   if ((uint64_t) declared > x->max_bytes - x->nbytes)
     return sbx_error_set(err, EFBIG, "entry `%s`: more than %s unpacked (size limit; see --max-size)",
-                         shown(path, b), format_size(x->max_bytes, sz, sizeof sz));
+                         image_shown(path, b), format_size(x->max_bytes, sz, sizeof sz));
   _cleanup_close_ int fd = openat(pfd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
   if (fd < 0)
-    return sbx_error_errno(err, "entry `%s`: create", shown(path, b));
+    return sbx_error_errno(err, "entry `%s`: create", image_shown(path, b));
   for (;;) {
     const void *buf;
     size_t len;
@@ -364,15 +318,15 @@ static int write_regular(struct extractor *x, struct archive *a, struct archive_
     if (r == ARCHIVE_EOF)
       break;
     if (r < ARCHIVE_WARN)
-      return sbx_error_set(err, EIO, "entry `%s`: %s", shown(path, b), archive_error_string(a));
+      return sbx_error_set(err, EIO, "entry `%s`: %s", image_shown(path, b), archive_error_string(a));
     if (off < 0 || (uint64_t) off + len > (uint64_t) declared)
-      return sbx_error_set(err, EINVAL, "entry `%s`: data beyond its declared size", shown(path, b));
+      return sbx_error_set(err, EINVAL, "entry `%s`: data beyond its declared size", image_shown(path, b));
     for (size_t done = 0; done < len;) {
       ssize_t n = pwrite(fd, (const char *) buf + done, len - done, off + (off_t) done);
       if (n < 0 && errno == EINTR)
         continue;
       if (n < 0)
-        return sbx_error_errno(err, "entry `%s`: write", shown(path, b));
+        return sbx_error_errno(err, "entry `%s`: write", image_shown(path, b));
       done += (size_t) n;
     }
     if (check_cancel(x, err) < 0)
@@ -380,7 +334,7 @@ static int write_regular(struct extractor *x, struct archive *a, struct archive_
   }
   /* Sparse files may end in a hole. */
   if (ftruncate(fd, declared) < 0)
-    return sbx_error_errno(err, "entry `%s`: truncate", shown(path, b));
+    return sbx_error_errno(err, "entry `%s`: truncate", image_shown(path, b));
   x->nbytes += (uint64_t) declared;
   return set_attrs(x, fd, e, path, err);
 }
@@ -389,14 +343,14 @@ static int check_link_target(const char *what, const char *path, const char *tar
 {
   char b[160], c[160];
   if (!target || !*target)
-    return sbx_error_set(err, EINVAL, "entry `%s`: empty %s target", shown(path, b), what);
+    return sbx_error_set(err, EINVAL, "entry `%s`: empty %s target", image_shown(path, b), what);
   if (strlen(target) >= PATH_MAX)
-    return sbx_error_set(err, ENAMETOOLONG, "entry `%s`: %s target longer than %d bytes", shown(path, b), what,
+    return sbx_error_set(err, ENAMETOOLONG, "entry `%s`: %s target longer than %d bytes", image_shown(path, b), what,
                          PATH_MAX - 1);
   for (const unsigned char *t = (const unsigned char *) target; *t; t++)
     if (*t < 0x20 || *t == 0x7f)
       return sbx_error_set(err, EINVAL, "entry `%s`: %s target `%s` contains a control character",
-                           shown(path, b), what, shown(target, c));
+                           image_shown(path, b), what, image_shown(target, c));
   return 0;
 }
 
@@ -408,29 +362,29 @@ static int apply_whiteout(struct extractor *x, const char *dir, const char *name
   x->st->whiteouts++;
   bool opaque = !strcmp(name, ".wh..opq");
   if (!opaque && (!*name || !strcmp(name, ".") || !strcmp(name, "..") || !strncmp(name, ".wh.", 4)))
-    return sbx_error_set(err, EINVAL, "whiteout `%s`: names no removable file", shown(path, b));
+    return sbx_error_set(err, EINVAL, "whiteout `%s`: names no removable file", image_shown(path, b));
   _cleanup_close_ int dfd = fs_root_resolve_dir(&x->root, dir);
   if (dfd < 0) /* nothing below to hide */
-    return errno == ENOENT || errno == ENOTDIR ? 0 : sbx_error_errno(err, "whiteout `%s`", shown(path, b));
+    return errno == ENOENT || errno == ENOTDIR ? 0 : sbx_error_errno(err, "whiteout `%s`", image_shown(path, b));
   if (!opaque) {
     if (bufprintf(target, sizeof target, err, "%s%s%s", dir, *dir ? "/" : "", name) < 0)
-      return sbx_error_prefix(err, "whiteout `%s`", shown(path, b));
+      return sbx_error_prefix(err, "whiteout `%s`", image_shown(path, b));
     if (strset_has(&x->layer_paths, target)) /* from this very layer: stays */
       return 0;
     if (fs_root_rm_tree(&x->root, dfd, name) < 0 && errno != ENOENT)
-      return sbx_error_errno(err, "whiteout `%s`: remove", shown(path, b));
+      return sbx_error_errno(err, "whiteout `%s`: remove", image_shown(path, b));
     return 0;
   }
   char **names;
   size_t n;
   if (fs_list_dir(dfd, &names, &n) < 0)
-    return sbx_error_errno(err, "opaque whiteout `%s`: list", shown(path, b));
+    return sbx_error_errno(err, "opaque whiteout `%s`: list", image_shown(path, b));
   int ret = 0;
   for (size_t i = 0; i < n && ret == 0; i++) {
     if (bufprintf(target, sizeof target, err, "%s%s%s", dir, *dir ? "/" : "", names[i]) < 0)
-      ret = sbx_error_prefix(err, "opaque whiteout `%s`", shown(path, b));
+      ret = sbx_error_prefix(err, "opaque whiteout `%s`", image_shown(path, b));
     else if (!strset_has(&x->layer_paths, target) && fs_root_rm_tree(&x->root, dfd, names[i]) < 0 && errno != ENOENT)
-      ret = sbx_error_errno(err, "opaque whiteout `%s`: remove `%s`", shown(path, b), names[i]);
+      ret = sbx_error_errno(err, "opaque whiteout `%s`: remove `%s`", image_shown(path, b), names[i]);
   }
   fs_free_names(names, n);
   return ret;
@@ -457,8 +411,8 @@ static int apply_entry(struct extractor *x, struct archive *a, struct archive_en
   const char *hardlink = archive_entry_hardlink(e);
   if (!*path) {
     if (type != AE_IFDIR || hardlink)
-      return sbx_error_set(err, EINVAL, "entry `%s`: names the root but is not a directory", shown(raw, b));
-    return add_dirfix(x, "", e) < 0 ? sbx_error_set(err, ENOMEM, "entry `%s`", shown(raw, b)) : 0;
+      return sbx_error_set(err, EINVAL, "entry `%s`: names the root but is not a directory", image_shown(raw, b));
+    return add_dirfix(x, "", e) < 0 ? sbx_error_set(err, ENOMEM, "entry `%s`", image_shown(raw, b)) : 0;
   }
   if (!hardlink && (type == AE_IFCHR || type == AE_IFBLK)) {
     x->st->devices_skipped++;
@@ -473,14 +427,14 @@ static int apply_entry(struct extractor *x, struct archive *a, struct archive_en
   if (!hardlink && type == AE_IFLNK && check_link_target("symlink", path, archive_entry_symlink(e), err) < 0)
     return -1;
   if (!hardlink && type != AE_IFDIR && type != AE_IFREG && type != AE_IFLNK && type != AE_IFIFO)
-    return sbx_error_set(err, EINVAL, "entry `%s`: unknown file type 0%o", shown(path, b), (unsigned) type);
+    return sbx_error_set(err, EINVAL, "entry `%s`: unknown file type 0%o", image_shown(path, b), (unsigned) type);
   if (note_written(x, path) < 0)
-    return sbx_error_set(err, ENOMEM, "entry `%s`", shown(path, b));
+    return sbx_error_set(err, ENOMEM, "entry `%s`", image_shown(path, b));
 
   _cleanup_close_ int pfd = fs_root_ensure_dir(&x->root, dir);
   if (pfd < 0)
     return sbx_error_errno(err, "entry `%s`: parent directory (missing, or a symlink that leads nowhere inside the image)",
-                           shown(path, b));
+                           image_shown(path, b));
   /* Clear the way: whatever is there is replaced, never written through. Only a directory over a
    * directory merges. */
   struct stat old;
@@ -488,9 +442,9 @@ static int apply_entry(struct extractor *x, struct archive *a, struct archive_en
   if (fstatat(pfd, base, &old, AT_SYMLINK_NOFOLLOW) == 0) {
     merge = type == AE_IFDIR && !hardlink && S_ISDIR(old.st_mode);
     if (!merge && fs_root_rm_tree(&x->root, pfd, base) < 0)
-      return sbx_error_errno(err, "entry `%s`: replace", shown(path, b));
+      return sbx_error_errno(err, "entry `%s`: replace", image_shown(path, b));
   } else if (errno != ENOENT) {
-    return sbx_error_errno(err, "entry `%s`: stat", shown(path, b));
+    return sbx_error_errno(err, "entry `%s`: stat", image_shown(path, b));
   }
 
   if (hardlink) {
@@ -499,53 +453,53 @@ static int apply_entry(struct extractor *x, struct archive *a, struct archive_en
     char tpath[PATH_MAX], tdir[PATH_MAX];
     const char *tbase;
     if (image_path_normalize(hardlink, tpath, sizeof tpath, err) < 0)
-      return sbx_error_prefix(err, "hard link `%s`", shown(path, b));
+      return sbx_error_prefix(err, "hard link `%s`", image_shown(path, b));
     fs_split_path(tpath, tdir, &tbase);
     _cleanup_close_ int tfd = *tbase ? fs_root_resolve_dir(&x->root, tdir) : -1;
     if (!*tbase)
       errno = EISDIR;
     if (tfd < 0 || linkat(tfd, tbase, pfd, base, 0) < 0)
-      return sbx_error_errno(err, "hard link `%s` to `%s`", shown(path, b), shown(hardlink, c));
+      return sbx_error_errno(err, "hard link `%s` to `%s`", image_shown(path, b), image_shown(hardlink, c));
     x->st->hardlinks++;
     return 0;
   }
   switch (type) {
   case AE_IFDIR:
     if (!merge && mkdirat(pfd, base, 0700) < 0)
-      return sbx_error_errno(err, "entry `%s`: mkdir", shown(path, b));
+      return sbx_error_errno(err, "entry `%s`: mkdir", image_shown(path, b));
     /* Mode and times last: entries below change the mtime, and a read-only mode would stop them. */
     if (add_dirfix(x, path, e) < 0)
-      return sbx_error_set(err, ENOMEM, "entry `%s`", shown(path, b));
+      return sbx_error_set(err, ENOMEM, "entry `%s`", image_shown(path, b));
     return 0;
   case AE_IFREG:
     return write_regular(x, a, e, pfd, base, path, err);
   case AE_IFLNK: {
     /* Stored as is; it is only ever resolved later inside the root (or inside the sandbox). */
     if (symlinkat(archive_entry_symlink(e), pfd, base) < 0)
-      return sbx_error_errno(err, "entry `%s`: symlink", shown(path, b));
+      return sbx_error_errno(err, "entry `%s`: symlink", image_shown(path, b));
     if (x->chown && !x->plain &&
         fchownat(pfd, base, (uid_t) archive_entry_uid(e), (gid_t) archive_entry_gid(e), AT_SYMLINK_NOFOLLOW) < 0 &&
         errno != EINVAL)
-      return sbx_error_errno(err, "entry `%s`: chown", shown(path, b));
+      return sbx_error_errno(err, "entry `%s`: chown", image_shown(path, b));
     struct timespec ts[2] = { { archive_entry_mtime(e), archive_entry_mtime_nsec(e) },
                               { archive_entry_mtime(e), archive_entry_mtime_nsec(e) } };
     if (utimensat(pfd, base, ts, AT_SYMLINK_NOFOLLOW) < 0)
-      return sbx_error_errno(err, "entry `%s`: set times", shown(path, b));
+      return sbx_error_errno(err, "entry `%s`: set times", image_shown(path, b));
     return 0;
   }
   case AE_IFIFO: {
     if (mknodat(pfd, base, S_IFIFO | 0600, 0) < 0)
-      return sbx_error_errno(err, "entry `%s`: mkfifo", shown(path, b));
+      return sbx_error_errno(err, "entry `%s`: mkfifo", image_shown(path, b));
     _cleanup_close_ int fd = openat(pfd, base, O_PATH | O_NOFOLLOW | O_CLOEXEC);
     char proc[64];
     if (fd < 0)
-      return sbx_error_errno(err, "entry `%s`: open", shown(path, b));
+      return sbx_error_errno(err, "entry `%s`: open", image_shown(path, b));
     /* fchmod/fchown/futimens do not work on O_PATH fds; go through the fd's own path. */
     if (bufprintf(proc, sizeof proc, err, "/proc/self/fd/%d", fd) < 0)
       return -1;
     _cleanup_close_ int rfd = open(proc, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (rfd < 0)
-      return sbx_error_errno(err, "entry `%s`: open", shown(path, b));
+      return sbx_error_errno(err, "entry `%s`: open", image_shown(path, b));
     return set_attrs(x, rfd, e, path, err);
   }
   }
@@ -574,15 +528,15 @@ static int apply_dirfixes(struct extractor *x, sbx_error_t *err)
                                       : openat(x->root.fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) { /* replaced by a later entry or removed by a whiteout */
       if (errno != ENOENT && errno != ENOTDIR && errno != ELOOP)
-        ret = sbx_error_errno(err, "directory `%s`", shown(f->path, b));
+        ret = sbx_error_errno(err, "directory `%s`", image_shown(f->path, b));
       continue;
     }
     if (x->chown && !x->plain && fchown(fd, f->uid, f->gid) < 0 && errno != EINVAL)
-      ret = sbx_error_errno(err, "directory `%s`: chown", shown(f->path, b));
+      ret = sbx_error_errno(err, "directory `%s`: chown", image_shown(f->path, b));
     else if (fchmod(fd, f->mode) < 0)
-      ret = sbx_error_errno(err, "directory `%s`: chmod", shown(f->path, b));
+      ret = sbx_error_errno(err, "directory `%s`: chmod", image_shown(f->path, b));
     else if (futimens(fd, (struct timespec[2]){ f->mtime, f->mtime }) < 0)
-      ret = sbx_error_errno(err, "directory `%s`: set times", shown(f->path, b));
+      ret = sbx_error_errno(err, "directory `%s`: set times", image_shown(f->path, b));
   }
   strset_free(&done);
   return ret;
@@ -674,11 +628,11 @@ static int walk_dir(struct walk *w, int dfd, dev_t dev, const char *prefix, unsi
 {
   char b[160];
   if (depth > WALK_MAX_DEPTH)
-    return sbx_error_set(err, ELOOP, "`%s`: tree deeper than %d levels", shown(prefix, b), WALK_MAX_DEPTH);
+    return sbx_error_set(err, ELOOP, "`%s`: tree deeper than %d levels", image_shown(prefix, b), WALK_MAX_DEPTH);
   char **names;
   size_t n;
   if (fs_list_dir(dfd, &names, &n) < 0)
-    return sbx_error_errno(err, "list `/%s`", shown(prefix, b));
+    return sbx_error_errno(err, "list `/%s`", image_shown(prefix, b));
   struct walk_item *items = calloc(n ? n : 1, sizeof *items);
   int ret = 0;
   if (!items)
@@ -699,16 +653,16 @@ static int walk_dir(struct walk *w, int dfd, dev_t dev, const char *prefix, unsi
     }
     struct stat st;
     if (fstatat(dfd, items[i].name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-      ret = sbx_error_errno(err, "stat `/%s`", shown(path, b));
+      ret = sbx_error_errno(err, "stat `/%s`", image_shown(path, b));
       break;
     }
     char digest[65] = "-";
     if (S_ISREG(st.st_mode)) {
       _cleanup_close_ int fd = openat(dfd, items[i].name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-      struct mapping m __attribute__((cleanup(unmapp))) = { 0 };
+      struct mapping m __attribute__((cleanup(image_unmapp))) = { 0 };
       struct stat fst;
-      if (fd < 0 || fstat(fd, &fst) < 0 || map_fd(fd, (size_t) fst.st_size, &m) < 0) {
-        ret = sbx_error_errno(err, "read `/%s`", shown(path, b));
+      if (fd < 0 || fstat(fd, &fst) < 0 || image_map_fd(fd, (size_t) fst.st_size, &m) < 0) {
+        ret = sbx_error_errno(err, "read `/%s`", image_shown(path, b));
         break;
       }
       sha256_hex(m.data ? m.data : "", m.len, digest);
@@ -719,7 +673,7 @@ static int walk_dir(struct walk *w, int dfd, dev_t dev, const char *prefix, unsi
       char target[PATH_MAX];
       ssize_t len = readlinkat(dfd, items[i].name, target, sizeof target);
       if (len < 0 || (size_t) len >= sizeof target) {
-        ret = sbx_error_errno(err, "readlink `/%s`", shown(path, b));
+        ret = sbx_error_errno(err, "readlink `/%s`", image_shown(path, b));
         break;
       }
       sha256_hex(target, (size_t) len, digest);
@@ -729,11 +683,11 @@ static int walk_dir(struct walk *w, int dfd, dev_t dev, const char *prefix, unsi
       w->counts.dirs++;
       ret = walk_line(w, &st, 'd', digest, path);
       if (ret == 0 && st.st_dev != dev)
-        ret = sbx_error_set(err, EXDEV, "`/%s`: another file system", shown(path, b));
+        ret = sbx_error_set(err, EXDEV, "`/%s`: another file system", image_shown(path, b));
       if (ret == 0) {
         _cleanup_close_ int cfd = openat(dfd, items[i].name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (cfd < 0)
-          ret = sbx_error_errno(err, "open `/%s`", shown(path, b));
+          ret = sbx_error_errno(err, "open `/%s`", image_shown(path, b));
         else
           ret = walk_dir(w, cfd, dev, path, depth + 1, err);
       }
@@ -775,11 +729,11 @@ static int parse_digest(const char *digest, char hex[65], sbx_error_t *err)
   char b[160];
   if (!digest || strncmp(digest, "sha256:", 7) || strlen(digest) != 7 + 64)
     return sbx_error_set(err, EINVAL, "unsupported or malformed digest `%s` (only sha256)",
-                         shown(digest ? digest : "", b));
+                         image_shown(digest ? digest : "", b));
   for (int i = 0; i < 64; i++) {
     char c = digest[7 + i];
     if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
-      return sbx_error_set(err, EINVAL, "malformed digest `%s`", shown(digest, b));
+      return sbx_error_set(err, EINVAL, "malformed digest `%s`", image_shown(digest, b));
     hex[i] = c;
   }
   hex[64] = '\0';
@@ -795,24 +749,24 @@ static int map_source_file(struct source *s, const char *path, const char *want_
   _cleanup_close_ int fd = fs_root_open_file(&s->root, path);
   struct stat st;
   if (fd < 0)
-    return sbx_error_errno(err, "`%s`: open `%s`", s->src, shown(path, b));
+    return sbx_error_errno(err, "`%s`: open `%s`", s->src, image_shown(path, b));
   if (fstat(fd, &st) < 0)
-    return sbx_error_errno(err, "`%s`: stat `%s`", s->src, shown(path, b));
+    return sbx_error_errno(err, "`%s`: stat `%s`", s->src, image_shown(path, b));
   if (!S_ISREG(st.st_mode))
-    return sbx_error_set(err, EINVAL, "`%s`: `%s` is not a regular file", s->src, shown(path, b));
+    return sbx_error_set(err, EINVAL, "`%s`: `%s` is not a regular file", s->src, image_shown(path, b));
   if (size >= 0 && st.st_size != size)
-    return sbx_error_set(err, EINVAL, "`%s`: `%s` is %lld bytes, its descriptor says %lld", s->src, shown(path, b),
+    return sbx_error_set(err, EINVAL, "`%s`: `%s` is %lld bytes, its descriptor says %lld", s->src, image_shown(path, b),
                          (long long) st.st_size, (long long) size);
   if ((uint64_t) st.st_size > max)
-    return sbx_error_set(err, EFBIG, "`%s`: `%s` is larger than %zu bytes", s->src, shown(path, b), max);
+    return sbx_error_set(err, EFBIG, "`%s`: `%s` is larger than %zu bytes", s->src, image_shown(path, b), max);
   struct mapping m = { 0 };
-  if (map_fd(fd, (size_t) st.st_size, &m) < 0)
-    return sbx_error_errno(err, "`%s`: map `%s`", s->src, shown(path, b));
+  if (image_map_fd(fd, (size_t) st.st_size, &m) < 0)
+    return sbx_error_errno(err, "`%s`: map `%s`", s->src, image_shown(path, b));
   char hex[65];
   sha256_hex(m.data ? m.data : "", m.len, hex);
   if (want_hex && strcmp(hex, want_hex)) {
-    unmapp(&m);
-    return sbx_error_set(err, EINVAL, "`%s`: `%s` has digest sha256:%s, expected sha256:%s", s->src, shown(path, b),
+    image_unmapp(&m);
+    return sbx_error_set(err, EINVAL, "`%s`: `%s` has digest sha256:%s, expected sha256:%s", s->src, image_shown(path, b),
                          hex, want_hex);
   }
   if (got_hex)
@@ -931,12 +885,12 @@ static void image_free(struct image *im)
 
 static int load_oci(struct source *s, struct image *im, sbx_error_t *err)
 {
-  struct mapping m __attribute__((cleanup(unmapp))) = { 0 };
+  struct mapping m __attribute__((cleanup(image_unmapp))) = { 0 };
   json_node_t *doc = NULL;
   if (map_source_file(s, "index.json", NULL, -1, MAX_JSON_BLOB, &m, NULL, err) < 0 ||
       parse_json_mapping(s, &m, "index.json", &doc, err) < 0)
     return -1;
-  unmapp(&m);
+  image_unmapp(&m);
   /* index.json -> (nested indexes: multi-platform images) -> the manifest for this host. */
   for (int depth = 0; is_index(doc); depth++) {
     const json_node_t *desc = depth < MAX_INDEX_DEPTH ? pick_manifest(s, doc, err) : NULL;
@@ -946,7 +900,7 @@ static int load_oci(struct source *s, struct image *im, sbx_error_t *err)
     int r = desc ? map_blob(s, desc, MAX_JSON_BLOB, &m, im->manifest_digest, err) : -1;
     if (r == 0)
       r = parse_json_mapping(s, &m, "manifest", &next, err);
-    unmapp(&m);
+    image_unmapp(&m);
     json_free(doc);
     if (r < 0)
       return -1;
@@ -981,7 +935,7 @@ static bool is_hex64(const char *s, size_t n)
  * when its file name carries one, each layer against the config's diff_ids. */
 static int load_docker(struct source *s, struct image *im, sbx_error_t *err)
 {
-  struct mapping m __attribute__((cleanup(unmapp))) = { 0 };
+  struct mapping m __attribute__((cleanup(image_unmapp))) = { 0 };
   char b[160];
   if (map_source_file(s, "manifest.json", NULL, -1, MAX_JSON_BLOB, &m, NULL, err) < 0)
     return -1;
@@ -1000,7 +954,7 @@ static int load_docker(struct source *s, struct image *im, sbx_error_t *err)
   bool named = is_hex64(cbase, clen);
   if (named && bufprintf(want, sizeof want, err, "%.64s", cbase) < 0)
     return -1;
-  unmapp(&m);
+  image_unmapp(&m);
   if (map_source_file(s, cfg, named ? want : NULL, -1, MAX_JSON_BLOB, &m, got, err) < 0 ||
       parse_json_mapping(s, &m, "config", &im->config, err) < 0)
     return -1;
@@ -1011,7 +965,7 @@ static int load_docker(struct source *s, struct image *im, sbx_error_t *err)
   const json_node_t *diff_ids = json_get(json_get(im->config, "rootfs"), "diff_ids");
   if (json_type(im->layers) != JSON_ARRAY || json_array_len(im->layers) != json_array_len(diff_ids))
     return sbx_error_set(err, EINVAL, "`%s`: manifest.json Layers do not match the config's diff_ids (%s)", s->src,
-                         shown(cfg, b));
+                         image_shown(cfg, b));
   return 0;
 }
 
@@ -1173,7 +1127,7 @@ static int apply_layers(struct extractor *x, struct source *s, const struct imag
     return sbx_error_set(err, EFBIG, "`%s`: %zu layers (at most %d)", s->src, n, MAX_LAYERS);
   for (size_t i = 0; i < n; i++) {
     const json_node_t *l = json_array_at(im->layers, i);
-    struct mapping m __attribute__((cleanup(unmapp))) = { 0 };
+    struct mapping m __attribute__((cleanup(image_unmapp))) = { 0 };
     char digest[72] = "", want[65];
     if (s->docker) {
       const char *path = json_as_string(l, NULL);
@@ -1257,17 +1211,17 @@ static int open_source(struct import_state *is, const struct image_import_option
   char b[160];
   is->s.src = o->src;
   if (stat(o->src, &st) < 0)
-    return sbx_error_errno(err, "import `%s`", shown(o->src, b));
+    return sbx_error_errno(err, "import `%s`", image_shown(o->src, b));
   if (S_ISDIR(st.st_mode)) {
     _cleanup_close_ int fd = open(o->src, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0 || fstat(fd, &st) < 0)
-      return sbx_error_errno(err, "import `%s`", shown(o->src, b));
+      return sbx_error_errno(err, "import `%s`", image_shown(o->src, b));
     is->s.root = (struct fs_root){ .fd = TAKE_FD(fd), .dev = st.st_dev, .fallback = is->x.root.fallback };
   } else if (S_ISREG(st.st_mode)) {
     _cleanup_close_ int fd = open(o->src, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-    struct mapping m __attribute__((cleanup(unmapp))) = { 0 };
-    if (fd < 0 || fstat(fd, &st) < 0 || map_fd(fd, (size_t) st.st_size, &m) < 0)
-      return sbx_error_errno(err, "import `%s`", shown(o->src, b));
+    struct mapping m __attribute__((cleanup(image_unmapp))) = { 0 };
+    if (fd < 0 || fstat(fd, &st) < 0 || image_map_fd(fd, (size_t) st.st_size, &m) < 0)
+      return sbx_error_errno(err, "import `%s`", image_shown(o->src, b));
     if (make_temp_dir(is->storefd, o->name, "src", is->src, err) < 0 ||
         fs_root_open(is->storefd, is->src, &is->s.root, is->x.root.fallback, err) < 0)
       return -1;
@@ -1279,9 +1233,9 @@ static int open_source(struct import_state *is, const struct image_import_option
     int r = apply_archive(&ox, m.data ? m.data : "", m.len, err);
     extractor_free(&ox);
     if (r < 0)
-      return sbx_error_prefix(err, "import `%s`: unpack archive", shown(o->src, b));
+      return sbx_error_prefix(err, "import `%s`: unpack archive", image_shown(o->src, b));
   } else {
-    return sbx_error_set(err, EINVAL, "import `%s`: not a directory or an archive file", shown(o->src, b));
+    return sbx_error_set(err, EINVAL, "import `%s`: not a directory or an archive file", image_shown(o->src, b));
   }
   struct stat t;
   if (fstatat(is->s.root.fd, "index.json", &t, 0) == 0)
@@ -1291,7 +1245,7 @@ static int open_source(struct import_state *is, const struct image_import_option
   else
     return sbx_error_set(err, EINVAL,
                          "import `%s`: neither an OCI image layout nor a docker-archive (no index.json or manifest.json)",
-                         shown(o->src, b));
+                         image_shown(o->src, b));
   return 0;
 }
 
@@ -1324,7 +1278,7 @@ int image_import(const struct image_import_options *o, struct image_import_stats
     .storefd = -1, .x.root.fd = -1, .s.root.fd = -1,
   };
   if (!image_name_valid(o->name))
-    return sbx_error_set(err, EINVAL, "invalid rootfs name `%s` (letters, digits, `.`, `_`, `-`)", shown(o->name, b));
+    return sbx_error_set(err, EINVAL, "invalid rootfs name `%s` (letters, digits, `.`, `_`, `-`)", image_shown(o->name, b));
   is.x.o = o;
   is.x.st = &st;
   is.x.max_bytes = o->max_bytes ? o->max_bytes : IMAGE_DEFAULT_MAX_BYTES;
@@ -1333,13 +1287,13 @@ int image_import(const struct image_import_options *o, struct image_import_stats
   is.x.root.fallback = o->resolve_fallback;
 
   if (mkdir(o->store, 0755) < 0 && errno != EEXIST)
-    return sbx_error_errno(err, "create rootfs store `%s`", shown(o->store, b));
+    return sbx_error_errno(err, "create rootfs store `%s`", image_shown(o->store, b));
   _cleanup_close_ int storefd = open(o->store, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (storefd < 0)
-    return sbx_error_errno(err, "open rootfs store `%s`", shown(o->store, b));
+    return sbx_error_errno(err, "open rootfs store `%s`", image_shown(o->store, b));
   /* One import at a time per store; then what a killed import left is safe to remove. */
   if (flock(storefd, LOCK_EX) < 0)
-    return sbx_error_errno(err, "lock rootfs store `%s`", shown(o->store, b));
+    return sbx_error_errno(err, "lock rootfs store `%s`", image_shown(o->store, b));
   remove_stale(storefd, o->name);
   is.storefd = TAKE_FD(storefd);
 
@@ -1351,7 +1305,7 @@ int image_import(const struct image_import_options *o, struct image_import_stats
     return -1;
   if ((is.s.docker ? load_docker(&is.s, &is.im, err) : load_oci(&is.s, &is.im, err)) < 0 ||
       check_platform(&is.im, &st, err) < 0)
-    return sbx_error_prefix(err, "import `%s`", shown(o->src, b));
+    return sbx_error_prefix(err, "import `%s`", image_shown(o->src, b));
   /* The root directory itself: 0755 unless a layer says otherwise. */
   if (fchmodat(is.storefd, is.tree, 0755, 0) < 0)
     return sbx_error_errno(err, "chmod `%s`", is.tree);
@@ -1415,7 +1369,7 @@ int image_load_config(const char *rootfs, struct image_config *ret, sbx_error_t 
   while (n > 1 && rootfs[n - 1] == '/')
     n--;
   if (bufprintf(path, sizeof path, NULL, "%.*s.json", (int) n, rootfs) < 0)
-    return sbx_error_set(err, ENAMETOOLONG, "rootfs `%s`", shown(rootfs, b));
+    return sbx_error_set(err, ENAMETOOLONG, "rootfs `%s`", image_shown(rootfs, b));
   _cleanup_free_ char *data = NULL;
   size_t len;
   struct image_config c = { 0 };
@@ -1428,7 +1382,7 @@ int image_load_config(const char *rootfs, struct image_config *ret, sbx_error_t 
   }
   json_node_t *doc = NULL;
   if (json_parse(data, len, &doc, err) < 0)
-    return sbx_error_prefix(err, "rootfs metadata `%s`", shown(path, b));
+    return sbx_error_prefix(err, "rootfs metadata `%s`", image_shown(path, b));
   const json_node_t *env = json_get(doc, "Env");
   const char *wd = json_as_string(json_get(doc, "WorkingDir"), NULL);
   size_t ne = json_array_len(env);
@@ -1439,13 +1393,13 @@ int image_load_config(const char *rootfs, struct image_config *ret, sbx_error_t 
     size_t sl;
     const char *s = json_as_string(json_array_at(env, i), &sl);
     if (!s || sl != strlen(s) || !strchr(s, '=') || s[0] == '=')
-      r = sbx_error_set(err, EINVAL, "rootfs metadata `%s`: Env[%zu] is not NAME=VALUE", shown(path, b), i);
+      r = sbx_error_set(err, EINVAL, "rootfs metadata `%s`: Env[%zu] is not NAME=VALUE", image_shown(path, b), i);
     else if (!(c.env[c.n_env++] = strdup(s)))
       r = sbx_error_set(err, ENOMEM, "rootfs metadata");
   }
   if (r == 0 && wd && *wd) {
     if (wd[0] != '/')
-      r = sbx_error_set(err, EINVAL, "rootfs metadata `%s`: WorkingDir `%s` is not absolute", shown(path, b), wd);
+      r = sbx_error_set(err, EINVAL, "rootfs metadata `%s`: WorkingDir `%s` is not absolute", image_shown(path, b), wd);
     else if (!(c.workdir = strdup(wd)))
       r = sbx_error_set(err, ENOMEM, "rootfs metadata");
   }
@@ -1485,7 +1439,7 @@ int image_verify(const char *store, const char *name, image_report_fn report, vo
 {
   char b[160], path[PATH_MAX];
   if (!image_name_valid(name))
-    return sbx_error_set(err, EINVAL, "invalid rootfs name `%s`", shown(name, b));
+    return sbx_error_set(err, EINVAL, "invalid rootfs name `%s`", image_shown(name, b));
   if (bufprintf(path, sizeof path, err, "%s/%s.files", store, name) < 0)
     return sbx_error_prefix(err, "verify `%s`", name);
   _cleanup_free_ char *want = NULL;
