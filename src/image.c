@@ -20,6 +20,7 @@
 #include "cleanup.h"
 #include "fs_root.h"
 #include "image_manifest.h"
+#include "image_meta.h"
 #include "image_source.h"
 #include "image_util.h"
 #include "json.h"
@@ -111,13 +112,6 @@ static int libarchive_load(sbx_error_t *err)
 #define CAPS_XATTR "security.capability"
 
 /* ------------------------------------------------------------------ small helpers */
-
-static void iso_time(time_t t, char out[32])
-{
-  struct tm tm;
-  gmtime_r(&t, &tm);
-  strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
 
 /* ------------------------------------------------------------------ path names */
 
@@ -578,96 +572,7 @@ out:
   return ret;
 }
 
-/* ------------------------------------------------------------------ metadata */
-
-static void write_str_array(json_writer_t *w, const char *key, const json_node_t *arr)
-{
-  json_key(w, key);
-  if (json_type(arr) == JSON_ARRAY)
-    json_write_node(w, arr);
-  else
-    json_null(w);
-}
-
-static int write_metadata(int storefd, const char *file, const struct image_import_options *o, const char *source,
-                          const struct image *im, const struct image_import_stats *st, const char *files_sha,
-                          sbx_error_t *err)
-{
-  const json_node_t *cfg = json_get(im->config, "config");
-  const char *created = json_as_string(json_get(im->config, "created"), NULL);
-  const char *wd = json_as_string(json_get(cfg, "WorkingDir"), NULL);
-  const char *user = json_as_string(json_get(cfg, "User"), NULL);
-  char now[32], b[160];
-  iso_time(time(NULL), now);
-  json_writer_t *w = json_writer_new();
-  if (!w)
-    return sbx_error_set(err, ENOMEM, "metadata");
-  json_obj_begin(w);
-  json_key(w, "name");
-  json_str(w, o->name);
-  json_key(w, "source");
-  json_str(w, source);
-  json_key(w, "manifest_digest");
-  json_str(w, im->manifest_digest);
-  json_key(w, "config_digest");
-  json_str(w, im->config_digest);
-  json_key(w, "platform");
-  json_str(w, st->platform);
-  json_key(w, "created");
-  created ? json_str(w, created) : json_null(w);
-  json_key(w, "imported");
-  json_str(w, now);
-  json_key(w, "size");
-  json_uint(w, st->bytes);
-  json_key(w, "files");
-  json_uint(w, st->files + st->dirs + st->symlinks);
-  write_str_array(w, "Env", json_get(cfg, "Env"));
-  json_key(w, "WorkingDir");
-  wd && *wd ? json_str(w, wd) : json_null(w);
-  write_str_array(w, "Cmd", json_get(cfg, "Cmd"));
-  write_str_array(w, "Entrypoint", json_get(cfg, "Entrypoint"));
-  json_key(w, "User");
-  user && *user ? json_str(w, user) : json_null(w);
-  json_key(w, "Labels");
-  json_type(json_get(cfg, "Labels")) == JSON_OBJECT ? json_write_node(w, json_get(cfg, "Labels")) : json_null(w);
-  json_key(w, "layers");
-  json_arr_begin(w);
-  for (size_t i = 0; i < json_array_len(im->layers); i++) {
-    const json_node_t *l = json_array_at(im->layers, i);
-    json_type(l) == JSON_OBJECT ? json_write_node(w, l) : json_str(w, json_as_string(l, NULL) ? json_as_string(l, NULL) : "");
-  }
-  json_arr_end(w);
-  json_key(w, "extraction");
-  json_obj_begin(w);
-  json_key(w, "devices_skipped");
-  json_uint(w, st->devices_skipped);
-  json_key(w, "setuid_setgid_stripped");
-  json_uint(w, st->setid_stripped);
-  json_key(w, "capabilities_stripped");
-  json_uint(w, st->caps_stripped);
-  json_key(w, "privileges_kept");
-  json_bool(w, o->keep_privileges);
-  json_obj_end(w);
-  json_key(w, "files_manifest");
-  if (bufprintf(b, sizeof b, err, "%s.files", o->name) < 0) {
-    json_writer_free(w);
-    return -1;
-  }
-  json_str(w, b);
-  json_key(w, "files_manifest_sha256");
-  json_str(w, files_sha);
-  json_obj_end(w);
-  size_t len;
-  const char *buf = json_writer_buf(w, &len);
-  int ret = 0;
-  _cleanup_close_ int fd = buf ? openat(storefd, file, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644) : -1;
-  if (!buf)
-    ret = sbx_error_set(err, ENOMEM, "metadata");
-  else if (fd < 0 || write(fd, buf, len) != (ssize_t) len || write(fd, "\n", 1) != 1 || fsync(fd) < 0)
-    ret = sbx_error_errno(err, "write `%s`", file);
-  json_writer_free(w);
-  return ret;
-}
+/* ------------------------------------------------------------------ import */
 
 static int write_all_at(int dirfd, const char *file, const char *data, size_t len, sbx_error_t *err)
 {
@@ -686,8 +591,6 @@ static int write_all_at(int dirfd, const char *file, const char *data, size_t le
     return sbx_error_errno(err, "write `%s`", file);
   return 0;
 }
-
-/* ------------------------------------------------------------------ import */
 
 /* Leftovers of an import that was killed: ".NAME.import-XXXXXX" and ".NAME.src-XXXXXX". */
 static void remove_stale(int storefd, const char *name)
@@ -914,73 +817,12 @@ int image_import(const struct image_import_options *o, struct image_import_stats
     return -1;
   _cleanup_free_ char *abs_src = realpath(o->src, NULL);
   memcpy(st.manifest_digest, is.im.manifest_digest, sizeof st.manifest_digest);
-  if (write_metadata(is.storefd, is.json_tmp, o, o->source_ref ? o->source_ref : abs_src ? abs_src : o->src, &is.im,
-                     &st, files_sha, err) < 0)
+  if (image_meta_write(is.storefd, is.json_tmp, o, o->source_ref ? o->source_ref : abs_src ? abs_src : o->src, &is.im,
+                       &st, files_sha, err) < 0)
     return -1;
   if (check_cancel(&is.x, err) < 0 || swap_into_place(&is, o->name, err) < 0)
     return -1;
   /* is.tree now names the replaced tree (if any): removed by import_state_free. */
   *ret = st;
-  return 0;
-}
-
-/* ------------------------------------------------------------------ exec config */
-
-void image_config_free(struct image_config *c)
-{
-  for (size_t i = 0; i < c->n_env; i++)
-    free(c->env[i]);
-  free(c->env);
-  free(c->workdir);
-  *c = (struct image_config){ 0 };
-}
-
-int image_load_config(const char *rootfs, struct image_config *ret, sbx_error_t *err)
-{
-  char path[PATH_MAX], b[160];
-  size_t n = strlen(rootfs);
-  while (n > 1 && rootfs[n - 1] == '/')
-    n--;
-  if (bufprintf(path, sizeof path, NULL, "%.*s.json", (int) n, rootfs) < 0)
-    return sbx_error_set(err, ENAMETOOLONG, "rootfs `%s`", image_shown(rootfs, b));
-  _cleanup_free_ char *data = NULL;
-  size_t len;
-  struct image_config c = { 0 };
-  if (read_file(path, 1u << 20, &data, &len, err) < 0) {
-    if (err->errnum != ENOENT)
-      return -1;
-    *err = (sbx_error_t){ 0 };
-    *ret = c;
-    return 0;
-  }
-  json_node_t *doc = NULL;
-  if (json_parse(data, len, &doc, err) < 0)
-    return sbx_error_prefix(err, "rootfs metadata `%s`", image_shown(path, b));
-  const json_node_t *env = json_get(doc, "Env");
-  const char *wd = json_as_string(json_get(doc, "WorkingDir"), NULL);
-  size_t ne = json_array_len(env);
-  int r = 0;
-  if (ne && !(c.env = calloc(ne, sizeof *c.env)))
-    r = sbx_error_set(err, ENOMEM, "rootfs metadata");
-  for (size_t i = 0; i < ne && r == 0; i++) {
-    size_t sl;
-    const char *s = json_as_string(json_array_at(env, i), &sl);
-    if (!s || sl != strlen(s) || !strchr(s, '=') || s[0] == '=')
-      r = sbx_error_set(err, EINVAL, "rootfs metadata `%s`: Env[%zu] is not NAME=VALUE", image_shown(path, b), i);
-    else if (!(c.env[c.n_env++] = strdup(s)))
-      r = sbx_error_set(err, ENOMEM, "rootfs metadata");
-  }
-  if (r == 0 && wd && *wd) {
-    if (wd[0] != '/')
-      r = sbx_error_set(err, EINVAL, "rootfs metadata `%s`: WorkingDir `%s` is not absolute", image_shown(path, b), wd);
-    else if (!(c.workdir = strdup(wd)))
-      r = sbx_error_set(err, ENOMEM, "rootfs metadata");
-  }
-  json_free(doc);
-  if (r < 0) {
-    image_config_free(&c);
-    return -1;
-  }
-  *ret = c;
   return 0;
 }
