@@ -344,9 +344,66 @@ static int apply_whiteout(struct extractor *x, const char *dir, const char *name
   return ret;
 }
 
+/* The target must already be in the tree; its parent resolves inside the root, its last
+ * component is not followed (linkat without AT_SYMLINK_FOLLOW). */
+static int write_hardlink(struct extractor *x, int pfd, const char *base, const char *path, const char *hardlink,
+                          sbx_error_t *err)
+{
+  char b[160], c[160];
+  char tpath[PATH_MAX], tdir[PATH_MAX];
+  const char *tbase;
+  if (image_path_normalize(hardlink, tpath, sizeof tpath, err) < 0)
+    return sbx_error_prefix(err, "hard link `%s`", image_shown(path, b));
+  fs_split_path(tpath, tdir, &tbase);
+  _cleanup_close_ int tfd = *tbase ? fs_root_resolve_dir(&x->root, tdir) : -1;
+  if (!*tbase)
+    errno = EISDIR;
+  if (tfd < 0 || linkat(tfd, tbase, pfd, base, 0) < 0)
+    return sbx_error_errno(err, "hard link `%s` to `%s`", image_shown(path, b), image_shown(hardlink, c));
+  x->st->hardlinks++;
+  return 0;
+}
+
+/* Stored as is; it is only ever resolved later inside the root (or inside the sandbox). */
+static int write_symlink(struct extractor *x, struct archive_entry *e, int pfd, const char *base, const char *path,
+                         sbx_error_t *err)
+{
+  char b[160];
+  if (symlinkat(archive_entry_symlink(e), pfd, base) < 0)
+    return sbx_error_errno(err, "entry `%s`: symlink", image_shown(path, b));
+  if (x->chown && !x->plain &&
+      fchownat(pfd, base, (uid_t) archive_entry_uid(e), (gid_t) archive_entry_gid(e), AT_SYMLINK_NOFOLLOW) < 0 &&
+      errno != EINVAL)
+    return sbx_error_errno(err, "entry `%s`: chown", image_shown(path, b));
+  struct timespec ts[2] = { { archive_entry_mtime(e), archive_entry_mtime_nsec(e) },
+                            { archive_entry_mtime(e), archive_entry_mtime_nsec(e) } };
+  if (utimensat(pfd, base, ts, AT_SYMLINK_NOFOLLOW) < 0)
+    return sbx_error_errno(err, "entry `%s`: set times", image_shown(path, b));
+  return 0;
+}
+
+static int write_fifo(struct extractor *x, struct archive_entry *e, int pfd, const char *base, const char *path,
+                      sbx_error_t *err)
+{
+  char b[160];
+  if (mknodat(pfd, base, S_IFIFO | 0600, 0) < 0)
+    return sbx_error_errno(err, "entry `%s`: mkfifo", image_shown(path, b));
+  _cleanup_close_ int fd = openat(pfd, base, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+  char proc[64];
+  if (fd < 0)
+    return sbx_error_errno(err, "entry `%s`: open", image_shown(path, b));
+  /* fchmod/fchown/futimens do not work on O_PATH fds; go through the fd's own path. */
+  if (bufprintf(proc, sizeof proc, err, "/proc/self/fd/%d", fd) < 0)
+    return -1;
+  _cleanup_close_ int rfd = open(proc, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (rfd < 0)
+    return sbx_error_errno(err, "entry `%s`: open", image_shown(path, b));
+  return set_attrs(x, rfd, e, path, err);
+}
+
 static int apply_entry(struct extractor *x, struct archive *a, struct archive_entry *e, sbx_error_t *err)
 {
-  char b[160], c[160], path[PATH_MAX], dir[PATH_MAX];
+  char b[160], path[PATH_MAX], dir[PATH_MAX];
   const char *raw = archive_entry_pathname(e);
   if (!raw)
     return sbx_error_set(err, EINVAL, "an entry without a usable name");
@@ -401,22 +458,8 @@ static int apply_entry(struct extractor *x, struct archive *a, struct archive_en
     return sbx_error_errno(err, "entry `%s`: stat", image_shown(path, b));
   }
 
-  if (hardlink) {
-    /* The target must already be in the tree; its parent resolves inside the root, its last
-     * component is not followed (linkat without AT_SYMLINK_FOLLOW). */
-    char tpath[PATH_MAX], tdir[PATH_MAX];
-    const char *tbase;
-    if (image_path_normalize(hardlink, tpath, sizeof tpath, err) < 0)
-      return sbx_error_prefix(err, "hard link `%s`", image_shown(path, b));
-    fs_split_path(tpath, tdir, &tbase);
-    _cleanup_close_ int tfd = *tbase ? fs_root_resolve_dir(&x->root, tdir) : -1;
-    if (!*tbase)
-      errno = EISDIR;
-    if (tfd < 0 || linkat(tfd, tbase, pfd, base, 0) < 0)
-      return sbx_error_errno(err, "hard link `%s` to `%s`", image_shown(path, b), image_shown(hardlink, c));
-    x->st->hardlinks++;
-    return 0;
-  }
+  if (hardlink)
+    return write_hardlink(x, pfd, base, path, hardlink, err);
   switch (type) {
   case AE_IFDIR:
     if (!merge && mkdirat(pfd, base, 0700) < 0)
@@ -427,35 +470,10 @@ static int apply_entry(struct extractor *x, struct archive *a, struct archive_en
     return 0;
   case AE_IFREG:
     return write_regular(x, a, e, pfd, base, path, err);
-  case AE_IFLNK: {
-    /* Stored as is; it is only ever resolved later inside the root (or inside the sandbox). */
-    if (symlinkat(archive_entry_symlink(e), pfd, base) < 0)
-      return sbx_error_errno(err, "entry `%s`: symlink", image_shown(path, b));
-    if (x->chown && !x->plain &&
-        fchownat(pfd, base, (uid_t) archive_entry_uid(e), (gid_t) archive_entry_gid(e), AT_SYMLINK_NOFOLLOW) < 0 &&
-        errno != EINVAL)
-      return sbx_error_errno(err, "entry `%s`: chown", image_shown(path, b));
-    struct timespec ts[2] = { { archive_entry_mtime(e), archive_entry_mtime_nsec(e) },
-                              { archive_entry_mtime(e), archive_entry_mtime_nsec(e) } };
-    if (utimensat(pfd, base, ts, AT_SYMLINK_NOFOLLOW) < 0)
-      return sbx_error_errno(err, "entry `%s`: set times", image_shown(path, b));
-    return 0;
-  }
-  case AE_IFIFO: {
-    if (mknodat(pfd, base, S_IFIFO | 0600, 0) < 0)
-      return sbx_error_errno(err, "entry `%s`: mkfifo", image_shown(path, b));
-    _cleanup_close_ int fd = openat(pfd, base, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-    char proc[64];
-    if (fd < 0)
-      return sbx_error_errno(err, "entry `%s`: open", image_shown(path, b));
-    /* fchmod/fchown/futimens do not work on O_PATH fds; go through the fd's own path. */
-    if (bufprintf(proc, sizeof proc, err, "/proc/self/fd/%d", fd) < 0)
-      return -1;
-    _cleanup_close_ int rfd = open(proc, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (rfd < 0)
-      return sbx_error_errno(err, "entry `%s`: open", image_shown(path, b));
-    return set_attrs(x, rfd, e, path, err);
-  }
+  case AE_IFLNK:
+    return write_symlink(x, e, pfd, base, path, err);
+  case AE_IFIFO:
+    return write_fifo(x, e, pfd, base, path, err);
   }
   return 0;
 }
