@@ -5,7 +5,17 @@
  * RESOLVE_IN_ROOT, or an equivalent component-by-component walk on kernels without openat2);
  * symlinks are stored, never followed out of the tree; hard links must name a file inside it;
  * device nodes are skipped; setuid/setgid bits and file capabilities are dropped unless asked.
- * The only third-party header used for this (libarchive) is included by image.c alone. */
+ *
+ * The module's files, each one concern, dependencies pointing down:
+ *   image.c           the import sequence: store, temporary trees, the atomic swap
+ *   image_source.c    reading an OCI layout or docker-archive: index, manifest, config, blobs
+ *   image_layer.c     applying a tar stream to the tree; the only file that includes <archive.h>
+ *                     (libarchive, loaded with dlopen on first use)
+ *   image_manifest.c  the file manifest (NAME.files) and image_verify
+ *   image_meta.c      the metadata (NAME.json) and image_load_config
+ *   image_util.c      message quoting and file mappings shared by the above
+ *   fs_root.c         resolving and removing inside an untrusted tree (no image knowledge)
+ *   strset.c          a string set */
 #ifndef SBX_IMAGE_H
 #define SBX_IMAGE_H
 

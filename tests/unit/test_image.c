@@ -1,4 +1,5 @@
-/* Unit tests for image.c's pure parts: member-name normalisation and tree names. */
+/* Unit tests for the image module's pure parts: member-name normalisation (image_layer.c) and tree
+ * names (image.c). */
 #include <limits.h>
 #include <string.h>
 
