@@ -56,3 +56,10 @@ void keyring_forget(const char *desc)
   if (id >= 0)
     syscall(SYS_keyctl, KEYCTL_INVALIDATE, id);
 }
+
+int keyring_join_anonymous(sbx_error_t *err)
+{
+  if (syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, NULL) < 0)
+    return sbx_error_errno(err, "join a session keyring of the sandbox's own");
+  return 0;
+}

@@ -16,5 +16,8 @@
 int keyring_secret(const char *desc, void *out, size_t len, sbx_error_t *err);
 /* Remove the secret (if any): caches authenticated by it stop being trusted. */
 void keyring_forget(const char *desc);
+/* Join a new, empty session keyring: the keyrings this process inherited (a login's session
+ * keyring links the user's, where the secret lives) are out of its reach from now on. */
+int keyring_join_anonymous(sbx_error_t *err);
 
 #endif

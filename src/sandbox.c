@@ -66,6 +66,7 @@
 #include "cleanup.h"
 #include "hostid.h"
 #include "init.h"
+#include "keyring.h"
 #include "log.h"
 #include "mount.h"
 #include "ns.h"
@@ -98,6 +99,7 @@ struct child_args {
   char **envp;
   int sync_fd;
   bool host_root;
+  bool own_keyring; /* the policy lets the code call keyctl: leave it no inherited keyring */
 };
 
 static int set_rlimit(int res, uint64_t v, const char *name, sbx_error_t *err)
@@ -239,6 +241,10 @@ static _Noreturn void sandbox_child(const struct child_args *a)
     _exit(SBX_EXIT_SETUP);
 
   init_hide_host_argv();
+  /* A policy that allows keyctl must not hand the code our session keyring (a login's links the
+   * user's keyring, where sandboxd's secret is). The shipped policies deny keyctl: no cost there. */
+  if (a->own_keyring && keyring_join_anonymous(&err) < 0)
+    sync_fail(sync_fd, &err);
   /* The cgroup namespace from clone is rooted where we were then (sandboxd's cgroup); root a new
    * one at our own, so the code sees itself at "/". (v1: after moving ourselves, below.) */
   if (a->join == JOIN_BY_PARENT && unshare(CLONE_NEWCGROUP) < 0)
@@ -494,6 +500,7 @@ int sandbox_spawn_start(const struct sbx_spec *spec, struct sbx_sandbox **ret, s
     .envp = envp,
     .sync_fd = child_fd,
     .host_root = host_root,
+    .own_keyring = !seccomp_policy_denies_keyrings(p),
   };
   int pidfd = -1;
   bool in_cgroup;

@@ -228,7 +228,7 @@ static int cache_dir(char *buf, size_t len)
 
 /* The key is out of a sandbox's reach only while its policy denies it the keyring calls: no
  * rule allows them, and a rule or the default denies each outright. */
-static bool denies_keyrings(const struct sbx_policy *p)
+bool seccomp_policy_denies_keyrings(const struct sbx_policy *p)
 {
   static const char *const calls[] = { "keyctl", "add_key", "request_key" };
   for (size_t c = 0; c < ARRAY_SIZE(calls); c++) {
@@ -340,9 +340,10 @@ static void cache_write(const struct cache *c, const struct sbx_bpf *b)
 
 int seccomp_prepare(const struct sbx_policy *p, struct sbx_bpf *ret, sbx_error_t *err)
 {
-  if (!denies_keyrings(p)) {
-    /* Its sandboxes might read the key (through an inherited session keyring, or on kernels
-     * before 5.3 where a user namespace shares the user's keyring): leave none to read. */
+  if (!seccomp_policy_denies_keyrings(p)) {
+    /* Its sandboxes may call keyctl: each joins a session keyring of its own (sandbox.c), but
+     * on kernels before 5.3 a user namespace shares the user's keyring: cache nothing, and
+     * leave no key to read (best effort: a concurrent run may add it again). */
     keyring_forget(CACHE_KEY);
     return seccomp_compile(p, ret, err);
   }

@@ -24,6 +24,9 @@ void seccomp_bpf_free(struct sbx_bpf *bpf);
  * /var/cache/sandboxd for root, else $XDG_CACHE_HOME/sandboxd or ~/.cache/sandboxd; an empty
  * SANDBOXD_CACHE_DIR disables it). Unknown syscalls are reported as by seccomp_validate(). */
 int seccomp_prepare(const struct sbx_policy *p, struct sbx_bpf *ret, sbx_error_t *err);
+/* No rule allows keyctl, add_key or request_key, and each is denied: the kernel keyrings are out
+ * of the sandbox's reach (else it gets a session keyring of its own, and no filter is cached). */
+bool seccomp_policy_denies_keyrings(const struct sbx_policy *p);
 /* Install the compiled filters in the calling thread. Async-signal-safe (no allocation). */
 int seccomp_install(const struct sbx_bpf *bpf, sbx_error_t *err);
 const char *seccomp_arch_name(void);

@@ -1,6 +1,6 @@
 // Shared helpers for the proxy tests: sandboxd mcp with tests/proxy/servers.json, through the SDK.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -17,6 +17,7 @@ export const CONFIG = join(HERE, 'servers.json');
 
 // A scratch directory per test process: the memory server's file, the audit log.
 export const SCRATCH = mkdtempSync(join(tmpdir(), 'sandboxd-proxy-'));
+process.on('exit', () => rmSync(SCRATCH, { recursive: true, force: true }));
 export const ENV = {
   ...process.env,
   PROXY_TESTS: HERE,

@@ -114,30 +114,68 @@ def test_seccomp_cache_is_used(host_dir):
     assert os.stat(cache / files[0]).st_ino == st.st_ino, "a valid cache file was rewritten"
 
 
-def _cache_key_present():
-    """Is sandboxd's cache key in this user's keyring? (x86_64 keyctl, KEYCTL_SEARCH = 10)."""
+KEYCTL = 250  # x86_64
+KEYCTL_JOIN_SESSION_KEYRING, KEYCTL_LINK, KEYCTL_INVALIDATE, KEYCTL_SEARCH = 1, 8, 21, 10
+KEY_SPEC_SESSION_KEYRING, KEY_SPEC_USER_KEYRING = -3, -4
+SECRET = b"sandboxd-test:secret"
+
+
+def _keyctl(*args):
     import ctypes
     libc = ctypes.CDLL(None, use_errno=True)
     libc.syscall.restype = ctypes.c_long
-    r = libc.syscall(ctypes.c_long(250), ctypes.c_long(10), ctypes.c_long(-4), ctypes.c_char_p(b"user"),
-                     ctypes.c_char_p(b"sandboxd:seccomp-cache"), ctypes.c_long(0))
-    return r >= 0
+    conv = [ctypes.c_char_p(a) if isinstance(a, bytes) or a is None else ctypes.c_long(a) for a in args]
+    return libc.syscall(ctypes.c_long(KEYCTL), *conv)
 
 
-def test_a_policy_that_allows_keyrings_leaves_no_key_to_steal(host_dir):
-    """Under a policy that allows keyctl, a sandbox might read the key (an inherited session
-    keyring links the user's): sandboxd then removes the key before the run and caches nothing."""
+def _login_session():
+    """preexec: a session keyring that links the user's keyring, as pam_keyinit gives a login."""
+    if _keyctl(KEYCTL_JOIN_SESSION_KEYRING, None) < 0 or \
+            _keyctl(KEYCTL_LINK, KEY_SPEC_USER_KEYRING, KEY_SPEC_SESSION_KEYRING) < 0:
+        os._exit(97)
+
+
+FIND_SECRET = f"""
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+found = [libc.syscall(ctypes.c_long({KEYCTL}), ctypes.c_long({KEYCTL_SEARCH}), ctypes.c_long(ring),
+                      ctypes.c_char_p(b"user"), ctypes.c_char_p({SECRET!r}), ctypes.c_long(0)) >= 0
+         for ring in ({KEY_SPEC_SESSION_KEYRING}, {KEY_SPEC_USER_KEYRING})]
+print(*found)
+"""
+
+
+def test_a_policy_that_allows_keyrings_reaches_no_host_keyring(host_dir):
+    """Under a policy that allows keyctl, the code gets a session keyring of its own: a login's
+    (which links the user's keyring, where sandboxd keeps its cache key) stays out of reach. A
+    stand-in secret in the user's keyring cannot be found; and nothing is cached for the policy."""
     import platform
+    import subprocess
     sbx.need(platform.machine() == "x86_64", "keyctl syscall number is x86_64's")
     cache, env = cache_env(host_dir)
     assert code("pass", env=env, want_report=False).rc == 0
     if not os.path.isdir(cache) or not os.listdir(cache):
         sbx.need(False, "no seccomp cache on this host (no kernel keyring for the user)", security=False)
-    assert _cache_key_present()
-    pol = sbx.weak_policy("keyrings", "syscalls", r"errno EPERM keyctl add_key request_key.*",
-                          "allow keyctl add_key request_key")
-    before = set(os.listdir(cache))
-    assert code("pass", policy=pol, env=env, want_report=False).rc == 0
-    assert not _cache_key_present(), "the cache key stayed within reach of a keyctl-allowing sandbox"
-    assert set(os.listdir(cache)) == before, "a filter was cached for a keyctl-allowing policy"
-    denied_syscall_still_denied(env)  # the default policy: a new key, a fresh (recompiled) filter
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    key = libc.syscall(ctypes.c_long(248), ctypes.c_char_p(b"user"), ctypes.c_char_p(SECRET),  # add_key
+                       ctypes.c_char_p(b"s3cret"), ctypes.c_long(6), ctypes.c_long(KEY_SPEC_USER_KEYRING))
+    assert key >= 0, f"add_key: errno {ctypes.get_errno()}"
+    try:
+        pol = sbx.weak_policy("keyrings", "syscalls", r"errno EPERM keyctl add_key request_key.*",
+                              "allow keyctl add_key request_key")
+        before = set(os.listdir(cache))
+        # The host side of the test reaches it through such a session: the test proves something.
+        probe = subprocess.run(["/usr/bin/python3", "-c", FIND_SECRET], capture_output=True, text=True,
+                               preexec_fn=_login_session)
+        assert probe.stdout.split() == ["True", "True"], probe
+        p = subprocess.run(sbx.exec_cmd(("-c", FIND_SECRET), policy=pol), capture_output=True, text=True,
+                           env=env, preexec_fn=_login_session, timeout=60)
+        assert p.returncode == 0, p
+        assert p.stdout.split() == ["False", "False"], f"the code found the user's secret: {p}"
+        assert set(os.listdir(cache)) == before, "a filter was cached for a keyctl-allowing policy"
+    finally:
+        _keyctl(KEYCTL_INVALIDATE, key)
+    denied_syscall_still_denied(env)
