@@ -29,11 +29,16 @@ all: $(BUILD)/sandboxd
 $(BUILD)/sandboxd: $(OBJS)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/obj/%.o: src/%.c $(wildcard src/*.h) | $(BUILD)/obj
-	@echo "  CC $<"; $(CC) $(CFLAGS) -c -o $@ $<
+# -MMD -MP: each compile writes the headers it read into a .d file beside its output (included
+# below), so a header change rebuilds exactly what includes it, and a deleted header is no error.
+# The flags live in this file: a change here rebuilds everything.
+$(BUILD)/obj/%.o: src/%.c Makefile | $(BUILD)/obj
+	@echo "  CC $<"; $(CC) $(CFLAGS) -MMD -MP -c -o $@ $<
 
-$(BUILD)/tests/%: tests/unit/%.c $(LIBOBJS) | $(BUILD)/tests
-	$(CC) $(CFLAGS) -iquote src $(LDFLAGS) -o $@ $^ $(LDLIBS)
+$(BUILD)/tests/%: tests/unit/%.c $(LIBOBJS) Makefile | $(BUILD)/tests
+	$(CC) $(CFLAGS) -MMD -MP -MF $@.d -MT $@ -iquote src $(LDFLAGS) -o $@ $< $(LIBOBJS) $(LDLIBS)
+
+-include $(OBJS:.o=.d) $(UNIT_BINS:=.d)
 
 $(BUILD)/obj $(BUILD)/tests:
 	mkdir -p $@
