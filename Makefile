@@ -27,7 +27,7 @@ UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
 ROOTFS  ?= rootfs/python-3.14-slim
 
-.PHONY: all clean check check-unit check-integration lint asan rootfs install bench format demo fuzz fuzz-build soak
+.PHONY: all clean check check-unit check-integration lint asan rootfs install uninstall bench format demo fuzz fuzz-build soak
 all: $(BUILD)/sandboxd
 
 $(BUILD)/sandboxd: $(OBJS)
@@ -115,6 +115,12 @@ lint:
 check: all $(UNIT_BINS) rootfs asan fuzz-build
 	tests/run --build $(BUILD)
 
+# The rootfs store: where `sandboxd rootfs import|list` and exec's default rootfs look when the
+# binary is installed (src/cli_rootfs.c store_dir, src/cli_exec.c rootfs_find). Fixed in the code
+# today, so not a knob here.
+ROOTFS_STORE = /var/lib/sandboxd/rootfs
+MANS := $(wildcard man/*.[1-9])
+
 install: all
 	install -D -m 0755 $(BUILD)/sandboxd $(DESTDIR)$(PREFIX)/bin/sandboxd
 	install -d $(DESTDIR)$(PREFIX)/share/sandboxd/policy
@@ -123,6 +129,17 @@ install: all
 	  cp -R src/sandbox/. $(DESTDIR)$(PREFIX)/share/sandboxd/python/; fi
 	for m in man/*.[1-9]; do [ -e "$$m" ] || continue; s=$${m##*.}; \
 	  install -D -m 0644 $$m $(DESTDIR)$(PREFIX)/share/man/man$$s/$${m##*/}; done
+	install -d -m 0755 $(DESTDIR)$(ROOTFS_STORE)
+
+# What install put there. The rootfs store goes only if empty: imported trees are the user's data
+# (remove them with rm -rf $(ROOTFS_STORE)/NAME*).
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/sandboxd
+	rm -f $(patsubst policy/%,$(DESTDIR)$(PREFIX)/share/sandboxd/policy/%,$(wildcard policy/*.policy policy/*.inc))
+	rm -rf $(DESTDIR)$(PREFIX)/share/sandboxd/python
+	-rmdir --ignore-fail-on-non-empty $(DESTDIR)$(PREFIX)/share/sandboxd/policy $(DESTDIR)$(PREFIX)/share/sandboxd
+	rm -f $(foreach m,$(MANS),$(DESTDIR)$(PREFIX)/share/man/man$(subst .,,$(suffix $(m)))/$(notdir $(m)))
+	-rmdir --ignore-fail-on-non-empty $(DESTDIR)$(ROOTFS_STORE) $(DESTDIR)$(dir $(ROOTFS_STORE))
 
 # BENCH_USER: an unprivileged user to also run bwrap and sandboxd as (default: sbxtest, if it exists).
 BENCH_USER ?= $(shell id -u sbxtest >/dev/null 2>&1 && echo sbxtest)
