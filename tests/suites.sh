@@ -1,7 +1,7 @@
 # Sourced by tests/run after the integration suite: the other suites of `make check`, as root
 # (or as the caller). Each adds to passed/failed/skipped through count_junit or count_line.
 # Needs from tests/run: repo, build, py, rundir, sandboxd, rootfs, common_env, ci, note, fail,
-# count_junit.
+# count_junit, want (tests/run --only), k_expr (tests/run -k).
 
 # count_line LABEL PASSED FAILED SKIPPED
 count_line() {
@@ -18,7 +18,7 @@ run_pytest() {
   mkdir -p "$rundir/$label/tmp"
   env -i "${common_env[@]}" HOME="$rundir/$label" TMPDIR="$rundir/$label/tmp" "${envs[@]}" \
     "$py" -m pytest -p no:cacheprovider --rootdir "$repo/tests" -q -rfEs \
-      --junitxml="$rundir/$label.xml" "$@" >"$rundir/$label.log" 2>&1
+      --junitxml="$rundir/$label.xml" ${k_expr:+-k "$k_expr"} "$@" >"$rundir/$label.log" 2>&1
   tail -n 15 "$rundir/$label.log" | grep -E '^(FAILED|ERROR)|passed|failed' >&2 || true
   count_junit "$rundir/$label.xml" "$label"
 }
@@ -32,7 +32,7 @@ run_node() {
     return
   fi
   env SANDBOXD="$sandboxd" SANDBOXD_ROOTFS="$rootfs" SANDBOXD_POLICY_DIR="${pdir_root:-$repo/policy}" \
-    SANDBOXD_AUDIT_LOG=off "$@" "$dir/run" >"$log" 2>&1
+    SANDBOXD_AUDIT_LOG=off "$@" "$dir/run" ${k_expr:+--test-name-pattern="$k_expr"} >"$log" 2>&1
   local np nf ns
   read -r np nf ns < <(awk '/^ℹ pass /{p=$3} /^ℹ fail /{f=$3} /^ℹ skipped /{s=$3} END{print p+0, f+0, s+0}' "$log")
   [ "$nf" -eq 0 ] || grep -E '✖|not ok|Error|ERROR: AddressSanitizer|runtime error' "$log" | head -n 30 >&2
@@ -42,17 +42,19 @@ run_node() {
 
 if [ -n "${py:-}" ]; then
   # Documentation: man pages lint clean and cover every key, option and group.
-  run_pytest docs -- "$repo/tests/test_docs.py"
+  ! want docs || run_pytest docs -- "$repo/tests/test_docs.py"
   # OCI import: hostile layers, formats, and a local registry round trip (root: it runs a
   # registry and imports with ownership).
-  if [ "$(id -u)" -eq 0 ]; then
+  if want image && [ "$(id -u)" -eq 0 ]; then
     run_pytest image -- "$repo/tests/image"
   fi
   # valgrind memcheck on the exec path and an MCP session.
-  run_pytest valgrind -- "$repo/tests/valgrind"
+  ! want valgrind || run_pytest valgrind -- "$repo/tests/valgrind"
   # The whole integration suite again under the ASan+UBSan build (`make asan`).
   asan=${SANDBOXD_ASAN_BUILD:-$repo/build-asan}
-  if [ -x "$asan/sandboxd" ] && [ "$asan" != "$build" ]; then
+  if ! want asan; then
+    :
+  elif [ -x "$asan/sandboxd" ] && [ "$asan" != "$build" ]; then
     pdir=$(policy_dir_for "$rundir/asan-policy" "$repo/policy")
     run_pytest asan SANDBOXD="$asan/sandboxd" SANDBOXD_POLICY_DIR="$pdir" SANDBOXD_POLICY_SRC="$pdir" \
       SANDBOXD_SHIPPED_POLICY_DIR="$repo/policy" SANDBOXD_TEST_WORK="$rundir/asan-work" \
@@ -77,7 +79,9 @@ if [ -n "${py:-}" ]; then
 fi
 
 # Fuzz targets: replay every saved regression and corpus input, then a short fuzzing pass.
-if compgen -G "$repo/build-fuzz/fuzz_*" >/dev/null; then
+if ! want fuzz; then
+  :
+elif compgen -G "$repo/build-fuzz/fuzz_*" >/dev/null; then
   fz_p=0 fz_f=0
   for f in "$repo"/build-fuzz/fuzz_*; do
     n=${f##*/fuzz_}
@@ -123,6 +127,6 @@ elif [ "$ci" = true ]; then
 fi
 
 # MCP: the official TypeScript SDK client and Claude Code's CLI against `sandboxd mcp`.
-run_node mcp "$repo/tests/mcp" "$rundir/mcp.log"
+! want mcp || run_node mcp "$repo/tests/mcp" "$rundir/mcp.log"
 # The MCP proxy with real host servers (server-everything, server-memory).
-run_node proxy "$repo/tests/proxy" "$rundir/proxy.log"
+! want proxy || run_node proxy "$repo/tests/proxy" "$rundir/proxy.log"
