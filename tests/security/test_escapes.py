@@ -199,10 +199,21 @@ print(json.dumps(out))
 
 
 def test_kill_minus_one_does_not_reach_the_host():
-    """kill(-1) inside reaches only the sandbox's own pid namespace."""
+    """kill(-1) inside reaches only the sandbox's own pid namespace: it kills a process of the
+    sandbox (so it did run, and signals work), never a host process of the same user."""
     victim = subprocess.Popen(["sleep", "60"])
     try:
-        r = code("import os, signal\ntry:\n    os.kill(-1, signal.SIGKILL)\nexcept OSError:\n    pass\nprint('{}')")
+        r, facts = inside("""
+import json, os, signal, subprocess, sys
+inner = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+err = None
+try:
+    os.kill(-1, signal.SIGKILL)
+except OSError as e:
+    err = e.errno
+print(json.dumps({"errno": err, "inner": inner.wait()}))
+""")
+        assert facts == {"errno": None, "inner": -signal.SIGKILL}, r.describe()
         time.sleep(0.2)
         assert victim.poll() is None, "a host process of the same user was killed from inside"
     finally:
