@@ -388,9 +388,13 @@ def test_workdir():
 
 
 def test_tmp_and_workspace_are_fresh_each_run():
-    code("open('/tmp/marker', 'w').write('x'); open('/workspace/marker', 'w').write('x')")
-    r = code("import os; print(os.path.exists('/tmp/marker'), os.path.exists('/workspace/marker'))")
-    assert r.stdout.strip() == "False False", r.describe()
+    # The first run must really leave the markers behind in its own /tmp and /workspace, or the
+    # second one finding none proves nothing.
+    check = "import os; print(os.path.exists('/tmp/marker'), os.path.exists('/workspace/marker'))"
+    first = code("open('/tmp/marker', 'w').write('x'); open('/workspace/marker', 'w').write('x')\n" + check)
+    assert first.rc == 0 and first.stdout.strip() == "True True", first.describe()
+    r = code(check)
+    assert r.rc == 0 and r.stdout.strip() == "False False", r.describe()
 
 
 # ---------------------------------------------------------------- policy subcommands
