@@ -17,6 +17,19 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "security: an isolation property; never skipped when CI=true")
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """CI=true: a skipped security test (marked `security`, as every file in tests/security is) is
+    a failure, unless it skipped with sbx.NotApplicable (sbx.root_only, need(..., security=False))."""
+    outcome = yield
+    rep = outcome.get_result()
+    if (sbx.CI and rep.skipped and not hasattr(rep, "wasxfail") and item.get_closest_marker("security")
+            and not (call.excinfo and call.excinfo.errisinstance(sbx.NotApplicable))):
+        reason = rep.longrepr[2] if isinstance(rep.longrepr, tuple) else str(rep.longrepr)
+        rep.outcome = "failed"
+        rep.longrepr = f"CI=true and a security test was skipped: {reason}"
+
+
 def pytest_report_header(config):
     return [f"sandboxd: {sbx.SANDBOXD}", f"rootfs: {sbx.ROOTFS}", f"work: {sbx.WORK}",
             f"running as uid {os.getuid()} (sandbox uid 1000 -> host uid "

@@ -77,13 +77,32 @@ MiB = 1 << 20
 GiB = 1 << 30
 
 
-def need(cond, reason, security=False):
-    """Skip with a reason when a host feature is missing; never skip a security test in CI."""
+class NotApplicable(pytest.skip.Exception):
+    """A skip CI accepts in a security test (conftest.py fails any other there): what the test
+    checks does not exist in this run, e.g. a root-only defense in the unprivileged run."""
+
+
+def need(cond, reason, security=None):
+    """Skip with a reason when a host feature is missing. security=True: CI fails instead;
+    security=False: nothing to defend without the feature, so CI accepts the skip (NotApplicable);
+    unsaid: a plain skip, which conftest.py turns into a failure in a security test in CI."""
     if cond:
         return
     if security and CI:
         pytest.fail("CI=true and a security test cannot run: " + reason)
+    if security is False:
+        raise NotApplicable(reason)
     pytest.skip(reason)
+
+
+def root_only(reason):
+    """Skip unless root. tests/run runs the suite as root first and says so to the unprivileged run
+    (SANDBOXD_ROOT_RUN=1); without that root run, CI fails instead of skipping."""
+    if IS_ROOT:
+        return
+    if CI and os.environ.get("SANDBOXD_ROOT_RUN") != "1":
+        pytest.fail("CI=true, a root-only test and no root run of the suite: " + reason)
+    raise NotApplicable("root mode only: " + reason)
 
 
 def require_sandboxd():

@@ -287,8 +287,7 @@ held(n=n, error=e)
 # ---------------------------------------------------------------- root: a host id per sandbox
 
 def need_root():
-    if not sbx.IS_ROOT:
-        pytest.skip("root mode only: unprivileged, the sandbox is the invoking user (no host_id_range)")
+    sbx.root_only("unprivileged, the sandbox is the invoking user (no host_id_range)")
 
 
 HOLD_ID = r'''
