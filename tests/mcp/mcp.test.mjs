@@ -445,7 +445,10 @@ describe('queue', () => {
     const p = await srv.next((m) => m.method === 'notifications/progress', 3000);
     assert.equal(p.params.progressToken, 7);
     assert.match(p.params.message, /queued/);
-    await srv.reply('b', 5000);
+    // Both calls ran: an error result (a sandbox that failed to start) is no answer to wait for.
+    assert.equal((await srv.reply('a', 5000)).result?.structuredContent?.status, 'ok');
+    const b = await srv.reply('b', 5000);
+    assert.equal(b.result?.structuredContent?.stdout, '1\n', JSON.stringify(b));
     await srv.close();
   });
 });
@@ -475,6 +478,7 @@ describe('shutdown', () => {
       params: { name: 'run_python', arguments: { code: sleeperCode(marker) } } });
     const until = Date.now() + 5000;
     while (!processesWith(marker).length && Date.now() < until) await sleep(20);
+    assert.ok(processesWith(marker).length > 0, 'the code never started');
     srv.proc.kill('SIGTERM');
     const { code } = await srv.exit;
     assert.equal(code, 0);
