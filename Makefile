@@ -35,12 +35,13 @@ $(BUILD)/sandboxd: $(OBJS)
 
 # -MMD -MP: each compile writes the headers it read into a .d file beside its output (included
 # below), so a header change rebuilds exactly what includes it, and a deleted header is no error.
+# Each .d names its target both as given and absolute: BUILD=build and BUILD=$PWD/build share it.
 # The flags live in this file: a change here rebuilds everything.
 $(BUILD)/obj/%.o: src/%.c Makefile | $(BUILD)/obj
-	@echo "  CC $<"; $(CC) $(CFLAGS) -MMD -MP -c -o $@ $<
+	@echo "  CC $<"; $(CC) $(CFLAGS) -MMD -MP -MT $@ -MT $(abspath $@) -c -o $@ $<
 
 $(BUILD)/tests/%: tests/unit/%.c $(LIBOBJS) Makefile | $(BUILD)/tests
-	$(CC) $(CFLAGS) -MMD -MP -MF $@.d -MT $@ -iquote src $(LDFLAGS) -o $@ $< $(LIBOBJS) $(LDLIBS)
+	$(CC) $(CFLAGS) -MMD -MP -MF $@.d -MT $@ -MT $(abspath $@) -iquote src $(LDFLAGS) -o $@ $< $(LIBOBJS) $(LDLIBS)
 
 -include $(OBJS:.o=.d) $(UNIT_BINS:=.d)
 
