@@ -41,6 +41,8 @@ run_node() {
 }
 
 if [ -n "${py:-}" ]; then
+  # The Makefile: header dependencies, hardening flags in the objects, install and uninstall.
+  ! want build || run_pytest build SANDBOXD="$sandboxd" -- "$repo/tests/build"
   # Documentation: man pages lint clean and cover every key, option and group.
   ! want docs || run_pytest docs -- "$repo/tests/test_docs.py"
   # OCI import: hostile layers, formats, and a local registry round trip (root: it runs a
