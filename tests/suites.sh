@@ -40,6 +40,10 @@ run_node() {
   count_line "$label" "$np" "$nf" "$ns"
 }
 
+# The policies the integration run picked (pdir_root), also when --only left that run out.
+[ -n "${pdir_root:-}" ] || ! { want mcp || want proxy || want asan; } ||
+  pdir_root=$(policy_dir_for "$rundir/policy" "$repo/policy")
+
 if [ -n "${py:-}" ]; then
   # The Makefile: header dependencies, hardening flags in the objects, install and uninstall.
   ! want build || run_pytest build SANDBOXD="$sandboxd" -- "$repo/tests/build"
