@@ -358,11 +358,12 @@ describe('raw protocol', () => {
 
   test('blank lines, CRLF, several messages in one write, one message split across writes', async () => {
     await srv.write('\n\r\n   \n{"jsonrpc":"2.0","id":"crlf","method":"ping"}\r\n{"jsonrpc":"2.0","id":"two","method":"ping"}\n');
-    await srv.reply('crlf');
-    await srv.reply('two');
+    // A ping's answer is an empty result: an error reply with the same id is a failure.
+    assert.deepEqual((await srv.reply('crlf')).result, {});
+    assert.deepEqual((await srv.reply('two')).result, {});
     const msg = '{"jsonrpc":"2.0","id":"split","method":"ping"}\n';
     for (const ch of msg) { await srv.write(ch); }
-    await srv.reply('split');
+    assert.deepEqual((await srv.reply('split')).result, {});
   });
 
   test('huge lines: an error (with the id when it comes first), never a crash', async () => {
