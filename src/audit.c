@@ -15,6 +15,7 @@
 #include "hostfile.h"
 #include "json.h"
 #include "log.h"
+#include "paths.h"
 #include "util.h"
 
 static char target[PATH_MAX];
@@ -39,15 +40,16 @@ static void target_set(int r, const char *what)
 static void default_target(void)
 {
   const char *env = getenv("SANDBOXD_AUDIT_LOG");
-  const char *state = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
+  char dir[PATH_MAX];
+  sbx_error_t e;
   if (env && *env)
     target_set(bufprintf(target, sizeof target, NULL, "%s", env), env);
-  else if (geteuid() == 0)
-    target_set(bufprintf(target, sizeof target, NULL, "/var/log/sandboxd/audit.log"), "");
-  else if (state && state[0] == '/')
-    target_set(bufprintf(target, sizeof target, NULL, "%s/sandboxd/audit.log", state), state);
-  else if (home && home[0] == '/')
-    target_set(bufprintf(target, sizeof target, NULL, "%s/.local/state/sandboxd/audit.log", home), home);
+  else if (paths_state_dir(dir, &e) == 0)
+    target_set(bufprintf(target, sizeof target, NULL, "%s/audit.log", dir), dir);
+  else if (e.errnum == ENAMETOOLONG) { /* the warning names the variable's start */
+    const char *state = getenv("XDG_STATE_HOME");
+    target_set(-1, state && state[0] == '/' ? state : getenv("HOME"));
+  }
   else
     target_set(bufprintf(target, sizeof target, NULL, "off"), "");
 }

@@ -6,6 +6,7 @@
 #include <stddef.h>
 
 #include "error.h"
+#include "paths.h" /* rootfs_find */
 #include "policy.h"
 #include "sandbox.h"
 
@@ -35,8 +36,6 @@ struct exec_options {
 
 /* Parse `exec` arguments (argv[0] is "exec"). Pure: touches no files. */
 int exec_parse_args(int argc, char **argv, struct exec_options *o, sbx_error_t *err);
-/* Find the default rootfs: $SANDBOXD_ROOTFS, then next to the binary, then the system path. */
-int rootfs_find(const char *requested, char **ret_path, sbx_error_t *err);
 
 int cmd_exec(int argc, char **argv);
 int cmd_policy(int argc, char **argv);

@@ -19,14 +19,10 @@
 #include "log.h"
 #include "mcp_client.h"
 #include "mcp_config.h"
+#include "paths.h"
 #include "proxy.h"
 #include "seccomp.h"
 #include "util.h"
-
-#define DEFAULT_ROOTFS_NAME "python-3.14-slim"
-/* Where python3 is looked for when the image's PATH does not say: python:3.14-slim has
- * /usr/local/bin/python3, Debian's python3 package /usr/bin/python3. */
-static const char *const python_dirs[] = { "/usr/local/bin", "/usr/bin" };
 
 static const char exec_usage[] =
   "usage: sandboxd exec [OPTIONS] FILE [ARG...]\n"
@@ -236,52 +232,6 @@ done:
   return 0;
 }
 
-int rootfs_find(const char *requested, char **ret_path, sbx_error_t *err)
-{
-  char cand[4][PATH_MAX];
-  int n = 0;
-  if (requested) {
-    if (bufprintf(cand[n++], PATH_MAX, err, "%s", requested) < 0)
-      return sbx_error_prefix(err, "--rootfs");
-  } else {
-    const char *env = getenv("SANDBOXD_ROOTFS");
-    if (env && *env && bufprintf(cand[n++], PATH_MAX, err, "%s", env) < 0)
-      return sbx_error_prefix(err, "SANDBOXD_ROOTFS");
-    char exe[PATH_MAX];
-    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (len > 0) {
-      exe[len] = '\0';
-      char *slash = strrchr(exe, '/');
-      if (slash)
-        *slash = '\0';
-      /* A candidate that does not fit is not one. */
-      n += bufprintf(cand[n], PATH_MAX, NULL, "%s/../rootfs/%s", exe, DEFAULT_ROOTFS_NAME) == 0;
-      n += bufprintf(cand[n], PATH_MAX, NULL, "%s/../share/sandboxd/rootfs/%s", exe, DEFAULT_ROOTFS_NAME) == 0;
-    }
-    n += bufprintf(cand[n], PATH_MAX, NULL, "/var/lib/sandboxd/rootfs/%s", DEFAULT_ROOTFS_NAME) == 0;
-  }
-  for (int i = 0; i < n; i++) {
-    char real[PATH_MAX], py[PATH_MAX + 32];
-    if (!realpath(cand[i], real))
-      continue;
-    struct stat st;
-    if (stat(real, &st) < 0 || !S_ISDIR(st.st_mode))
-      continue;
-    bool have = false;
-    for (size_t d = 0; d < ARRAY_SIZE(python_dirs) && !have; d++) {
-      have = bufprintf(py, sizeof py, NULL, "%s%s/python3", real, python_dirs[d]) == 0 && lstat(py, &st) == 0;
-    }
-    if (!have)
-      return sbx_error_set(err, ENOENT, "rootfs `%s` has no python3 in /usr/local/bin or /usr/bin (rebuild it with `make rootfs`)", real);
-    if (!(*ret_path = strdup(real)))
-      return sbx_error_set(err, ENOMEM, "rootfs");
-    return 0;
-  }
-  if (requested)
-    return sbx_error_set(err, ENOENT, "rootfs `%s` not found", requested);
-  return sbx_error_set(err, ENOENT, "no rootfs found: run `make rootfs` or pass --rootfs DIR (see sandboxd doctor)");
-}
-
 /* python3 along PATH inside the rootfs (lstat on the host path: the name only has to exist;
  * execve inside resolves any symlink against the sandbox's root). */
 static int find_python(const char *rootfs, char **env, char **ret, sbx_error_t *err)
@@ -464,7 +414,7 @@ static int exec_mcp_setup(const struct exec_options *o, const struct sbx_policy 
   if (!m->cfg->n)
     return 0;
   /* Host servers' chatter would mix with the script's stderr; it goes nowhere in exec. */
-  if (proxy_python_dir(&m->python_dir, err) < 0 || mcp_hosts_new(m->cfg, -1, &m->hosts, err) < 0)
+  if (paths_python_dir(&m->python_dir, err) < 0 || mcp_hosts_new(m->cfg, -1, &m->hosts, err) < 0)
     return -1;
   /* exec offers every configured server the policy allows. */
   const char *names[MCP_CONFIG_MAX_SERVERS];

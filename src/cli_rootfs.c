@@ -28,8 +28,8 @@ static const char rootfs_usage[] =
   "list    show the trees in DIR\n"
   "verify  check that DIR/NAME still matches what was imported (exit 1 if not)\n"
   "\n"
-  "  --dir DIR          the store (default: $SANDBOXD_ROOTFS_DIR, else rootfs/ next to the build,\n"
-  "                     else /var/lib/sandboxd/rootfs)\n"
+  "  --dir DIR          the store (default: $SANDBOXD_ROOTFS_DIR, else rootfs/ next to the build or\n"
+  "                     share/sandboxd/rootfs next to the installed binary, else /var/lib/sandboxd/rootfs)\n"
   "  --name NAME        tree name (default: SRC's file name without .tar/.oci)\n"
   "  --max-size SIZE    refuse images that unpack to more than SIZE (default 16G)\n"
   "  --max-files N      refuse images with more than N archive entries (default 1000000)\n"
@@ -59,27 +59,12 @@ static int usage_error(const char *fmt, const char *arg)
   return SBX_EXIT_SETUP;
 }
 
-/* The store: --dir, $SANDBOXD_ROOTFS_DIR, rootfs/ next to the build (the repository), the system path. */
+/* The store: --dir, else the one exec's default rootfs is in (paths_rootfs_store). */
 static int store_dir(const char *requested, char out[PATH_MAX], sbx_error_t *err)
 {
   if (requested)
     return bufprintf(out, PATH_MAX, err, "%s", requested) < 0 ? sbx_error_prefix(err, "--dir") : 0;
-  const char *env = getenv("SANDBOXD_ROOTFS_DIR");
-  if (env && *env)
-    return bufprintf(out, PATH_MAX, err, "%s", env) < 0 ? sbx_error_prefix(err, "SANDBOXD_ROOTFS_DIR") : 0;
-  char exe[PATH_MAX];
-  ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (len > 0) {
-    exe[len] = '\0';
-    char *slash = strrchr(exe, '/');
-    if (slash)
-      *slash = '\0';
-    char cand[PATH_MAX + 16];
-    struct stat st;
-    if (bufprintf(cand, sizeof cand, NULL, "%s/../rootfs", exe) == 0 && stat(cand, &st) == 0 && S_ISDIR(st.st_mode) && realpath(cand, out))
-      return 0;
-  }
-  return bufprintf(out, PATH_MAX, err, "/var/lib/sandboxd/rootfs");
+  return paths_rootfs_store(out, err);
 }
 
 /* "python-3.14-slim.oci.tar" -> "python-3.14-slim". */

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "paths.h"
 #include "util.h"
 
 int policy_load_file(const char *path, struct sbx_policy **ret, sbx_error_t *err)
@@ -35,22 +36,8 @@ const char *policy_search_path(void)
 {
   if (search_path[0])
     return search_path;
-  const char *env = getenv("SANDBOXD_POLICY_DIR");
-  char exe[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  char exedir[PATH_MAX] = ".";
-  if (n > 0) {
-    exe[n] = '\0';
-    char *slash = strrchr(exe, '/');
-    if (slash) {
-      *slash = '\0';
-      memcpy(exedir, exe, (size_t) (slash - exe) + 1); /* the same size */
-    }
-  }
-  /* build/sandboxd -> policy/; PREFIX/bin/sandboxd -> PREFIX/share/sandboxd/policy. */
   /* Too long, it stays "" (never a cut directory): policy_load says so. */
-  if (bufprintf(search_path, sizeof search_path, NULL, "%s%s%s/../policy:%s/../share/sandboxd/policy:/etc/sandboxd/policy",
-                env && *env ? env : "", env && *env ? ":" : "", exedir, exedir) < 0)
+  if (paths_policy_search(search_path, sizeof search_path, NULL) < 0)
     return "";
   return search_path;
 }

@@ -638,37 +638,3 @@ void proxy_handle(struct proxy *p, short revents)
 }
 
 size_t proxy_bytes_read(const struct proxy *p) { return p->bytes_read; }
-
-int proxy_python_dir(char **ret_path, sbx_error_t *err)
-{
-  char cand[3][PATH_MAX];
-  int n = 0;
-  const char *env = getenv("SANDBOXD_PYTHON_DIR");
-  if (env && *env && bufprintf(cand[n++], PATH_MAX, err, "%s", env) < 0)
-    return sbx_error_prefix(err, "SANDBOXD_PYTHON_DIR");
-  char exe[PATH_MAX];
-  ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (len > 0) {
-    exe[len] = '\0';
-    char *slash = strrchr(exe, '/');
-    if (slash)
-      *slash = '\0';
-    /* build/sandboxd -> src/sandbox; PREFIX/bin/sandboxd -> PREFIX/share/sandboxd/python. */
-    /* A candidate that does not fit is not one. */
-    n += bufprintf(cand[n], PATH_MAX, NULL, "%s/../src/sandbox", exe) == 0;
-    n += bufprintf(cand[n], PATH_MAX, NULL, "%s/../share/sandboxd/python", exe) == 0;
-  }
-  for (int i = 0; i < n; i++) {
-    char real[PATH_MAX], pkg[PATH_MAX + 32];
-    struct stat st;
-    if (!realpath(cand[i], real))
-      continue;
-    if (bufprintf(pkg, sizeof pkg, NULL, "%s/mcp/__init__.py", real) < 0 || stat(pkg, &st) < 0 || !S_ISREG(st.st_mode))
-      continue;
-    if (!(*ret_path = strdup(real)))
-      return sbx_error_set(err, ENOMEM, "python dir");
-    return 0;
-  }
-  return sbx_error_set(err, ENOENT, "the sandbox's Python helpers (mcp package) were not found next to sandboxd "
-                                    "(src/sandbox or share/sandboxd/python)");
-}

@@ -21,6 +21,7 @@
 #include "error.h"
 #include "json.h"
 #include "mcp_client.h"
+#include "paths.h" /* proxy_python_dir */
 
 #define PROXY_DEFAULT_CALL_TIMEOUT_MS 60000
 #define PROXY_DEFAULT_MAX_CALLS 1000
@@ -90,10 +91,10 @@ const char *proxy_env(const struct proxy *p);
 size_t proxy_bytes_read(const struct proxy *p);
 /* The calls so far as a JSON array ([{server, tool, duration_ms, outcome}...]), malloc'd. */
 char *proxy_calls_json(const struct proxy *p);
-/* The directory holding the `mcp` package the code imports, mounted read-only at
- * PROXY_PYTHON_DST: $SANDBOXD_PYTHON_DIR, else next to the binary (../src/sandbox in the build
- * tree, ../share/sandboxd/python when installed). */
+/* The directory holding the `mcp` package the code imports (paths_python_dir) is mounted
+ * read-only here. */
 #define PROXY_PYTHON_DST "/run/sandboxd/python"
-int proxy_python_dir(char **ret_path, sbx_error_t *err);
+/* The old name of paths_python_dir, until its last caller moves. */
+static inline int proxy_python_dir(char **ret_path, sbx_error_t *err) { return paths_python_dir(ret_path, err); }
 
 #endif

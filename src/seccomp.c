@@ -25,6 +25,7 @@
 #include "cleanup.h"
 #include "hostfile.h"
 #include "keyring.h"
+#include "paths.h"
 #include "util.h"
 
 static uint32_t to_scmp(enum sbx_action a, int e)
@@ -210,22 +211,6 @@ struct cache {
   unsigned char key[32];
 };
 
-static int cache_dir(char *buf, size_t len)
-{
-  const char *env = getenv("SANDBOXD_CACHE_DIR");
-  if (env)
-    return *env ? bufprintf(buf, len, NULL, "%s", env) : -1; /* set but empty: no cache; too long: none */
-  if (geteuid() == 0)
-    return bufprintf(buf, len, NULL, "/var/cache/sandboxd");
-  const char *xdg = getenv("XDG_CACHE_HOME");
-  if (xdg && xdg[0] == '/')
-    return bufprintf(buf, len, NULL, "%s/sandboxd", xdg);
-  const char *home = getenv("HOME");
-  if (home && home[0] == '/')
-    return bufprintf(buf, len, NULL, "%s/.cache/sandboxd", home);
-  return -1;
-}
-
 /* The key is out of a sandbox's reach only while its policy denies it the keyring calls: no
  * rule allows them, and a rule or the default denies each outright. */
 bool seccomp_policy_denies_keyrings(const struct sbx_policy *p)
@@ -252,7 +237,7 @@ static int cache_open(const struct sbx_policy *p, struct cache *c)
   char dir[PATH_MAX];
   sbx_error_t err;
   struct stat st;
-  if (cache_dir(dir, sizeof dir) < 0 || keyring_secret(CACHE_KEY, c->key, sizeof c->key, &err) < 0)
+  if (paths_cache_dir(dir, &err) < 0 || keyring_secret(CACHE_KEY, c->key, sizeof c->key, &err) < 0)
     return -1;
   /* mkdir -p, private: ~/.cache may not exist yet. */
   if (hostfile_open_dir(dir, NULL, HOSTFILE_MKDIR | HOSTFILE_PRIVATE, &c->dirfd, &err) < 0)

@@ -1,0 +1,190 @@
+/* The install layout (paths.h): one function per path, each trying the environment, then the
+ * build tree, then the installed layout, then the system default. */
+#include "paths.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "util.h"
+
+/* Where python3 is looked for when the image's PATH does not say: python:3.14-slim has
+ * /usr/local/bin/python3, Debian's python3 package /usr/bin/python3. */
+static const char *const python_dirs[] = { "/usr/local/bin", "/usr/bin" };
+
+static char bindir_override[PATH_MAX];
+
+void paths_set_bindir(const char *dir)
+{
+  if (!dir || bufprintf(bindir_override, sizeof bindir_override, NULL, "%s", dir) < 0)
+    bindir_override[0] = '\0';
+}
+
+int paths_bindir(char out[PATH_MAX], sbx_error_t *err)
+{
+  if (bindir_override[0])
+    return bufprintf(out, PATH_MAX, err, "%s", bindir_override);
+  ssize_t len = readlink("/proc/self/exe", out, PATH_MAX - 1);
+  if (len <= 0)
+    return sbx_error_errno(err, "readlink `/proc/self/exe`");
+  out[len] = '\0';
+  char *slash = strrchr(out, '/');
+  if (slash)
+    *slash = '\0';
+  return 0;
+}
+
+static bool is_dir(const char *path)
+{
+  struct stat st;
+  return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+bool paths_build_tree(void)
+{
+  char bin[PATH_MAX], src[PATH_MAX];
+  struct stat st;
+  return paths_bindir(bin, NULL) == 0 && bufprintf(src, sizeof src, NULL, "%s/../src/main.c", bin) == 0 &&
+         stat(src, &st) == 0;
+}
+
+/* The first of bindir/REL... that is a directory, made real; 1 if found, 0 if none. */
+static int first_dir_beside_binary(const char *const *rels, size_t n, char out[PATH_MAX])
+{
+  char bin[PATH_MAX], cand[PATH_MAX];
+  if (paths_bindir(bin, NULL) < 0)
+    return 0;
+  for (size_t i = 0; i < n; i++)
+    /* A candidate that does not fit is not one. */
+    if (bufprintf(cand, sizeof cand, NULL, "%s/../%s", bin, rels[i]) == 0 && is_dir(cand) && realpath(cand, out))
+      return 1;
+  return 0;
+}
+
+int paths_rootfs_store(char out[PATH_MAX], sbx_error_t *err)
+{
+  const char *env = getenv("SANDBOXD_ROOTFS_DIR");
+  if (env && *env)
+    return bufprintf(out, PATH_MAX, err, "%s", env) < 0 ? sbx_error_prefix(err, "SANDBOXD_ROOTFS_DIR") : 0;
+  static const char *const rels[] = { "rootfs", "share/sandboxd/rootfs" };
+  if (first_dir_beside_binary(rels, ARRAY_SIZE(rels), out))
+    return 0;
+  return bufprintf(out, PATH_MAX, err, "/var/lib/sandboxd/rootfs");
+}
+
+int rootfs_find(const char *requested, char **ret_path, sbx_error_t *err)
+{
+  char cand[PATH_MAX];
+  const char *env = getenv("SANDBOXD_ROOTFS");
+  if (requested) {
+    if (bufprintf(cand, PATH_MAX, err, "%s", requested) < 0)
+      return sbx_error_prefix(err, "--rootfs");
+  } else if (env && *env) {
+    if (bufprintf(cand, PATH_MAX, err, "%s", env) < 0)
+      return sbx_error_prefix(err, "SANDBOXD_ROOTFS");
+  } else {
+    char store[PATH_MAX];
+    if (paths_rootfs_store(store, err) < 0)
+      return -1;
+    if (bufprintf(cand, PATH_MAX, err, "%s/%s", store, PATHS_DEFAULT_ROOTFS) < 0)
+      return sbx_error_prefix(err, "the default rootfs");
+  }
+  bool build = paths_build_tree();
+  char real[PATH_MAX], py[PATH_MAX + 32];
+  if (realpath(cand, real) && is_dir(real)) {
+    bool have = false;
+    struct stat st;
+    for (size_t d = 0; d < ARRAY_SIZE(python_dirs) && !have; d++) {
+      have = bufprintf(py, sizeof py, NULL, "%s%s/python3", real, python_dirs[d]) == 0 && lstat(py, &st) == 0;
+    }
+    if (!have)
+      return sbx_error_set(err, ENOENT, "rootfs `%s` has no python3 in /usr/local/bin or /usr/bin (%s)", real,
+                           build ? "rebuild it with `make rootfs`" : "import it again with `sandboxd rootfs import`");
+    if (!(*ret_path = strdup(real)))
+      return sbx_error_set(err, ENOMEM, "rootfs");
+    return 0;
+  }
+  if (requested)
+    return sbx_error_set(err, ENOENT, "rootfs `%s` not found", requested);
+  if (env && *env)
+    return sbx_error_set(err, ENOENT, "rootfs `%s` ($SANDBOXD_ROOTFS) not found", env);
+  return sbx_error_set(err, ENOENT, "no rootfs found: %s or pass --rootfs DIR (see sandboxd doctor)",
+                       build ? "run `make rootfs`" : "import one with `sandboxd rootfs import IMAGE --name " PATHS_DEFAULT_ROOTFS "`");
+}
+
+int paths_policy_search(char *buf, size_t len, sbx_error_t *err)
+{
+  const char *env = getenv("SANDBOXD_POLICY_DIR");
+  char bin[PATH_MAX];
+  if (paths_bindir(bin, NULL) < 0)
+    bin[0] = '.', bin[1] = '\0';
+  /* build/sandboxd -> policy/; PREFIX/bin/sandboxd -> PREFIX/share/sandboxd/policy. */
+  return bufprintf(buf, len, err, "%s%s%s/../policy:%s/../share/sandboxd/policy:/etc/sandboxd/policy",
+                   env && *env ? env : "", env && *env ? ":" : "", bin, bin);
+}
+
+int paths_python_dir(char **ret_path, sbx_error_t *err)
+{
+  char cand[5][PATH_MAX];
+  int n = 0;
+  const char *env = getenv("SANDBOXD_PYTHON_DIR");
+  if (env && *env && bufprintf(cand[n++], PATH_MAX, err, "%s", env) < 0)
+    return sbx_error_prefix(err, "SANDBOXD_PYTHON_DIR");
+  char bin[PATH_MAX];
+  if (paths_bindir(bin, NULL) == 0) {
+    /* build/sandboxd -> src/inside (src/sandbox before the rename); PREFIX/bin/sandboxd ->
+     * PREFIX/share/sandboxd/inside (share/sandboxd/python before it). */
+    static const char *const rels[] = { "src/inside", "src/sandbox", "share/sandboxd/inside", "share/sandboxd/python" };
+    for (size_t i = 0; i < ARRAY_SIZE(rels); i++)
+      /* A candidate that does not fit is not one. */
+      n += bufprintf(cand[n], PATH_MAX, NULL, "%s/../%s", bin, rels[i]) == 0;
+  }
+  for (int i = 0; i < n; i++) {
+    char real[PATH_MAX], pkg[PATH_MAX + 32];
+    struct stat st;
+    if (!realpath(cand[i], real))
+      continue;
+    if (bufprintf(pkg, sizeof pkg, NULL, "%s/mcp/__init__.py", real) < 0 || stat(pkg, &st) < 0 || !S_ISREG(st.st_mode))
+      continue;
+    if (!(*ret_path = strdup(real)))
+      return sbx_error_set(err, ENOMEM, "python dir");
+    return 0;
+  }
+  return sbx_error_set(err, ENOENT, "the sandbox's Python helpers (mcp package) were not found next to sandboxd "
+                                    "(src/inside or share/sandboxd/inside)");
+}
+
+/* $XDG_x_HOME/sandboxd if absolute, else $HOME/home_rel; ENOENT if neither is absolute. */
+static int user_dir(const char *xdg_var, const char *home_rel, char out[PATH_MAX], sbx_error_t *err)
+{
+  const char *xdg = getenv(xdg_var), *home = getenv("HOME");
+  if (xdg && xdg[0] == '/')
+    return bufprintf(out, PATH_MAX, err, "%s/sandboxd", xdg) < 0 ? sbx_error_prefix(err, "$%s", xdg_var) : 0;
+  if (home && home[0] == '/')
+    return bufprintf(out, PATH_MAX, err, "%s/%s", home, home_rel) < 0 ? sbx_error_prefix(err, "$HOME") : 0;
+  out[0] = '\0';
+  return sbx_error_set(err, ENOENT, "neither $%s nor $HOME is an absolute path", xdg_var);
+}
+
+int paths_state_dir(char out[PATH_MAX], sbx_error_t *err)
+{
+  if (geteuid() == 0)
+    return bufprintf(out, PATH_MAX, err, "/var/log/sandboxd");
+  return user_dir("XDG_STATE_HOME", ".local/state/sandboxd", out, err);
+}
+
+int paths_cache_dir(char out[PATH_MAX], sbx_error_t *err)
+{
+  const char *env = getenv("SANDBOXD_CACHE_DIR");
+  if (env && !*env) {
+    out[0] = '\0';
+    return sbx_error_set(err, ENOENT, "SANDBOXD_CACHE_DIR is empty: no cache");
+  }
+  if (env)
+    return bufprintf(out, PATH_MAX, err, "%s", env) < 0 ? sbx_error_prefix(err, "SANDBOXD_CACHE_DIR") : 0;
+  if (geteuid() == 0)
+    return bufprintf(out, PATH_MAX, err, "/var/cache/sandboxd");
+  return user_dir("XDG_CACHE_HOME", ".cache/sandboxd", out, err);
+}

@@ -1,0 +1,52 @@
+/* The install layout: the one place that knows where sandboxd finds what it ships and keeps, for
+ * the build tree (build/sandboxd in a clone) and the installed binary (PREFIX/bin/sandboxd)
+ * alike. Everything starts from the binary's own directory (/proc/self/exe) and the documented
+ * environment variables (sandboxd(1) ENVIRONMENT and FILES). Nothing here creates anything. */
+#ifndef SBX_PATHS_H
+#define SBX_PATHS_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "error.h"
+
+/* The root filesystem `exec` and `mcp` use when neither --rootfs nor $SANDBOXD_ROOTFS names one. */
+#define PATHS_DEFAULT_ROOTFS "python-3.14-slim"
+
+/* Pretend the binary is in dir (unit tests); NULL: /proc/self/exe again. */
+void paths_set_bindir(const char *dir);
+/* The directory of the sandboxd executable. -1 (errno) if /proc/self/exe cannot be read. */
+int paths_bindir(char out[PATH_MAX], sbx_error_t *err);
+/* Whether the binary runs from a source tree (bindir/../src/main.c exists): messages then name
+ * `make rootfs`, else commands an installed user has. */
+bool paths_build_tree(void);
+
+/* The rootfs store (`rootfs import|list|verify` and the default rootfs): $SANDBOXD_ROOTFS_DIR,
+ * else bindir/../rootfs (build tree) or bindir/../share/sandboxd/rootfs (installed), whichever
+ * is a directory, else /var/lib/sandboxd/rootfs. */
+int paths_rootfs_store(char out[PATH_MAX], sbx_error_t *err);
+/* The rootfs to run: requested (--rootfs), else $SANDBOXD_ROOTFS, else PATHS_DEFAULT_ROOTFS in
+ * the store; it must hold python3 in /usr/local/bin or /usr/bin. *ret_path is malloc'd, real. */
+int rootfs_find(const char *requested, char **ret_path, sbx_error_t *err);
+
+/* Named policies' search path, colon-separated: $SANDBOXD_POLICY_DIR, bindir/../policy,
+ * bindir/../share/sandboxd/policy, /etc/sandboxd/policy. */
+int paths_policy_search(char *buf, size_t len, sbx_error_t *err);
+
+/* The directory holding the `mcp` package that code in a sandbox imports: $SANDBOXD_PYTHON_DIR,
+ * else bindir/../src/inside or bindir/../src/sandbox (build tree; the old name until the rename
+ * lands everywhere), else bindir/../share/sandboxd/inside or bindir/../share/sandboxd/python
+ * (installed). *ret_path is malloc'd, real. */
+int paths_python_dir(char **ret_path, sbx_error_t *err);
+
+/* Per-user state (the audit log): /var/log/sandboxd for root, else $XDG_STATE_HOME/sandboxd if
+ * absolute, else $HOME/.local/state/sandboxd. -1 with ENOENT if there is none (no absolute HOME),
+ * ENAMETOOLONG if it does not fit. */
+int paths_state_dir(char out[PATH_MAX], sbx_error_t *err);
+/* The seccomp filter cache: $SANDBOXD_CACHE_DIR (set but empty: none), else /var/cache/sandboxd
+ * for root, else $XDG_CACHE_HOME/sandboxd if absolute, else $HOME/.cache/sandboxd. -1 with
+ * ENOENT if there is none, ENAMETOOLONG if it does not fit. */
+int paths_cache_dir(char out[PATH_MAX], sbx_error_t *err);
+
+#endif
