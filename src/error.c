@@ -57,3 +57,29 @@ int sbx_error_prefix(sbx_error_t *err, const char *fmt, ...)
   bufprintf_cut(err->msg, sizeof err->msg, "%s: %s", ctx, old);
   return -1;
 }
+
+int sbx_error_hint(sbx_error_t *err, const char *fmt, ...)
+{
+  if (!err)
+    return -1;
+  char hint[sizeof err->msg];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(hint, sizeof hint, fmt, ap);
+  va_end(ap);
+  if (n < 0)
+    return -1;
+  /* Room for the message, "...", "; " and the hint; a hint longer than half the buffer is cut
+   * too, so some of the message always remains. */
+  size_t hl = strlen(hint), max = sizeof err->msg / 2;
+  if (hl > max)
+    memcpy(hint + max - 3, "...", 4), hl = max;
+  size_t ml = strlen(err->msg), room = sizeof err->msg - 1 - hl - 2;
+  if (ml > room) {
+    memcpy(err->msg + room - 3, "...", 4);
+    ml = room;
+  }
+  memcpy(err->msg + ml, "; ", 2);
+  memcpy(err->msg + ml + 2, hint, hl + 1);
+  return -1;
+}

@@ -22,6 +22,9 @@ int sbx_error_set(sbx_error_t *err, int errnum, const char *fmt, ...)
   __attribute__((format(printf, 3, 4)));
 /* Same, with errno as errnum. */
 int sbx_error_errno(sbx_error_t *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Append what to do about an existing error, after its errno text: "msg: strerror; HINT". When the
+ * whole does not fit, the message is cut, never the hint. Returns -1. */
+int sbx_error_hint(sbx_error_t *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Prefix an existing message with context: "ctx: old". Returns -1. */
 int sbx_error_prefix(sbx_error_t *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

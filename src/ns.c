@@ -76,7 +76,8 @@ _Noreturn void ns_net_helper(pid_t pid, int pidfd, int sync_fd, const struct sbx
     close(ufd);
   }
   if (unshare(CLONE_NEWNET) < 0) {
-    sbx_error_errno(&err, "cannot create the network namespace (see sandboxd doctor)");
+    sbx_error_errno(&err, "cannot create the network namespace");
+    sbx_error_hint(&err, "see sandboxd doctor");
     goto out;
   }
   if (netlink_loopback_up(&err) < 0)

@@ -99,9 +99,10 @@ int rootfs_find(const char *requested, char **ret_path, sbx_error_t *err)
     for (size_t d = 0; d < ARRAY_SIZE(python_dirs) && !have; d++) {
       have = bufprintf(py, sizeof py, NULL, "%s%s/python3", real, python_dirs[d]) == 0 && lstat(py, &st) == 0;
     }
-    if (!have)
-      return sbx_error_set(err, ENOENT, "rootfs `%s` has no python3 in /usr/local/bin or /usr/bin (%s)", real,
-                           build ? "rebuild it with `make rootfs`" : "import it again with `sandboxd rootfs import`");
+    if (!have) {
+      sbx_error_set(err, ENOENT, "rootfs `%s` has no python3 in /usr/local/bin or /usr/bin", real);
+      return sbx_error_hint(err, "%s", build ? "rebuild it with `make rootfs`" : "import it again with `sandboxd rootfs import`");
+    }
     if (!(*ret_path = strdup(real)))
       return sbx_error_set(err, ENOMEM, "rootfs");
     return 0;
@@ -110,8 +111,9 @@ int rootfs_find(const char *requested, char **ret_path, sbx_error_t *err)
     return sbx_error_set(err, ENOENT, "rootfs `%s` not found", requested);
   if (env && *env)
     return sbx_error_set(err, ENOENT, "rootfs `%s` ($SANDBOXD_ROOTFS) not found", env);
-  return sbx_error_set(err, ENOENT, "no rootfs found: %s or pass --rootfs DIR (see sandboxd doctor)",
-                       build ? "run `make rootfs`" : "import one with `sandboxd rootfs import IMAGE --name " PATHS_DEFAULT_ROOTFS "`");
+  sbx_error_set(err, ENOENT, "no rootfs found");
+  return sbx_error_hint(err, "%s or pass --rootfs DIR (see sandboxd doctor)",
+                        build ? "run `make rootfs`" : "import one with `sandboxd rootfs import IMAGE --name " PATHS_DEFAULT_ROOTFS "`");
 }
 
 int paths_policy_search(char *buf, size_t len, sbx_error_t *err)

@@ -428,10 +428,10 @@ static int make_cgroup(const struct sbx_spec *spec, struct sbx_cgroup **ret, enu
     }
     return 0;
   }
-  return sbx_error_set(err, why.errnum,
-                       "no cgroup to enforce limits: %s; run under `systemd-run --user --scope -p Delegate=yes "
-                       "sandboxd ...` or use a policy with `cgroup fallback-rlimit` (see sandboxd doctor)",
-                       why.msg);
+  *err = why; /* its message already ends in the errno text */
+  sbx_error_prefix(err, "no cgroup to enforce limits");
+  return sbx_error_hint(err, "run under `systemd-run --user --scope -p Delegate=yes sandboxd ...` or use a policy "
+                             "with `cgroup fallback-rlimit` (see sandboxd doctor)");
 }
 
 /* What the child cannot check for itself before it acts on it. */
@@ -453,12 +453,15 @@ static int check_spec(const struct sbx_spec *spec, sbx_error_t *err)
 static int clone_error(int e, unsigned host_id, const struct sbx_policy *p, sbx_error_t *err)
 {
   /* setresuid's EINVAL: sandboxd is "root" in a user namespace (a container) whose map lacks the id. */
-  if (e == EINVAL && host_id)
-    return sbx_error_set(err, e, "host id %u of policy `%s` host_id_range is not mapped where sandboxd runs; "
-                                 "choose a host_id_range inside /proc/self/uid_map and gid_map", host_id, p->name);
+  if (e == EINVAL && host_id) {
+    sbx_error_set(err, e, "host id %u of policy `%s` host_id_range is not mapped where sandboxd runs", host_id, p->name);
+    return sbx_error_hint(err, "choose a host_id_range inside /proc/self/uid_map and gid_map");
+  }
   if (e == EPERM || e == ENOSPC || e == EUSERS)
-    return sbx_error_set(err, e, "cannot create user namespace (see sandboxd doctor)");
-  return sbx_error_set(err, e, "cannot create sandbox namespaces (see sandboxd doctor)");
+    sbx_error_set(err, e, "cannot create user namespace");
+  else
+    sbx_error_set(err, e, "cannot create sandbox namespaces");
+  return sbx_error_hint(err, "see sandboxd doctor");
 }
 
 int sandbox_spawn_start(const struct sbx_spec *spec, struct sbx_sandbox **ret, sbx_error_t *err)
@@ -524,7 +527,8 @@ int sandbox_spawn_start(const struct sbx_spec *spec, struct sbx_sandbox **ret, s
   /* Maps must be written before the child calls setresuid/setgroups. */
   pid_t helper = -1;
   if (ns_write_id_maps(pid, p, host_id, err) < 0) {
-    sbx_error_prefix(err, "write uid/gid maps (see sandboxd doctor)");
+    sbx_error_prefix(err, "write uid/gid maps");
+    sbx_error_hint(err, "see sandboxd doctor");
     goto fail;
   }
   /* Before GO, while the child waits: with our credentials, which a kernel this old checks. */

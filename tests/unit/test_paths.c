@@ -89,6 +89,9 @@ static void test_rootfs(void)
   paths_set_bindir(bin);
   CHECK(rootfs_find(NULL, &found, &err) < 0 && err.errnum == ENOENT && strstr(err.msg, "no rootfs found") &&
         !strstr(err.msg, "make rootfs"));
+  /* The hint follows the errno text. */
+  CHECK(strstr(err.msg, "no rootfs found: No such file or directory; import one with `sandboxd rootfs import") &&
+        strstr(err.msg, "(see sandboxd doctor)") == err.msg + strlen(err.msg) - 21);
   CHECK(rootfs_find("/nonexistent-rootfs", &found, &err) < 0 && strstr(err.msg, "`/nonexistent-rootfs` not found"));
 
   /* The build tree: build/sandboxd in a clone (src/main.c beside it), the store is rootfs/. */
