@@ -14,7 +14,7 @@
 
 #include "hostfile.h"
 #include "json.h"
-#include "log.h"
+#include "warn.h"
 #include "paths.h"
 #include "util.h"
 
@@ -314,6 +314,6 @@ void audit_write(const struct audit_record *r)
   dropped++;
   if (!warned) {
     warned = true;
-    log_warn("%s; record dropped (the execution is not affected)", e.msg);
+    sbx_warn(SBX_WARN_AUDIT, "%s; record dropped (the execution is not affected)", e.msg);
   }
 }

@@ -450,10 +450,20 @@ static void exec_mcp_dispatch(void *ctx, const struct pollfd *pfds, size_t n)
     proxy_handle(m->proxy, pfds[n - 1].revents);
 }
 
+/* Limits degrading to rlimits is said only on a terminal: piped stderr belongs to the code, and
+ * the report and audit record say `degraded` anyway. */
+static void exec_warning(enum sbx_warning kind, const char *msg)
+{
+  if (kind == SBX_WARN_DEGRADED && !isatty(STDERR_FILENO))
+    return;
+  log_warning(kind, msg);
+}
+
 int cmd_exec(int argc, char **argv)
 {
   struct exec_options o;
   sbx_error_t err = { 0 };
+  sbx_warn_set_handler(exec_warning);
   if (exec_parse_args(argc, argv, &o, &err) < 0) {
     log_sbx_error(&err);
     return SBX_EXIT_SETUP;

@@ -1,6 +1,7 @@
 #include "log.h"
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 
 static void log_v(const char *level, const char *fmt, va_list ap)
@@ -31,4 +32,15 @@ void log_warn(const char *fmt, ...)
 void log_sbx_error(const sbx_error_t *err)
 {
   log_error("%s", err->msg);
+}
+
+void log_warning(enum sbx_warning kind, const char *msg)
+{
+  static bool said_degraded;
+  if (kind == SBX_WARN_DEGRADED) {
+    if (said_degraded)
+      return;
+    said_degraded = true;
+  }
+  log_warn("%s", msg);
 }

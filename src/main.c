@@ -56,6 +56,7 @@ static int dispatch(int argc, char **argv)
 
 int main(int argc, char **orig_argv)
 {
+  sbx_warn_set_handler(log_warning); /* what library code warns about, on stderr */
   /* Work on a heap copy of argv: the sandbox's init blanks the original strings (contiguous,
    * from argv[0] to the end of the last) so /proc/1/cmdline shows no host paths. */
   char **argv = calloc((size_t) argc + 1, sizeof *argv);

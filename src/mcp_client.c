@@ -14,7 +14,7 @@
 
 #include "cleanup.h"
 #include "jsonrpc.h"
-#include "log.h"
+#include "warn.h"
 #include "util.h"
 #include "version.h"
 
@@ -438,7 +438,7 @@ static void client_down(struct mcp_hosts *h, struct client *c, const char *why)
   if (backoff > BACKOFF_MAX_MS)
     backoff = BACKOFF_MAX_MS;
   c->restart_at_ns = now_ns() + backoff * 1000000ULL;
-  log_warn("host MCP server `%s` %s; restarting it on next use", c->cfg->name, reason);
+  sbx_warn(SBX_WARN_HOST_SERVER, "host MCP server `%s` %s; restarting it on next use", c->cfg->name, reason);
   /* Everything it had fails: a call may have had effects, so it is never silently retried. */
   while (c->ops)
     op_failf(c, c->ops, MCP_ERR_UNAVAILABLE, "host MCP server `%s` %s", c->cfg->name, reason);
@@ -450,7 +450,7 @@ static void client_start(struct mcp_hosts *h, struct client *c)
   if (spawn_server(h, c, &err) < 0) {
     c->failures++;
     c->restart_at_ns = now_ns() + (uint64_t) BACKOFF_FIRST_MS * 1000000ULL;
-    log_sbx_error(&err);
+    sbx_warn(SBX_WARN_HOST_SERVER, "%s", err.msg);
     while (c->ops)
       op_failf(c, c->ops, MCP_ERR_UNAVAILABLE, "%s", err.msg);
     return;

@@ -9,7 +9,7 @@
 
 #include "cleanup.h"
 #include "json.h"
-#include "log.h"
+#include "warn.h"
 #include "util.h"
 
 static bool name_ok(const char *s)
@@ -135,7 +135,7 @@ static int parse_entry(const char *file, const char *name, const json_node_t *e,
     return ENTRY_FAIL("must be an object");
   const char *type = json_as_string(json_get(e, "type"), NULL);
   if ((type && strcmp(type, "stdio") != 0) || json_get(e, "url")) {
-    log_warn("%s: server `%s`: skipped: only stdio servers are supported, not %s", file, name,
+    sbx_warn(SBX_WARN_CONFIG, "%s: server `%s`: skipped: only stdio servers are supported, not %s", file, name,
              type ? type : "url");
     *ret_skip = true;
     return 0;
@@ -198,7 +198,7 @@ static int parse_entry(const char *file, const char *name, const json_node_t *e,
   if (json_as_string(cwd, NULL) && mcp_config_expand(json_as_string(cwd, NULL), &s->cwd, err) < 0)
     return sbx_error_prefix(err, "%s: server `%s`: cwd", file, name);
   if (is_self(s, self_exe)) {
-    log_warn("%s: server `%s`: skipped: it would start sandboxd's own MCP server", file, name);
+    sbx_warn(SBX_WARN_CONFIG, "%s: server `%s`: skipped: it would start sandboxd's own MCP server", file, name);
     *ret_skip = true;
   }
   return 0;
@@ -382,7 +382,7 @@ static int import_claude(const char *home, const char *self_exe, struct mcp_conf
   if (rc == 0 && gate.n_skipped) {
     if (gate.n_skipped > gate.n_named)
       strbuf_printf(&gate.skipped, "%s%zu more", gate.n_named ? " and " : "", gate.n_skipped - gate.n_named);
-    log_warn(".mcp.json: not importing project server%s %s: Claude Code has not approved %s for this directory "
+    sbx_warn(SBX_WARN_CONFIG, ".mcp.json: not importing project server%s %s: Claude Code has not approved %s for this directory "
              "(approve in Claude Code, or list in `enabledMcpjsonServers` in ~/.claude/settings.json)",
              gate.n_skipped > 1 ? "s" : "", gate.skipped.data, gate.n_skipped > 1 ? "them" : "it");
   }

@@ -39,7 +39,7 @@ struct mcp_config_options {
 };
 
 /* Load the config. A missing default file is an empty config; a missing explicit one is an error.
- * Skipped entries (HTTP/SSE servers, sandboxd's own MCP server) are warned about on stderr. */
+ * Skipped entries (HTTP/SSE servers, sandboxd's own MCP server) are reported as warnings (warn.h). */
 int mcp_config_load(const struct mcp_config_options *o, struct mcp_config **ret, sbx_error_t *err);
 /* Parse one document into c (appending; names already present are kept). `file` names it in
  * errors. `self_exe` is sandboxd's resolved path (to spot entries that would start it), or NULL. */

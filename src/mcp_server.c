@@ -2104,7 +2104,6 @@ static int stdout_nonblocking(void)
 
 int cmd_mcp(int argc, char **argv)
 {
-  sandbox_warn_degraded_always(true);
   struct server srv = {
       .max_concurrent = DEFAULT_MAX_CONCURRENT,
       .max_queue = DEFAULT_MAX_QUEUE,

@@ -67,12 +67,12 @@
 #include "hostid.h"
 #include "init.h"
 #include "keyring.h"
-#include "log.h"
 #include "mount.h"
 #include "ns.h"
 #include "seccomp.h"
 #include "syncsock.h"
 #include "util.h"
+#include "warn.h"
 
 #if __has_include(<valgrind/valgrind.h>)
 #include <valgrind/valgrind.h>
@@ -393,13 +393,6 @@ static int get_bpf(const struct sbx_policy *p, const struct sbx_bpf **ret, sbx_e
   return 0;
 }
 
-static bool warned_degraded, warn_degraded_always;
-
-void sandbox_warn_degraded_always(bool on)
-{
-  warn_degraded_always = on;
-}
-
 /* A cgroup for the sandbox to be cloned into (JOIN_BY_CLONE); or JOIN_BY_SELF: v1, where the
  * sandbox cannot be cloned into its cgroup, so creating it waits until the child is busy setting
  * up (sandbox_spawn_start); or JOIN_NONE, when the policy allows running on rlimits. */
@@ -419,13 +412,9 @@ static int make_cgroup(const struct sbx_spec *spec, struct sbx_cgroup **ret, enu
     return cgroup_create(&spec->limits, ret, err);
   }
   if (spec->policy->cgroup == SBX_CGROUP_FALLBACK_RLIMIT) {
-    /* Once per process. For exec only on a terminal: piped stderr belongs to the code, and the
-     * report and audit record say `degraded` anyway. */
-    if (!warned_degraded && (warn_degraded_always || isatty(STDERR_FILENO))) {
-      warned_degraded = true;
-      log_warn("no cgroup for limits (%s); running with rlimits only, as policy `%s` allows", why.msg,
-               spec->policy->name);
-    }
+    /* The report and audit record say `degraded`; whether a person is told is the caller's. */
+    sbx_warn(SBX_WARN_DEGRADED, "no cgroup for limits (%s); running with rlimits only, as policy `%s` allows",
+             why.msg, spec->policy->name);
     return 0;
   }
   *err = why; /* its message already ends in the errno text */

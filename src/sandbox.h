@@ -68,10 +68,6 @@ char **sandbox_build_env(const struct sbx_spec *spec);
  * overwrite them: /proc/1/cmdline is readable by anyone and must not show host paths. */
 void sandbox_set_argv_area(char *start, size_t len);
 
-/* Warn on stderr when limits degrade to rlimits even if stderr is not a terminal (for servers,
- * whose stderr is a log). */
-void sandbox_warn_degraded_always(bool on);
-
 int sandbox_spawn(const struct sbx_spec *spec, struct sbx_sandbox **ret, sbx_error_t *err);
 /* sandbox_spawn() in two halves, for event loops: start returns once the child is created and
  * told to go; when sandbox_spawn_fd() is readable, finish says whether setup worked. On a failed

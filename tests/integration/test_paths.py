@@ -5,6 +5,8 @@ import os
 import shutil
 import subprocess
 
+import pytest
+
 import sbx
 
 
@@ -58,3 +60,43 @@ def test_installed_without_rootfs_names_commands_an_installed_user_has(tmp_path)
     assert r.stderr.rstrip("\n").endswith(": No such file or directory; import one with "
                                           "`sandboxd rootfs import IMAGE --name python-3.14-slim` or pass "
                                           "--rootfs DIR (see sandboxd doctor)"), r.stderr
+
+
+def _exec_degraded(stderr):
+    """exec under a policy that allows rlimits (the caller checked there is no cgroup)."""
+    env = dict(os.environ, SANDBOXD_CGROUP="/nonexistent-cgroup")  # not even a delegated v2 one
+    return subprocess.Popen([sbx.SANDBOXD, "exec", "--rootfs", sbx.ROOTFS, "--policy", "ci", "-c", "print('ran')"],
+                            env=env, stdout=subprocess.PIPE, stderr=stderr, stdin=subprocess.DEVNULL)
+
+
+def test_degraded_warning_is_the_callers_choice():
+    """sandbox.c reports that limits degraded; exec says so on a terminal only (piped stderr is the
+    code's), once."""
+    import pty
+    if sbx.enforcement() != "degraded":
+        pytest.skip(f"limits are {sbx.enforcement()}: they degrade only without a cgroup")
+    p = _exec_degraded(subprocess.PIPE)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 0 and out == b"ran\n", (p.returncode, out, err)
+    assert err == b"", err
+    master, slave = pty.openpty()
+    try:
+        p = _exec_degraded(slave)
+        os.close(slave)
+        text = b""
+        while True:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:  # EIO: every writer has closed it
+                break
+            if not chunk:
+                break
+            text += chunk
+        out = p.stdout.read()
+        p.wait(timeout=60)
+    finally:
+        os.close(master)
+    assert p.returncode == 0 and out == b"ran\n", (p.returncode, out, text)
+    text = text.decode()
+    assert text.count("sandboxd: warning: no cgroup for limits (") == 1, text
+    assert "running with rlimits only, as policy `ci` allows" in text, text

@@ -8,6 +8,39 @@
 
 #include "check.h"
 #include "mcp_config.h"
+#include "warn.h"
+
+/* Warnings reach the handler the caller set, never stderr. */
+static char warnings[4096];
+static int n_warnings, n_other_kind;
+
+static void record_warning(enum sbx_warning kind, const char *msg)
+{
+  n_warnings++;
+  n_other_kind += kind != SBX_WARN_CONFIG;
+  size_t l = strlen(warnings);
+  if (l + strlen(msg) + 2 < sizeof warnings)
+    sprintf(warnings + l, "%s\n", msg);
+}
+
+/* The size of what was written to fd 2 while fn ran. */
+static long stderr_bytes_during(void (*fn)(void))
+{
+  char tmpl[] = "/tmp/sandboxd-test-stderr.XXXXXX";
+  int fd = mkstemp(tmpl), saved = dup(2);
+  if (fd < 0 || saved < 0)
+    return -1;
+  unlink(tmpl);
+  fflush(stderr);
+  dup2(fd, 2);
+  fn();
+  fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  long n = lseek(fd, 0, SEEK_END);
+  close(fd);
+  return n;
+}
 
 static int parse(const char *text, struct mcp_config *c, sbx_error_t *err)
 {
@@ -132,6 +165,18 @@ static void test_import_claude(void)
   CHECK(system(cmd) == 0);
 }
 
+static void parse_skips(void)
+{
+  struct mcp_config c = {0};
+  sbx_error_t err;
+  CHECK(parse("{\"mcpServers\": {\"web\": {\"type\": \"http\", \"url\": \"https://x\"}, \"sse\": {\"url\": \"https://x\"},"
+              "\"self\": {\"command\": \"/usr/local/bin/sandboxd\", \"args\": [\"mcp\"]}}}", &c, &err) == 0);
+  CHECK(c.n == 0);
+  struct mcp_config *heap = malloc(sizeof *heap);
+  *heap = c;
+  mcp_config_free(heap);
+}
+
 int main(void)
 {
   sbx_error_t err = {0};
@@ -152,6 +197,13 @@ int main(void)
   free(s);
   CHECK(mcp_config_expand("${SBX_T_UNSET}", &s, &err) < 0 && strstr(err.msg, "`SBX_T_UNSET` is not set"));
   CHECK(mcp_config_expand("${SBX_T_A", &s, &err) < 0 && strstr(err.msg, "unterminated"));
+
+  sbx_warn_set_handler(record_warning);
+  CHECK(stderr_bytes_during(parse_skips) == 0);
+  CHECK(strstr(warnings, "f.json: server `web`: skipped: only stdio servers are supported, not http\n") &&
+        strstr(warnings, "f.json: server `sse`: skipped: only stdio servers are supported, not url\n") &&
+        strstr(warnings, "f.json: server `self`: skipped: it would start sandboxd's own MCP server\n"));
+  CHECK(n_warnings == 3 && n_other_kind == 0);
 
   struct mcp_config c = {0};
   CHECK(parse("{\"mcpServers\": {\"a-b.c\": {\"command\": \"node\", \"args\": [\"${SBX_T_A}\", \"x\"], "
@@ -195,6 +247,9 @@ int main(void)
   struct mcp_config *heap = malloc(sizeof *heap);
   *heap = c;
   mcp_config_free(heap);
-  test_import_claude();
+  n_warnings = 0;
+  warnings[0] = '\0';
+  CHECK(stderr_bytes_during(test_import_claude) == 0);
+  CHECK(n_warnings > 0 && n_other_kind == 0 && strstr(warnings, ".mcp.json: not importing project server"));
   return check_summary("test_mcp_config");
 }
