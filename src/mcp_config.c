@@ -9,6 +9,7 @@
 
 #include "cleanup.h"
 #include "json.h"
+#include "paths.h"
 #include "warn.h"
 #include "util.h"
 
@@ -401,9 +402,7 @@ int mcp_config_load(const struct mcp_config_options *o, struct mcp_config **ret,
   if (!c)
     return sbx_error_set(err, ENOMEM, "MCP config");
   char self[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-  self[n > 0 ? n : 0] = '\0';
-  const char *self_exe = n > 0 ? self : NULL;
+  const char *self_exe = paths_exe(self, NULL) == 0 ? self : NULL;
   const char *home = getenv("HOME");
   const char *env = getenv("SANDBOXD_MCP_CONFIG");
   char path[PATH_MAX];
@@ -413,11 +412,8 @@ int mcp_config_load(const struct mcp_config_options *o, struct mcp_config **ret,
   else if (env && *env)
     r = load_file(env, true, MCP_CONFIG_MAX_FILE, self_exe, c, err);
   else {
-    const char *xdg = getenv("XDG_CONFIG_HOME");
-    if (xdg && *xdg)
-      r = bufprintf(path, sizeof path, err, "%s/sandboxd/mcp.json", xdg);
-    else
-      r = bufprintf(path, sizeof path, err, "%s/.config/sandboxd/mcp.json", home ? home : "/");
+    char dir[PATH_MAX];
+    r = paths_config_dir(dir, err) < 0 ? -1 : bufprintf(path, sizeof path, err, "%s/mcp.json", dir);
     if (r < 0)
       sbx_error_prefix(err, "MCP servers config");
     else

@@ -22,14 +22,23 @@ void paths_set_bindir(const char *dir)
     bindir_override[0] = '\0';
 }
 
+int paths_exe(char out[PATH_MAX], sbx_error_t *err)
+{
+  ssize_t len = readlink("/proc/self/exe", out, PATH_MAX - 1);
+  if (len <= 0) {
+    out[0] = '\0';
+    return sbx_error_errno(err, "readlink `/proc/self/exe`");
+  }
+  out[len] = '\0';
+  return 0;
+}
+
 int paths_bindir(char out[PATH_MAX], sbx_error_t *err)
 {
   if (bindir_override[0])
     return bufprintf(out, PATH_MAX, err, "%s", bindir_override);
-  ssize_t len = readlink("/proc/self/exe", out, PATH_MAX - 1);
-  if (len <= 0)
-    return sbx_error_errno(err, "readlink `/proc/self/exe`");
-  out[len] = '\0';
+  if (paths_exe(out, err) < 0)
+    return -1;
   char *slash = strrchr(out, '/');
   if (slash)
     *slash = '\0';
@@ -168,6 +177,14 @@ static int user_dir(const char *xdg_var, const char *home_rel, char out[PATH_MAX
     return bufprintf(out, PATH_MAX, err, "%s/%s", home, home_rel) < 0 ? sbx_error_prefix(err, "$HOME") : 0;
   out[0] = '\0';
   return sbx_error_set(err, ENOENT, "neither $%s nor $HOME is an absolute path", xdg_var);
+}
+
+int paths_config_dir(char out[PATH_MAX], sbx_error_t *err)
+{
+  const char *xdg = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
+  if (xdg && *xdg)
+    return bufprintf(out, PATH_MAX, err, "%s/sandboxd", xdg);
+  return bufprintf(out, PATH_MAX, err, "%s/.config/sandboxd", home ? home : "/");
 }
 
 int paths_state_dir(char out[PATH_MAX], sbx_error_t *err)

@@ -16,7 +16,8 @@
 
 /* Pretend the binary is in dir (unit tests); NULL: /proc/self/exe again. */
 void paths_set_bindir(const char *dir);
-/* The directory of the sandboxd executable. -1 (errno) if /proc/self/exe cannot be read. */
+/* The sandboxd executable (/proc/self/exe), and its directory (or the one paths_set_bindir set). */
+int paths_exe(char out[PATH_MAX], sbx_error_t *err);
 int paths_bindir(char out[PATH_MAX], sbx_error_t *err);
 /* Whether the binary runs from a source tree (bindir/../src/main.c exists): messages then name
  * `make rootfs`, else commands an installed user has. */
@@ -39,6 +40,10 @@ int paths_policy_search(char *buf, size_t len, sbx_error_t *err);
  * lands everywhere), else bindir/../share/sandboxd/inside or bindir/../share/sandboxd/python
  * (installed). *ret_path is malloc'd, real. */
 int paths_python_dir(char **ret_path, sbx_error_t *err);
+
+/* Per-user configuration (mcp.json): $XDG_CONFIG_HOME/sandboxd if set, else
+ * $HOME/.config/sandboxd (/.config/sandboxd without HOME). */
+int paths_config_dir(char out[PATH_MAX], sbx_error_t *err);
 
 /* Per-user state (the audit log): /var/log/sandboxd for root, else $XDG_STATE_HOME/sandboxd if
  * absolute, else $HOME/.local/state/sandboxd. -1 with ENOENT if there is none (no absolute HOME),

@@ -164,7 +164,11 @@ static void test_state_and_cache(void)
   CHECK(paths_cache_dir(out, &err) == 0 && !strcmp(out, root_user ? "/var/cache/sandboxd" : "/home/u/.cache/sandboxd"));
   CHECK(paths_state_dir(out, &err) == 0 &&
         !strcmp(out, root_user ? "/var/log/sandboxd" : "/home/u/.local/state/sandboxd"));
-  /* XDG_*_HOME only if absolute. */
+  CHECK(paths_config_dir(out, &err) == 0 && !strcmp(out, "/home/u/.config/sandboxd"));
+  setenv("XDG_CONFIG_HOME", "/x/config", 1);
+  CHECK(paths_config_dir(out, &err) == 0 && !strcmp(out, "/x/config/sandboxd"));
+  unsetenv("XDG_CONFIG_HOME");
+  /* XDG_CACHE_HOME and XDG_STATE_HOME only if absolute. */
   setenv("XDG_CACHE_HOME", "relative", 1);
   setenv("XDG_STATE_HOME", "relative", 1);
   CHECK(paths_cache_dir(out, &err) == 0 && !strcmp(out, root_user ? "/var/cache/sandboxd" : "/home/u/.cache/sandboxd"));
@@ -203,6 +207,8 @@ int main(void)
   char bin[PATH_MAX];
   sbx_error_t err;
   CHECK(paths_bindir(bin, &err) == 0 && bin[0] == '/'); /* the test binary's own directory */
+  char exe[PATH_MAX];
+  CHECK(paths_exe(exe, &err) == 0 && strncmp(exe, bin, strlen(bin)) == 0 && !strcmp(exe + strlen(bin), "/test_paths"));
   char cmd[PATH_MAX + 16];
   if (bufprintf(cmd, sizeof cmd, NULL, "rm -rf '%s'", root) == 0 && system(cmd) != 0)
     CHECK(!"rm");
