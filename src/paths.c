@@ -85,7 +85,7 @@ int paths_rootfs_store(char out[PATH_MAX], sbx_error_t *err)
 
 int rootfs_find(const char *requested, char **ret_path, sbx_error_t *err)
 {
-  char cand[PATH_MAX];
+  char cand[PATH_MAX], store[PATH_MAX] = "";
   const char *env = getenv("SANDBOXD_ROOTFS");
   if (requested) {
     if (bufprintf(cand, PATH_MAX, err, "%s", requested) < 0)
@@ -94,7 +94,6 @@ int rootfs_find(const char *requested, char **ret_path, sbx_error_t *err)
     if (bufprintf(cand, PATH_MAX, err, "%s", env) < 0)
       return sbx_error_prefix(err, "SANDBOXD_ROOTFS");
   } else {
-    char store[PATH_MAX];
     if (paths_rootfs_store(store, err) < 0)
       return -1;
     if (bufprintf(cand, PATH_MAX, err, "%s/%s", store, PATHS_DEFAULT_ROOTFS) < 0)
@@ -120,7 +119,7 @@ int rootfs_find(const char *requested, char **ret_path, sbx_error_t *err)
     return sbx_error_set(err, ENOENT, "rootfs `%s` not found", requested);
   if (env && *env)
     return sbx_error_set(err, ENOENT, "rootfs `%s` ($SANDBOXD_ROOTFS) not found", env);
-  sbx_error_set(err, ENOENT, "no rootfs found");
+  sbx_error_set(err, ENOENT, "no rootfs found: `%s` in the rootfs store `%s`", PATHS_DEFAULT_ROOTFS, store);
   return sbx_error_hint(err, "%s or pass --rootfs DIR (see sandboxd doctor)",
                         build ? "run `make rootfs`" : "import one with `sandboxd rootfs import IMAGE --name " PATHS_DEFAULT_ROOTFS "`");
 }

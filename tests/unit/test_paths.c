@@ -87,11 +87,15 @@ static void test_rootfs(void)
         strstr(err.msg, "sandboxd rootfs import") && !strstr(err.msg, "make rootfs"));
   CHECK(bufprintf(bin, sizeof bin, NULL, "%s/none/bin", root) == 0);
   paths_set_bindir(bin);
+  /* (The system store, not this host's: /var/lib/sandboxd/rootfs may hold one.) */
+  setenv("SANDBOXD_ROOTFS_DIR", "/nonexistent-store", 1);
   CHECK(rootfs_find(NULL, &found, &err) < 0 && err.errnum == ENOENT && strstr(err.msg, "no rootfs found") &&
         !strstr(err.msg, "make rootfs"));
   /* The hint follows the errno text. */
-  CHECK(strstr(err.msg, "no rootfs found: No such file or directory; import one with `sandboxd rootfs import") &&
+  CHECK(strstr(err.msg, "no rootfs found: `python-3.14-slim` in the rootfs store `/nonexistent-store`: No such "
+                        "file or directory; import one with `sandboxd rootfs import") &&
         strstr(err.msg, "(see sandboxd doctor)") == err.msg + strlen(err.msg) - 21);
+  unsetenv("SANDBOXD_ROOTFS_DIR");
   CHECK(rootfs_find("/nonexistent-rootfs", &found, &err) < 0 && strstr(err.msg, "`/nonexistent-rootfs` not found"));
 
   /* The build tree: build/sandboxd in a clone (src/main.c beside it), the store is rootfs/. */
