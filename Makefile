@@ -126,8 +126,8 @@ install: all
 	install -D -m 0755 $(BUILD)/sandboxd $(DESTDIR)$(PREFIX)/bin/sandboxd
 	install -d $(DESTDIR)$(PREFIX)/share/sandboxd/policy
 	install -m 0644 policy/*.policy policy/*.inc $(DESTDIR)$(PREFIX)/share/sandboxd/policy/
-	if [ -d src/sandbox ]; then install -d $(DESTDIR)$(PREFIX)/share/sandboxd/python && \
-	  cp -R src/sandbox/. $(DESTDIR)$(PREFIX)/share/sandboxd/python/; fi
+	if [ -d src/inside ]; then install -d $(DESTDIR)$(PREFIX)/share/sandboxd/python && \
+	  cp -R src/inside/. $(DESTDIR)$(PREFIX)/share/sandboxd/python/; fi
 	for m in man/*.[1-9]; do [ -e "$$m" ] || continue; s=$${m##*.}; \
 	  install -D -m 0644 $$m $(DESTDIR)$(PREFIX)/share/man/man$$s/$${m##*/}; done
 	install -d -m 0755 $(DESTDIR)$(ROOTFS_STORE)

@@ -142,7 +142,7 @@ const char mcp_runner_source[] =
     "    sys.stdout.reconfigure(line_buffering=True)\n"
     "    main = sys.modules[\"__main__\"].__dict__\n"
     "    main.pop(\"_sandboxd_run\", None)\n"
-    "    # With `servers`: mcp_<alias> and mcp_servers for the host MCP servers (src/sandbox/mcp).\n"
+    "    # With `servers`: mcp_<alias> and mcp_servers for the host MCP servers (src/inside/mcp).\n"
     "    if os.environ.get(\"SANDBOXD_MCP_SERVERS\"):\n"
     "        from mcp import runtime\n"
     "        runtime.install(main)\n"

@@ -6,7 +6,7 @@
 
 /* The protocol versions we implement, newest first. */
 extern const char *const mcp_protocol_versions[];
-/* The Python that runs the submitted code inside the sandbox (src/sandbox/runner.py). */
+/* The Python that runs the submitted code inside the sandbox (src/inside/runner.py). */
 extern const char mcp_runner_source[];
 
 /* The version to answer a client's initialize with: its own if we implement it, else our newest. */

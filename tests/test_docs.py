@@ -179,9 +179,9 @@ def test_every_mcp_option_is_documented():
 
 def runtime_functions():
     """Public module-level functions of the sandbox's `mcp.runtime` (def or async def, no `_`)."""
-    src = read("src/sandbox/mcp/runtime.py")
+    src = read("src/inside/mcp/runtime.py")
     names = re.findall(r"^(?:async\s+)?def\s+([A-Za-z][A-Za-z0-9_]*)\s*\(", src, re.M)
-    assert len(names) > 10, "could not parse the functions of src/sandbox/mcp/runtime.py"
+    assert len(names) > 10, "could not parse the functions of src/inside/mcp/runtime.py"
     return names
 
 

@@ -406,13 +406,13 @@ static void test_mcp_versions(void)
   CHECK(streq(mcp_negotiate_version(NULL), "2025-11-25"));
 }
 
-/* src/mcp_server.c embeds src/sandbox/runner.py; they must not drift apart. */
+/* src/mcp_server.c embeds src/inside/runner.py; they must not drift apart. */
 static void test_runner_copy(void)
 {
   char *text = NULL;
   size_t len = 0;
   sbx_error_t err;
-  if (read_file("src/sandbox/runner.py", 1 << 20, &text, &len, &err) < 0) {
+  if (read_file("src/inside/runner.py", 1 << 20, &text, &len, &err) < 0) {
     fprintf(stderr, "FAIL runner copy: %s (run from the repository root)\n", err.msg);
     failed++;
     return;

@@ -69,7 +69,7 @@ def _sandboxd_run():
     sys.stdout.reconfigure(line_buffering=True)
     main = sys.modules["__main__"].__dict__
     main.pop("_sandboxd_run", None)
-    # With `servers`: mcp_<alias> and mcp_servers for the host MCP servers (src/sandbox/mcp).
+    # With `servers`: mcp_<alias> and mcp_servers for the host MCP servers (src/inside/mcp).
     if os.environ.get("SANDBOXD_MCP_SERVERS"):
         from mcp import runtime
         runtime.install(main)
