@@ -1,6 +1,6 @@
 # sandboxd run_python entry point: runs the code as the __main__ module, with top-level await.
-# sandboxd passes this file's text to `python3 -c`, so keep it self-contained (src/mcp_server.c
-# holds a copy that tests/unit/test_jsonrpc.c checks against this file).
+# sandboxd passes this file's text to `python3 -c`, so keep it self-contained (the build links
+# this file into the binary: src/mcp_runner.c).
 # Cold: the code is sys.argv[1]. Warm (no argument): started ahead of the call, the runner waits
 # for one job on the bridge at fd 3 (a 4-byte big-endian length, then that many bytes of UTF-8:
 # the servers, "a,b" or nothing, a newline, the code); with servers the same socket goes on as the

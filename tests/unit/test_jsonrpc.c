@@ -406,21 +406,6 @@ static void test_mcp_versions(void)
   CHECK(streq(mcp_negotiate_version(NULL), "2025-11-25"));
 }
 
-/* src/mcp_server.c embeds src/inside/runner.py; they must not drift apart. */
-static void test_runner_copy(void)
-{
-  char *text = NULL;
-  size_t len = 0;
-  sbx_error_t err;
-  if (read_file("src/inside/runner.py", 1 << 20, &text, &len, &err) < 0) {
-    fprintf(stderr, "FAIL runner copy: %s (run from the repository root)\n", err.msg);
-    failed++;
-    return;
-  }
-  CHECK(len == strlen(mcp_runner_source) && memcmp(text, mcp_runner_source, len) == 0);
-  free(text);
-}
-
 int main(void)
 {
   test_json_tree();
@@ -434,7 +419,6 @@ int main(void)
   test_oversize();
   test_replies();
   test_mcp_versions();
-  test_runner_copy();
   printf("test_jsonrpc: %d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;
 }
