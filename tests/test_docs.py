@@ -172,7 +172,7 @@ def test_environment_and_exit_status_are_documented():
 
 def test_every_mcp_option_is_documented():
     documented = documented_items("man/sandboxd-mcp.7", "Fl")
-    opts = long_options("src/mcp_server.c", 8)
+    opts = long_options("src/cli_mcp.c", 8)
     missing = [o for o in opts if f"-{o}" not in documented]
     assert not missing, f"mcp options not documented as `.It Fl -OPTION` in sandboxd-mcp.7: {missing}"
 

@@ -1,0 +1,615 @@
+/* run_python calls: the queue and its scheduling, starting a call's sandbox (cold, or a warm one
+ * from warm_pool.c), deadlines and progress, output capture, and the result. */
+#include <errno.h>
+#include <fcntl.h>
+#include <malloc.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "audit.h"
+#include "cleanup.h"
+#include "json.h"
+#include "jsonrpc.h"
+#include "log.h"
+#include "mcp_internal.h"
+#include "mcp_server.h"
+#include "policy.h"
+#include "proxy.h"
+#include "sandbox.h"
+#include "util.h"
+
+void call_free(struct call *c)
+{
+  if (!c)
+    return;
+  sandbox_free(c->sb);
+  if (c->pending)
+    warm_free(c->pending);
+  if (c->pending_bridge >= 0)
+    close(c->pending_bridge);
+  if (c->out_fd >= 0)
+    close(c->out_fd);
+  if (c->err_fd >= 0)
+    close(c->err_fd);
+  if (c->done_fd >= 0)
+    close(c->done_fd);
+  strbuf_free(&c->out);
+  strbuf_free(&c->err);
+  proxy_free(c->proxy);
+  for (size_t i = 0; i < c->n_servers; i++)
+    free(c->servers[i]);
+  free(c->servers);
+  free(c->id);
+  free(c->progress_token);
+  free(c->code);
+  free(c);
+}
+
+void call_unlink(struct server *srv, struct call *c)
+{
+  for (struct call **p = &srv->calls; *p; p = &(*p)->next)
+    if (*p == c) {
+      *p = c->next;
+      break;
+    }
+  if (c->state == CALL_RUNNING)
+    srv->n_running--;
+  else
+    srv->n_queued--;
+}
+
+struct call *call_find(struct server *srv, const char *id)
+{
+  /* An answered call is over for the client, which may reuse its id. */
+  for (struct call *c = srv->calls; c; c = c->next)
+    if (!c->answered && strcmp(c->id, id) == 0)
+      return c;
+  return NULL;
+}
+
+/* Cut back to a UTF-8 character boundary, so truncation never leaves half a character. */
+static size_t utf8_trim(const char *s, size_t len)
+{
+  size_t i = len;
+  for (size_t back = 0; back < 4 && i > 0; back++) {
+    unsigned char c = (unsigned char) s[i - 1];
+    if ((c & 0xc0) != 0x80) { /* a lead byte or ASCII: is its sequence complete? */
+      size_t need = c < 0x80 ? 1 : c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1;
+      return len - (i - 1) >= need ? len : i - 1;
+    }
+    i--;
+  }
+  return len;
+}
+
+/* Read what is in one pipe; keep it while the call is under its output limit. 1 at EOF. */
+int drain_pipe(struct call *c, int *fd, strbuf_t *sb)
+{
+  char buf[READ_CHUNK];
+  for (int rounds = 0; rounds < 16; rounds++) {
+    ssize_t n = read(*fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0 && errno == EAGAIN)
+      return 0;
+    if (n <= 0) {
+      close(*fd);
+      *fd = -1;
+      return 1;
+    }
+    size_t used = c->out.len + c->err.len;
+    size_t room = c->limits.output_bytes > used ? c->limits.output_bytes - used : 0;
+    size_t keep = c->truncated ? 0 : (size_t) n < room ? (size_t) n : room;
+    if (keep < (size_t) n) {
+      /* Once cut, keep nothing more: a later byte must not land after half a character. */
+      if (!c->truncated)
+        keep = utf8_trim(buf, keep);
+      c->truncated = true;
+    }
+    if (keep && strbuf_append(sb, buf, keep) < 0)
+      c->truncated = true;
+  }
+  return 0;
+}
+
+static void write_text_block(json_writer_t *w, const char *text, size_t len)
+{
+  json_obj_begin(w);
+  json_key(w, "type");
+  json_str(w, "text");
+  json_key(w, "text");
+  json_strn(w, text, len);
+  json_obj_end(w);
+}
+
+/* Output as the reply carries it: valid UTF-8 and \t \n \r as they are; each run of other control
+ * bytes (C0, DEL) or of bytes that are not UTF-8 becomes one U+FFFD, so JSON's escapes (\u00XX, 6
+ * bytes for one) never apply and the reply's text is at most twice the output. *replaced counts
+ * the bytes replaced. */
+static int append_shaped(strbuf_t *sb, const char *s, size_t len, size_t *replaced)
+{
+  const unsigned char *u = (const unsigned char *) s;
+  size_t i = 0, start = 0;
+  int r = 0;
+  while (i < len) {
+    size_t l = json_utf8_len(u + i, len - i);
+    bool control = l == 1 && (u[i] < 0x20 || u[i] == 0x7f) && u[i] != '\t' && u[i] != '\n' && u[i] != '\r';
+    if (l && !control) {
+      i += l;
+      continue;
+    }
+    r |= strbuf_append(sb, s + start, i - start);
+    size_t run = i;
+    while (i < len) {
+      l = json_utf8_len(u + i, len - i);
+      if (l && !(l == 1 && (u[i] < 0x20 || u[i] == 0x7f) && u[i] != '\t' && u[i] != '\n' && u[i] != '\r'))
+        break;
+      i++;
+    }
+    *replaced += i - run;
+    r |= strbuf_append(sb, "\xef\xbf\xbd", 3);
+    start = i;
+  }
+  r |= strbuf_append(sb, s + start, len - start);
+  return r;
+}
+
+static void send_call_result(struct server *srv, struct call *c, const struct sbx_result *res)
+{
+  /* The text a model reads, the one copy of the output: stdout, then stderr, then what went wrong. */
+  strbuf_t text = {0};
+  int r = 0;
+  char size[32];
+  size_t replaced = 0;
+  if (c->out.len)
+    r |= append_shaped(&text, c->out.data, c->out.len, &replaced);
+  if (c->err.len) {
+    if (text.len && text.data[text.len - 1] != '\n')
+      r |= strbuf_append(&text, "\n", 1);
+    r |= strbuf_printf(&text, "--- stderr ---\n");
+    r |= append_shaped(&text, c->err.data, c->err.len, &replaced);
+  }
+  if (c->truncated || replaced || res->status != SBX_STATUS_OK) {
+    if (text.len && text.data[text.len - 1] != '\n')
+      r |= strbuf_append(&text, "\n", 1);
+  }
+  if (replaced)
+    r |= strbuf_printf(&text, "--- %zu bytes of control characters or invalid UTF-8 shown as U+FFFD ---\n", replaced);
+  if (c->truncated)
+    r |= strbuf_printf(&text, "--- output truncated at %s (output_limit) ---\n",
+                       format_size(c->limits.output_bytes, size, sizeof size));
+  switch (res->status) {
+  case SBX_STATUS_OK:
+    break;
+  case SBX_STATUS_ERROR:
+    r |= strbuf_printf(&text, "--- status: error, exit code %d ---", res->exit_code);
+    break;
+  case SBX_STATUS_TIMEOUT:
+    r |= strbuf_printf(&text, "--- status: timeout, killed after %llu.%03llu s (the limit) ---",
+                       (unsigned long long) (c->limits.timeout_ms / 1000),
+                       (unsigned long long) (c->limits.timeout_ms % 1000));
+    break;
+  case SBX_STATUS_MEMORY_LIMIT:
+    r |= strbuf_printf(&text, "--- status: memory_limit, killed at %s ---",
+                       format_size(c->limits.memory_bytes, size, sizeof size));
+    break;
+  case SBX_STATUS_KILLED:
+    r |= strbuf_printf(&text, "--- status: killed by signal %d ---", res->signal);
+    break;
+  }
+  if (!text.len)
+    r |= strbuf_printf(&text, "(no output)");
+  if (r < 0) {
+    strbuf_free(&text);
+    send_error(srv, c->id, JSONRPC_INTERNAL_ERROR, "Internal error: out of memory");
+    return;
+  }
+
+  json_writer_t *w = json_writer_new();
+  if (!w) {
+    strbuf_free(&text);
+    return;
+  }
+  jsonrpc_begin_result(w, c->id);
+  json_obj_begin(w);
+  json_key(w, "content");
+  json_arr_begin(w);
+  write_text_block(w, text.data, text.len);
+  json_arr_end(w);
+  json_key(w, "structuredContent");
+  json_obj_begin(w);
+  json_key(w, "status");
+  json_str(w, sbx_status_name(res->status));
+  json_key(w, "exit_code");
+  json_int(w, res->exit_code);
+  /* The output itself is in the text block only: a reply carries it once. */
+  json_key(w, "stdout_bytes");
+  json_uint(w, c->out.len);
+  json_key(w, "stderr_bytes");
+  json_uint(w, c->err.len);
+  json_key(w, "replaced_bytes");
+  json_uint(w, replaced);
+  json_key(w, "truncated");
+  json_bool(w, c->truncated);
+  json_key(w, "execution_time_ms");
+  json_uint(w, res->execution_time_ms);
+  json_key(w, "memory_peak_bytes");
+  json_uint(w, res->memory_peak_bytes);
+  /* How limits were enforced: "degraded" means rlimits only (no cgroup), as the policy allowed. */
+  json_key(w, "limits");
+  json_str(w, res->limits ? res->limits : "none");
+  json_obj_end(w);
+  json_key(w, "isError");
+  json_bool(w, res->status != SBX_STATUS_OK);
+  json_obj_end(w);
+  jsonrpc_end(w);
+  strbuf_free(&text);
+  send_writer(srv, w);
+}
+
+/* The sandbox has ended: collect the rest of its output, reap it, answer. */
+void call_finish(struct server *srv, struct call *c)
+{
+  /* Every process of the sandbox is gone, so the pipes are at EOF once drained. */
+  while (c->out_fd >= 0 && drain_pipe(c, &c->out_fd, &c->out) == 0)
+    if (c->out_fd >= 0 && poll(&(struct pollfd){.fd = c->out_fd, .events = POLLIN}, 1, 100) <= 0)
+      break;
+  while (c->err_fd >= 0 && drain_pipe(c, &c->err_fd, &c->err) == 0)
+    if (c->err_fd >= 0 && poll(&(struct pollfd){.fd = c->err_fd, .events = POLLIN}, 1, 100) <= 0)
+      break;
+  struct sbx_result res;
+  sbx_error_t err = {0};
+  int r = sandbox_wait(c->sb, &res, &err);
+  call_unlink(srv, c);
+  if (c->answered) {
+    /* Killed at its done byte (call_done): the record is what was answered. */
+    res = c->res;
+    r = 0;
+  }
+  /* The answer first; the audit record and removing the cgroup (call_free) come after it. */
+  if (c->cancelled || c->answered)
+    ; /* the client cancelled: it expects no answer */
+  else if (r < 0)
+    send_tool_error(srv, c->id, "sandboxd: %s", err.msg);
+  else
+    send_call_result(srv, c, &res);
+  _cleanup_free_ char *calls = c->proxy ? proxy_calls_json(c->proxy) : NULL;
+  struct audit_record rec = {
+      .mode = "mcp", .code = c->code, .code_len = strlen(c->code), .policy = srv->policy, .limits = &c->limits,
+      .result = r < 0 ? NULL : &res, .error = r < 0 ? err.msg : NULL, .calls_json = calls,
+  };
+  audit_write(&rec);
+  /* A run that made sandboxd hold a lot (its output, or requests it sent over the bridge) gives
+   * the memory back to the system when it ends, not only to malloc's free lists. */
+  bool trim = c->out.len + c->err.len + (c->proxy ? proxy_bytes_read(c->proxy) : 0) >= TRIM_AFTER_BYTES;
+  call_free(c);
+  if (trim)
+    malloc_trim(0);
+}
+
+static bool readable(int fd)
+{
+  return poll(&(struct pollfd){.fd = fd, .events = POLLIN}, 1, 0) > 0;
+}
+
+/* The runner's done byte: the run is over and all its output is in the pipes. Answer now, from the
+ * cgroup's counters, and kill the sandbox (the runner is exiting anyway; anything the code left
+ * running ends with it, as when the runner exits): the answer does not wait for the processes to
+ * exit and the namespaces to be torn down, which is most of a warm call's time. Code that writes
+ * to fd 3 itself ends its own run early, as os._exit() would. Without a cgroup, or on EOF (the
+ * code closed fd 3, or the runner died), the call ends when the sandbox has (call_finish). */
+void call_done(struct server *srv, struct call *c)
+{
+  unsigned char status;
+  ssize_t n;
+  do
+    n = read(c->done_fd, &status, 1);
+  while (n < 0 && errno == EINTR);
+  if (n < 0 && errno == EAGAIN)
+    return;
+  close(c->done_fd);
+  c->done_fd = -1;
+  if (n != 1 || c->killed || c->cancelled)
+    return;
+  struct sbx_result res;
+  if (sandbox_result_now(c->sb, status, &res) < 0)
+    return;
+  /* Everything the runner wrote is in the pipes: it flushed before the done byte. */
+  while (c->out_fd >= 0 && drain_pipe(c, &c->out_fd, &c->out) == 0 && readable(c->out_fd))
+    ;
+  while (c->err_fd >= 0 && drain_pipe(c, &c->err_fd, &c->err) == 0 && readable(c->err_fd))
+    ;
+  c->killed = true;
+  sandbox_signal(c->sb, SIGKILL);
+  c->answered = true;
+  c->res = res;
+  send_call_result(srv, c, &res);
+}
+
+int open_pipe(int *ret_read, int *ret_write, sbx_error_t *err)
+{
+  int p[2];
+  if (pipe2(p, O_CLOEXEC) < 0)
+    return sbx_error_errno(err, "pipe");
+  if (fcntl(p[0], F_SETFL, O_NONBLOCK) < 0) {
+    int e = errno;
+    close(p[0]);
+    close(p[1]);
+    return sbx_error_set(err, e, "pipe");
+  }
+  *ret_read = p[0];
+  *ret_write = p[1];
+  return 0;
+}
+
+/* A host server's progress on a proxied call, relayed as progress of the run_python call. */
+static void relay_progress(void *ctx, const char *server, const char *tool, const json_node_t *params)
+{
+  struct call *c = ctx;
+  if (!c->progress_token || c->cancelled)
+    return;
+  char msg[300];
+  const char *m = json_as_string(json_get(params, "message"), NULL);
+  const char *done = json_number_text(json_get(params, "progress"));
+  const char *total = json_number_text(json_get(params, "total"));
+  bufprintf_cut(msg, sizeof msg, "%.60s.%.60s: %s%s%s%s%.100s", server, tool, done ? done : "?", total ? "/" : "",
+                total ? total : "", m ? " " : "", m ? m : "");
+  json_writer_t *w = json_writer_new();
+  if (!w)
+    return;
+  jsonrpc_begin_notification(w, "notifications/progress");
+  json_obj_begin(w);
+  json_key(w, "progressToken");
+  json_raw(w, c->progress_token, strlen(c->progress_token));
+  json_key(w, "progress");
+  json_uint(w, ++c->progress);
+  json_key(w, "message");
+  json_str(w, msg);
+  json_obj_end(w);
+  jsonrpc_end(w);
+  send_writer(c->srv, w);
+}
+
+/* The spec every sandbox of this server gets, cold or warm; only argv, the bridge and (for a
+ * run with servers) the environment differ. The `mcp` package is mounted whenever it exists, so a
+ * warm sandbox (which may get a run with servers) looks the same from inside as a cold one. */
+void base_spec(struct server *srv, const struct sbx_limits *limits, char **argv, int devnull, int out_w,
+               int err_w, struct sbx_bind *bind, struct sbx_spec *spec)
+{
+  *spec = (struct sbx_spec){
+      .policy = srv->policy,
+      .limits = *limits,
+      .rootfs = srv->rootfs,
+      .argv = argv,
+      .stdin_fd = devnull,
+      .stdout_fd = out_w,
+      .stderr_fd = err_w,
+      .bridge_fd = -1,
+  };
+  if (srv->python_dir) {
+    *bind = (struct sbx_bind){.src = srv->python_dir, .dst = PROXY_PYTHON_DST, .rw = false};
+    spec->binds = bind;
+    spec->n_binds = 1;
+  }
+}
+
+static int call_start_cold(struct server *srv, struct call *c, int bridge_fd, sbx_error_t *err);
+
+static int call_start(struct server *srv, struct call *c, sbx_error_t *err)
+{
+  struct sbx_limits req;
+  limits_unset(&req);
+  if (c->timeout_ms != UINT64_MAX)
+    req.timeout_ms = c->timeout_ms;
+  if (policy_resolve_limits(srv->policy, &req, &c->limits, err) < 0)
+    return -1;
+
+  /* With servers: the bridge at fd 3, the `mcp` package read-only, and the runner told which
+   * servers it has (it then defines mcp_<alias> and friends). */
+  _cleanup_close_ int bridge = -1;
+  if (c->n_servers) {
+    if (!srv->python_dir)
+      return sbx_error_set(err, ENOENT, "the sandbox's Python helpers (mcp package) were not found next to sandboxd");
+    if (proxy_new(srv->hosts, (const char *const *) c->servers, c->n_servers, NULL, &bridge, &c->proxy, err) < 0)
+      return -1;
+    proxy_on_progress(c->proxy, relay_progress, c);
+  }
+  c->srv = srv;
+
+  /* A ready warm sandbox if there is one. Else one still being built, which the call waits for
+   * (call_pending_ready): it is further along than a cold one started now would be, and
+   * building both would split the CPUs between them. Only an empty pool (a burst) starts cold. */
+  struct warm *w = srv->warm;
+  while (w && !w->ready)
+    w = w->next;
+  if (!w)
+    w = srv->warm;
+  if (w) {
+    warm_unlink(srv, w);
+    if (!w->ready) {
+      c->pending = w;
+      c->pending_bridge = TAKE_FD(bridge);
+      c->pending_until = now_ns() + PENDING_MAX_NS;
+      return 0;
+    }
+    sbx_error_t werr = {0};
+    if (call_start_warm(c, w, &werr) == 0)
+      return 0;
+    log_warn("%s; starting a cold sandbox instead", werr.msg);
+  }
+  return call_start_cold(srv, c, TAKE_FD(bridge), err);
+}
+
+/* A sandbox built for this call, with its code on the command line. Takes bridge (with servers:
+ * the sandbox's end of the proxy's socket). */
+static int call_start_cold(struct server *srv, struct call *c, int bridge_fd, sbx_error_t *err)
+{
+  _cleanup_close_ int bridge = bridge_fd;
+  _cleanup_close_ int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (devnull < 0)
+    return sbx_error_errno(err, "open `/dev/null`");
+  _cleanup_close_ int out_w = -1, err_w = -1;
+  _cleanup_close_ int out_r = -1, err_r = -1;
+  if (open_pipe(&out_r, &out_w, err) < 0 || open_pipe(&err_r, &err_w, err) < 0)
+    return -1;
+
+  /* python3 -c RUNNER CODE: the runner finds the code in sys.argv[1]. */
+  char *argv[] = {PYTHON, "-c", (char *) mcp_runner_source, c->code, NULL};
+  struct sbx_spec spec;
+  struct sbx_bind bind;
+  base_spec(srv, &c->limits, argv, devnull, out_w, err_w, &bind, &spec);
+  char *env[2];
+  _cleanup_close_ int done = -1;
+  if (c->proxy) {
+    env[0] = "PYTHONPATH=" PROXY_PYTHON_DST;
+    env[1] = (char *) proxy_env(c->proxy);
+    spec.extra_env = env;
+    spec.n_extra_env = 2;
+    spec.bridge_fd = bridge;
+  } else {
+    /* The done channel at fd 3, as a warm sandbox's job socket becomes. */
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+      return sbx_error_errno(err, "done socketpair");
+    done = sv[0];
+    bridge = sv[1];
+    if (fcntl(done, F_SETFL, O_NONBLOCK) < 0)
+      return sbx_error_errno(err, "done socket");
+    spec.bridge_fd = bridge;
+  }
+  if (sandbox_spawn(&spec, &c->sb, err) < 0)
+    return -1;
+  c->done_fd = TAKE_FD(done);
+  /* Our copies of the write ends must go, or the pipes never reach EOF. */
+  c->out_fd = TAKE_FD(out_r);
+  c->err_fd = TAKE_FD(err_r);
+  return 0;
+}
+
+static void call_start_failed(struct server *srv, struct call *c, const sbx_error_t *err)
+{
+  log_sbx_error(err);
+  mcp_log(srv, 4, err->msg);
+  call_unlink(srv, c);
+  send_tool_error(srv, c->id, "sandboxd could not start the sandbox: %s", err->msg);
+  call_free(c);
+}
+
+/* The warm sandbox a call waited for is built, or failed, or took too long (give_up): deliver
+ * the job, or start cold. */
+void call_pending_ready(struct server *srv, struct call *c, bool give_up)
+{
+  struct warm *w = TAKE_PTR(c->pending);
+  int bridge = TAKE_FD(c->pending_bridge);
+  sbx_error_t werr = {0}, err = {0};
+  if (give_up) {
+    sbx_error_set(&werr, ETIMEDOUT, "a warm sandbox was not built in time");
+    warm_free(w);
+  } else if (sandbox_spawn_finish(w->sb, &werr) == 0) {
+    w->ready = true;
+    if (call_start_warm(c, w, &werr) == 0) {
+      if (bridge >= 0)
+        close(bridge);
+      return;
+    }
+  } else {
+    warm_free(w);
+  }
+  log_warn("%s; starting a cold sandbox instead", werr.msg);
+  if (call_start_cold(srv, c, bridge, &err) < 0)
+    call_start_failed(srv, c, &err);
+}
+
+/* Start queued calls while there is room. */
+void start_queued(struct server *srv)
+{
+  struct call *c = srv->calls;
+  while (c && srv->n_running < srv->max_concurrent) {
+    struct call *next = c->next;
+    if (c->state == CALL_QUEUED) {
+      sbx_error_t err = {0};
+      srv->n_queued--;
+      c->state = CALL_RUNNING;
+      srv->n_running++;
+      srv->last_call_ns = now_ns();
+      if (call_start(srv, c, &err) < 0)
+        call_start_failed(srv, c, &err);
+    }
+    c = next;
+  }
+}
+
+static void send_progress(struct server *srv, struct call *c, uint64_t now)
+{
+  char msg[64];
+  uint64_t secs = (now - c->queued_ns) / 1000000000ULL;
+  if (c->state == CALL_QUEUED)
+    bufprintf_cut(msg, sizeof msg, "queued for %llus", (unsigned long long) secs);
+  else
+    bufprintf_cut(msg, sizeof msg, "running for %llus", (unsigned long long) secs);
+  json_writer_t *w = json_writer_new();
+  if (!w)
+    return;
+  jsonrpc_begin_notification(w, "notifications/progress");
+  json_obj_begin(w);
+  json_key(w, "progressToken");
+  json_raw(w, c->progress_token, strlen(c->progress_token));
+  json_key(w, "progress");
+  json_uint(w, ++c->progress);
+  json_key(w, "message");
+  json_str(w, msg);
+  json_obj_end(w);
+  jsonrpc_end(w);
+  send_writer(srv, w);
+}
+
+/* Kill at deadlines, tick progress; returns the poll timeout until the next such event. */
+int run_timers(struct server *srv)
+{
+  uint64_t now = now_ns();
+  int timeout = -1;
+  for (struct call *c = srv->calls, *next; c; c = next) {
+    next = c->next;
+    if (c->pending && now >= c->pending_until) {
+      call_pending_ready(srv, c, true); /* may free c */
+      continue;
+    }
+    if (c->pending) {
+      int t = ms_until(c->pending_until, now);
+      if (timeout < 0 || t < timeout)
+        timeout = t;
+    }
+    if (c->state == CALL_RUNNING && c->sb && !c->killed) {
+      uint64_t deadline = sandbox_deadline_ns(c->sb);
+      if (now >= deadline) {
+        c->killed = true;
+        sandbox_kill(c->sb, true);
+      } else if (timeout < 0 || ms_until(deadline, now) < timeout)
+        timeout = ms_until(deadline, now);
+    }
+    if (c->progress_token && !c->cancelled && !c->answered) {
+      if (now >= c->next_progress_ns) {
+        send_progress(srv, c, now);
+        c->next_progress_ns = now + PROGRESS_INTERVAL_NS;
+      }
+      int t = ms_until(c->next_progress_ns, now);
+      if (timeout < 0 || t < timeout)
+        timeout = t;
+    }
+  }
+  return timeout;
+}
+
+/* Whether some call is running or about to (answered calls only wait to be reaped). */
+bool code_running(const struct server *srv)
+{
+  for (const struct call *c = srv->calls; c; c = c->next)
+    if (c->state == CALL_RUNNING && !c->answered)
+      return true;
+  return false;
+}

@@ -1,0 +1,186 @@
+/* `sandboxd mcp` inside: the state its modules share (mcp_server.c the methods and the loop,
+ * mcp_tool.c the tool's schema, mcp_calls.c the calls, warm_pool.c the pool, cli_mcp.c the
+ * command line). Not for other modules. */
+#ifndef SBX_MCP_INTERNAL_H
+#define SBX_MCP_INTERNAL_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "json.h"
+#include "jsonrpc.h"
+#include "mcp_config.h"
+#include "sandbox.h"
+#include "util.h"
+
+#define PYTHON "/usr/bin/python3"
+#define TOOL_NAME "run_python"
+#define CAPABILITIES_URI "sandboxd://capabilities"
+/* execve() refuses any single argument longer than MAX_ARG_STRLEN (32 pages), NUL included. */
+#define MAX_CODE_BYTES (32 * 4096 - 1)
+#define READ_CHUNK 65536
+/* After a run whose output and bridge requests reach this, malloc_trim(): RSS back where it was. */
+#define TRIM_AFTER_BYTES (1u << 20)
+#define PROGRESS_INTERVAL_NS 1000000000ULL
+/* Stop reading requests while this much output waits for the client to read it. */
+#define OUTQ_HIGH_WATER (64u << 20)
+
+#define DEFAULT_MAX_CONCURRENT 4
+#define DEFAULT_MAX_QUEUE 64
+#define DEFAULT_MAX_MESSAGE (4u << 20)
+#define DEFAULT_WARM 2
+#define MAX_WARM 64
+/* After a warm sandbox fails to start or dies idle, wait this long before the next one. */
+#define WARM_RETRY_NS 1000000000ULL
+/* Building a warm sandbox (Python's startup, ~15 ms of CPU) while a call runs would compete with
+ * the call for the CPUs: the pool is topped up once no call runs, or this long after the latest
+ * call started (a long call does not keep the pool empty). */
+#define WARM_DEFER_NS 20000000ULL
+/* How long delivering a job to a warm sandbox may take before it is given up for a cold one. */
+#define JOB_SEND_TIMEOUT_MS 1000
+/* How long a call waits for a warm sandbox still being built before starting a cold one (setup
+ * takes milliseconds; this only bounds a stuck one). */
+#define PENDING_MAX_NS 2000000000ULL
+
+/* ------------------------------------------------------------------ state */
+
+/* A warm sandbox: spawned exactly like a cold one (sandbox_spawn, the same spec), but with the
+ * runner started without code: it imports what it needs and waits for one job on its bridge socket
+ * (runner.py). Used by exactly one call, then destroyed like any other. */
+struct warm {
+  struct warm *next;
+  struct sbx_sandbox *sb;
+  bool ready;         /* setup finished (sandbox_spawn_finish); until then it is being built */
+  int out_fd, err_fd; /* read ends of its stdout/stderr, adopted by the call */
+  int job_fd;         /* our end of the socket at SBX_BRIDGE_FD inside */
+};
+
+enum call_state { CALL_QUEUED, CALL_RUNNING };
+
+struct call {
+  struct call *next;
+  enum call_state state;
+  char *id;             /* canonical JSON */
+  char *progress_token; /* canonical JSON, or NULL */
+  char *code;
+  uint64_t timeout_ms; /* requested, or UINT64_MAX */
+  uint64_t queued_ns, next_progress_ns;
+  unsigned progress;
+
+  struct sbx_sandbox *sb;
+  struct sbx_limits limits;
+  int out_fd, err_fd; /* read ends, -1 once at EOF */
+  strbuf_t out, err;
+  bool truncated;
+  bool killed;    /* sandbox_kill() sent (deadline or cancel) */
+  bool cancelled; /* the client cancelled: kill, and never answer */
+
+  int done_fd;    /* without servers: the runner's done channel (runner.py), or -1 */
+  struct warm *pending; /* a warm sandbox still being built that this call waits for, or NULL */
+  int pending_bridge;   /* while pending, with servers: the bridge end a cold start would use */
+  uint64_t pending_until; /* then it gives up on that sandbox and starts a cold one */
+  bool answered;  /* answered at the runner's done byte; reaped and audited when it has ended */
+  struct sbx_result res; /* what was answered, for the audit record */
+
+  struct server *srv;
+  char **servers; /* host MCP servers the code may call (`servers`), or NULL */
+  size_t n_servers;
+  struct proxy *proxy; /* the bridge, while running with servers */
+};
+
+struct server {
+  struct sbx_policy *policy;
+  char *rootfs;
+  size_t max_concurrent, max_queue, max_message;
+
+  struct call *calls; /* in arrival order */
+  size_t n_running, n_queued;
+
+  jsonrpc_framer_t framer;
+  strbuf_t outq; /* replies not yet written to stdout */
+  size_t outq_off;
+  int stdout_flags; /* to restore, or -1 */
+  int sigfd;
+  bool stdin_eof, stop;
+  int log_level; /* index into log_levels: send notifications/message at this level or above */
+
+  struct mcp_config_options mcp_opts;
+  struct mcp_config *mcp_cfg; /* host MCP servers (empty if none are configured) */
+  struct mcp_hosts *hosts;
+  char *python_dir; /* the `mcp` package for inside, or NULL if not found */
+  const char *audit_log;
+
+  size_t warm_target; /* --warm */
+  struct warm *warm;  /* idle, oldest first */
+  size_t n_warm;
+  uint64_t warm_retry_ns; /* no new warm sandbox before this */
+  uint64_t last_call_ns;  /* when the latest call started (WARM_DEFER_NS) */
+};
+
+struct proxy;
+struct sbx_policy;
+struct mcp_hosts;
+
+/* mcp_server.c: the output queue (the only writer of stdout) and the loop. */
+void flush_output(struct server *srv);
+/* Queue one finished message (and free the writer). */
+void send_writer(struct server *srv, json_writer_t *w);
+void send_error(struct server *srv, const char *id, int code, const char *message);
+void send_errorf(struct server *srv, const char *id, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* A tool result that is only an error message (bad arguments, setup failure). */
+void send_tool_error(struct server *srv, const char *id, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void mcp_log(struct server *srv, int level, const char *msg);
+void serve(struct server *srv);
+
+/* mcp_tool.c */
+void write_tool(struct server *srv, json_writer_t *w);
+/* "configured servers: a, b" (or that there are none), for messages. */
+void server_names(const struct server *srv, char *buf, size_t len);
+
+/* mcp_calls.c */
+void call_free(struct call *c);
+void call_unlink(struct server *srv, struct call *c);
+struct call *call_find(struct server *srv, const char *id);
+/* Read what is in one pipe; keep it while the call is under its output limit. 1 at EOF. */
+int drain_pipe(struct call *c, int *fd, strbuf_t *sb);
+/* The sandbox has ended: collect the rest of its output, reap it, answer. */
+void call_finish(struct server *srv, struct call *c);
+/* The runner's done byte is readable. */
+void call_done(struct server *srv, struct call *c);
+/* The warm sandbox a call waited for is built, or failed, or took too long (give_up). */
+void call_pending_ready(struct server *srv, struct call *c, bool give_up);
+/* Start queued calls while there is room. */
+void start_queued(struct server *srv);
+/* Kill at deadlines, tick progress; returns the poll timeout until the next such event. */
+int run_timers(struct server *srv);
+/* Whether some call is running or about to (answered calls only wait to be reaped). */
+bool code_running(const struct server *srv);
+/* A pipe whose read end does not block. */
+int open_pipe(int *ret_read, int *ret_write, sbx_error_t *err);
+/* The spec every sandbox of this server gets, cold or warm. */
+void base_spec(struct server *srv, const struct sbx_limits *limits, char **argv, int devnull, int out_w,
+               int err_w, struct sbx_bind *bind, struct sbx_spec *spec);
+
+/* warm_pool.c */
+void warm_free(struct warm *w);
+void warm_unlink(struct server *srv, struct warm *w);
+/* Give the call a warm sandbox. On failure the warm sandbox is gone and the call gets a cold one. */
+int call_start_warm(struct call *c, struct warm *w, sbx_error_t *err);
+/* A warm sandbox ended while idle, or could not be built (why). */
+void warm_died(struct server *srv, struct warm *w, const char *why);
+/* Top the pool up by one. */
+void warm_refill(struct server *srv);
+
+static inline int ms_until(uint64_t when, uint64_t now)
+{
+  if (when <= now)
+    return 0;
+  uint64_t ms = (when - now + 999999) / 1000000;
+  return ms > INT_MAX ? INT_MAX : (int) ms;
+}
+
+#endif

@@ -1,0 +1,188 @@
+/* The warm pool (--warm): sandboxes built ahead of the calls, the runner started without code,
+ * each waiting for one job on its bridge socket; a call takes one instead of building its own. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "bridge.h"
+#include "cleanup.h"
+#include "log.h"
+#include "mcp_internal.h"
+#include "mcp_server.h"
+#include "policy.h"
+#include "proxy.h"
+#include "sandbox.h"
+#include "util.h"
+
+void warm_free(struct warm *w)
+{
+  if (!w)
+    return;
+  sandbox_free(w->sb); /* kills and reaps */
+  if (w->out_fd >= 0)
+    close(w->out_fd);
+  if (w->err_fd >= 0)
+    close(w->err_fd);
+  if (w->job_fd >= 0)
+    close(w->job_fd);
+  free(w);
+}
+
+/* Start building one warm sandbox and add it to the pool, not ready yet: the loop finishes it
+ * when its spawn fd turns readable (sandbox_spawn_start/finish), so building never blocks the
+ * loop for longer than creating the process takes. */
+static int warm_spawn(struct server *srv, sbx_error_t *err)
+{
+  /* Its limits are the policy's defaults, but with the longest timeout a call may ask for: the
+   * call sets its own deadline at delivery. (Only a degraded sandbox, with no cgroup, sees the
+   * difference: its RLIMIT_CPU is the maximum timeout rather than the call's.) */
+  struct sbx_limits req, limits;
+  limits_unset(&req);
+  req.timeout_ms = srv->policy->max.timeout_ms;
+  if (policy_resolve_limits(srv->policy, &req, &limits, err) < 0)
+    return -1;
+  _cleanup_close_ int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (devnull < 0)
+    return sbx_error_errno(err, "open `/dev/null`");
+  _cleanup_close_ int out_w = -1, err_w = -1;
+  _cleanup_close_ int out_r = -1, err_r = -1;
+  if (open_pipe(&out_r, &out_w, err) < 0 || open_pipe(&err_r, &err_w, err) < 0)
+    return -1;
+  int sv[2];
+  /* Our end never blocks the loop; the runner's end blocks in its read of the job. */
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+    return sbx_error_errno(err, "job socketpair");
+  _cleanup_close_ int job = sv[0], inside = sv[1];
+  if (fcntl(job, F_SETFL, O_NONBLOCK) < 0)
+    return sbx_error_errno(err, "job socket");
+
+  /* python3 -c RUNNER with no code: the runner's warm mode. */
+  char *argv[] = {PYTHON, "-c", (char *) mcp_runner_source, NULL};
+  struct sbx_spec spec;
+  struct sbx_bind bind;
+  base_spec(srv, &limits, argv, devnull, out_w, err_w, &bind, &spec);
+  spec.bridge_fd = inside;
+  struct warm *w = calloc(1, sizeof *w);
+  if (!w)
+    return sbx_error_set(err, ENOMEM, "warm sandbox");
+  if (sandbox_spawn_start(&spec, &w->sb, err) < 0) {
+    free(w);
+    return -1;
+  }
+  /* No deadline while idle: the call's starts at delivery. */
+  sandbox_set_deadline(w->sb, UINT64_MAX);
+  w->out_fd = TAKE_FD(out_r);
+  w->err_fd = TAKE_FD(err_r);
+  w->job_fd = TAKE_FD(job);
+  struct warm **tail = &srv->warm;
+  while (*tail)
+    tail = &(*tail)->next;
+  *tail = w;
+  srv->n_warm++;
+  return 0;
+}
+
+void warm_unlink(struct server *srv, struct warm *w)
+{
+  for (struct warm **p = &srv->warm; *p; p = &(*p)->next)
+    if (*p == w) {
+      *p = w->next;
+      srv->n_warm--;
+      return;
+    }
+}
+
+/* Frame the job (runner.py: the servers, "a,b" or nothing, a newline, the code) and send it
+ * whole. */
+static int send_job(int fd, const char *code, const char *servers, sbx_error_t *err)
+{
+  if (!servers)
+    servers = "";
+  size_t slen = strlen(servers), clen = strlen(code);
+  unsigned char hdr[4];
+  if (bridge_header(slen + 1 + clen, BRIDGE_DEFAULT_MAX_FRAME, hdr, err) < 0)
+    return -1;
+  struct iovec iov[4] = {{.iov_base = hdr, .iov_len = 4},
+                         {.iov_base = (void *) servers, .iov_len = slen},
+                         {.iov_base = "\n", .iov_len = 1},
+                         {.iov_base = (void *) code, .iov_len = clen}};
+  struct msghdr mh = {.msg_iov = iov, .msg_iovlen = 4};
+  uint64_t give_up = now_ns() + JOB_SEND_TIMEOUT_MS * 1000000ULL;
+  while (mh.msg_iovlen) {
+    ssize_t n = sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0 && errno == EAGAIN) {
+      uint64_t now = now_ns();
+      if (now < give_up && poll(&(struct pollfd){.fd = fd, .events = POLLOUT}, 1, ms_until(give_up, now)) > 0)
+        continue;
+      return sbx_error_set(err, ETIMEDOUT, "warm sandbox: the job was not taken");
+    }
+    if (n < 0)
+      return sbx_error_errno(err, "warm sandbox: send the job");
+    size_t done = (size_t) n;
+    while (mh.msg_iovlen && done >= mh.msg_iov[0].iov_len) {
+      done -= mh.msg_iov[0].iov_len;
+      mh.msg_iov++;
+      mh.msg_iovlen--;
+    }
+    if (mh.msg_iovlen) {
+      mh.msg_iov[0].iov_base = (char *) mh.msg_iov[0].iov_base + done;
+      mh.msg_iov[0].iov_len -= done;
+    }
+  }
+  return 0;
+}
+
+/* Give the call a warm sandbox. On failure the warm sandbox is gone and the call gets a cold one. */
+int call_start_warm(struct call *c, struct warm *w, sbx_error_t *err)
+{
+  const char *servers = c->proxy ? strchr(proxy_env(c->proxy), '=') + 1 : NULL;
+  /* The call's clock and deadline start at delivery, as a cold one's start at its spawn. */
+  sandbox_start_clock(w->sb);
+  sandbox_set_deadline(w->sb, now_ns() + c->limits.timeout_ms * 1000000ULL);
+  if (send_job(w->job_fd, c->code, servers, err) < 0) {
+    warm_free(w);
+    return -1;
+  }
+  c->sb = TAKE_PTR(w->sb);
+  c->out_fd = TAKE_FD(w->out_fd);
+  c->err_fd = TAKE_FD(w->err_fd);
+  /* With servers, the job socket goes on as the bridge; without, as the done channel. */
+  if (c->proxy)
+    proxy_adopt_fd(c->proxy, TAKE_FD(w->job_fd));
+  else
+    c->done_fd = TAKE_FD(w->job_fd);
+  warm_free(w);
+  return 0;
+}
+
+/* A warm sandbox ended while idle (its Python failed to start, or something killed it): drop it,
+ * and wait a while before the next, so a broken setup does not spin. */
+void warm_died(struct server *srv, struct warm *w, const char *why)
+{
+  char buf[512];
+  ssize_t n = why ? 0 : read(w->err_fd, buf, sizeof buf - 1);
+  buf[n > 0 ? n : 0] = '\0';
+  if (why)
+    log_warn("a warm sandbox could not be built: %s", why);
+  else
+    log_warn("a warm sandbox ended before it got a job%s%s", n > 0 ? ": " : "", buf);
+  warm_unlink(srv, w);
+  warm_free(w);
+  srv->warm_retry_ns = now_ns() + WARM_RETRY_NS;
+}
+
+/* Top the pool up by one. */
+void warm_refill(struct server *srv)
+{
+  sbx_error_t err = {0};
+  if (warm_spawn(srv, &err) < 0) {
+    log_warn("warm sandbox: %s", err.msg);
+    srv->warm_retry_ns = now_ns() + WARM_RETRY_NS;
+  }
+}
