@@ -613,3 +613,33 @@ bool code_running(const struct server *srv)
       return true;
   return false;
 }
+
+/* A new call at the end of the queue; start_queued() starts it when there is room. */
+int call_enqueue(struct server *srv, const char *id, const struct mcp_tool_args *a, const json_node_t *progress_token)
+{
+  struct call *c = calloc(1, sizeof *c);
+  if (!c || !(c->id = strdup(id)) || !(c->code = strndup(a->code, a->code_len))) {
+    call_free(c);
+    return -1;
+  }
+  c->out_fd = c->err_fd = c->done_fd = c->pending_bridge = -1;
+  c->timeout_ms = a->timeout_ms;
+  size_t ns = json_array_len(a->servers);
+  if (ns && !(c->servers = calloc(ns, sizeof *c->servers))) {
+    call_free(c);
+    return -1;
+  }
+  for (size_t i = 0; i < ns; i++)
+    if ((c->servers[c->n_servers] = strdup(json_as_string(json_array_at(a->servers, i), NULL))))
+      c->n_servers++;
+  c->queued_ns = now_ns();
+  c->next_progress_ns = c->queued_ns + PROGRESS_INTERVAL_NS;
+  c->progress_token = jsonrpc_id_canonical(progress_token);
+  c->state = CALL_QUEUED;
+  struct call **tail = &srv->calls;
+  while (*tail)
+    tail = &(*tail)->next;
+  *tail = c;
+  srv->n_queued++;
+  return 0;
+}

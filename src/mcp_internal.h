@@ -12,14 +12,12 @@
 #include "json.h"
 #include "jsonrpc.h"
 #include "mcp_config.h"
+#include "mcp_tool.h"
 #include "sandbox.h"
 #include "util.h"
 
 #define PYTHON "/usr/bin/python3"
-#define TOOL_NAME "run_python"
 #define CAPABILITIES_URI "sandboxd://capabilities"
-/* execve() refuses any single argument longer than MAX_ARG_STRLEN (32 pages), NUL included. */
-#define MAX_CODE_BYTES (32 * 4096 - 1)
 #define READ_CHUNK 65536
 /* After a run whose output and bridge requests reach this, malloc_trim(): RSS back where it was. */
 #define TRIM_AFTER_BYTES (1u << 20)
@@ -136,11 +134,6 @@ void send_tool_error(struct server *srv, const char *id, const char *fmt, ...)
 void mcp_log(struct server *srv, int level, const char *msg);
 void serve(struct server *srv);
 
-/* mcp_tool.c */
-void write_tool(struct server *srv, json_writer_t *w);
-/* "configured servers: a, b" (or that there are none), for messages. */
-void server_names(const struct server *srv, char *buf, size_t len);
-
 /* mcp_calls.c */
 void call_free(struct call *c);
 void call_unlink(struct server *srv, struct call *c);
@@ -153,6 +146,8 @@ void call_finish(struct server *srv, struct call *c);
 void call_done(struct server *srv, struct call *c);
 /* The warm sandbox a call waited for is built, or failed, or took too long (give_up). */
 void call_pending_ready(struct server *srv, struct call *c, bool give_up);
+/* A new call at the end of the queue (args checked, mcp_tool.c). -1: out of memory. */
+int call_enqueue(struct server *srv, const char *id, const struct mcp_tool_args *a, const json_node_t *progress_token);
 /* Start queued calls while there is room. */
 void start_queued(struct server *srv);
 /* Kill at deadlines, tick progress; returns the poll timeout until the next such event. */

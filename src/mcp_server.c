@@ -233,7 +233,7 @@ static void m_tools_list(struct server *srv, const char *id, const json_node_t *
   json_obj_begin(w);
   json_key(w, "tools");
   json_arr_begin(w);
-  write_tool(srv, w);
+  mcp_tool_write(w, srv->policy, srv->mcp_cfg);
   json_arr_end(w);
   json_obj_end(w);
   jsonrpc_end(w);
@@ -252,68 +252,11 @@ static void m_tools_call(struct server *srv, const char *id, const json_node_t *
     return;
   }
   /* Bad arguments are the model's to fix: answer with an isError result it can read. */
-  const json_node_t *args = json_get(params, "arguments");
-  if (args && json_type(args) != JSON_OBJECT) {
-    send_tool_error(srv, id, "arguments must be an object with `code` (string)");
+  struct mcp_tool_args args;
+  char msg[1024];
+  if (mcp_tool_parse_args(json_get(params, "arguments"), srv->policy, srv->mcp_cfg, &args, msg, sizeof msg) < 0) {
+    send_tool_error(srv, id, "%s", msg);
     return;
-  }
-  const json_node_t *coden = json_get(args, "code");
-  size_t code_len = 0;
-  const char *code = json_as_string(coden, &code_len);
-  if (!coden) {
-    send_tool_error(srv, id, "missing `code`: pass the Python source to run as a string");
-    return;
-  }
-  if (!code) {
-    send_tool_error(srv, id, "`code` must be a string, not %s", json_type_name(json_type(coden)));
-    return;
-  }
-  if (code_len == 0 || strspn(code, " \t\r\n") == code_len) {
-    send_tool_error(srv, id, "`code` is empty: pass the Python source to run");
-    return;
-  }
-  if (strlen(code) != code_len) {
-    send_tool_error(srv, id, "`code` contains a NUL character, which Python source cannot hold");
-    return;
-  }
-  if (code_len > MAX_CODE_BYTES) {
-    send_tool_error(srv, id,
-                    "code too large: %zu bytes, the limit is %d; write less code, or generate "
-                    "data inside the sandbox",
-                    code_len, MAX_CODE_BYTES);
-    return;
-  }
-  uint64_t timeout_ms = UINT64_MAX;
-  const json_node_t *tn = json_get(args, "timeout");
-  if (tn && json_type(tn) != JSON_NULL) {
-    long long t;
-    if (json_as_int(tn, &t) < 0 || t <= 0) {
-      send_tool_error(srv, id, "`timeout` must be a positive whole number of seconds");
-      return;
-    }
-    /* Clamp to the policy's ceiling rather than refuse: the model cannot know it. */
-    uint64_t max = srv->policy->max.timeout_ms;
-    timeout_ms = (uint64_t) t > max / 1000 ? max : (uint64_t) t * 1000;
-  }
-  const json_node_t *servers = json_get(args, "servers");
-  if (servers && json_type(servers) != JSON_NULL) {
-    if (json_type(servers) != JSON_ARRAY) {
-      send_tool_error(srv, id, "`servers` must be an array of server names");
-      return;
-    }
-    for (size_t i = 0; i < json_array_len(servers); i++) {
-      const char *s = json_as_string(json_array_at(servers, i), NULL);
-      if (!s) {
-        send_tool_error(srv, id, "`servers` must be an array of server names (strings)");
-        return;
-      }
-      if (!mcp_config_find(srv->mcp_cfg, s)) {
-        char names[400];
-        server_names(srv, names, sizeof names);
-        send_tool_error(srv, id, "unknown server `%.100s`: %s", s, names);
-        return;
-      }
-    }
   }
   if (call_find(srv, id)) {
     send_errorf(srv, id, JSONRPC_INVALID_REQUEST, "Invalid Request: id %.100s is already in use", id);
@@ -326,32 +269,10 @@ static void m_tools_call(struct server *srv, const char *id, const json_node_t *
     return;
   }
 
-  struct call *c = calloc(1, sizeof *c);
-  if (!c || !(c->id = strdup(id)) || !(c->code = strndup(code, code_len))) {
-    call_free(c);
+  if (call_enqueue(srv, id, &args, json_get(json_get(params, "_meta"), "progressToken")) < 0) {
     send_error(srv, id, JSONRPC_INTERNAL_ERROR, "Internal error: out of memory");
     return;
   }
-  c->out_fd = c->err_fd = c->done_fd = c->pending_bridge = -1;
-  c->timeout_ms = timeout_ms;
-  size_t ns = json_array_len(servers);
-  if (ns && !(c->servers = calloc(ns, sizeof *c->servers))) {
-    call_free(c);
-    send_error(srv, id, JSONRPC_INTERNAL_ERROR, "Internal error: out of memory");
-    return;
-  }
-  for (size_t i = 0; i < ns; i++)
-    if ((c->servers[c->n_servers] = strdup(json_as_string(json_array_at(servers, i), NULL))))
-      c->n_servers++;
-  c->queued_ns = now_ns();
-  c->next_progress_ns = c->queued_ns + PROGRESS_INTERVAL_NS;
-  c->progress_token = jsonrpc_id_canonical(json_get(json_get(params, "_meta"), "progressToken"));
-  c->state = CALL_QUEUED;
-  struct call **tail = &srv->calls;
-  while (*tail)
-    tail = &(*tail)->next;
-  *tail = c;
-  srv->n_queued++;
   start_queued(srv);
 }
 

@@ -1,11 +1,12 @@
-/* run_python's tool definition (tools/list): its description, input and output schemas and
- * annotations. Pure: it writes JSON and makes no system calls. */
+/* run_python's tool definition (tools/list: its description, input and output schemas and
+ * annotations) and the checks of a call's arguments. Pure: JSON in and out, no system calls. */
 #include <stdio.h>
 #include <string.h>
 
 #include "json.h"
 #include "mcp_config.h"
 #include "mcp_internal.h"
+#include "mcp_tool.h"
 #include "policy.h"
 #include "sandbox.h"
 #include "util.h"
@@ -44,25 +45,10 @@ static void append_names(char *buf, size_t len, const struct mcp_config *cfg)
     }
 }
 
-void write_tool(struct server *srv, json_writer_t *w)
+/* What run_python takes: code, servers, timeout (its default and ceiling from the policy). */
+static void write_input_schema(json_writer_t *w, const struct sbx_policy *policy)
 {
   char desc[160];
-  json_obj_begin(w);
-  json_key(w, "name");
-  json_str(w, TOOL_NAME);
-  json_key(w, "title");
-  json_str(w, "Run Python in a sandbox");
-  json_key(w, "description");
-  if (srv->mcp_cfg->n) {
-    /* Name the servers, within a budget: the description is read on every turn. */
-    char desc_servers[sizeof tool_description + 256];
-    bufprintf_cut(desc_servers, sizeof desc_servers, "%s Servers:", tool_description);
-    append_names(desc_servers, sizeof desc_servers - 1, srv->mcp_cfg); /* and room for the "." */
-    strcat(desc_servers, ".");
-    json_str(w, desc_servers);
-  } else
-    json_str(w, tool_description);
-
   json_key(w, "inputSchema");
   json_obj_begin(w);
   json_key(w, "type");
@@ -83,8 +69,8 @@ void write_tool(struct server *srv, json_writer_t *w)
   json_str(w, "Host MCP servers the code may call, by name.");
   json_obj_end(w);
   bufprintf_cut(desc, sizeof desc, "Wall-clock limit in seconds (default %llu, at most %llu).",
-                (unsigned long long) (srv->policy->limits.timeout_ms / 1000),
-                (unsigned long long) (srv->policy->max.timeout_ms / 1000));
+                (unsigned long long) (policy->limits.timeout_ms / 1000),
+                (unsigned long long) (policy->max.timeout_ms / 1000));
   json_key(w, "timeout");
   json_obj_begin(w);
   json_key(w, "type");
@@ -100,7 +86,11 @@ void write_tool(struct server *srv, json_writer_t *w)
   json_str(w, "code");
   json_arr_end(w);
   json_obj_end(w);
+}
 
+/* What a result's structuredContent holds (send_call_result in mcp_calls.c). */
+static void write_output_schema(json_writer_t *w)
+{
   json_key(w, "outputSchema");
   json_obj_begin(w);
   json_key(w, "type");
@@ -135,7 +125,10 @@ void write_tool(struct server *srv, json_writer_t *w)
     json_str(w, required[i]);
   json_arr_end(w);
   json_obj_end(w);
+}
 
+static void write_annotations(json_writer_t *w)
+{
   json_key(w, "annotations");
   json_obj_begin(w);
   json_key(w, "title");
@@ -151,12 +144,105 @@ void write_tool(struct server *srv, json_writer_t *w)
   json_key(w, "openWorldHint");
   json_bool(w, false);
   json_obj_end(w);
+}
+
+void mcp_tool_write(json_writer_t *w, const struct sbx_policy *policy, const struct mcp_config *cfg)
+{
+  json_obj_begin(w);
+  json_key(w, "name");
+  json_str(w, TOOL_NAME);
+  json_key(w, "title");
+  json_str(w, "Run Python in a sandbox");
+  json_key(w, "description");
+  if (cfg->n) {
+    /* Name the servers, within a budget: the description is read on every turn. */
+    char desc_servers[sizeof tool_description + 256];
+    bufprintf_cut(desc_servers, sizeof desc_servers, "%s Servers:", tool_description);
+    append_names(desc_servers, sizeof desc_servers - 1, cfg); /* and room for the "." */
+    strcat(desc_servers, ".");
+    json_str(w, desc_servers);
+  } else
+    json_str(w, tool_description);
+
+  write_input_schema(w, policy);
+  write_output_schema(w);
+  write_annotations(w);
   json_obj_end(w);
 }
 
 /* "configured servers: a, b" (or that there are none), for messages. */
-void server_names(const struct server *srv, char *buf, size_t len)
+void mcp_tool_server_names(const struct mcp_config *cfg, char *buf, size_t len)
 {
-  bufprintf_cut(buf, len, "%s", srv->mcp_cfg->n ? "configured servers:" : "no host MCP servers are configured for sandboxd (see sandboxd(1), --config)");
-  append_names(buf, len, srv->mcp_cfg);
+  bufprintf_cut(buf, len, "%s", cfg->n ? "configured servers:" : "no host MCP servers are configured for sandboxd (see sandboxd(1), --config)");
+  append_names(buf, len, cfg);
+}
+
+int mcp_tool_parse_args(const json_node_t *args, const struct sbx_policy *policy, const struct mcp_config *cfg,
+                        struct mcp_tool_args *ret, char *msg, size_t msg_len)
+{
+  if (args && json_type(args) != JSON_OBJECT) {
+    bufprintf_cut(msg, msg_len, "arguments must be an object with `code` (string)");
+    return -1;
+  }
+  const json_node_t *coden = json_get(args, "code");
+  size_t code_len = 0;
+  const char *code = json_as_string(coden, &code_len);
+  if (!coden) {
+    bufprintf_cut(msg, msg_len, "missing `code`: pass the Python source to run as a string");
+    return -1;
+  }
+  if (!code) {
+    bufprintf_cut(msg, msg_len, "`code` must be a string, not %s", json_type_name(json_type(coden)));
+    return -1;
+  }
+  if (code_len == 0 || strspn(code, " \t\r\n") == code_len) {
+    bufprintf_cut(msg, msg_len, "`code` is empty: pass the Python source to run");
+    return -1;
+  }
+  if (strlen(code) != code_len) {
+    bufprintf_cut(msg, msg_len, "`code` contains a NUL character, which Python source cannot hold");
+    return -1;
+  }
+  if (code_len > MAX_CODE_BYTES) {
+    bufprintf_cut(msg, msg_len,
+                  "code too large: %zu bytes, the limit is %d; write less code, or generate "
+                  "data inside the sandbox",
+                  code_len, MAX_CODE_BYTES);
+    return -1;
+  }
+  uint64_t timeout_ms = UINT64_MAX;
+  const json_node_t *tn = json_get(args, "timeout");
+  if (tn && json_type(tn) != JSON_NULL) {
+    long long t;
+    if (json_as_int(tn, &t) < 0 || t <= 0) {
+      bufprintf_cut(msg, msg_len, "`timeout` must be a positive whole number of seconds");
+      return -1;
+    }
+    /* Clamp to the policy's ceiling rather than refuse: the model cannot know it. */
+    uint64_t max = policy->max.timeout_ms;
+    timeout_ms = (uint64_t) t > max / 1000 ? max : (uint64_t) t * 1000;
+  }
+  const json_node_t *servers = json_get(args, "servers");
+  if (servers && json_type(servers) != JSON_NULL) {
+    if (json_type(servers) != JSON_ARRAY) {
+      bufprintf_cut(msg, msg_len, "`servers` must be an array of server names");
+      return -1;
+    }
+    for (size_t i = 0; i < json_array_len(servers); i++) {
+      const char *s = json_as_string(json_array_at(servers, i), NULL);
+      if (!s) {
+        bufprintf_cut(msg, msg_len, "`servers` must be an array of server names (strings)");
+        return -1;
+      }
+      if (!mcp_config_find(cfg, s)) {
+        char names[400];
+        mcp_tool_server_names(cfg, names, sizeof names);
+        bufprintf_cut(msg, msg_len, "unknown server `%.100s`: %s", s, names);
+        return -1;
+      }
+    }
+  }
+  *ret = (struct mcp_tool_args){.code = code, .code_len = code_len, .timeout_ms = timeout_ms,
+                                .servers = servers && json_type(servers) != JSON_NULL ? servers : NULL};
+  return 0;
 }
