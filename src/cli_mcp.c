@@ -34,11 +34,7 @@ static void shutdown_server(struct server *srv)
     call_unlink(srv, c);
     call_free(c); /* sandbox_free kills and reaps */
   }
-  while (srv->warm) {
-    struct warm *w = srv->warm;
-    warm_unlink(srv, w);
-    warm_free(w);
-  }
+  warm_pool_clear(srv);
   uint64_t give_up = now_ns() + 2000000000ULL;
   while (srv->outq_off < srv->outq.len && !srv->stop) {
     uint64_t now = now_ns();

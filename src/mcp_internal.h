@@ -117,6 +117,7 @@ struct server {
   uint64_t last_call_ns;  /* when the latest call started (WARM_DEFER_NS) */
 };
 
+struct pollfd;
 struct proxy;
 struct sbx_policy;
 struct mcp_hosts;
@@ -165,10 +166,13 @@ void warm_free(struct warm *w);
 void warm_unlink(struct server *srv, struct warm *w);
 /* Give the call a warm sandbox. On failure the warm sandbox is gone and the call gets a cold one. */
 int call_start_warm(struct call *c, struct warm *w, sbx_error_t *err);
-/* A warm sandbox ended while idle, or could not be built (why). */
-void warm_died(struct server *srv, struct warm *w, const char *why);
-/* Top the pool up by one. */
-void warm_refill(struct server *srv);
+/* Top the pool up by one if it is short and it is time; lowers *timeout to when it will be. */
+void warm_pool_top_up(struct server *srv, int *timeout);
+/* The pool's poll entries, then what they say (the pool unchanged in between). */
+size_t warm_pool_pollfds(struct server *srv, struct pollfd *pfds);
+void warm_pool_dispatch(struct server *srv, const struct pollfd *pfds, size_t n);
+/* Kill and reap every idle warm sandbox. */
+void warm_pool_clear(struct server *srv);
 
 static inline int ms_until(uint64_t when, uint64_t now)
 {

@@ -583,6 +583,62 @@ enum { FD_SIGNAL, FD_STDIN, FD_STDOUT, FD_FIXED };
 /* Per running call: its pidfd, stdout, stderr and bridge. */
 #define FDS_PER_CALL 4
 
+/* A stop signal, or SIGHUP. true: stop. */
+static bool on_signal(struct server *srv)
+{
+  struct signalfd_siginfo si;
+  if (read(srv->sigfd, &si, sizeof si) == sizeof si && si.ssi_signo == SIGHUP) {
+    /* logrotate moved the audit log: the next record opens the file anew. */
+    audit_reopen();
+    return false;
+  }
+  log_warn("signal %u: stopping", si.ssi_signo);
+  srv->stop = true;
+  return true;
+}
+
+/* FDS_PER_CALL entries per running call, each owned by its call. */
+static size_t call_pollfds(struct server *srv, struct pollfd *pfds, struct call **owners)
+{
+  size_t n = 0;
+  for (struct call *c = srv->calls; c; c = c->next) {
+    if (c->state != CALL_RUNNING)
+      continue;
+    /* Waiting for its warm sandbox: that sandbox's setup, instead of an end. */
+    int fds[3] = {c->pending ? sandbox_spawn_fd(c->pending->sb) : sandbox_pidfd(c->sb), c->out_fd, c->err_fd};
+    for (int i = 0; i < 3; i++) {
+      owners[n] = c;
+      pfds[n++] = (struct pollfd){.fd = fds[i], .events = POLLIN};
+    }
+    /* The bridge with servers, else the done channel. */
+    owners[n] = c;
+    pfds[n++] = c->proxy ? (struct pollfd){.fd = proxy_fd(c->proxy), .events = proxy_events(c->proxy)}
+                         : (struct pollfd){.fd = c->done_fd, .events = POLLIN};
+  }
+  return n;
+}
+
+static void calls_dispatch(struct server *srv, const struct pollfd *pfds, struct call *const *owners, size_t n)
+{
+  /* Output and bridges, then ends: a call may finish (and be freed) below. */
+  for (size_t i = 0; i < n; i += FDS_PER_CALL) {
+    struct call *c = owners[i];
+    if (pfds[i + 1].revents && c->out_fd >= 0)
+      drain_pipe(c, &c->out_fd, &c->out);
+    if (pfds[i + 2].revents && c->err_fd >= 0)
+      drain_pipe(c, &c->err_fd, &c->err);
+    if (pfds[i + 3].revents && c->proxy && pfds[i + 3].fd == proxy_fd(c->proxy))
+      proxy_handle(c->proxy, pfds[i + 3].revents);
+    else if (pfds[i + 3].revents && !c->proxy && c->done_fd >= 0 && pfds[i + 3].fd == c->done_fd)
+      call_done(srv, c);
+  }
+  for (size_t i = 0; i < n; i += FDS_PER_CALL)
+    if (pfds[i].revents && owners[i]->pending)
+      call_pending_ready(srv, owners[i], false);
+    else if (pfds[i].revents)
+      call_finish(srv, owners[i]);
+}
+
 void serve(struct server *srv)
 {
   struct pollfd *pfds = NULL;
@@ -594,18 +650,8 @@ void serve(struct server *srv)
     int host_timeout = mcp_hosts_timers(srv->hosts);
     if (host_timeout >= 0 && (timeout < 0 || host_timeout < timeout))
       timeout = host_timeout;
-    /* Top the pool up, one sandbox per turn of the loop: starting one only creates the process
-     * (about a millisecond); the rest of its setup runs concurrently and is collected below. */
-    if (srv->n_warm < srv->warm_target) {
-      uint64_t now = now_ns(), at = srv->warm_retry_ns;
-      if (code_running(srv) && srv->last_call_ns + WARM_DEFER_NS > at)
-        at = srv->last_call_ns + WARM_DEFER_NS;
-      int t = ms_until(at, now);
-      if (t == 0)
-        warm_refill(srv);
-      else if (timeout < 0 || t < timeout)
-        timeout = t;
-    }
+    /* One sandbox per turn of the loop; the rest of its setup is collected below. */
+    warm_pool_top_up(srv, &timeout);
 
     size_t n_hosts = mcp_hosts_max_pollfds(srv->hosts);
     size_t need = FD_FIXED + n_hosts + FDS_PER_CALL * srv->n_running + srv->n_warm;
@@ -630,23 +676,9 @@ void serve(struct server *srv)
         (struct pollfd){.fd = srv->outq_off < srv->outq.len ? STDOUT_FILENO : -1, .events = POLLOUT};
     size_t n = FD_FIXED + mcp_hosts_pollfds(srv->hosts, pfds + FD_FIXED);
     size_t first_call = n;
-    for (struct call *c = srv->calls; c; c = c->next) {
-      if (c->state != CALL_RUNNING)
-        continue;
-      /* Waiting for its warm sandbox: that sandbox's setup, instead of an end. */
-      int fds[3] = {c->pending ? sandbox_spawn_fd(c->pending->sb) : sandbox_pidfd(c->sb), c->out_fd, c->err_fd};
-      for (int i = 0; i < 3; i++) {
-        owners[n] = c;
-        pfds[n++] = (struct pollfd){.fd = fds[i], .events = POLLIN};
-      }
-      /* The bridge with servers, else the done channel. */
-      owners[n] = c;
-      pfds[n++] = c->proxy ? (struct pollfd){.fd = proxy_fd(c->proxy), .events = proxy_events(c->proxy)}
-                           : (struct pollfd){.fd = c->done_fd, .events = POLLIN};
-    }
+    n += call_pollfds(srv, pfds + n, owners + n);
     size_t first_warm = n;
-    for (struct warm *w = srv->warm; w; w = w->next)
-      pfds[n++] = (struct pollfd){.fd = w->ready ? sandbox_pidfd(w->sb) : sandbox_spawn_fd(w->sb), .events = POLLIN};
+    n += warm_pool_pollfds(srv, pfds + n);
     int r = poll(pfds, n, timeout);
     if (r < 0) {
       if (errno == EINTR)
@@ -655,52 +687,17 @@ void serve(struct server *srv)
       break;
     }
     if (pfds[FD_SIGNAL].revents) {
-      struct signalfd_siginfo si;
-      if (read(srv->sigfd, &si, sizeof si) == sizeof si && si.ssi_signo == SIGHUP) {
-        /* logrotate moved the audit log: the next record opens the file anew. */
-        audit_reopen();
-        continue;
-      }
-      log_warn("signal %u: stopping", si.ssi_signo);
-      srv->stop = true;
-      break;
+      if (on_signal(srv))
+        break;
+      continue;
     }
     if (pfds[FD_STDOUT].revents)
       flush_output(srv);
     /* Host servers' answers first: they go to bridges that are still open. */
     mcp_hosts_dispatch(srv->hosts, pfds + FD_FIXED, first_call - FD_FIXED);
-    /* Output and bridges, then ends: a call may finish (and be freed) below. */
-    for (size_t i = first_call; i < first_warm; i += FDS_PER_CALL) {
-      struct call *c = owners[i];
-      if (pfds[i + 1].revents && c->out_fd >= 0)
-        drain_pipe(c, &c->out_fd, &c->out);
-      if (pfds[i + 2].revents && c->err_fd >= 0)
-        drain_pipe(c, &c->err_fd, &c->err);
-      if (pfds[i + 3].revents && c->proxy && pfds[i + 3].fd == proxy_fd(c->proxy))
-        proxy_handle(c->proxy, pfds[i + 3].revents);
-      else if (pfds[i + 3].revents && !c->proxy && c->done_fd >= 0 && pfds[i + 3].fd == c->done_fd)
-        call_done(srv, c);
-    }
-    for (size_t i = first_call; i < first_warm; i += FDS_PER_CALL)
-      if (pfds[i].revents && owners[i]->pending)
-        call_pending_ready(srv, owners[i], false);
-      else if (pfds[i].revents)
-        call_finish(srv, owners[i]);
+    calls_dispatch(srv, pfds + first_call, owners + first_call, first_warm - first_call);
     /* In pool order, which nothing above changed: calls take warm sandboxes only in read_stdin. */
-    struct warm *w = srv->warm;
-    for (size_t i = first_warm; i < n && w; i++) {
-      struct warm *next = w->next;
-      if (pfds[i].revents && !w->ready) {
-        sbx_error_t werr = {0};
-        if (sandbox_spawn_finish(w->sb, &werr) == 0)
-          w->ready = true;
-        else
-          warm_died(srv, w, werr.msg);
-      } else if (pfds[i].revents) {
-        warm_died(srv, w, NULL);
-      }
-      w = next;
-    }
+    warm_pool_dispatch(srv, pfds + first_warm, n - first_warm);
     if (pfds[FD_STDIN].revents)
       read_stdin(srv);
   }

@@ -163,7 +163,7 @@ int call_start_warm(struct call *c, struct warm *w, sbx_error_t *err)
 
 /* A warm sandbox ended while idle (its Python failed to start, or something killed it): drop it,
  * and wait a while before the next, so a broken setup does not spin. */
-void warm_died(struct server *srv, struct warm *w, const char *why)
+static void warm_died(struct server *srv, struct warm *w, const char *why)
 {
   char buf[512];
   ssize_t n = why ? 0 : read(w->err_fd, buf, sizeof buf - 1);
@@ -178,11 +178,66 @@ void warm_died(struct server *srv, struct warm *w, const char *why)
 }
 
 /* Top the pool up by one. */
-void warm_refill(struct server *srv)
+static void warm_refill(struct server *srv)
 {
   sbx_error_t err = {0};
   if (warm_spawn(srv, &err) < 0) {
     log_warn("warm sandbox: %s", err.msg);
     srv->warm_retry_ns = now_ns() + WARM_RETRY_NS;
+  }
+}
+
+/* Top the pool up by one when it is short, unless a call started moments ago; lowers *timeout to
+ * when that is due. Starting one only creates the process (about a millisecond); the rest of its
+ * setup runs concurrently (warm_pool_dispatch). */
+void warm_pool_top_up(struct server *srv, int *timeout)
+{
+  if (srv->n_warm >= srv->warm_target)
+    return;
+  uint64_t now = now_ns(), at = srv->warm_retry_ns;
+  if (code_running(srv) && srv->last_call_ns + WARM_DEFER_NS > at)
+    at = srv->last_call_ns + WARM_DEFER_NS;
+  int t = ms_until(at, now);
+  if (t == 0)
+    warm_refill(srv);
+  else if (*timeout < 0 || t < *timeout)
+    *timeout = t;
+}
+
+/* One entry per warm sandbox, in pool order: its setup while it is built, then its end. */
+size_t warm_pool_pollfds(struct server *srv, struct pollfd *pfds)
+{
+  size_t n = 0;
+  for (struct warm *w = srv->warm; w; w = w->next)
+    pfds[n++] = (struct pollfd){.fd = w->ready ? sandbox_pidfd(w->sb) : sandbox_spawn_fd(w->sb), .events = POLLIN};
+  return n;
+}
+
+/* The n entries of warm_pool_pollfds, the pool unchanged since. */
+void warm_pool_dispatch(struct server *srv, const struct pollfd *pfds, size_t n)
+{
+  struct warm *w = srv->warm;
+  for (size_t i = 0; i < n && w; i++) {
+    struct warm *next = w->next;
+    if (pfds[i].revents && !w->ready) {
+      sbx_error_t werr = {0};
+      if (sandbox_spawn_finish(w->sb, &werr) == 0)
+        w->ready = true;
+      else
+        warm_died(srv, w, werr.msg);
+    } else if (pfds[i].revents) {
+      warm_died(srv, w, NULL);
+    }
+    w = next;
+  }
+}
+
+/* Kill and reap every idle warm sandbox. */
+void warm_pool_clear(struct server *srv)
+{
+  while (srv->warm) {
+    struct warm *w = srv->warm;
+    warm_unlink(srv, w);
+    warm_free(w);
   }
 }
