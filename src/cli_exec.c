@@ -13,6 +13,7 @@
 
 #include "cleanup.h"
 #include "audit.h"
+#include "host_servers.h"
 #include "hostfile.h"
 #include "image.h"
 #include "json.h"
@@ -388,19 +389,15 @@ static int fail(const struct exec_options *o, struct report_file *rf, const stru
 /* ------------------------------------------------------------------ host MCP servers */
 
 struct exec_mcp {
-  struct mcp_config *cfg;
-  struct mcp_hosts *hosts;
+  struct host_servers hs;
   struct proxy *proxy;
-  char *python_dir;
   int sandbox_fd;
 };
 
 static void exec_mcp_free(struct exec_mcp *m)
 {
   proxy_free(m->proxy);
-  mcp_hosts_free(m->hosts);
-  mcp_config_free(m->cfg);
-  free(m->python_dir);
+  host_servers_free(&m->hs);
   if (m->sandbox_fd >= 0)
     close(m->sandbox_fd);
   *m = (struct exec_mcp){ .sandbox_fd = -1 };
@@ -410,35 +407,34 @@ static int exec_mcp_setup(const struct exec_options *o, const struct sbx_policy 
                           sbx_error_t *err)
 {
   struct mcp_config_options co = { .path = o->mcp_config, .import_claude = o->import_claude };
-  if (mcp_config_load(&co, &m->cfg, err) < 0)
+  if (host_servers_load(&m->hs, &co, err) < 0)
     return -1;
-  if (!m->cfg->n)
+  if (!m->hs.cfg->n)
     return 0;
   /* Host servers' chatter would mix with the script's stderr; it goes nowhere in exec. */
-  if (paths_python_dir(&m->python_dir, err) < 0 || mcp_hosts_new(m->cfg, -1, &m->hosts, err) < 0)
+  if (host_servers_find_helpers(&m->hs, err) < 0 || host_servers_start(&m->hs, pol, -1, err) < 0)
     return -1;
   /* exec offers every configured server the policy allows. */
   const char *names[MCP_CONFIG_MAX_SERVERS];
   size_t n = 0;
-  for (size_t i = 0; i < m->cfg->n; i++)
-    if (policy_allows_server(pol, m->cfg->servers[i].name))
-      names[n++] = m->cfg->servers[i].name;
+  for (size_t i = 0; i < m->hs.cfg->n; i++)
+    if (policy_allows_server(pol, m->hs.cfg->servers[i].name))
+      names[n++] = m->hs.cfg->servers[i].name;
   if (!n)
     return sbx_error_set(err, 0, "policy `%s` allows none of the configured host MCP servers (proxy_servers)",
                          pol->name);
-  proxy_set_policy(pol);
-  return proxy_new(m->hosts, names, n, NULL, &m->sandbox_fd, &m->proxy, err);
+  return host_servers_proxy(&m->hs, names, n, &m->sandbox_fd, &m->proxy, err);
 }
 
 static size_t exec_mcp_fill(void *ctx, struct pollfd *pfds, size_t max, int *timeout_ms)
 {
   struct exec_mcp *m = ctx;
-  int t = mcp_hosts_timers(m->hosts);
+  int t = mcp_hosts_timers(m->hs.hosts);
   if (t >= 0 && t < *timeout_ms)
     *timeout_ms = t;
-  if (mcp_hosts_max_pollfds(m->hosts) + 1 > max)
+  if (mcp_hosts_max_pollfds(m->hs.hosts) + 1 > max)
     return 0;
-  size_t n = mcp_hosts_pollfds(m->hosts, pfds);
+  size_t n = mcp_hosts_pollfds(m->hs.hosts, pfds);
   pfds[n++] = (struct pollfd){ .fd = proxy_fd(m->proxy), .events = proxy_events(m->proxy) };
   return n;
 }
@@ -446,7 +442,7 @@ static size_t exec_mcp_fill(void *ctx, struct pollfd *pfds, size_t max, int *tim
 static void exec_mcp_dispatch(void *ctx, const struct pollfd *pfds, size_t n)
 {
   struct exec_mcp *m = ctx;
-  mcp_hosts_dispatch(m->hosts, pfds, n - 1);
+  mcp_hosts_dispatch(m->hs.hosts, pfds, n - 1);
   if (pfds[n - 1].revents && pfds[n - 1].fd == proxy_fd(m->proxy))
     proxy_handle(m->proxy, pfds[n - 1].revents);
 }
@@ -576,17 +572,15 @@ int cmd_exec(int argc, char **argv)
   /* Host MCP servers, when asked for: the bridge at fd 3, the `mcp` package, every configured
    * server allowed. Without them exec stays as it was (no extra bind, env or fds). */
   const char *cfg_env = getenv("SANDBOXD_MCP_CONFIG");
-  char *env[EXEC_MAX_ENV + 2];
+  char *env[EXEC_MAX_ENV + HOST_SERVERS_N_ENV];
   if (o.mcp_config || o.import_claude || (cfg_env && *cfg_env)) {
     if (exec_mcp_setup(&o, p, &mcp, &err) < 0)
       goto out_fail;
     if (mcp.proxy) {
       memcpy(env, o.env, o.n_env * sizeof *env);
-      env[o.n_env] = "PYTHONPATH=" PROXY_PYTHON_DST;
-      env[o.n_env + 1] = (char *) proxy_env(mcp.proxy);
       spec.extra_env = env;
-      spec.n_extra_env = o.n_env + 2;
-      binds[n_binds++] = (struct sbx_bind){ .src = mcp.python_dir, .dst = PROXY_PYTHON_DST, .rw = false };
+      spec.n_extra_env = o.n_env + host_servers_env(mcp.proxy, env + o.n_env);
+      n_binds += host_servers_bind(&mcp.hs, &binds[n_binds]);
       spec.n_binds = n_binds;
       spec.bridge_fd = mcp.sandbox_fd;
     }

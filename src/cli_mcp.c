@@ -185,16 +185,15 @@ int cmd_mcp(int argc, char **argv)
   /* The audit log is opened before any sandbox runs (hostfile.h); a refused path is fatal. */
   if (audit_start(srv.audit_log, NULL, &err) < 0 ||
       policy_load(policy_name, &srv.policy, &err) < 0 || seccomp_validate(srv.policy, &err) < 0 ||
-      rootfs_find(rootfs, &srv.rootfs, &err) < 0 || mcp_config_load(&srv.mcp_opts, &srv.mcp_cfg, &err) < 0 ||
-      mcp_hosts_new(srv.mcp_cfg, STDERR_FILENO, &srv.hosts, &err) < 0) {
+      rootfs_find(rootfs, &srv.rootfs, &err) < 0 || host_servers_load(&srv.hs, &srv.mcp_opts, &err) < 0 ||
+      host_servers_start(&srv.hs, srv.policy, STDERR_FILENO, &err) < 0) {
     log_sbx_error(&err);
     policy_free(srv.policy);
     free(srv.rootfs);
-    mcp_config_free(srv.mcp_cfg);
+    host_servers_free(&srv.hs);
     return SBX_EXIT_SETUP;
   }
-  proxy_set_policy(srv.policy);
-  if (srv.mcp_cfg->n && proxy_python_dir(&srv.python_dir, &err) < 0)
+  if (srv.hs.cfg->n && host_servers_find_helpers(&srv.hs, &err) < 0)
     log_warn("%s: calls with `servers` will fail", err.msg);
 
   /* Take the stop signals through a signalfd. The sandbox's code starts with an empty mask. */
@@ -211,9 +210,7 @@ int cmd_mcp(int argc, char **argv)
   if (srv.sigfd < 0) {
     log_error("signalfd: %s", strerror(errno));
     sigprocmask(SIG_SETMASK, &old, NULL);
-    mcp_hosts_free(srv.hosts);
-    mcp_config_free(srv.mcp_cfg);
-    free(srv.python_dir);
+    host_servers_free(&srv.hs);
     policy_free(srv.policy);
     free(srv.rootfs);
     return SBX_EXIT_SETUP;
@@ -224,9 +221,7 @@ int cmd_mcp(int argc, char **argv)
   serve(&srv);
   shutdown_server(&srv);
   /* After the sandboxes: their calls in flight are cancelled first. */
-  mcp_hosts_free(srv.hosts);
-  mcp_config_free(srv.mcp_cfg);
-  free(srv.python_dir);
+  host_servers_free(&srv.hs);
 
   if (srv.stdout_flags >= 0)
     fcntl(STDOUT_FILENO, F_SETFL, srv.stdout_flags);

@@ -391,8 +391,7 @@ void base_spec(struct server *srv, const struct sbx_limits *limits, char **argv,
       .stderr_fd = err_w,
       .bridge_fd = -1,
   };
-  if (srv->python_dir) {
-    *bind = (struct sbx_bind){.src = srv->python_dir, .dst = PROXY_PYTHON_DST, .rw = false};
+  if (host_servers_bind(&srv->hs, bind)) {
     spec->binds = bind;
     spec->n_binds = 1;
   }
@@ -413,9 +412,7 @@ static int call_start(struct server *srv, struct call *c, sbx_error_t *err)
    * servers it has (it then defines mcp_<alias> and friends). */
   _cleanup_close_ int bridge = -1;
   if (c->n_servers) {
-    if (!srv->python_dir)
-      return sbx_error_set(err, ENOENT, "the sandbox's Python helpers (mcp package) were not found next to sandboxd");
-    if (proxy_new(srv->hosts, (const char *const *) c->servers, c->n_servers, NULL, &bridge, &c->proxy, err) < 0)
+    if (host_servers_proxy(&srv->hs, (const char *const *) c->servers, c->n_servers, &bridge, &c->proxy, err) < 0)
       return -1;
     proxy_on_progress(c->proxy, relay_progress, c);
   }
@@ -463,13 +460,11 @@ static int call_start_cold(struct server *srv, struct call *c, int bridge_fd, sb
   struct sbx_spec spec;
   struct sbx_bind bind;
   base_spec(srv, &c->limits, argv, devnull, out_w, err_w, &bind, &spec);
-  char *env[2];
+  char *env[HOST_SERVERS_N_ENV];
   _cleanup_close_ int done = -1;
   if (c->proxy) {
-    env[0] = "PYTHONPATH=" PROXY_PYTHON_DST;
-    env[1] = (char *) proxy_env(c->proxy);
     spec.extra_env = env;
-    spec.n_extra_env = 2;
+    spec.n_extra_env = host_servers_env(c->proxy, env);
     spec.bridge_fd = bridge;
   } else {
     /* The done channel at fd 3, as a warm sandbox's job socket becomes. */

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "host_servers.h"
 #include "json.h"
 #include "jsonrpc.h"
 #include "mcp_config.h"
@@ -105,9 +106,7 @@ struct server {
   int log_level; /* index into log_levels: send notifications/message at this level or above */
 
   struct mcp_config_options mcp_opts;
-  struct mcp_config *mcp_cfg; /* host MCP servers (empty if none are configured) */
-  struct mcp_hosts *hosts;
-  char *python_dir; /* the `mcp` package for inside, or NULL if not found */
+  struct host_servers hs; /* host MCP servers (hs.cfg empty if none are configured) */
   const char *audit_log;
 
   size_t warm_target; /* --warm */

@@ -233,7 +233,7 @@ static void m_tools_list(struct server *srv, const char *id, const json_node_t *
   json_obj_begin(w);
   json_key(w, "tools");
   json_arr_begin(w);
-  mcp_tool_write(w, srv->policy, srv->mcp_cfg);
+  mcp_tool_write(w, srv->policy, srv->hs.cfg);
   json_arr_end(w);
   json_obj_end(w);
   jsonrpc_end(w);
@@ -254,7 +254,7 @@ static void m_tools_call(struct server *srv, const char *id, const json_node_t *
   /* Bad arguments are the model's to fix: answer with an isError result it can read. */
   struct mcp_tool_args args;
   char msg[1024];
-  if (mcp_tool_parse_args(json_get(params, "arguments"), srv->policy, srv->mcp_cfg, &args, msg, sizeof msg) < 0) {
+  if (mcp_tool_parse_args(json_get(params, "arguments"), srv->policy, srv->hs.cfg, &args, msg, sizeof msg) < 0) {
     send_tool_error(srv, id, "%s", msg);
     return;
   }
@@ -361,12 +361,12 @@ static void write_capabilities(struct server *srv, json_writer_t *w)
   json_obj_end(w);
   json_key(w, "servers");
   json_arr_begin(w);
-  for (size_t i = 0; i < srv->mcp_cfg->n; i++) {
+  for (size_t i = 0; i < srv->hs.cfg->n; i++) {
     json_obj_begin(w);
     json_key(w, "name");
-    json_str(w, srv->mcp_cfg->servers[i].name);
+    json_str(w, srv->hs.cfg->servers[i].name);
     json_key(w, "description");
-    json_str(w, srv->mcp_cfg->servers[i].description);
+    json_str(w, srv->hs.cfg->servers[i].description);
     json_obj_end(w);
   }
   json_arr_end(w);
@@ -647,13 +647,13 @@ void serve(struct server *srv)
   while (!srv->stop && !srv->stdin_eof) {
     start_queued(srv);
     int timeout = run_timers(srv);
-    int host_timeout = mcp_hosts_timers(srv->hosts);
+    int host_timeout = mcp_hosts_timers(srv->hs.hosts);
     if (host_timeout >= 0 && (timeout < 0 || host_timeout < timeout))
       timeout = host_timeout;
     /* One sandbox per turn of the loop; the rest of its setup is collected below. */
     warm_pool_top_up(srv, &timeout);
 
-    size_t n_hosts = mcp_hosts_max_pollfds(srv->hosts);
+    size_t n_hosts = mcp_hosts_max_pollfds(srv->hs.hosts);
     size_t need = FD_FIXED + n_hosts + FDS_PER_CALL * srv->n_running + srv->n_warm;
     if (need > cap) {
       struct pollfd *p = realloc(pfds, need * sizeof *p);
@@ -674,7 +674,7 @@ void serve(struct server *srv)
     pfds[FD_STDIN] = (struct pollfd){.fd = backlog ? -1 : STDIN_FILENO, .events = POLLIN};
     pfds[FD_STDOUT] =
         (struct pollfd){.fd = srv->outq_off < srv->outq.len ? STDOUT_FILENO : -1, .events = POLLOUT};
-    size_t n = FD_FIXED + mcp_hosts_pollfds(srv->hosts, pfds + FD_FIXED);
+    size_t n = FD_FIXED + mcp_hosts_pollfds(srv->hs.hosts, pfds + FD_FIXED);
     size_t first_call = n;
     n += call_pollfds(srv, pfds + n, owners + n);
     size_t first_warm = n;
@@ -694,7 +694,7 @@ void serve(struct server *srv)
     if (pfds[FD_STDOUT].revents)
       flush_output(srv);
     /* Host servers' answers first: they go to bridges that are still open. */
-    mcp_hosts_dispatch(srv->hosts, pfds + FD_FIXED, first_call - FD_FIXED);
+    mcp_hosts_dispatch(srv->hs.hosts, pfds + FD_FIXED, first_call - FD_FIXED);
     calls_dispatch(srv, pfds + first_call, owners + first_call, first_warm - first_call);
     /* In pool order, which nothing above changed: calls take warm sandboxes only in read_stdin. */
     warm_pool_dispatch(srv, pfds + first_warm, n - first_warm);
