@@ -158,6 +158,58 @@ static int stdout_nonblocking(void)
   return flags;
 }
 
+/* Everything the server needs before it reads a request. Refuse to start rather than fail every
+ * call: the client shows the server as failed, and stderr says why. *ret_masked: the signal mask
+ * was changed (old holds the previous one). */
+static int setup(struct server *srv, const char *policy_name, const char *rootfs, sigset_t *old, bool *ret_masked,
+                 sbx_error_t *err)
+{
+  /* The audit log is opened before any sandbox runs (hostfile.h); a refused path is fatal. */
+  if (audit_start(srv->audit_log, NULL, err) < 0 ||
+      policy_load(policy_name, &srv->policy, err) < 0 || seccomp_validate(srv->policy, err) < 0 ||
+      rootfs_find(rootfs, &srv->rootfs, err) < 0 || host_servers_load(&srv->hs, &srv->mcp_opts, err) < 0 ||
+      host_servers_start(&srv->hs, srv->policy, STDERR_FILENO, err) < 0)
+    return -1;
+  sbx_error_t herr = {0};
+  if (srv->hs.cfg->n && host_servers_find_helpers(&srv->hs, &herr) < 0)
+    log_warn("%s: calls with `servers` will fail", herr.msg);
+
+  /* Take the stop signals through a signalfd. The sandbox's code starts with an empty mask. */
+  sigset_t mask;
+  sigemptyset(&mask);
+  sigaddset(&mask, SIGTERM);
+  sigaddset(&mask, SIGINT);
+  sigaddset(&mask, SIGHUP);
+  srv->sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+  /* A client that goes away must give us EPIPE, not kill us before we clean up. Blocked rather
+   * than ignored: an ignored disposition would be inherited by the code, a mask is reset. */
+  sigaddset(&mask, SIGPIPE);
+  sigprocmask(SIG_BLOCK, &mask, old);
+  *ret_masked = true;
+  if (srv->sigfd < 0)
+    return sbx_error_errno(err, "signalfd");
+  srv->stdout_flags = stdout_nonblocking();
+  jsonrpc_framer_init(&srv->framer, srv->max_message);
+  return 0;
+}
+
+/* The one teardown, of whatever setup() got to. The sandboxes are gone (shutdown_server). */
+static void teardown(struct server *srv, const sigset_t *old)
+{
+  /* After the sandboxes: their calls in flight are cancelled first. */
+  host_servers_free(&srv->hs);
+  if (srv->stdout_flags >= 0)
+    fcntl(STDOUT_FILENO, F_SETFL, srv->stdout_flags);
+  if (srv->sigfd >= 0)
+    close(srv->sigfd);
+  if (old)
+    sigprocmask(SIG_SETMASK, old, NULL);
+  jsonrpc_framer_free(&srv->framer);
+  strbuf_free(&srv->outq);
+  policy_free(srv->policy);
+  free(srv->rootfs);
+}
+
 int cmd_mcp(int argc, char **argv)
 {
   struct server srv = {
@@ -180,56 +232,16 @@ int cmd_mcp(int argc, char **argv)
     fputs(mcp_usage, stdout);
     return 0;
   }
-  /* Refuse to start rather than fail every call: the client shows the server as failed, and
-   * stderr says why. */
-  /* The audit log is opened before any sandbox runs (hostfile.h); a refused path is fatal. */
-  if (audit_start(srv.audit_log, NULL, &err) < 0 ||
-      policy_load(policy_name, &srv.policy, &err) < 0 || seccomp_validate(srv.policy, &err) < 0 ||
-      rootfs_find(rootfs, &srv.rootfs, &err) < 0 || host_servers_load(&srv.hs, &srv.mcp_opts, &err) < 0 ||
-      host_servers_start(&srv.hs, srv.policy, STDERR_FILENO, &err) < 0) {
+  sigset_t old;
+  bool masked = false;
+  int rc = 0;
+  if (setup(&srv, policy_name, rootfs, &old, &masked, &err) < 0) {
     log_sbx_error(&err);
-    policy_free(srv.policy);
-    free(srv.rootfs);
-    host_servers_free(&srv.hs);
-    return SBX_EXIT_SETUP;
+    rc = SBX_EXIT_SETUP;
+  } else {
+    serve(&srv);
+    shutdown_server(&srv);
   }
-  if (srv.hs.cfg->n && host_servers_find_helpers(&srv.hs, &err) < 0)
-    log_warn("%s: calls with `servers` will fail", err.msg);
-
-  /* Take the stop signals through a signalfd. The sandbox's code starts with an empty mask. */
-  sigset_t mask, old;
-  sigemptyset(&mask);
-  sigaddset(&mask, SIGTERM);
-  sigaddset(&mask, SIGINT);
-  sigaddset(&mask, SIGHUP);
-  srv.sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-  /* A client that goes away must give us EPIPE, not kill us before we clean up. Blocked rather
-   * than ignored: an ignored disposition would be inherited by the code, a mask is reset. */
-  sigaddset(&mask, SIGPIPE);
-  sigprocmask(SIG_BLOCK, &mask, &old);
-  if (srv.sigfd < 0) {
-    log_error("signalfd: %s", strerror(errno));
-    sigprocmask(SIG_SETMASK, &old, NULL);
-    host_servers_free(&srv.hs);
-    policy_free(srv.policy);
-    free(srv.rootfs);
-    return SBX_EXIT_SETUP;
-  }
-  srv.stdout_flags = stdout_nonblocking();
-  jsonrpc_framer_init(&srv.framer, srv.max_message);
-
-  serve(&srv);
-  shutdown_server(&srv);
-  /* After the sandboxes: their calls in flight are cancelled first. */
-  host_servers_free(&srv.hs);
-
-  if (srv.stdout_flags >= 0)
-    fcntl(STDOUT_FILENO, F_SETFL, srv.stdout_flags);
-  close(srv.sigfd);
-  sigprocmask(SIG_SETMASK, &old, NULL);
-  jsonrpc_framer_free(&srv.framer);
-  strbuf_free(&srv.outq);
-  policy_free(srv.policy);
-  free(srv.rootfs);
-  return 0;
+  teardown(&srv, masked ? &old : NULL);
+  return rc;
 }
