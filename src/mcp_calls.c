@@ -159,51 +159,58 @@ static int append_shaped(strbuf_t *sb, const char *s, size_t len, size_t *replac
   return r;
 }
 
-static void send_call_result(struct server *srv, struct call *c, const struct sbx_result *res)
+/* The text a model reads, the one copy of the output: stdout, then stderr, then what went wrong.
+ * *replaced counts the bytes shown as U+FFFD. */
+static int result_text(const struct call *c, const struct sbx_result *res, strbuf_t *text, size_t *replaced)
 {
-  /* The text a model reads, the one copy of the output: stdout, then stderr, then what went wrong. */
-  strbuf_t text = {0};
   int r = 0;
   char size[32];
-  size_t replaced = 0;
   if (c->out.len)
-    r |= append_shaped(&text, c->out.data, c->out.len, &replaced);
+    r |= append_shaped(text, c->out.data, c->out.len, replaced);
   if (c->err.len) {
-    if (text.len && text.data[text.len - 1] != '\n')
-      r |= strbuf_append(&text, "\n", 1);
-    r |= strbuf_printf(&text, "--- stderr ---\n");
-    r |= append_shaped(&text, c->err.data, c->err.len, &replaced);
+    if (text->len && text->data[text->len - 1] != '\n')
+      r |= strbuf_append(text, "\n", 1);
+    r |= strbuf_printf(text, "--- stderr ---\n");
+    r |= append_shaped(text, c->err.data, c->err.len, replaced);
   }
-  if (c->truncated || replaced || res->status != SBX_STATUS_OK) {
-    if (text.len && text.data[text.len - 1] != '\n')
-      r |= strbuf_append(&text, "\n", 1);
+  if (c->truncated || *replaced || res->status != SBX_STATUS_OK) {
+    if (text->len && text->data[text->len - 1] != '\n')
+      r |= strbuf_append(text, "\n", 1);
   }
-  if (replaced)
-    r |= strbuf_printf(&text, "--- %zu bytes of control characters or invalid UTF-8 shown as U+FFFD ---\n", replaced);
+  if (*replaced)
+    r |= strbuf_printf(text, "--- %zu bytes of control characters or invalid UTF-8 shown as U+FFFD ---\n", *replaced);
   if (c->truncated)
-    r |= strbuf_printf(&text, "--- output truncated at %s (output_limit) ---\n",
+    r |= strbuf_printf(text, "--- output truncated at %s (output_limit) ---\n",
                        format_size(c->limits.output_bytes, size, sizeof size));
   switch (res->status) {
   case SBX_STATUS_OK:
     break;
   case SBX_STATUS_ERROR:
-    r |= strbuf_printf(&text, "--- status: error, exit code %d ---", res->exit_code);
+    r |= strbuf_printf(text, "--- status: error, exit code %d ---", res->exit_code);
     break;
   case SBX_STATUS_TIMEOUT:
-    r |= strbuf_printf(&text, "--- status: timeout, killed after %llu.%03llu s (the limit) ---",
+    r |= strbuf_printf(text, "--- status: timeout, killed after %llu.%03llu s (the limit) ---",
                        (unsigned long long) (c->limits.timeout_ms / 1000),
                        (unsigned long long) (c->limits.timeout_ms % 1000));
     break;
   case SBX_STATUS_MEMORY_LIMIT:
-    r |= strbuf_printf(&text, "--- status: memory_limit, killed at %s ---",
+    r |= strbuf_printf(text, "--- status: memory_limit, killed at %s ---",
                        format_size(c->limits.memory_bytes, size, sizeof size));
     break;
   case SBX_STATUS_KILLED:
-    r |= strbuf_printf(&text, "--- status: killed by signal %d ---", res->signal);
+    r |= strbuf_printf(text, "--- status: killed by signal %d ---", res->signal);
     break;
   }
-  if (!text.len)
-    r |= strbuf_printf(&text, "(no output)");
+  if (!text->len)
+    r |= strbuf_printf(text, "(no output)");
+  return r;
+}
+
+static void send_call_result(struct server *srv, struct call *c, const struct sbx_result *res)
+{
+  strbuf_t text = {0};
+  size_t replaced = 0;
+  int r = result_text(c, res, &text, &replaced);
   if (r < 0) {
     strbuf_free(&text);
     send_error(srv, c->id, JSONRPC_INTERNAL_ERROR, "Internal error: out of memory");
