@@ -6,7 +6,8 @@
 
 /* The protocol versions we implement, newest first. */
 extern const char *const mcp_protocol_versions[];
-/* The Python that runs the submitted code inside the sandbox (src/inside/runner.py). */
+/* The Python that runs the submitted code inside the sandbox: src/inside/runner.py, built in
+ * (mcp_runner.c). */
 extern const char mcp_runner_source[];
 
 /* The version to answer a client's initialize with: its own if we implement it, else our newest. */
