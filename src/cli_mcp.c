@@ -35,16 +35,7 @@ static void shutdown_server(struct server *srv)
     call_free(c); /* sandbox_free kills and reaps */
   }
   warm_pool_clear(srv);
-  uint64_t give_up = now_ns() + 2000000000ULL;
-  while (srv->outq_off < srv->outq.len && !srv->stop) {
-    uint64_t now = now_ns();
-    if (now >= give_up)
-      break;
-    struct pollfd p = {.fd = STDOUT_FILENO, .events = POLLOUT};
-    if (poll(&p, 1, ms_until(give_up, now)) <= 0)
-      break;
-    flush_output(srv);
-  }
+  flush_output_for(srv, 2000);
 }
 
 static const char mcp_usage[] =

@@ -123,6 +123,8 @@ struct mcp_hosts;
 
 /* mcp_server.c: the output queue (the only writer of stdout) and the loop. */
 void flush_output(struct server *srv);
+/* The same, waiting up to timeout_ms for a slow reader (at exit). */
+void flush_output_for(struct server *srv, int timeout_ms);
 /* Queue one finished message (and free the writer). */
 void send_writer(struct server *srv, json_writer_t *w);
 void send_error(struct server *srv, const char *id, int code, const char *message);

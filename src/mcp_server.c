@@ -74,6 +74,21 @@ void flush_output(struct server *srv)
     srv->outq.data[0] = '\0';
 }
 
+/* Write what is queued, waiting up to timeout_ms for a slow reader (at exit). */
+void flush_output_for(struct server *srv, int timeout_ms)
+{
+  uint64_t give_up = now_ns() + (uint64_t) timeout_ms * 1000000ULL;
+  while (srv->outq_off < srv->outq.len && !srv->stop) {
+    uint64_t now = now_ns();
+    if (now >= give_up)
+      break;
+    struct pollfd p = {.fd = STDOUT_FILENO, .events = POLLOUT};
+    if (poll(&p, 1, ms_until(give_up, now)) <= 0)
+      break;
+    flush_output(srv);
+  }
+}
+
 /* Queue one finished message (and free the writer). */
 void send_writer(struct server *srv, json_writer_t *w)
 {
