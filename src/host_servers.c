@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "mcp_client.h"
+#include "paths.h"
 #include "proxy.h"
 #include "sandbox.h"
 

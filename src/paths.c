@@ -137,16 +137,15 @@ int paths_policy_search(char *buf, size_t len, sbx_error_t *err)
 
 int paths_python_dir(char **ret_path, sbx_error_t *err)
 {
-  char cand[5][PATH_MAX];
+  char cand[3][PATH_MAX];
   int n = 0;
   const char *env = getenv("SANDBOXD_PYTHON_DIR");
   if (env && *env && bufprintf(cand[n++], PATH_MAX, err, "%s", env) < 0)
     return sbx_error_prefix(err, "SANDBOXD_PYTHON_DIR");
   char bin[PATH_MAX];
   if (paths_bindir(bin, NULL) == 0) {
-    /* build/sandboxd -> src/inside (src/sandbox before the rename); PREFIX/bin/sandboxd ->
-     * PREFIX/share/sandboxd/inside (share/sandboxd/python before it). */
-    static const char *const rels[] = { "src/inside", "src/sandbox", "share/sandboxd/inside", "share/sandboxd/python" };
+    /* build/sandboxd -> src/inside; PREFIX/bin/sandboxd -> PREFIX/share/sandboxd/python. */
+    static const char *const rels[] = { "src/inside", "share/sandboxd/python" };
     for (size_t i = 0; i < ARRAY_SIZE(rels); i++)
       /* A candidate that does not fit is not one. */
       n += bufprintf(cand[n], PATH_MAX, NULL, "%s/../%s", bin, rels[i]) == 0;
@@ -163,7 +162,7 @@ int paths_python_dir(char **ret_path, sbx_error_t *err)
     return 0;
   }
   return sbx_error_set(err, ENOENT, "the sandbox's Python helpers (mcp package) were not found next to sandboxd "
-                                    "(src/inside or share/sandboxd/inside)");
+                                    "(src/inside or share/sandboxd/python)");
 }
 
 /* $XDG_x_HOME/sandboxd if absolute, else $HOME/home_rel; ENOENT if neither is absolute. */

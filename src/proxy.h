@@ -21,7 +21,6 @@
 #include "error.h"
 #include "json.h"
 #include "mcp_client.h"
-#include "paths.h" /* proxy_python_dir */
 
 #define PROXY_DEFAULT_CALL_TIMEOUT_MS 60000
 #define PROXY_DEFAULT_MAX_CALLS 1000
@@ -94,7 +93,5 @@ char *proxy_calls_json(const struct proxy *p);
 /* The directory holding the `mcp` package the code imports (paths_python_dir) is mounted
  * read-only here. */
 #define PROXY_PYTHON_DST "/run/sandboxd/python"
-/* The old name of paths_python_dir, until its last caller moves. */
-static inline int proxy_python_dir(char **ret_path, sbx_error_t *err) { return paths_python_dir(ret_path, err); }
 
 #endif
