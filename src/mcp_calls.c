@@ -620,11 +620,14 @@ bool code_running(const struct server *srv)
 int call_enqueue(struct server *srv, const char *id, const struct mcp_tool_args *a, const json_node_t *progress_token)
 {
   struct call *c = calloc(1, sizeof *c);
-  if (!c || !(c->id = strdup(id)) || !(c->code = strndup(a->code, a->code_len))) {
+  if (!c)
+    return -1;
+  /* Before anything can fail: call_free closes these, and 0 would be stdin. */
+  c->out_fd = c->err_fd = c->done_fd = c->pending_bridge = -1;
+  if (!(c->id = strdup(id)) || !(c->code = strndup(a->code, a->code_len))) {
     call_free(c);
     return -1;
   }
-  c->out_fd = c->err_fd = c->done_fd = c->pending_bridge = -1;
   c->timeout_ms = a->timeout_ms;
   size_t ns = json_array_len(a->servers);
   if (ns && !(c->servers = calloc(ns, sizeof *c->servers))) {
