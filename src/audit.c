@@ -14,9 +14,9 @@
 
 #include "hostfile.h"
 #include "json.h"
-#include "warn.h"
 #include "paths.h"
 #include "util.h"
+#include "warn.h"
 
 static char target[PATH_MAX];
 static bool configured, use_syslog, disabled, log_code;
@@ -49,8 +49,7 @@ static void default_target(void)
   else if (e.errnum == ENAMETOOLONG) { /* the warning names the variable's start */
     const char *state = getenv("XDG_STATE_HOME");
     target_set(-1, state && state[0] == '/' ? state : getenv("HOME"));
-  }
-  else
+  } else
     target_set(bufprintf(target, sizeof target, NULL, "off"), "");
 }
 
@@ -76,8 +75,14 @@ void audit_configure(const char *t)
   configured = true;
 }
 
-void audit_set_log_code(bool on) { log_code = on; }
-unsigned long audit_dropped(void) { return dropped; }
+void audit_set_log_code(bool on)
+{
+  log_code = on;
+}
+unsigned long audit_dropped(void)
+{
+  return dropped;
+}
 
 const char *audit_target(void)
 {
@@ -293,7 +298,7 @@ void audit_write(const struct audit_record *r)
   /* One write per record: the line is never split between writers. */
   char *line = malloc(len + 1);
   bool ok = false;
-  sbx_error_t e = { 0 };
+  sbx_error_t e = {0};
   if (!line)
     sbx_error_set(&e, ENOMEM, "audit log `%s`", target);
   else if (open_log(&e) == 0) {

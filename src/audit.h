@@ -12,11 +12,11 @@
 #include "sandbox.h"
 
 struct audit_record {
-  const char *mode;        /* "exec" or "mcp" */
-  const char *request_id;  /* NULL: one is made up */
-  const char *code;        /* the code (hashed; logged only with audit_set_log_code) */
+  const char *mode;       /* "exec" or "mcp" */
+  const char *request_id; /* NULL: one is made up */
+  const char *code;       /* the code (hashed; logged only with audit_set_log_code) */
   size_t code_len;
-  const char *file;        /* exec FILE, or NULL for -c */
+  const char *file; /* exec FILE, or NULL for -c */
   const struct sbx_policy *policy;
   const struct sbx_limits *limits;
   const struct sbx_result *result; /* NULL if setup failed */

@@ -46,7 +46,8 @@ enum bridge_event bridge_reader_feed(struct bridge_reader *r, const char *data, 
       r->hdr[r->hdr_len++] = (unsigned char) data[used++];
       if (r->hdr_len < 4)
         continue;
-      uint32_t n = (uint32_t) r->hdr[0] << 24 | (uint32_t) r->hdr[1] << 16 | (uint32_t) r->hdr[2] << 8 | r->hdr[3];
+      uint32_t n =
+          (uint32_t) r->hdr[0] << 24 | (uint32_t) r->hdr[1] << 16 | (uint32_t) r->hdr[2] << 8 | r->hdr[3];
       /* Refuse above the maximum without allocating; skip the body so the stream stays in sync,
        * keeping its first bytes to answer its id. */
       r->frame = n > r->max_frame ? NULL : malloc((size_t) n + 1);

@@ -21,10 +21,10 @@ struct bridge_reader {
   uint32_t max_frame;
   unsigned char hdr[4];
   size_t hdr_len;
-  char *frame;      /* being filled; frame_len bytes expected */
+  char *frame; /* being filled; frame_len bytes expected */
   size_t frame_len, have;
-  size_t skip;      /* bytes of an oversize frame still to discard */
-  uint64_t oversize; /* frames refused for size so far */
+  size_t skip;           /* bytes of an oversize frame still to discard */
+  uint64_t oversize;     /* frames refused for size so far */
   uint32_t oversize_len; /* the announced length of the latest oversize frame */
   /* The first bytes of an oversize frame, kept so its request id can still be answered. */
   char prefix[BRIDGE_OVERSIZE_PREFIX + 1];
@@ -32,12 +32,12 @@ struct bridge_reader {
 };
 
 enum bridge_event {
-  BRIDGE_NEED_MORE,  /* consumed everything, no complete frame */
-  BRIDGE_FRAME,      /* *ret_frame (malloc'd, NUL-terminated) of *ret_len bytes */
-  BRIDGE_OVERSIZE,   /* a frame above max_frame was announced; it is being skipped, nothing is
-                      * allocated for it. *ret_frame points at its first bytes (up to
-                      * BRIDGE_OVERSIZE_PREFIX, *ret_len of them, NUL-terminated) inside the
-                      * reader: valid until the next call, not to be freed. */
+  BRIDGE_NEED_MORE, /* consumed everything, no complete frame */
+  BRIDGE_FRAME,     /* *ret_frame (malloc'd, NUL-terminated) of *ret_len bytes */
+  BRIDGE_OVERSIZE,  /* a frame above max_frame was announced; it is being skipped, nothing is
+                     * allocated for it. *ret_frame points at its first bytes (up to
+                     * BRIDGE_OVERSIZE_PREFIX, *ret_len of them, NUL-terminated) inside the
+                     * reader: valid until the next call, not to be freed. */
 };
 
 void bridge_reader_init(struct bridge_reader *r, uint32_t max_frame);

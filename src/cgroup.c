@@ -21,12 +21,12 @@
 
 enum { C_MEMORY, C_PIDS, C_CPU, C_CPUACCT, C_FREEZER, C_MAX };
 _Static_assert(C_MAX <= CGROUP_MAX_ATTACH_FDS, "one attach fd per v1 hierarchy");
-static const char *const v1_names[C_MAX] = { "memory", "pids", "cpu", "cpuacct", "freezer" };
+static const char *const v1_names[C_MAX] = {"memory", "pids", "cpu", "cpuacct", "freezer"};
 
 struct probe {
   bool done;
   enum cgroup_mode mode;
-  char v2_base[PATH_MAX];        /* where sandbox cgroups are created (v2) */
+  char v2_base[PATH_MAX]; /* where sandbox cgroups are created (v2) */
   bool v2_cpu;
   char v1_base[C_MAX][PATH_MAX]; /* per controller; "" if unavailable (v1) */
   bool v1_memsw;
@@ -150,7 +150,8 @@ static int own_path(const char *controller, char *buf, size_t len)
     *b = '\0';
     bool match = !controller && !a[1];
     char *save = NULL;
-    for (char *t = controller ? strtok_r(a + 1, ",", &save) : NULL; t && !match; t = strtok_r(NULL, ",", &save))
+    for (char *t = controller ? strtok_r(a + 1, ",", &save) : NULL; t && !match;
+         t = strtok_r(NULL, ",", &save))
       match = !strcmp(t, controller);
     if (match)
       return bufprintf(buf, len, NULL, "%s", b + 1);
@@ -175,13 +176,15 @@ static void restore_delegation(void)
   /* Controllers off first (the "no internal processes" rule forbids moving back while they are
    * on), then back into base, then the leaf. Best effort: a leftover leaf is swept later. */
   char off[64], pid[32];
-  if (bufprintf(off, sizeof off, NULL, "%s", restore.enabled) < 0 || bufprintf(pid, sizeof pid, NULL, "%d", (int) getpid()) < 0)
+  if (bufprintf(off, sizeof off, NULL, "%s", restore.enabled) < 0 ||
+      bufprintf(pid, sizeof pid, NULL, "%d", (int) getpid()) < 0)
     return;
   for (char *c = off; *c; c++)
     if (*c == '+')
       *c = '-';
   int saved = errno;
-  if (write_at(restore.base, "cgroup.subtree_control", off) == 0 && write_at(restore.base, "cgroup.procs", pid) == 0)
+  if (write_at(restore.base, "cgroup.subtree_control", off) == 0 &&
+      write_at(restore.base, "cgroup.procs", pid) == 0)
     rmdir(restore.leaf);
   errno = saved;
   restore.leaf[0] = '\0';
@@ -243,7 +246,8 @@ static int probe_v2(const char *mnt, sbx_error_t *err)
       if (write_at(base, "cgroup.subtree_control", want) < 0)
         return sbx_error_errno(err, "cgroup2 `%s`: enable %s", base, want);
       /* Put it all back at exit: the delegated cgroup is the user's, not ours. */
-      memcpy(restore.leaf, leaf, sizeof restore.leaf); /* the same size: restore_delegation runs once it is set */
+      memcpy(restore.leaf, leaf,
+             sizeof restore.leaf); /* the same size: restore_delegation runs once it is set */
       atexit(restore_delegation);
     }
   }
@@ -268,10 +272,12 @@ static int probe_v1(char mnts[C_MAX][PATH_MAX], sbx_error_t *err)
       memcpy(probe.v1_base[c], base, PATH_MAX); /* the same size */
   }
   if (!probe.v1_base[C_MEMORY][0] || !probe.v1_base[C_PIDS][0])
-    return sbx_error_set(err, EACCES, "cgroup v1: the memory and pids controllers are not writable by this user");
+    return sbx_error_set(err, EACCES,
+                         "cgroup v1: the memory and pids controllers are not writable by this user");
   char path[PATH_MAX + 64];
-  probe.v1_memsw = bufprintf(path, sizeof path, NULL, "%s/memory.memsw.limit_in_bytes", probe.v1_base[C_MEMORY]) == 0 &&
-                   access(path, F_OK) == 0;
+  probe.v1_memsw =
+      bufprintf(path, sizeof path, NULL, "%s/memory.memsw.limit_in_bytes", probe.v1_base[C_MEMORY]) == 0 &&
+      access(path, F_OK) == 0;
   probe.mode = CGROUP_V1;
   return 0;
 }
@@ -280,7 +286,7 @@ int cgroup_probe(enum cgroup_mode *ret, sbx_error_t *err)
 {
   if (!probe.done) {
     char v2[PATH_MAX], v1[C_MAX][PATH_MAX];
-    sbx_error_t e2 = { 0 }, e1 = { 0 };
+    sbx_error_t e2 = {0}, e1 = {0};
     find_mounts(v2, v1);
     if (read_at("/proc/self", "cgroup", self_cgroup, sizeof self_cgroup) < 0)
       self_cgroup[0] = '\0';
@@ -333,7 +339,7 @@ static void remove_dir(const char *dir, bool v2)
     if (errno != EBUSY)
       return;
     kill_procs(dir, "cgroup.procs");
-    struct timespec ts = { 0, 5 * 1000 * 1000 };
+    struct timespec ts = {0, 5 * 1000 * 1000};
     nanosleep(&ts, NULL);
   }
 }
@@ -528,7 +534,8 @@ int cgroup_attach_fds(struct sbx_cgroup *cg, int fds[CGROUP_MAX_ATTACH_FDS], sbx
     const char *dir = cg->v1[c];
     if (!dir[0])
       continue;
-    if (bufprintf(path, sizeof path, err, "%s/tasks", dir) < 0 || (fds[n] = open(path, O_WRONLY | O_CLOEXEC)) < 0) {
+    if (bufprintf(path, sizeof path, err, "%s/tasks", dir) < 0 ||
+        (fds[n] = open(path, O_WRONLY | O_CLOEXEC)) < 0) {
       if (path[0])
         sbx_error_errno(err, "cgroup: open `%s`", path);
       while (n > 0)
@@ -590,7 +597,7 @@ int cgroup_read_cpu(struct sbx_cgroup *cg, uint64_t *ret_usec)
 void cgroup_read_stats(struct sbx_cgroup *cg, struct cgroup_stats *st)
 {
   char buf[4096];
-  *st = (struct cgroup_stats){ 0 };
+  *st = (struct cgroup_stats){0};
   if (cg->mode == CGROUP_V2) {
     if (read_at(cg->v2, "memory.peak", buf, sizeof buf) == 0) {
       st->memory_peak = strtoull(buf, NULL, 10);

@@ -6,7 +6,10 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-static inline void sbx_freep(void *p) { free(*(void **) p); }
+static inline void sbx_freep(void *p)
+{
+  free(*(void **) p);
+}
 static inline void sbx_closep(int *fd)
 {
   if (*fd >= 0) {
@@ -20,7 +23,17 @@ static inline void sbx_closep(int *fd)
 #define _cleanup_close_ __attribute__((cleanup(sbx_closep)))
 
 /* Hand ownership out of a cleanup-scoped variable. */
-#define TAKE_FD(fd) ({ int _fd = (fd); (fd) = -1; _fd; })
-#define TAKE_PTR(p) ({ __typeof__(p) _p = (p); (p) = NULL; _p; })
+#define TAKE_FD(fd)                                                                                          \
+  ({                                                                                                         \
+    int _fd = (fd);                                                                                          \
+    (fd) = -1;                                                                                               \
+    _fd;                                                                                                     \
+  })
+#define TAKE_PTR(p)                                                                                          \
+  ({                                                                                                         \
+    __typeof__(p) _p = (p);                                                                                  \
+    (p) = NULL;                                                                                              \
+    _p;                                                                                                      \
+  })
 
 #endif

@@ -14,17 +14,17 @@
 #define EXEC_MAX_ENV 128
 
 struct exec_options {
-  const char *policy;  /* name or path; NULL = default */
-  const char *rootfs;  /* NULL = search */
-  const char *report;  /* JSON report path or NULL */
-  const char *workdir; /* NULL = /workspace */
-  const char *code;    /* -c CODE, or NULL */
-  const char *audit_log; /* path, "syslog", "off", or NULL for the default */
-  bool audit_code;     /* put the code text itself into the audit record */
+  const char *policy;     /* name or path; NULL = default */
+  const char *rootfs;     /* NULL = search */
+  const char *report;     /* JSON report path or NULL */
+  const char *workdir;    /* NULL = /workspace */
+  const char *code;       /* -c CODE, or NULL */
+  const char *audit_log;  /* path, "syslog", "off", or NULL for the default */
+  bool audit_code;        /* put the code text itself into the audit record */
   const char *mcp_config; /* --config FILE: host MCP servers the code may call, or NULL */
-  bool import_claude;  /* --import-claude: also Claude Code's servers */
-  const char *file;    /* FILE, or NULL with -c */
-  char **args;         /* arguments after FILE/CODE */
+  bool import_claude;     /* --import-claude: also Claude Code's servers */
+  const char *file;       /* FILE, or NULL with -c */
+  char **args;            /* arguments after FILE/CODE */
   int n_args;
   struct sbx_limits limits; /* requested; UINT64_MAX = not given */
   struct sbx_bind binds[EXEC_MAX_BINDS];

@@ -11,8 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cleanup.h"
 #include "audit.h"
+#include "cleanup.h"
 #include "host_servers.h"
 #include "hostfile.h"
 #include "image.h"
@@ -26,36 +26,53 @@
 #include "util.h"
 
 static const char exec_usage[] =
-  "usage: sandboxd exec [OPTIONS] FILE [ARG...]\n"
-  "       sandboxd exec [OPTIONS] -c CODE [ARG...]\n"
-  "Run Python in a fresh sandbox. Options:\n"
-  "  --policy NAME|PATH    policy to enforce (default: default)\n"
-  "  --timeout SEC         wall-clock limit          --memory SIZE   memory limit (e.g. 256M)\n"
-  "  --pids N              process/thread limit      --cpus F        CPU limit in cores\n"
-  "  --tmp-size SIZE       /tmp tmpfs size           --workspace-size SIZE  /workspace size\n"
-  "  --shm-size SIZE       /dev/shm size             --nofile N      open files per process\n"
-  "  --fsize SIZE          largest file written\n"
-  "  --bind SRC:DST        bind host SRC read-only at DST\n"
-  "  --bind-rw SRC:DST     bind host SRC writable at DST\n"
-  "  --workdir DIR         working directory inside (default /workspace)\n"
-  "  --env NAME=VALUE      add to the (otherwise fixed) environment\n"
-  "  --rootfs DIR          root filesystem (default: $SANDBOXD_ROOTFS, else python-3.14-slim in the\n"
-  "                        rootfs store; see sandboxd(1) FILES)\n"
-  "  --report FILE         write a JSON report of the run to FILE\n"
-  "  --audit-log PATH|syslog|off   where the audit record goes (default: $SANDBOXD_AUDIT_LOG,\n"
-  "                        else under $XDG_STATE_HOME/sandboxd/, or /var/log/sandboxd/ for root)\n"
-  "  --audit-code          include the code itself in the audit record (default: its sha256)\n"
-  "  --config FILE         host MCP servers the code may call through `mcp` (also\n"
-  "                        $SANDBOXD_MCP_CONFIG); see sandboxd(1)\n"
-  "  --import-claude       also the servers Claude Code would run here (~/.claude.json,\n"
-  "                        and the approved ones of ./.mcp.json)\n"
-  "Exit status: the code's own; 128+N if killed by signal N; 124 on timeout; 125 on usage,\n"
-  "policy or setup errors. See sandboxd(1).\n";
+    "usage: sandboxd exec [OPTIONS] FILE [ARG...]\n"
+    "       sandboxd exec [OPTIONS] -c CODE [ARG...]\n"
+    "Run Python in a fresh sandbox. Options:\n"
+    "  --policy NAME|PATH    policy to enforce (default: default)\n"
+    "  --timeout SEC         wall-clock limit          --memory SIZE   memory limit (e.g. 256M)\n"
+    "  --pids N              process/thread limit      --cpus F        CPU limit in cores\n"
+    "  --tmp-size SIZE       /tmp tmpfs size           --workspace-size SIZE  /workspace size\n"
+    "  --shm-size SIZE       /dev/shm size             --nofile N      open files per process\n"
+    "  --fsize SIZE          largest file written\n"
+    "  --bind SRC:DST        bind host SRC read-only at DST\n"
+    "  --bind-rw SRC:DST     bind host SRC writable at DST\n"
+    "  --workdir DIR         working directory inside (default /workspace)\n"
+    "  --env NAME=VALUE      add to the (otherwise fixed) environment\n"
+    "  --rootfs DIR          root filesystem (default: $SANDBOXD_ROOTFS, else python-3.14-slim in the\n"
+    "                        rootfs store; see sandboxd(1) FILES)\n"
+    "  --report FILE         write a JSON report of the run to FILE\n"
+    "  --audit-log PATH|syslog|off   where the audit record goes (default: $SANDBOXD_AUDIT_LOG,\n"
+    "                        else under $XDG_STATE_HOME/sandboxd/, or /var/log/sandboxd/ for root)\n"
+    "  --audit-code          include the code itself in the audit record (default: its sha256)\n"
+    "  --config FILE         host MCP servers the code may call through `mcp` (also\n"
+    "                        $SANDBOXD_MCP_CONFIG); see sandboxd(1)\n"
+    "  --import-claude       also the servers Claude Code would run here (~/.claude.json,\n"
+    "                        and the approved ones of ./.mcp.json)\n"
+    "Exit status: the code's own; 128+N if killed by signal N; 124 on timeout; 125 on usage,\n"
+    "policy or setup errors. See sandboxd(1).\n";
 
 enum {
-  OPT_POLICY = 256, OPT_TIMEOUT, OPT_MEMORY, OPT_PIDS, OPT_CPUS, OPT_BIND, OPT_BIND_RW, OPT_WORKDIR,
-  OPT_ENV, OPT_ROOTFS, OPT_REPORT, OPT_TMP, OPT_WS, OPT_SHM, OPT_NOFILE, OPT_FSIZE, OPT_AUDIT_LOG,
-  OPT_AUDIT_CODE, OPT_CONFIG, OPT_IMPORT_CLAUDE,
+  OPT_POLICY = 256,
+  OPT_TIMEOUT,
+  OPT_MEMORY,
+  OPT_PIDS,
+  OPT_CPUS,
+  OPT_BIND,
+  OPT_BIND_RW,
+  OPT_WORKDIR,
+  OPT_ENV,
+  OPT_ROOTFS,
+  OPT_REPORT,
+  OPT_TMP,
+  OPT_WS,
+  OPT_SHM,
+  OPT_NOFILE,
+  OPT_FSIZE,
+  OPT_AUDIT_LOG,
+  OPT_AUDIT_CODE,
+  OPT_CONFIG,
+  OPT_IMPORT_CLAUDE,
 };
 
 /* Absolute, not "/", and no empty, "." or ".." components. */
@@ -98,7 +115,7 @@ static int parse_bind(const char *arg, bool rw, struct exec_options *o, sbx_erro
   size_t dl = strlen(bufs[i][1]);
   while (dl > 1 && bufs[i][1][dl - 1] == '/')
     bufs[i][1][--dl] = '\0';
-  o->binds[i] = (struct sbx_bind){ .src = bufs[i][0], .dst = bufs[i][1], .rw = rw };
+  o->binds[i] = (struct sbx_bind){.src = bufs[i][0], .dst = bufs[i][1], .rw = rw};
   o->n_binds++;
   return 0;
 }
@@ -127,16 +144,29 @@ static int parse_limit(int opt, const char *arg, struct sbx_limits *l, sbx_error
   default:
     break;
   }
-  const char *name = opt == OPT_MEMORY ? "--memory" : opt == OPT_TMP ? "--tmp-size" : opt == OPT_WS ? "--workspace-size"
-                     : opt == OPT_SHM ? "--shm-size" : "--fsize";
+  const char *name = opt == OPT_MEMORY ? "--memory"
+                     : opt == OPT_TMP  ? "--tmp-size"
+                     : opt == OPT_WS   ? "--workspace-size"
+                     : opt == OPT_SHM  ? "--shm-size"
+                                       : "--fsize";
   if (parse_size(arg, &v) < 0 || v == 0)
     return sbx_error_set(err, 0, "%s `%s`: expected a size, e.g. 256M or 1G", name, arg);
   switch (opt) {
-  case OPT_MEMORY: l->memory_bytes = v; break;
-  case OPT_TMP: l->tmp_bytes = v; break;
-  case OPT_WS: l->workspace_bytes = v; break;
-  case OPT_SHM: l->shm_bytes = v; break;
-  default: l->fsize_bytes = v; break;
+  case OPT_MEMORY:
+    l->memory_bytes = v;
+    break;
+  case OPT_TMP:
+    l->tmp_bytes = v;
+    break;
+  case OPT_WS:
+    l->workspace_bytes = v;
+    break;
+  case OPT_SHM:
+    l->shm_bytes = v;
+    break;
+  default:
+    l->fsize_bytes = v;
+    break;
   }
   return 0;
 }
@@ -144,28 +174,28 @@ static int parse_limit(int opt, const char *arg, struct sbx_limits *l, sbx_error
 int exec_parse_args(int argc, char **argv, struct exec_options *o, sbx_error_t *err)
 {
   static const struct option longopts[] = {
-    { "policy", required_argument, NULL, OPT_POLICY },
-    { "timeout", required_argument, NULL, OPT_TIMEOUT },
-    { "memory", required_argument, NULL, OPT_MEMORY },
-    { "pids", required_argument, NULL, OPT_PIDS },
-    { "cpus", required_argument, NULL, OPT_CPUS },
-    { "bind", required_argument, NULL, OPT_BIND },
-    { "bind-rw", required_argument, NULL, OPT_BIND_RW },
-    { "workdir", required_argument, NULL, OPT_WORKDIR },
-    { "env", required_argument, NULL, OPT_ENV },
-    { "rootfs", required_argument, NULL, OPT_ROOTFS },
-    { "report", required_argument, NULL, OPT_REPORT },
-    { "tmp-size", required_argument, NULL, OPT_TMP },
-    { "workspace-size", required_argument, NULL, OPT_WS },
-    { "shm-size", required_argument, NULL, OPT_SHM },
-    { "nofile", required_argument, NULL, OPT_NOFILE },
-    { "fsize", required_argument, NULL, OPT_FSIZE },
-    { "audit-log", required_argument, NULL, OPT_AUDIT_LOG },
-    { "audit-code", no_argument, NULL, OPT_AUDIT_CODE },
-    { "config", required_argument, NULL, OPT_CONFIG },
-    { "import-claude", no_argument, NULL, OPT_IMPORT_CLAUDE },
-    { "help", no_argument, NULL, 'h' },
-    { NULL, 0, NULL, 0 },
+      {"policy", required_argument, NULL, OPT_POLICY},
+      {"timeout", required_argument, NULL, OPT_TIMEOUT},
+      {"memory", required_argument, NULL, OPT_MEMORY},
+      {"pids", required_argument, NULL, OPT_PIDS},
+      {"cpus", required_argument, NULL, OPT_CPUS},
+      {"bind", required_argument, NULL, OPT_BIND},
+      {"bind-rw", required_argument, NULL, OPT_BIND_RW},
+      {"workdir", required_argument, NULL, OPT_WORKDIR},
+      {"env", required_argument, NULL, OPT_ENV},
+      {"rootfs", required_argument, NULL, OPT_ROOTFS},
+      {"report", required_argument, NULL, OPT_REPORT},
+      {"tmp-size", required_argument, NULL, OPT_TMP},
+      {"workspace-size", required_argument, NULL, OPT_WS},
+      {"shm-size", required_argument, NULL, OPT_SHM},
+      {"nofile", required_argument, NULL, OPT_NOFILE},
+      {"fsize", required_argument, NULL, OPT_FSIZE},
+      {"audit-log", required_argument, NULL, OPT_AUDIT_LOG},
+      {"audit-code", no_argument, NULL, OPT_AUDIT_CODE},
+      {"config", required_argument, NULL, OPT_CONFIG},
+      {"import-claude", no_argument, NULL, OPT_IMPORT_CLAUDE},
+      {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0},
   };
   memset(o, 0, sizeof *o);
   limits_unset(&o->limits);
@@ -182,13 +212,27 @@ int exec_parse_args(int argc, char **argv, struct exec_options *o, sbx_error_t *
     case 'h':
       o->help = true;
       return 0;
-    case OPT_POLICY: o->policy = optarg; break;
-    case OPT_ROOTFS: o->rootfs = optarg; break;
-    case OPT_REPORT: o->report = optarg; break;
-    case OPT_AUDIT_LOG: o->audit_log = optarg; break;
-    case OPT_AUDIT_CODE: o->audit_code = true; break;
-    case OPT_CONFIG: o->mcp_config = optarg; break;
-    case OPT_IMPORT_CLAUDE: o->import_claude = true; break;
+    case OPT_POLICY:
+      o->policy = optarg;
+      break;
+    case OPT_ROOTFS:
+      o->rootfs = optarg;
+      break;
+    case OPT_REPORT:
+      o->report = optarg;
+      break;
+    case OPT_AUDIT_LOG:
+      o->audit_log = optarg;
+      break;
+    case OPT_AUDIT_CODE:
+      o->audit_code = true;
+      break;
+    case OPT_CONFIG:
+      o->mcp_config = optarg;
+      break;
+    case OPT_IMPORT_CLAUDE:
+      o->import_claude = true;
+      break;
     case OPT_WORKDIR:
       if (!path_is_clean_abs(optarg) && strcmp(optarg, "/") != 0)
         return sbx_error_set(err, 0, "--workdir `%s`: must be an absolute path inside the sandbox", optarg);
@@ -257,7 +301,8 @@ static int find_python(const char *rootfs, char **env, char **ret, sbx_error_t *
       return 0;
     }
   }
-  return sbx_error_set(err, ENOENT, "no python3 on the sandbox's PATH (%s) in rootfs `%s`", path ? path : "unset", rootfs);
+  return sbx_error_set(err, ENOENT, "no python3 on the sandbox's PATH (%s) in rootfs `%s`",
+                       path ? path : "unset", rootfs);
 }
 
 /* --report FILE: its directory, opened before the sandbox starts (open_report). */
@@ -285,8 +330,8 @@ static void report_file_close(struct report_file *rf)
   rf->dirfd = -1;
 }
 
-static void write_report(const struct report_file *rf, const struct sbx_policy *p, const struct sbx_result *res,
-                         const sbx_error_t *failure)
+static void write_report(const struct report_file *rf, const struct sbx_policy *p,
+                         const struct sbx_result *res, const sbx_error_t *failure)
 {
   if (rf->dirfd < 0)
     return;
@@ -370,8 +415,15 @@ static void audit(const struct exec_options *o, const struct sbx_policy *p, cons
   size_t len;
   _cleanup_free_ char *code = code_text(o, &len);
   struct audit_record r = {
-    .mode = "exec", .code = code, .code_len = len, .file = o->file, .policy = p, .limits = l,
-    .result = res, .error = err ? err->msg : NULL, .calls_json = calls,
+      .mode = "exec",
+      .code = code,
+      .code_len = len,
+      .file = o->file,
+      .policy = p,
+      .limits = l,
+      .result = res,
+      .error = err ? err->msg : NULL,
+      .calls_json = calls,
   };
   audit_write(&r);
 }
@@ -400,13 +452,13 @@ static void exec_mcp_free(struct exec_mcp *m)
   host_servers_free(&m->hs);
   if (m->sandbox_fd >= 0)
     close(m->sandbox_fd);
-  *m = (struct exec_mcp){ .sandbox_fd = -1 };
+  *m = (struct exec_mcp){.sandbox_fd = -1};
 }
 
 static int exec_mcp_setup(const struct exec_options *o, const struct sbx_policy *pol, struct exec_mcp *m,
                           sbx_error_t *err)
 {
-  struct mcp_config_options co = { .path = o->mcp_config, .import_claude = o->import_claude };
+  struct mcp_config_options co = {.path = o->mcp_config, .import_claude = o->import_claude};
   if (host_servers_load(&m->hs, &co, err) < 0)
     return -1;
   if (!m->hs.cfg->n)
@@ -435,7 +487,7 @@ static size_t exec_mcp_fill(void *ctx, struct pollfd *pfds, size_t max, int *tim
   if (mcp_hosts_max_pollfds(m->hs.hosts) + 1 > max)
     return 0;
   size_t n = mcp_hosts_pollfds(m->hs.hosts, pfds);
-  pfds[n++] = (struct pollfd){ .fd = proxy_fd(m->proxy), .events = proxy_events(m->proxy) };
+  pfds[n++] = (struct pollfd){.fd = proxy_fd(m->proxy), .events = proxy_events(m->proxy)};
   return n;
 }
 
@@ -459,7 +511,7 @@ static void exec_warning(enum sbx_warning kind, const char *msg)
 int cmd_exec(int argc, char **argv)
 {
   struct exec_options o;
-  sbx_error_t err = { 0 };
+  sbx_error_t err = {0};
   sbx_warn_set_handler(exec_warning);
   if (exec_parse_args(argc, argv, &o, &err) < 0) {
     log_sbx_error(&err);
@@ -477,8 +529,8 @@ int cmd_exec(int argc, char **argv)
   for (size_t i = 0; i < o.n_binds; i++)
     if (o.binds[i].rw)
       hostfile_guard_add(trees, &n_trees, o.binds[i].src);
-  struct hostfile_guard guard = { .trees = trees, .n_trees = n_trees };
-  struct report_file rf = { .dirfd = -1 };
+  struct hostfile_guard guard = {.trees = trees, .n_trees = n_trees};
+  struct report_file rf = {.dirfd = -1};
   audit_set_log_code(o.audit_code);
   if (audit_start(o.audit_log, &guard, &err) < 0 || open_report(o.report, &guard, &rf, &err) < 0)
     return fail(&o, &rf, NULL, &err);
@@ -494,14 +546,14 @@ int cmd_exec(int argc, char **argv)
   _cleanup_free_ char **child_argv = NULL;
   _cleanup_free_ char **envp = NULL;
   _cleanup_free_ char *python = NULL;
-  struct image_config icfg = { 0 };
-  struct sbx_spec spec = { 0 };
+  struct image_config icfg = {0};
+  struct sbx_spec spec = {0};
   struct sbx_bind binds[EXEC_MAX_BINDS + 2];
-  struct exec_mcp mcp = { .sandbox_fd = -1 };
+  struct exec_mcp mcp = {.sandbox_fd = -1};
   size_t n_binds = 0;
 
-  if (policy_resolve_limits(p, &o.limits, &spec.limits, &err) < 0 || rootfs_find(o.rootfs, &rootfs, &err) < 0 ||
-      image_load_config(rootfs, &icfg, &err) < 0)
+  if (policy_resolve_limits(p, &o.limits, &spec.limits, &err) < 0 ||
+      rootfs_find(o.rootfs, &rootfs, &err) < 0 || image_load_config(rootfs, &icfg, &err) < 0)
     goto out_fail;
   /* The image's Env under the policy's, under --env; python3 found along the resulting PATH. */
   spec.policy = p;
@@ -549,7 +601,7 @@ int cmd_exec(int argc, char **argv)
       sbx_error_set(&err, ENOMEM, "exec");
       goto out_fail;
     }
-    binds[n_binds++] = (struct sbx_bind){ .src = file_real, .dst = file_dst, .rw = false };
+    binds[n_binds++] = (struct sbx_bind){.src = file_real, .dst = file_dst, .rw = false};
     child_argv[nargv++] = file_dst;
   } else {
     child_argv[nargv++] = "-c";
@@ -585,7 +637,7 @@ int cmd_exec(int argc, char **argv)
       spec.bridge_fd = mcp.sandbox_fd;
     }
   }
-  struct sbx_run_hooks hooks = { .fill = exec_mcp_fill, .dispatch = exec_mcp_dispatch, .ctx = &mcp };
+  struct sbx_run_hooks hooks = {.fill = exec_mcp_fill, .dispatch = exec_mcp_dispatch, .ctx = &mcp};
   struct sbx_result res;
   int run = sandbox_run_hooks(&spec, mcp.proxy ? &hooks : NULL, &res, &err);
   if (mcp.sandbox_fd >= 0)
@@ -594,7 +646,8 @@ int cmd_exec(int argc, char **argv)
     goto out_fail;
   if (res.timed_out)
     log_error("timeout: the code ran longer than %llu.%03llus and was killed",
-              (unsigned long long) (spec.limits.timeout_ms / 1000), (unsigned long long) (spec.limits.timeout_ms % 1000));
+              (unsigned long long) (spec.limits.timeout_ms / 1000),
+              (unsigned long long) (spec.limits.timeout_ms % 1000));
   if (res.status == SBX_STATUS_MEMORY_LIMIT) {
     char size[32];
     log_error("memory limit (%s) exceeded", format_size(spec.limits.memory_bytes, size, sizeof size));

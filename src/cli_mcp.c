@@ -65,8 +65,17 @@ static int parse_count(const char *opt, const char *arg, size_t max, size_t *ret
   return 0;
 }
 
-enum { OPT_POLICY = 256, OPT_ROOTFS, OPT_MAX_CONCURRENT, OPT_MAX_QUEUE, OPT_MAX_MESSAGE, OPT_CONFIG, OPT_IMPORT_CLAUDE,
-       OPT_AUDIT_LOG, OPT_WARM };
+enum {
+  OPT_POLICY = 256,
+  OPT_ROOTFS,
+  OPT_MAX_CONCURRENT,
+  OPT_MAX_QUEUE,
+  OPT_MAX_MESSAGE,
+  OPT_CONFIG,
+  OPT_IMPORT_CLAUDE,
+  OPT_AUDIT_LOG,
+  OPT_WARM
+};
 
 static int parse_args(int argc, char **argv, struct server *srv, const char **ret_policy,
                       const char **ret_rootfs, bool *ret_help, sbx_error_t *err)
@@ -152,13 +161,13 @@ static int stdout_nonblocking(void)
 /* Everything the server needs before it reads a request. Refuse to start rather than fail every
  * call: the client shows the server as failed, and stderr says why. *ret_masked: the signal mask
  * was changed (old holds the previous one). */
-static int setup(struct server *srv, const char *policy_name, const char *rootfs, sigset_t *old, bool *ret_masked,
-                 sbx_error_t *err)
+static int setup(struct server *srv, const char *policy_name, const char *rootfs, sigset_t *old,
+                 bool *ret_masked, sbx_error_t *err)
 {
   /* The audit log is opened before any sandbox runs (hostfile.h); a refused path is fatal. */
-  if (audit_start(srv->audit_log, NULL, err) < 0 ||
-      policy_load(policy_name, &srv->policy, err) < 0 || seccomp_validate(srv->policy, err) < 0 ||
-      rootfs_find(rootfs, &srv->rootfs, err) < 0 || host_servers_load(&srv->hs, &srv->mcp_opts, err) < 0 ||
+  if (audit_start(srv->audit_log, NULL, err) < 0 || policy_load(policy_name, &srv->policy, err) < 0 ||
+      seccomp_validate(srv->policy, err) < 0 || rootfs_find(rootfs, &srv->rootfs, err) < 0 ||
+      host_servers_load(&srv->hs, &srv->mcp_opts, err) < 0 ||
       host_servers_start(&srv->hs, srv->policy, STDERR_FILENO, err) < 0)
     return -1;
   sbx_error_t herr = {0};

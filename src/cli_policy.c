@@ -9,10 +9,10 @@
 #include "seccomp.h"
 
 static const char policy_usage[] =
-  "usage: sandboxd policy check FILE...     validate policy files (errors as file:line)\n"
-  "       sandboxd policy show [NAME|FILE]  print the resolved policy and its sha256\n"
-  "       sandboxd policy diff A B          differences in effect (exit 1 if any)\n"
-  "Named policies are looked up in $SANDBOXD_POLICY_DIR, next to the binary, and /etc/sandboxd/policy.\n";
+    "usage: sandboxd policy check FILE...     validate policy files (errors as file:line)\n"
+    "       sandboxd policy show [NAME|FILE]  print the resolved policy and its sha256\n"
+    "       sandboxd policy diff A B          differences in effect (exit 1 if any)\n"
+    "Named policies are looked up in $SANDBOXD_POLICY_DIR, next to the binary, and /etc/sandboxd/policy.\n";
 
 static int load_checked(const char *name, bool allow_fragment, struct sbx_policy **ret, sbx_error_t *err)
 {
@@ -35,7 +35,7 @@ static int policy_check(int argc, char **argv)
   }
   int bad = 0;
   for (int i = 0; i < argc; i++) {
-    sbx_error_t err = { 0 };
+    sbx_error_t err = {0};
     struct sbx_policy *p;
     if (load_checked(argv[i], true, &p, &err) < 0) {
       log_sbx_error(&err);
@@ -43,10 +43,11 @@ static int policy_check(int argc, char **argv)
       continue;
     }
     if (!p->sha256[0])
-      printf("%s: ok (fragment for `include`, %zu syscall rules in %zu groups)\n", argv[i], p->n_rules, p->n_groups);
+      printf("%s: ok (fragment for `include`, %zu syscall rules in %zu groups)\n", argv[i], p->n_rules,
+             p->n_groups);
     else
-      printf("%s: ok (policy `%s`, %zu syscall rules in %zu groups, sha256 %s)\n", argv[i], p->name, p->n_rules,
-             p->n_groups, p->sha256);
+      printf("%s: ok (policy `%s`, %zu syscall rules in %zu groups, sha256 %s)\n", argv[i], p->name,
+             p->n_rules, p->n_groups, p->sha256);
     policy_free(p);
   }
   return bad ? 125 : 0;
@@ -58,7 +59,7 @@ static int policy_show(int argc, char **argv)
     log_error("policy show: takes at most one NAME or FILE");
     return 125;
   }
-  sbx_error_t err = { 0 };
+  sbx_error_t err = {0};
   struct sbx_policy *p;
   if (load_checked(argc ? argv[0] : NULL, false, &p, &err) < 0) {
     log_sbx_error(&err);
@@ -117,7 +118,7 @@ static int policy_diff(int argc, char **argv)
     return 125;
   }
   struct sbx_policy *a = NULL, *b = NULL;
-  sbx_error_t err = { 0 };
+  sbx_error_t err = {0};
   if (load_checked(argv[0], false, &a, &err) < 0 || load_checked(argv[1], false, &b, &err) < 0) {
     log_sbx_error(&err);
     policy_free(a);
@@ -126,8 +127,8 @@ static int policy_diff(int argc, char **argv)
   char *ta = policy_format(a), *tb = policy_format(b);
   int n = 0;
   if (ta && tb) {
-    printf("--- %s (%s, sha256 %.12s)\n+++ %s (%s, sha256 %.12s)\n", argv[0], a->name, a->sha256, argv[1], b->name,
-           b->sha256);
+    printf("--- %s (%s, sha256 %.12s)\n+++ %s (%s, sha256 %.12s)\n", argv[0], a->name, a->sha256, argv[1],
+           b->name, b->sha256);
     n += print_missing(ta, tb, '-');
     n += print_missing(tb, ta, '+');
     if (!n)

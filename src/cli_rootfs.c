@@ -1,4 +1,5 @@
 /* `sandboxd rootfs import|list|verify`: root filesystem trees in a store directory. */
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -7,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <dirent.h>
 #include <unistd.h>
 
 #include "cleanup.h"
@@ -18,31 +18,32 @@
 #include "util.h"
 
 static const char rootfs_usage[] =
-  "usage: sandboxd rootfs import SRC [--name NAME] [OPTIONS]\n"
-  "       sandboxd rootfs list [--dir DIR]\n"
-  "       sandboxd rootfs verify NAME [--dir DIR]\n"
-  "\n"
-  "import  unpack an OCI image layout directory, an oci-archive or a docker-archive (`docker save`)\n"
-  "        into DIR/NAME, atomically; metadata (digest, Env, WorkingDir, platform...) goes to\n"
-  "        DIR/NAME.json and a manifest of every file's digest to DIR/NAME.files\n"
-  "list    show the trees in DIR\n"
-  "verify  check that DIR/NAME still matches what was imported (exit 1 if not)\n"
-  "\n"
-  "  --dir DIR          the store (default: $SANDBOXD_ROOTFS_DIR, else rootfs/ next to the build or\n"
-  "                     share/sandboxd/rootfs next to the installed binary, else /var/lib/sandboxd/rootfs)\n"
-  "  --name NAME        tree name (default: SRC's file name without .tar/.oci)\n"
-  "  --max-size SIZE    refuse images that unpack to more than SIZE (default 16G)\n"
-  "  --max-files N      refuse images with more than N archive entries (default 1000000)\n"
-  "  --keep-setuid      keep setuid/setgid bits and file capabilities (dropped by default)\n"
-  "  --source REF       what to record as the image's source (default: SRC's absolute path)\n"
-  "\n"
-  "Image layers are untrusted: nothing is written outside DIR/NAME, symlinks are never followed\n"
-  "out of it, device nodes are skipped, every blob's sha256 and size are checked.\n";
+    "usage: sandboxd rootfs import SRC [--name NAME] [OPTIONS]\n"
+    "       sandboxd rootfs list [--dir DIR]\n"
+    "       sandboxd rootfs verify NAME [--dir DIR]\n"
+    "\n"
+    "import  unpack an OCI image layout directory, an oci-archive or a docker-archive (`docker save`)\n"
+    "        into DIR/NAME, atomically; metadata (digest, Env, WorkingDir, platform...) goes to\n"
+    "        DIR/NAME.json and a manifest of every file's digest to DIR/NAME.files\n"
+    "list    show the trees in DIR\n"
+    "verify  check that DIR/NAME still matches what was imported (exit 1 if not)\n"
+    "\n"
+    "  --dir DIR          the store (default: $SANDBOXD_ROOTFS_DIR, else rootfs/ next to the build or\n"
+    "                     share/sandboxd/rootfs next to the installed binary, else "
+    "/var/lib/sandboxd/rootfs)\n"
+    "  --name NAME        tree name (default: SRC's file name without .tar/.oci)\n"
+    "  --max-size SIZE    refuse images that unpack to more than SIZE (default 16G)\n"
+    "  --max-files N      refuse images with more than N archive entries (default 1000000)\n"
+    "  --keep-setuid      keep setuid/setgid bits and file capabilities (dropped by default)\n"
+    "  --source REF       what to record as the image's source (default: SRC's absolute path)\n"
+    "\n"
+    "Image layers are untrusted: nothing is written outside DIR/NAME, symlinks are never followed\n"
+    "out of it, device nodes are skipped, every blob's sha256 and size are checked.\n";
 
 /* "118.7 MiB": for people, unlike format_size's exact units. */
 static const char *human_size(uint64_t bytes, char buf[32])
 {
-  static const char *const units[] = { "bytes", "KiB", "MiB", "GiB", "TiB" };
+  static const char *const units[] = {"bytes", "KiB", "MiB", "GiB", "TiB"};
   double v = (double) bytes;
   size_t i = 0;
   while (v >= 1024 && i + 1 < ARRAY_SIZE(units)) {
@@ -82,7 +83,7 @@ static void default_name(const char *src, char out[IMAGE_NAME_MAX + 1])
   const char *base = strrchr(buf, '/') ? strrchr(buf, '/') + 1 : buf;
   if (bufprintf(out, IMAGE_NAME_MAX + 1, NULL, "%s", base) < 0)
     return;
-  static const char *const exts[] = { ".tar", ".oci", ".docker", ".tgz" };
+  static const char *const exts[] = {".tar", ".oci", ".docker", ".tgz"};
   for (bool again = true; again;) {
     again = false;
     for (size_t i = 0; i < ARRAY_SIZE(exts); i++) {
@@ -104,23 +105,23 @@ static void on_signal(int sig)
 
 enum { OPT_DIR = 256, OPT_NAME, OPT_MAX_SIZE, OPT_MAX_FILES, OPT_KEEP, OPT_SOURCE, OPT_HELP };
 static const struct option rootfs_options[] = {
-  { "dir", required_argument, NULL, OPT_DIR },
-  { "name", required_argument, NULL, OPT_NAME },
-  { "max-size", required_argument, NULL, OPT_MAX_SIZE },
-  { "max-files", required_argument, NULL, OPT_MAX_FILES },
-  { "keep-setuid", no_argument, NULL, OPT_KEEP },
-  { "source", required_argument, NULL, OPT_SOURCE },
-  { "help", no_argument, NULL, OPT_HELP },
-  { NULL, 0, NULL, 0 },
+    {"dir", required_argument, NULL, OPT_DIR},
+    {"name", required_argument, NULL, OPT_NAME},
+    {"max-size", required_argument, NULL, OPT_MAX_SIZE},
+    {"max-files", required_argument, NULL, OPT_MAX_FILES},
+    {"keep-setuid", no_argument, NULL, OPT_KEEP},
+    {"source", required_argument, NULL, OPT_SOURCE},
+    {"help", no_argument, NULL, OPT_HELP},
+    {NULL, 0, NULL, 0},
 };
 
 static int cmd_import(struct image_import_options *o)
 {
-  sbx_error_t err = { 0 };
+  sbx_error_t err = {0};
   struct image_import_stats st;
   char size[32];
   /* An interrupted import cleans up after itself. */
-  struct sigaction sa = { .sa_handler = on_signal };
+  struct sigaction sa = {.sa_handler = on_signal};
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
   sigaction(SIGHUP, &sa, NULL);
@@ -133,7 +134,8 @@ static int cmd_import(struct image_import_options *o)
     return 1;
   }
   uint64_t ms = (now_ns() - start) / 1000000;
-  printf("imported `%s` into %s/%s: %s (%s), %u layer%s, %llu files, %llu dirs, %llu symlinks, %s in %llu.%03llus\n",
+  printf("imported `%s` into %s/%s: %s (%s), %u layer%s, %llu files, %llu dirs, %llu symlinks, %s in "
+         "%llu.%03llus\n",
          o->src, o->store, o->name, st.manifest_digest, st.platform, st.layers, st.layers == 1 ? "" : "s",
          (unsigned long long) st.files, (unsigned long long) st.dirs, (unsigned long long) st.symlinks,
          human_size(st.bytes, size), (unsigned long long) (ms / 1000), (unsigned long long) (ms % 1000));
@@ -154,7 +156,7 @@ static void print_line(const char *line, void *userdata)
 
 static int cmd_verify(const char *store, const char *name)
 {
-  sbx_error_t err = { 0 };
+  sbx_error_t err = {0};
   uint64_t diffs = 0, shown = 0;
   if (image_verify(store, name, print_line, &shown, &diffs, &err) < 0) {
     log_sbx_error(&err);
@@ -171,7 +173,10 @@ static int cmd_verify(const char *store, const char *name)
   return 0;
 }
 
-static int cmp_names(const void *a, const void *b) { return strcmp(*(char *const *) a, *(char *const *) b); }
+static int cmp_names(const void *a, const void *b)
+{
+  return strcmp(*(char *const *) a, *(char *const *) b);
+}
 
 static int cmd_list(const char *store)
 {
@@ -201,12 +206,13 @@ static int cmd_list(const char *store)
     struct stat st;
     _cleanup_free_ char *data = NULL;
     size_t len;
-    sbx_error_t err = { 0 };
+    sbx_error_t err = {0};
     json_node_t *doc = NULL;
-    if (!names[i] || bufprintf(path, sizeof path, NULL, "%s/%s", store, names[i]) < 0 || stat(path, &st) < 0 ||
-        !S_ISDIR(st.st_mode))
+    if (!names[i] || bufprintf(path, sizeof path, NULL, "%s/%s", store, names[i]) < 0 ||
+        stat(path, &st) < 0 || !S_ISDIR(st.st_mode))
       goto next;
-    if (bufprintf(path, sizeof path, &err, "%s/%s.json", store, names[i]) < 0 || read_file(path, 1u << 20, &data, &len, &err) < 0 || json_parse(data, len, &doc, &err) < 0) {
+    if (bufprintf(path, sizeof path, &err, "%s/%s.json", store, names[i]) < 0 ||
+        read_file(path, 1u << 20, &data, &len, &err) < 0 || json_parse(data, len, &doc, &err) < 0) {
       printf("%-24s (unreadable metadata: %s)\n", names[i], err.msg);
       shown++;
       goto next;
@@ -240,7 +246,7 @@ int cmd_rootfs(int argc, char **argv)
     return argc < 2 ? SBX_EXIT_SETUP : 0;
   }
   const char *sub = argv[1];
-  struct image_import_options o = { 0 };
+  struct image_import_options o = {0};
   const char *dir = NULL;
   char name[IMAGE_NAME_MAX + 1] = "";
   int c;
@@ -248,7 +254,9 @@ int cmd_rootfs(int argc, char **argv)
   opterr = 0;
   while ((c = getopt_long(argc - 1, argv + 1, "h", rootfs_options, NULL)) != -1) {
     switch (c) {
-    case OPT_DIR: dir = optarg; break;
+    case OPT_DIR:
+      dir = optarg;
+      break;
     case OPT_NAME:
       if (strlen(optarg) > IMAGE_NAME_MAX || !image_name_valid(optarg) ||
           bufprintf(name, sizeof name, NULL, "%s", optarg) < 0)
@@ -262,12 +270,19 @@ int cmd_rootfs(int argc, char **argv)
       if (parse_u64(optarg, &o.max_files) < 0 || !o.max_files)
         return usage_error("--max-files `%s`: not a positive number", optarg);
       break;
-    case OPT_KEEP: o.keep_privileges = true; break;
-    case OPT_SOURCE: o.source_ref = optarg; break;
+    case OPT_KEEP:
+      o.keep_privileges = true;
+      break;
+    case OPT_SOURCE:
+      o.source_ref = optarg;
+      break;
     case 'h':
-    case OPT_HELP: fputs(rootfs_usage, stdout); return 0;
-    default: return usage_error("rootfs: unknown or incomplete option `%s` (see sandboxd rootfs --help)",
-                                argv[optind] ? argv[optind] : "");
+    case OPT_HELP:
+      fputs(rootfs_usage, stdout);
+      return 0;
+    default:
+      return usage_error("rootfs: unknown or incomplete option `%s` (see sandboxd rootfs --help)",
+                         argv[optind] ? argv[optind] : "");
     }
   }
   char **rest = argv + 1 + optind;
@@ -279,7 +294,8 @@ int cmd_rootfs(int argc, char **argv)
 
   if (!strcmp(sub, "import")) {
     if (nrest != 1)
-      return usage_error("%s", "usage: sandboxd rootfs import SRC [--name NAME] (see sandboxd rootfs --help)");
+      return usage_error("%s",
+                         "usage: sandboxd rootfs import SRC [--name NAME] (see sandboxd rootfs --help)");
     o.src = rest[0];
     if (!name[0]) {
       default_name(o.src, name);

@@ -12,8 +12,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cleanup.h"
 #include "cgroup.h"
+#include "cleanup.h"
 #include "cli.h"
 #include "util.h"
 
@@ -57,8 +57,9 @@ int cmd_doctor(int argc, char **argv)
   bad += report(userns, "user namespaces", detail, fix);
 
   bool seccomp = prctl(PR_GET_SECCOMP, 0, 0, 0, 0) >= 0;
-  bad += report(seccomp, "seccomp", seccomp ? "seccomp filters are available" : "prctl(PR_GET_SECCOMP) failed",
-                "use a kernel built with CONFIG_SECCOMP_FILTER");
+  bad +=
+      report(seccomp, "seccomp", seccomp ? "seccomp filters are available" : "prctl(PR_GET_SECCOMP) failed",
+             "use a kernel built with CONFIG_SECCOMP_FILTER");
 
   int pidfd = (int) syscall(SYS_pidfd_open, getpid(), 0);
   bad += report(pidfd >= 0, "pidfd", pidfd >= 0 ? "pidfd_open works" : "pidfd_open is missing (Linux < 5.3)",
@@ -67,9 +68,10 @@ int cmd_doctor(int argc, char **argv)
     close(pidfd);
 
   enum cgroup_mode cg;
-  sbx_error_t why = { 0 };
+  sbx_error_t why = {0};
   if (cgroup_probe(&cg, &why) == 0) {
-    bufprintf_cut(detail, sizeof detail, "%s: each sandbox gets its own cgroup (memory, pids, cpu)", cgroup_mode_name(cg));
+    bufprintf_cut(detail, sizeof detail, "%s: each sandbox gets its own cgroup (memory, pids, cpu)",
+                  cgroup_mode_name(cg));
     report(true, "cgroups", detail, NULL);
   } else {
     bufprintf_cut(detail, sizeof detail, "%s", why.msg);
@@ -80,13 +82,17 @@ int cmd_doctor(int argc, char **argv)
 
   long clone3 = syscall(SYS_clone3, NULL, 0);
   bool have_clone3 = !(clone3 < 0 && errno == ENOSYS);
-  report(have_clone3, "clone3", have_clone3 ? "clone3 is available (CLONE_INTO_CGROUP)" : "no clone3 (Linux < 5.3): falls back to clone", NULL);
+  report(have_clone3, "clone3",
+         have_clone3 ? "clone3 is available (CLONE_INTO_CGROUP)"
+                     : "no clone3 (Linux < 5.3): falls back to clone",
+         NULL);
 
   _cleanup_free_ char *rootfs = NULL;
-  sbx_error_t err = { 0 };
+  sbx_error_t err = {0};
   bool have_rootfs = rootfs_find(NULL, &rootfs, &err) == 0;
   bad += report(have_rootfs, "rootfs", have_rootfs ? rootfs : err.msg,
-                paths_build_tree() ? "run `make rootfs` in the source tree"
-                                   : "import an image: `sandboxd rootfs import IMAGE --name " PATHS_DEFAULT_ROOTFS "`");
+                paths_build_tree()
+                    ? "run `make rootfs` in the source tree"
+                    : "import an image: `sandboxd rootfs import IMAGE --name " PATHS_DEFAULT_ROOTFS "`");
   return bad ? 1 : 0;
 }

@@ -6,9 +6,9 @@
 #include <stddef.h>
 
 typedef struct sbx_error {
-  int errnum;     /* errno of the failed operation, 0 if none */
-  int status;     /* exit status the failure maps to (SBX_EXIT_*) */
-  char msg[480];  /* one line, no trailing newline */
+  int errnum;    /* errno of the failed operation, 0 if none */
+  int status;    /* exit status the failure maps to (SBX_EXIT_*) */
+  char msg[480]; /* one line, no trailing newline */
 } sbx_error_t;
 
 /* Exit statuses shared by every command (documented in sandboxd(1)). */
@@ -18,8 +18,7 @@ enum {
 };
 
 /* Set err: message from fmt, plus ": strerror(errnum)" when errnum != 0. Returns -1. */
-int sbx_error_set(sbx_error_t *err, int errnum, const char *fmt, ...)
-  __attribute__((format(printf, 3, 4)));
+int sbx_error_set(sbx_error_t *err, int errnum, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Same, with errno as errnum. */
 int sbx_error_errno(sbx_error_t *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Append what to do about an existing error, after its errno text: "msg: strerror; HINT". When the

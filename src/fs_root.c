@@ -15,8 +15,8 @@
 #include "cleanup.h"
 #include "util.h"
 
-#define MAX_SYMLINKS 40       /* like the kernel's own limit */
-#define RM_MAX_DEPTH 64       /* deeper subtrees are moved up before removal (bounded fds/stack) */
+#define MAX_SYMLINKS 40 /* like the kernel's own limit */
+#define RM_MAX_DEPTH 64 /* deeper subtrees are moved up before removal (bounded fds/stack) */
 
 static void closedirp(DIR **d)
 {
@@ -96,8 +96,8 @@ static int resolve_openat2(const struct fs_root *r, const char *path)
   /* RESOLVE_IN_ROOT: symlinks (and "..") are resolved as if r->fd were "/", so nothing resolves
    * outside it; no magic links (/proc/self/fd/N) and no crossing into another mount. */
   struct open_how how = {
-    .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
-    .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
+      .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+      .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
   };
   for (int i = 0;; i++) {
     int fd = (int) syscall(SYS_openat2, r->fd, *path ? path : ".", &how, sizeof how);
@@ -241,7 +241,8 @@ int fs_root_ensure_dir(struct fs_root *r, const char *path)
 int fs_join_in_root(const char *dir, const char *target, char out[PATH_MAX])
 {
   char tmp[2 * PATH_MAX + 2];
-  if (bufprintf(tmp, sizeof tmp, NULL, "%s/%s", target[0] == '/' ? "" : dir, target) < 0 || strlen(tmp) >= PATH_MAX)
+  if (bufprintf(tmp, sizeof tmp, NULL, "%s/%s", target[0] == '/' ? "" : dir, target) < 0 ||
+      strlen(tmp) >= PATH_MAX)
     return -1;
   size_t o = 0;
   for (char *save = NULL, *c = strtok_r(tmp, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
@@ -359,7 +360,8 @@ static int rm_finish(struct fs_root *r, struct rm_pending *p, int ret)
   int saved = errno;
   while (p->n) {
     char tmp[64];
-    if (bufprintf(tmp, sizeof tmp, NULL, ".sandboxd-rm.%u", p->seq[--p->n]) < 0 || rm_entry(r, r->fd, tmp, p) < 0) {
+    if (bufprintf(tmp, sizeof tmp, NULL, ".sandboxd-rm.%u", p->seq[--p->n]) < 0 ||
+        rm_entry(r, r->fd, tmp, p) < 0) {
       if (ret == 0)
         saved = errno;
       ret = -1;
@@ -374,7 +376,7 @@ static int rm_finish(struct fs_root *r, struct rm_pending *p, int ret)
  * file system. Subtrees deeper than RM_MAX_DEPTH are first renamed to the top of the root. */
 int fs_root_rm_tree(struct fs_root *r, int dirfd, const char *name)
 {
-  struct rm_pending p = { 0 };
+  struct rm_pending p = {0};
   return rm_finish(r, &p, rm_entry(r, dirfd, name, &p));
 }
 
@@ -434,8 +436,8 @@ int fs_remove_tree(int storefd, const char *name)
   _cleanup_close_ int fd = openat(storefd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0)
     return -1;
-  struct fs_root r = { .fd = fd, .dev = st.st_dev };
-  struct rm_pending p = { 0 };
+  struct fs_root r = {.fd = fd, .dev = st.st_dev};
+  struct rm_pending p = {0};
   if (rm_finish(&r, &p, rm_children(&r, fd, 1, &p)) < 0)
     return -1;
   return unlinkat(storefd, name, AT_REMOVEDIR);

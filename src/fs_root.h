@@ -16,9 +16,9 @@
 #include "error.h"
 
 struct fs_root {
-  int fd;         /* O_PATH directory: the root of the tree */
-  dev_t dev;      /* nothing below it may be on another file system */
-  bool fallback;  /* no openat2: walk component by component */
+  int fd;        /* O_PATH directory: the root of the tree */
+  dev_t dev;     /* nothing below it may be on another file system */
+  bool fallback; /* no openat2: walk component by component */
   unsigned rm_seq;
 };
 

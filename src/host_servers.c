@@ -31,7 +31,8 @@ int host_servers_proxy(const struct host_servers *hs, const char *const *names, 
                        struct proxy **ret, sbx_error_t *err)
 {
   if (!hs->python_dir)
-    return sbx_error_set(err, ENOENT, "the sandbox's Python helpers (mcp package) were not found next to sandboxd");
+    return sbx_error_set(err, ENOENT,
+                         "the sandbox's Python helpers (mcp package) were not found next to sandboxd");
   return proxy_new(hs->hosts, names, n, NULL, ret_sandbox_fd, ret, err);
 }
 

@@ -29,7 +29,8 @@ int host_servers_load(struct host_servers *hs, const struct mcp_config_options *
 int host_servers_find_helpers(struct host_servers *hs, sbx_error_t *err);
 /* Ready the clients (the servers' stderr goes to log_fd; -1: nowhere) and have every proxy check
  * the policy's proxy_servers. */
-int host_servers_start(struct host_servers *hs, const struct sbx_policy *policy, int log_fd, sbx_error_t *err);
+int host_servers_start(struct host_servers *hs, const struct sbx_policy *policy, int log_fd,
+                       sbx_error_t *err);
 /* The bridge for one run that may call the n named servers: *ret_sandbox_fd is the sandbox's end
  * (sbx_spec.bridge_fd). Fails if the `mcp` package was not found. */
 int host_servers_proxy(const struct host_servers *hs, const char *const *names, size_t n, int *ret_sandbox_fd,

@@ -33,7 +33,7 @@ void hostfile_guard_add(struct hostfile_tree *trees, size_t *n, const char *path
 {
   struct stat st;
   if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
-    trees[(*n)++] = (struct hostfile_tree){ .dev = st.st_dev, .ino = st.st_ino };
+    trees[(*n)++] = (struct hostfile_tree){.dev = st.st_dev, .ino = st.st_ino};
 }
 
 /* Is dirfd one of the guard's trees or below one? Walks `..` up to the root (`..` of the root
@@ -75,14 +75,16 @@ static int judge_symlink(int dirfd, int link, const struct stat *st, const struc
   /* Anyone else's symlink could point anywhere, including a sandbox's (in root mode its host
    * uid is not ours); ours cannot tell the user's from the sandbox's, so the tree decides. */
   if (st->st_uid != 0 && st->st_uid != geteuid())
-    return unsafe(err, "`%s`: not following the symlink `%s`: it belongs to uid %u, not to you or root", display,
-                  name, (unsigned) st->st_uid);
+    return unsafe(err, "`%s`: not following the symlink `%s`: it belongs to uid %u, not to you or root",
+                  display, name, (unsigned) st->st_uid);
   bool guarded;
   if (in_guarded_tree(dirfd, guard, &guarded, err) < 0)
     return sbx_error_prefix(err, "`%s`", display);
   if (guarded)
-    return unsafe(err, "`%s`: not following the symlink `%s`: it lies in a --bind-rw tree, which sandboxed code "
-                  "can write", display, name);
+    return unsafe(err,
+                  "`%s`: not following the symlink `%s`: it lies in a --bind-rw tree, which sandboxed code "
+                  "can write",
+                  display, name);
   ssize_t n = readlinkat(link, "", target, size - 1);
   if (n <= 0)
     return sbx_error_errno(err, "`%s`: readlink `%s`", display, name);
@@ -188,8 +190,8 @@ int hostfile_open_parent(const char *path, const struct hostfile_guard *guard, u
 int hostfile_open_append(int dirfd, const char *name, const char *display, int *ret_fd, sbx_error_t *err)
 {
   /* O_NONBLOCK: a FIFO with no reader fails (ENXIO) instead of blocking. */
-  _cleanup_close_ int fd =
-    openat(dirfd, name, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0600);
+  _cleanup_close_ int fd = openat(
+      dirfd, name, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0600);
   if (fd < 0 && errno == ELOOP)
     return unsafe(err, "`%s` is a symlink; not following it", display);
   struct stat st;
@@ -200,8 +202,8 @@ int hostfile_open_append(int dirfd, const char *name, const char *display, int *
     if (st.st_uid != me)
       return unsafe(err, "`%s` belongs to uid %u, not to you", display, (unsigned) st.st_uid);
     if (st.st_nlink != 1)
-      return unsafe(err, "`%s` has %lu hard links; refusing to append to a file that is also elsewhere", display,
-                    (unsigned long) st.st_nlink);
+      return unsafe(err, "`%s` has %lu hard links; refusing to append to a file that is also elsewhere",
+                    display, (unsigned long) st.st_nlink);
     if (st.st_mode & (S_IWGRP | S_IWOTH))
       return unsafe(err, "`%s` is writable by group or others", display);
   } else if (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode)) {
@@ -230,8 +232,8 @@ int hostfile_open_trusted(int dirfd, const char *name, const char *display, int 
   return 0;
 }
 
-int hostfile_replace(int dirfd, const char *name, const char *display, const void *data, size_t len, mode_t mode,
-                     sbx_error_t *err)
+int hostfile_replace(int dirfd, const char *name, const char *display, const void *data, size_t len,
+                     mode_t mode, sbx_error_t *err)
 {
   char tmp[64];
   int fd = -1;

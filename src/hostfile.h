@@ -40,7 +40,7 @@ struct hostfile_guard {
 };
 
 enum {
-  HOSTFILE_MKDIR = 1 << 0, /* create missing directories (0755, the last one 0700) */
+  HOSTFILE_MKDIR = 1 << 0,   /* create missing directories (0755, the last one 0700) */
   HOSTFILE_PRIVATE = 1 << 1, /* with MKDIR: every created directory 0700 */
 };
 
@@ -64,7 +64,7 @@ int hostfile_open_append(int dirfd, const char *name, const char *display, int *
 int hostfile_open_trusted(int dirfd, const char *name, const char *display, int *ret_fd, struct stat *ret_st,
                           sbx_error_t *err);
 /* Replace name in dirfd with data, atomically: readers see the old file or the whole new one. */
-int hostfile_replace(int dirfd, const char *name, const char *display, const void *data, size_t len, mode_t mode,
-                     sbx_error_t *err);
+int hostfile_replace(int dirfd, const char *name, const char *display, const void *data, size_t len,
+                     mode_t mode, sbx_error_t *err);
 
 #endif

@@ -25,7 +25,8 @@ static int open_lock_dir(sbx_error_t *err)
   if (fd < 0 || fstat(fd, &st) < 0)
     return sbx_error_errno(err, "host ids: open `%s`", HOSTID_LOCK_DIR);
   if (st.st_uid != 0 || (st.st_mode & 022))
-    return sbx_error_set(err, EPERM, "host ids: `%s` must be a directory owned by root and writable by no one else",
+    return sbx_error_set(err, EPERM,
+                         "host ids: `%s` must be a directory owned by root and writable by no one else",
                          HOSTID_LOCK_DIR);
   lock_dir_fd = TAKE_FD(fd);
   return lock_dir_fd;
@@ -61,8 +62,8 @@ int hostid_acquire(unsigned start, unsigned count, unsigned *ret_id, int *ret_lo
   if (fstat(fd, &st) < 0)
     return sbx_error_errno(err, "host ids: stat `%s/%s`", HOSTID_LOCK_DIR, HOSTID_LOCK_NAME);
   if (!S_ISREG(st.st_mode) || st.st_uid != 0)
-    return sbx_error_set(err, EPERM, "host ids: `%s/%s` must be a regular file owned by root", HOSTID_LOCK_DIR,
-                         HOSTID_LOCK_NAME);
+    return sbx_error_set(err, EPERM, "host ids: `%s/%s` must be a regular file owned by root",
+                         HOSTID_LOCK_DIR, HOSTID_LOCK_NAME);
   /* A random first try keeps concurrent sandboxes from probing the same ids in turn, and spreads
    * reuse, so an id comes back only long after the kernel let go of its last counts. */
   unsigned r = 0;
@@ -71,7 +72,7 @@ int hostid_acquire(unsigned start, unsigned count, unsigned *ret_id, int *ret_lo
   for (unsigned i = 0; i < count; i++) {
     unsigned id = start + (unsigned) (((unsigned long long) r + i) % count);
     /* The byte at offset id: the same id in two policies' ranges is the same lock. */
-    struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = (off_t) id, .l_len = 1 };
+    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = (off_t) id, .l_len = 1};
     if (fcntl(fd, F_OFD_SETLK, &fl) == 0) {
       *ret_id = id;
       *ret_lock_fd = TAKE_FD(fd);
@@ -80,6 +81,7 @@ int hostid_acquire(unsigned start, unsigned count, unsigned *ret_id, int *ret_lo
     if (errno != EAGAIN && errno != EACCES)
       return sbx_error_errno(err, "host ids: lock id %u", id);
   }
-  return sbx_error_set(err, EUSERS, "host ids: all %u ids of host_id_range %u %u are in use by running sandboxes",
-                       count, start, count);
+  return sbx_error_set(err, EUSERS,
+                       "host ids: all %u ids of host_id_range %u %u are in use by running sandboxes", count,
+                       start, count);
 }

@@ -72,13 +72,15 @@ static void remove_stale(int storefd, const char *name)
     if (s[0] != '.' || strncmp(s + 1, name, nl) || s[1 + nl] != '.')
       continue;
     const char *kind = s + 2 + nl;
-    if ((!strncmp(kind, "import-", 7) && l == 2 + nl + 7 + 6) || (!strncmp(kind, "src-", 4) && l == 2 + nl + 4 + 6))
+    if ((!strncmp(kind, "import-", 7) && l == 2 + nl + 7 + 6) ||
+        (!strncmp(kind, "src-", 4) && l == 2 + nl + 4 + 6))
       fs_remove_tree(storefd, s);
   }
   fs_free_names(names, n);
 }
 
-static int make_temp_dir(int storefd, const char *name, const char *kind, char out[NAME_MAX + 1], sbx_error_t *err)
+static int make_temp_dir(int storefd, const char *name, const char *kind, char out[NAME_MAX + 1],
+                         sbx_error_t *err)
 {
   static const char chars[] = "abcdefghijklmnopqrstuvwxyz0123456789";
   for (int tries = 0; tries < 100; tries++) {
@@ -104,7 +106,7 @@ static int apply_layers(struct extractor *x, struct image_source *s, const struc
   if (n > MAX_LAYERS)
     return sbx_error_set(err, EFBIG, "`%s`: %zu layers (at most %d)", s->src, n, MAX_LAYERS);
   for (size_t i = 0; i < n; i++) {
-    struct mapping m __attribute__((cleanup(image_unmapp))) = { 0 };
+    struct mapping m __attribute__((cleanup(image_unmapp))) = {0};
     char digest[72] = "";
     if (image_source_map_layer(s, im, i, &m, digest, err) < 0)
       return -1;
@@ -160,26 +162,31 @@ static int open_source(struct import_state *is, const struct image_import_option
     _cleanup_close_ int fd = open(o->src, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0 || fstat(fd, &st) < 0)
       return sbx_error_errno(err, "import `%s`", image_shown(o->src, b));
-    is->s.root = (struct fs_root){ .fd = TAKE_FD(fd), .dev = st.st_dev, .fallback = is->x.root.fallback };
+    is->s.root = (struct fs_root){.fd = TAKE_FD(fd), .dev = st.st_dev, .fallback = is->x.root.fallback};
   } else if (S_ISREG(st.st_mode)) {
     _cleanup_close_ int fd = open(o->src, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-    struct mapping m __attribute__((cleanup(image_unmapp))) = { 0 };
+    struct mapping m __attribute__((cleanup(image_unmapp))) = {0};
     if (fd < 0 || fstat(fd, &st) < 0 || image_map_fd(fd, (size_t) st.st_size, &m) < 0)
       return sbx_error_errno(err, "import `%s`", image_shown(o->src, b));
     if (make_temp_dir(is->storefd, o->name, "src", is->src, err) < 0 ||
         fs_root_open(is->storefd, is->src, &is->s.root, is->x.root.fallback, err) < 0)
       return -1;
-    struct image_import_stats ignored = { 0 };
+    struct image_import_stats ignored = {0};
     struct extractor ox = {
-      .root = is->s.root, .o = o, .st = &ignored, .plain = true,
-      .max_bytes = is->x.max_bytes, .max_files = is->x.max_files,
+        .root = is->s.root,
+        .o = o,
+        .st = &ignored,
+        .plain = true,
+        .max_bytes = is->x.max_bytes,
+        .max_files = is->x.max_files,
     };
     int r = image_layer_apply(&ox, m.data ? m.data : "", m.len, err);
     image_layer_free(&ox);
     if (r < 0)
       return sbx_error_prefix(err, "import `%s`: unpack archive", image_shown(o->src, b));
   } else {
-    return sbx_error_set(err, EINVAL, "import `%s`: not a directory or an archive file", image_shown(o->src, b));
+    return sbx_error_set(err, EINVAL, "import `%s`: not a directory or an archive file",
+                         image_shown(o->src, b));
   }
   struct stat t;
   if (fstatat(is->s.root.fd, "index.json", &t, 0) == 0)
@@ -187,9 +194,10 @@ static int open_source(struct import_state *is, const struct image_import_option
   else if (fstatat(is->s.root.fd, "manifest.json", &t, 0) == 0)
     is->s.docker = true;
   else
-    return sbx_error_set(err, EINVAL,
-                         "import `%s`: neither an OCI image layout nor a docker-archive (no index.json or manifest.json)",
-                         image_shown(o->src, b));
+    return sbx_error_set(
+        err, EINVAL,
+        "import `%s`: neither an OCI image layout nor a docker-archive (no index.json or manifest.json)",
+        image_shown(o->src, b));
   return 0;
 }
 
@@ -198,7 +206,8 @@ static int open_source(struct import_state *is, const struct image_import_option
 static int swap_into_place(struct import_state *is, const char *name, sbx_error_t *err)
 {
   char files[NAME_MAX + 1], json[NAME_MAX + 1];
-  if (bufprintf(files, sizeof files, err, "%s.files", name) < 0 || bufprintf(json, sizeof json, err, "%s.json", name) < 0)
+  if (bufprintf(files, sizeof files, err, "%s.files", name) < 0 ||
+      bufprintf(json, sizeof json, err, "%s.json", name) < 0)
     return -1;
   if (renameat2(is->storefd, is->tree, is->storefd, name, RENAME_EXCHANGE) < 0) {
     if (errno != ENOENT)
@@ -217,12 +226,15 @@ static int swap_into_place(struct import_state *is, const char *name, sbx_error_
 int image_import(const struct image_import_options *o, struct image_import_stats *ret, sbx_error_t *err)
 {
   char b[160];
-  struct image_import_stats st = { 0 };
+  struct image_import_stats st = {0};
   __attribute__((cleanup(import_state_free))) struct import_state is = {
-    .storefd = -1, .x.root.fd = -1, .s.root.fd = -1,
+      .storefd = -1,
+      .x.root.fd = -1,
+      .s.root.fd = -1,
   };
   if (!image_name_valid(o->name))
-    return sbx_error_set(err, EINVAL, "invalid rootfs name `%s` (letters, digits, `.`, `_`, `-`)", image_shown(o->name, b));
+    return sbx_error_set(err, EINVAL, "invalid rootfs name `%s` (letters, digits, `.`, `_`, `-`)",
+                         image_shown(o->name, b));
   is.x.o = o;
   is.x.st = &st;
   is.x.max_bytes = o->max_bytes ? o->max_bytes : IMAGE_DEFAULT_MAX_BYTES;
@@ -260,7 +272,7 @@ int image_import(const struct image_import_options *o, struct image_import_stats
     is.src[0] = '\0';
 
   /* The manifest of the finished tree: what `rootfs verify` compares with. */
-  struct image_manifest w = { 0 };
+  struct image_manifest w = {0};
   _cleanup_close_ int treefd = openat(is.storefd, is.tree, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (treefd < 0)
     return sbx_error_errno(err, "open `%s`", is.tree);
@@ -284,8 +296,11 @@ int image_import(const struct image_import_options *o, struct image_import_stats
     return -1;
   _cleanup_free_ char *abs_src = realpath(o->src, NULL);
   memcpy(st.manifest_digest, is.im.manifest_digest, sizeof st.manifest_digest);
-  if (image_meta_write(is.storefd, is.json_tmp, o, o->source_ref ? o->source_ref : abs_src ? abs_src : o->src, &is.im,
-                       &st, files_sha, err) < 0)
+  if (image_meta_write(is.storefd, is.json_tmp, o,
+                       o->source_ref ? o->source_ref
+                       : abs_src     ? abs_src
+                                     : o->src,
+                       &is.im, &st, files_sha, err) < 0)
     return -1;
   if (image_layer_cancelled(&is.x, err) < 0 || swap_into_place(&is, o->name, err) < 0)
     return -1;

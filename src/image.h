@@ -31,22 +31,22 @@
 #define IMAGE_NAME_MAX 128
 
 struct image_import_options {
-  const char *src;        /* OCI layout directory, oci-archive or docker-archive tarball */
-  const char *store;      /* directory that holds the trees (created if missing) */
-  const char *name;       /* the tree: STORE/NAME, metadata STORE/NAME.json, STORE/NAME.files */
-  const char *source_ref; /* recorded as "source" in the metadata; NULL: the absolute SRC path */
-  uint64_t max_bytes;     /* 0: IMAGE_DEFAULT_MAX_BYTES */
-  uint64_t max_files;     /* 0: IMAGE_DEFAULT_MAX_FILES */
-  bool keep_privileges;   /* keep setuid/setgid bits and security.capability xattrs */
-  bool resolve_fallback;  /* resolve paths without openat2 even where it exists (for tests) */
+  const char *src;               /* OCI layout directory, oci-archive or docker-archive tarball */
+  const char *store;             /* directory that holds the trees (created if missing) */
+  const char *name;              /* the tree: STORE/NAME, metadata STORE/NAME.json, STORE/NAME.files */
+  const char *source_ref;        /* recorded as "source" in the metadata; NULL: the absolute SRC path */
+  uint64_t max_bytes;            /* 0: IMAGE_DEFAULT_MAX_BYTES */
+  uint64_t max_files;            /* 0: IMAGE_DEFAULT_MAX_FILES */
+  bool keep_privileges;          /* keep setuid/setgid bits and security.capability xattrs */
+  bool resolve_fallback;         /* resolve paths without openat2 even where it exists (for tests) */
   volatile sig_atomic_t *cancel; /* optional: non-zero makes the import stop and clean up */
 };
 
 struct image_import_stats {
   unsigned layers;
-  uint64_t entries;   /* archive entries applied (all layers) */
+  uint64_t entries;                          /* archive entries applied (all layers) */
   uint64_t files, dirs, symlinks, hardlinks; /* in the final tree */
-  uint64_t bytes;     /* regular-file bytes in the final tree */
+  uint64_t bytes;                            /* regular-file bytes in the final tree */
   uint64_t devices_skipped, setid_stripped, caps_stripped, whiteouts;
   char manifest_digest[72]; /* "sha256:<hex>" (docker-archive: the config digest) */
   char platform[64];        /* "linux/amd64" */
@@ -68,7 +68,7 @@ int image_path_normalize(const char *in, char *out, size_t outlen, sbx_error_t *
 /* Image config for `sandboxd exec`, from the metadata next to a tree (ROOTFS.json).
  * A tree without metadata (or without these keys) gives an empty config and returns 0. */
 struct image_config {
-  char **env;    /* "NAME=VALUE", n_env of them (malloc'd) */
+  char **env; /* "NAME=VALUE", n_env of them (malloc'd) */
   size_t n_env;
   char *workdir; /* absolute path inside, or NULL */
 };

@@ -24,31 +24,31 @@
 
 /* libarchive is loaded on first use: linked normally, every sandboxd start (every `exec`) would
  * map it and its dependencies (ICU, libxml2, libstdc++, nettle...), about 2 ms each time. */
-#define LIBARCHIVE_FUNCS(X) \
-  X(archive_entry_atime) \
-  X(archive_entry_atime_is_set) \
-  X(archive_entry_atime_nsec) \
-  X(archive_entry_filetype) \
-  X(archive_entry_gid) \
-  X(archive_entry_hardlink) \
-  X(archive_entry_mtime) \
-  X(archive_entry_mtime_nsec) \
-  X(archive_entry_pathname) \
-  X(archive_entry_perm) \
-  X(archive_entry_size) \
-  X(archive_entry_size_is_set) \
-  X(archive_entry_symlink) \
-  X(archive_entry_uid) \
-  X(archive_entry_xattr_next) \
-  X(archive_entry_xattr_reset) \
-  X(archive_error_string) \
-  X(archive_read_data_block) \
-  X(archive_read_free) \
-  X(archive_read_new) \
-  X(archive_read_next_header) \
-  X(archive_read_open_memory) \
-  X(archive_read_support_filter_gzip) \
-  X(archive_read_support_filter_zstd) \
+#define LIBARCHIVE_FUNCS(X)                                                                                  \
+  X(archive_entry_atime)                                                                                     \
+  X(archive_entry_atime_is_set)                                                                              \
+  X(archive_entry_atime_nsec)                                                                                \
+  X(archive_entry_filetype)                                                                                  \
+  X(archive_entry_gid)                                                                                       \
+  X(archive_entry_hardlink)                                                                                  \
+  X(archive_entry_mtime)                                                                                     \
+  X(archive_entry_mtime_nsec)                                                                                \
+  X(archive_entry_pathname)                                                                                  \
+  X(archive_entry_perm)                                                                                      \
+  X(archive_entry_size)                                                                                      \
+  X(archive_entry_size_is_set)                                                                               \
+  X(archive_entry_symlink)                                                                                   \
+  X(archive_entry_uid)                                                                                       \
+  X(archive_entry_xattr_next)                                                                                \
+  X(archive_entry_xattr_reset)                                                                               \
+  X(archive_error_string)                                                                                    \
+  X(archive_read_data_block)                                                                                 \
+  X(archive_read_free)                                                                                       \
+  X(archive_read_new)                                                                                        \
+  X(archive_read_next_header)                                                                                \
+  X(archive_read_open_memory)                                                                                \
+  X(archive_read_support_filter_gzip)                                                                        \
+  X(archive_read_support_filter_zstd)                                                                        \
   X(archive_read_support_format_tar)
 
 static struct {
@@ -65,10 +65,10 @@ static int libarchive_load(sbx_error_t *err)
   void *h = dlopen("libarchive.so.13", RTLD_NOW | RTLD_LOCAL);
   if (!h)
     return sbx_error_set(err, ENOENT, "cannot load libarchive (install libarchive13): %s", dlerror());
-#define LA_LOAD(f)                                                                                 \
-  if (!(*(void **) &la.f = dlsym(h, #f))) {                                                        \
-    dlclose(h);                                                                                    \
-    return sbx_error_set(err, ENOSYS, "libarchive lacks %s", #f);                                  \
+#define LA_LOAD(f)                                                                                           \
+  if (!(*(void **) &la.f = dlsym(h, #f))) {                                                                  \
+    dlclose(h);                                                                                              \
+    return sbx_error_set(err, ENOSYS, "libarchive lacks %s", #f);                                            \
   }
   LIBARCHIVE_FUNCS(LA_LOAD)
 #undef LA_LOAD
@@ -108,7 +108,8 @@ int image_path_normalize(const char *in, char *out, size_t outlen, sbx_error_t *
   char b[160];
   size_t o = 0;
   if (strnlen(in, PATH_MAX) >= PATH_MAX)
-    return sbx_error_set(err, ENAMETOOLONG, "name `%s`: longer than %d bytes", image_shown(in, b), PATH_MAX - 1);
+    return sbx_error_set(err, ENAMETOOLONG, "name `%s`: longer than %d bytes", image_shown(in, b),
+                         PATH_MAX - 1);
   for (const unsigned char *c = (const unsigned char *) in; *c; c++)
     if (*c < 0x20 || *c == 0x7f)
       return sbx_error_set(err, EINVAL, "name `%s`: contains a control character", image_shown(in, b));
@@ -126,8 +127,8 @@ int image_path_normalize(const char *in, char *out, size_t outlen, sbx_error_t *
     if (n == 2 && p[0] == '.' && p[1] == '.')
       return sbx_error_set(err, EINVAL, "name `%s`: `..` component", image_shown(in, b));
     if (n > NAME_MAX)
-      return sbx_error_set(err, ENAMETOOLONG, "name `%s`: a component is longer than %d bytes", image_shown(in, b),
-                           NAME_MAX);
+      return sbx_error_set(err, ENAMETOOLONG, "name `%s`: a component is longer than %d bytes",
+                           image_shown(in, b), NAME_MAX);
     if (o + (o ? 1 : 0) + n + 1 > outlen)
       return sbx_error_set(err, ENAMETOOLONG, "name `%s`: too long", image_shown(in, b));
     if (o)
@@ -241,8 +242,8 @@ static int set_attrs(struct extractor *x, int fd, struct archive_entry *e, const
   if (fchmod(fd, mode) < 0)
     return sbx_error_errno(err, "entry `%s`: chmod", image_shown(path, b));
   struct timespec ts[2] = {
-    { archive_entry_atime(e), archive_entry_atime_nsec(e) },
-    { archive_entry_mtime(e), archive_entry_mtime_nsec(e) },
+      {archive_entry_atime(e), archive_entry_atime_nsec(e)},
+      {archive_entry_mtime(e), archive_entry_mtime_nsec(e)},
   };
   if (!archive_entry_atime_is_set(e))
     ts[0] = ts[1];
@@ -251,8 +252,8 @@ static int set_attrs(struct extractor *x, int fd, struct archive_entry *e, const
   return 0;
 }
 
-static int write_regular(struct extractor *x, struct archive *a, struct archive_entry *e, int pfd, const char *base,
-                         const char *path, sbx_error_t *err)
+static int write_regular(struct extractor *x, struct archive *a, struct archive_entry *e, int pfd,
+                         const char *base, const char *path, sbx_error_t *err)
 {
   char b[160], sz[32];
   int64_t declared = archive_entry_size_is_set(e) ? archive_entry_size(e) : 0;
@@ -261,7 +262,8 @@ static int write_regular(struct extractor *x, struct archive *a, struct archive_
   if ((uint64_t) declared > x->max_bytes - x->nbytes)
     return sbx_error_set(err, EFBIG, "entry `%s`: more than %s unpacked (size limit; see --max-size)",
                          image_shown(path, b), format_size(x->max_bytes, sz, sizeof sz));
-  _cleanup_close_ int fd = openat(pfd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
+  _cleanup_close_ int fd =
+      openat(pfd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
   if (fd < 0)
     return sbx_error_errno(err, "entry `%s`: create", image_shown(path, b));
   for (;;) {
@@ -299,8 +301,8 @@ static int check_link_target(const char *what, const char *path, const char *tar
   if (!target || !*target)
     return sbx_error_set(err, EINVAL, "entry `%s`: empty %s target", image_shown(path, b), what);
   if (strlen(target) >= PATH_MAX)
-    return sbx_error_set(err, ENAMETOOLONG, "entry `%s`: %s target longer than %d bytes", image_shown(path, b), what,
-                         PATH_MAX - 1);
+    return sbx_error_set(err, ENAMETOOLONG, "entry `%s`: %s target longer than %d bytes",
+                         image_shown(path, b), what, PATH_MAX - 1);
   for (const unsigned char *t = (const unsigned char *) target; *t; t++)
     if (*t < 0x20 || *t == 0x7f)
       return sbx_error_set(err, EINVAL, "entry `%s`: %s target `%s` contains a control character",
@@ -319,7 +321,8 @@ static int apply_whiteout(struct extractor *x, const char *dir, const char *name
     return sbx_error_set(err, EINVAL, "whiteout `%s`: names no removable file", image_shown(path, b));
   _cleanup_close_ int dfd = fs_root_resolve_dir(&x->root, dir);
   if (dfd < 0) /* nothing below to hide */
-    return errno == ENOENT || errno == ENOTDIR ? 0 : sbx_error_errno(err, "whiteout `%s`", image_shown(path, b));
+    return errno == ENOENT || errno == ENOTDIR ? 0
+                                               : sbx_error_errno(err, "whiteout `%s`", image_shown(path, b));
   if (!opaque) {
     if (bufprintf(target, sizeof target, err, "%s%s%s", dir, *dir ? "/" : "", name) < 0)
       return sbx_error_prefix(err, "whiteout `%s`", image_shown(path, b));
@@ -337,7 +340,8 @@ static int apply_whiteout(struct extractor *x, const char *dir, const char *name
   for (size_t i = 0; i < n && ret == 0; i++) {
     if (bufprintf(target, sizeof target, err, "%s%s%s", dir, *dir ? "/" : "", names[i]) < 0)
       ret = sbx_error_prefix(err, "opaque whiteout `%s`", image_shown(path, b));
-    else if (!strset_has(&x->layer_paths, target) && fs_root_rm_tree(&x->root, dfd, names[i]) < 0 && errno != ENOENT)
+    else if (!strset_has(&x->layer_paths, target) && fs_root_rm_tree(&x->root, dfd, names[i]) < 0 &&
+             errno != ENOENT)
       ret = sbx_error_errno(err, "opaque whiteout `%s`: remove `%s`", image_shown(path, b), names[i]);
   }
   fs_free_names(names, n);
@@ -346,8 +350,8 @@ static int apply_whiteout(struct extractor *x, const char *dir, const char *name
 
 /* The target must already be in the tree; its parent resolves inside the root, its last
  * component is not followed (linkat without AT_SYMLINK_FOLLOW). */
-static int write_hardlink(struct extractor *x, int pfd, const char *base, const char *path, const char *hardlink,
-                          sbx_error_t *err)
+static int write_hardlink(struct extractor *x, int pfd, const char *base, const char *path,
+                          const char *hardlink, sbx_error_t *err)
 {
   char b[160], c[160];
   char tpath[PATH_MAX], tdir[PATH_MAX];
@@ -365,25 +369,26 @@ static int write_hardlink(struct extractor *x, int pfd, const char *base, const 
 }
 
 /* Stored as is; it is only ever resolved later inside the root (or inside the sandbox). */
-static int write_symlink(struct extractor *x, struct archive_entry *e, int pfd, const char *base, const char *path,
-                         sbx_error_t *err)
+static int write_symlink(struct extractor *x, struct archive_entry *e, int pfd, const char *base,
+                         const char *path, sbx_error_t *err)
 {
   char b[160];
   if (symlinkat(archive_entry_symlink(e), pfd, base) < 0)
     return sbx_error_errno(err, "entry `%s`: symlink", image_shown(path, b));
   if (x->chown && !x->plain &&
-      fchownat(pfd, base, (uid_t) archive_entry_uid(e), (gid_t) archive_entry_gid(e), AT_SYMLINK_NOFOLLOW) < 0 &&
+      fchownat(pfd, base, (uid_t) archive_entry_uid(e), (gid_t) archive_entry_gid(e), AT_SYMLINK_NOFOLLOW) <
+          0 &&
       errno != EINVAL)
     return sbx_error_errno(err, "entry `%s`: chown", image_shown(path, b));
-  struct timespec ts[2] = { { archive_entry_mtime(e), archive_entry_mtime_nsec(e) },
-                            { archive_entry_mtime(e), archive_entry_mtime_nsec(e) } };
+  struct timespec ts[2] = {{archive_entry_mtime(e), archive_entry_mtime_nsec(e)},
+                           {archive_entry_mtime(e), archive_entry_mtime_nsec(e)}};
   if (utimensat(pfd, base, ts, AT_SYMLINK_NOFOLLOW) < 0)
     return sbx_error_errno(err, "entry `%s`: set times", image_shown(path, b));
   return 0;
 }
 
-static int write_fifo(struct extractor *x, struct archive_entry *e, int pfd, const char *base, const char *path,
-                      sbx_error_t *err)
+static int write_fifo(struct extractor *x, struct archive_entry *e, int pfd, const char *base,
+                      const char *path, sbx_error_t *err)
 {
   char b[160];
   if (mknodat(pfd, base, S_IFIFO | 0600, 0) < 0)
@@ -422,7 +427,8 @@ static int apply_entry(struct extractor *x, struct archive *a, struct archive_en
   const char *hardlink = archive_entry_hardlink(e);
   if (!*path) {
     if (type != AE_IFDIR || hardlink)
-      return sbx_error_set(err, EINVAL, "entry `%s`: names the root but is not a directory", image_shown(raw, b));
+      return sbx_error_set(err, EINVAL, "entry `%s`: names the root but is not a directory",
+                           image_shown(raw, b));
     return add_dirfix(x, "", e) < 0 ? sbx_error_set(err, ENOMEM, "entry `%s`", image_shown(raw, b)) : 0;
   }
   if (!hardlink && (type == AE_IFCHR || type == AE_IFBLK)) {
@@ -438,14 +444,16 @@ static int apply_entry(struct extractor *x, struct archive *a, struct archive_en
   if (!hardlink && type == AE_IFLNK && check_link_target("symlink", path, archive_entry_symlink(e), err) < 0)
     return -1;
   if (!hardlink && type != AE_IFDIR && type != AE_IFREG && type != AE_IFLNK && type != AE_IFIFO)
-    return sbx_error_set(err, EINVAL, "entry `%s`: unknown file type 0%o", image_shown(path, b), (unsigned) type);
+    return sbx_error_set(err, EINVAL, "entry `%s`: unknown file type 0%o", image_shown(path, b),
+                         (unsigned) type);
   if (note_written(x, path) < 0)
     return sbx_error_set(err, ENOMEM, "entry `%s`", image_shown(path, b));
 
   _cleanup_close_ int pfd = fs_root_ensure_dir(&x->root, dir);
   if (pfd < 0)
-    return sbx_error_errno(err, "entry `%s`: parent directory (missing, or a symlink that leads nowhere inside the image)",
-                           image_shown(path, b));
+    return sbx_error_errno(
+        err, "entry `%s`: parent directory (missing, or a symlink that leads nowhere inside the image)",
+        image_shown(path, b));
   /* Clear the way: whatever is there is replaced, never written through. Only a directory over a
    * directory merges. */
   struct stat old;
@@ -480,7 +488,7 @@ static int apply_entry(struct extractor *x, struct archive *a, struct archive_en
 
 int image_layer_finish(struct extractor *x, sbx_error_t *err)
 {
-  struct strset done = { 0 };
+  struct strset done = {0};
   int ret = 0;
   /* Last entry for a directory wins; children before parents. */
   for (size_t i = x->nfix; i-- > 0 && ret == 0;) {
@@ -496,8 +504,9 @@ int image_layer_finish(struct extractor *x, sbx_error_t *err)
     const char *base;
     fs_split_path(f->path, dir, &base);
     _cleanup_close_ int pfd = *f->path ? fs_root_resolve_dir(&x->root, dir) : -1;
-    _cleanup_close_ int fd = *f->path ? (pfd < 0 ? -1 : openat(pfd, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC))
-                                      : openat(x->root.fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    _cleanup_close_ int fd =
+        *f->path ? (pfd < 0 ? -1 : openat(pfd, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC))
+                 : openat(x->root.fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) { /* replaced by a later entry or removed by a whiteout */
       if (errno != ENOENT && errno != ENOTDIR && errno != ELOOP)
         ret = sbx_error_errno(err, "directory `%s`", image_shown(f->path, b));
@@ -507,7 +516,7 @@ int image_layer_finish(struct extractor *x, sbx_error_t *err)
       ret = sbx_error_errno(err, "directory `%s`: chown", image_shown(f->path, b));
     else if (fchmod(fd, f->mode) < 0)
       ret = sbx_error_errno(err, "directory `%s`: chmod", image_shown(f->path, b));
-    else if (futimens(fd, (struct timespec[2]){ f->mtime, f->mtime }) < 0)
+    else if (futimens(fd, (struct timespec[2]){f->mtime, f->mtime}) < 0)
       ret = sbx_error_errno(err, "directory `%s`: set times", image_shown(f->path, b));
   }
   strset_free(&done);
@@ -523,7 +532,8 @@ int image_layer_apply(struct extractor *x, const void *data, size_t len, sbx_err
     return sbx_error_set(err, ENOMEM, "libarchive");
   int ret = -1;
   /* Only what an image layer can be: tar (ustar/pax/GNU), uncompressed, gzip or zstd. */
-  if (archive_read_support_format_tar(a) != ARCHIVE_OK || archive_read_support_filter_gzip(a) < ARCHIVE_WARN ||
+  if (archive_read_support_format_tar(a) != ARCHIVE_OK ||
+      archive_read_support_filter_gzip(a) < ARCHIVE_WARN ||
       archive_read_support_filter_zstd(a) < ARCHIVE_WARN) {
     sbx_error_set(err, ENOTSUP, "libarchive: %s", archive_error_string(a));
     goto out;
@@ -550,4 +560,3 @@ out:
   archive_read_free(a);
   return ret;
 }
-

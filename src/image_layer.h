@@ -26,8 +26,8 @@ struct extractor {
   const struct image_import_options *o;
   struct image_import_stats *st;
   uint64_t max_bytes, max_files, nbytes, nentries;
-  bool chown;    /* we are root: keep the archive's numeric owners */
-  bool plain;    /* an outer archive (oci-archive, docker-archive): plain files, no owners */
+  bool chown;                /* we are root: keep the archive's numeric owners */
+  bool plain;                /* an outer archive (oci-archive, docker-archive): plain files, no owners */
   struct strset layer_paths; /* written by the current layer, with their parents */
   struct dirfix *fix;
   size_t nfix, capfix;

@@ -33,7 +33,8 @@ static char *escape_name(const char *s)
   return out;
 }
 
-static int walk_line(struct image_manifest *w, const struct stat *st, char type, const char *digest, const char *path)
+static int walk_line(struct image_manifest *w, const struct stat *st, char type, const char *digest,
+                     const char *path)
 {
   char size[32] = "-", mtime[32] = "-";
   if (type == 'f' && bufprintf(size, sizeof size, NULL, "%lld", (long long) st->st_size) < 0)
@@ -55,11 +56,13 @@ static int cmp_item(const void *a, const void *b)
 }
 
 /* One line per file, depth first, names sorted within each directory (by their escaped form). */
-static int walk_dir(struct image_manifest *w, int dfd, dev_t dev, const char *prefix, unsigned depth, sbx_error_t *err)
+static int walk_dir(struct image_manifest *w, int dfd, dev_t dev, const char *prefix, unsigned depth,
+                    sbx_error_t *err)
 {
   char b[160];
   if (depth > WALK_MAX_DEPTH)
-    return sbx_error_set(err, ELOOP, "`%s`: tree deeper than %d levels", image_shown(prefix, b), WALK_MAX_DEPTH);
+    return sbx_error_set(err, ELOOP, "`%s`: tree deeper than %d levels", image_shown(prefix, b),
+                         WALK_MAX_DEPTH);
   char **names;
   size_t n;
   if (fs_list_dir(dfd, &names, &n) < 0)
@@ -89,8 +92,9 @@ static int walk_dir(struct image_manifest *w, int dfd, dev_t dev, const char *pr
     }
     char digest[65] = "-";
     if (S_ISREG(st.st_mode)) {
-      _cleanup_close_ int fd = openat(dfd, items[i].name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-      struct mapping m __attribute__((cleanup(image_unmapp))) = { 0 };
+      _cleanup_close_ int fd =
+          openat(dfd, items[i].name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+      struct mapping m __attribute__((cleanup(image_unmapp))) = {0};
       struct stat fst;
       if (fd < 0 || fstat(fd, &fst) < 0 || image_map_fd(fd, (size_t) fst.st_size, &m) < 0) {
         ret = sbx_error_errno(err, "read `/%s`", image_shown(path, b));
@@ -179,13 +183,14 @@ int image_verify(const char *store, const char *name, image_report_fn report, vo
   _cleanup_free_ char *want = NULL;
   size_t wlen;
   if (read_file(path, 1u << 30, &want, &wlen, err) < 0)
-    return sbx_error_prefix(err, "verify `%s`: no file manifest (import it with `sandboxd rootfs import`)", name);
+    return sbx_error_prefix(err, "verify `%s`: no file manifest (import it with `sandboxd rootfs import`)",
+                            name);
   if (bufprintf(path, sizeof path, err, "%s/%s", store, name) < 0)
     return sbx_error_prefix(err, "verify `%s`", name);
   _cleanup_close_ int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0)
     return sbx_error_errno(err, "verify `%s`", path);
-  struct image_manifest w = { 0 };
+  struct image_manifest w = {0};
   if (image_manifest_walk(fd, &w, err) < 0) {
     strbuf_free(&w.out);
     return sbx_error_prefix(err, "verify `%s`", path);
@@ -210,7 +215,8 @@ int image_verify(const char *store, const char *name, image_report_fn report, vo
       bufprintf_cut(msg, sizeof msg, "missing:  %.*s", (int) (he - h), h);
       h = *he ? he + 1 : he;
     } else {
-      bufprintf_cut(msg, sizeof msg, "changed:  %.*s (was %.*s)", (int) (ge - g), g, (int) (line_path(h) - h - 1), h);
+      bufprintf_cut(msg, sizeof msg, "changed:  %.*s (was %.*s)", (int) (ge - g), g,
+                    (int) (line_path(h) - h - 1), h);
       g = *ge ? ge + 1 : ge;
       h = *he ? he + 1 : he;
     }

@@ -9,7 +9,7 @@
 #include "util.h"
 
 struct image_manifest {
-  strbuf_t out; /* the manifest; the caller frees it, also on failure */
+  strbuf_t out;                     /* the manifest; the caller frees it, also on failure */
   struct image_import_stats counts; /* files, dirs, symlinks, bytes */
 };
 

@@ -66,18 +66,20 @@ int image_meta_write(int storefd, const char *file, const struct image_import_op
   json_uint(w, st->files + st->dirs + st->symlinks);
   write_str_array(w, "Env", json_get(cfg, "Env"));
   json_key(w, "WorkingDir");
-  wd && *wd ? json_str(w, wd) : json_null(w);
+  wd &&*wd ? json_str(w, wd) : json_null(w);
   write_str_array(w, "Cmd", json_get(cfg, "Cmd"));
   write_str_array(w, "Entrypoint", json_get(cfg, "Entrypoint"));
   json_key(w, "User");
-  user && *user ? json_str(w, user) : json_null(w);
+  user &&*user ? json_str(w, user) : json_null(w);
   json_key(w, "Labels");
-  json_type(json_get(cfg, "Labels")) == JSON_OBJECT ? json_write_node(w, json_get(cfg, "Labels")) : json_null(w);
+  json_type(json_get(cfg, "Labels")) == JSON_OBJECT ? json_write_node(w, json_get(cfg, "Labels"))
+                                                    : json_null(w);
   json_key(w, "layers");
   json_arr_begin(w);
   for (size_t i = 0; i < json_array_len(im->layers); i++) {
     const json_node_t *l = json_array_at(im->layers, i);
-    json_type(l) == JSON_OBJECT ? json_write_node(w, l) : json_str(w, json_as_string(l, NULL) ? json_as_string(l, NULL) : "");
+    json_type(l) == JSON_OBJECT ? json_write_node(w, l)
+                                : json_str(w, json_as_string(l, NULL) ? json_as_string(l, NULL) : "");
   }
   json_arr_end(w);
   json_key(w, "extraction");
@@ -103,7 +105,8 @@ int image_meta_write(int storefd, const char *file, const struct image_import_op
   size_t len;
   const char *buf = json_writer_buf(w, &len);
   int ret = 0;
-  _cleanup_close_ int fd = buf ? openat(storefd, file, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644) : -1;
+  _cleanup_close_ int fd =
+      buf ? openat(storefd, file, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644) : -1;
   if (!buf)
     ret = sbx_error_set(err, ENOMEM, "metadata");
   else if (fd < 0 || write(fd, buf, len) != (ssize_t) len || write(fd, "\n", 1) != 1 || fsync(fd) < 0)
@@ -120,7 +123,7 @@ void image_config_free(struct image_config *c)
     free(c->env[i]);
   free(c->env);
   free(c->workdir);
-  *c = (struct image_config){ 0 };
+  *c = (struct image_config){0};
 }
 
 int image_load_config(const char *rootfs, struct image_config *ret, sbx_error_t *err)
@@ -133,11 +136,11 @@ int image_load_config(const char *rootfs, struct image_config *ret, sbx_error_t 
     return sbx_error_set(err, ENAMETOOLONG, "rootfs `%s`", image_shown(rootfs, b));
   _cleanup_free_ char *data = NULL;
   size_t len;
-  struct image_config c = { 0 };
+  struct image_config c = {0};
   if (read_file(path, 1u << 20, &data, &len, err) < 0) {
     if (err->errnum != ENOENT)
       return -1;
-    *err = (sbx_error_t){ 0 };
+    *err = (sbx_error_t){0};
     *ret = c;
     return 0;
   }
@@ -154,13 +157,15 @@ int image_load_config(const char *rootfs, struct image_config *ret, sbx_error_t 
     size_t sl;
     const char *s = json_as_string(json_array_at(env, i), &sl);
     if (!s || sl != strlen(s) || !strchr(s, '=') || s[0] == '=')
-      r = sbx_error_set(err, EINVAL, "rootfs metadata `%s`: Env[%zu] is not NAME=VALUE", image_shown(path, b), i);
+      r = sbx_error_set(err, EINVAL, "rootfs metadata `%s`: Env[%zu] is not NAME=VALUE", image_shown(path, b),
+                        i);
     else if (!(c.env[c.n_env++] = strdup(s)))
       r = sbx_error_set(err, ENOMEM, "rootfs metadata");
   }
   if (r == 0 && wd && *wd) {
     if (wd[0] != '/')
-      r = sbx_error_set(err, EINVAL, "rootfs metadata `%s`: WorkingDir `%s` is not absolute", image_shown(path, b), wd);
+      r = sbx_error_set(err, EINVAL, "rootfs metadata `%s`: WorkingDir `%s` is not absolute",
+                        image_shown(path, b), wd);
     else if (!(c.workdir = strdup(wd)))
       r = sbx_error_set(err, ENOMEM, "rootfs metadata");
   }

@@ -37,8 +37,8 @@ static int parse_digest(const char *digest, char hex[65], sbx_error_t *err)
 
 /* Map a file of the source (a regular file, at most max bytes); with want_hex, check its sha256;
  * with size >= 0, its size. */
-static int map_source_file(struct image_source *s, const char *path, const char *want_hex, int64_t size, size_t max,
-                           struct mapping *ret, char got_hex[65], sbx_error_t *err)
+static int map_source_file(struct image_source *s, const char *path, const char *want_hex, int64_t size,
+                           size_t max, struct mapping *ret, char got_hex[65], sbx_error_t *err)
 {
   char b[160];
   _cleanup_close_ int fd = fs_root_open_file(&s->root, path);
@@ -50,19 +50,20 @@ static int map_source_file(struct image_source *s, const char *path, const char 
   if (!S_ISREG(st.st_mode))
     return sbx_error_set(err, EINVAL, "`%s`: `%s` is not a regular file", s->src, image_shown(path, b));
   if (size >= 0 && st.st_size != size)
-    return sbx_error_set(err, EINVAL, "`%s`: `%s` is %lld bytes, its descriptor says %lld", s->src, image_shown(path, b),
-                         (long long) st.st_size, (long long) size);
+    return sbx_error_set(err, EINVAL, "`%s`: `%s` is %lld bytes, its descriptor says %lld", s->src,
+                         image_shown(path, b), (long long) st.st_size, (long long) size);
   if ((uint64_t) st.st_size > max)
-    return sbx_error_set(err, EFBIG, "`%s`: `%s` is larger than %zu bytes", s->src, image_shown(path, b), max);
-  struct mapping m = { 0 };
+    return sbx_error_set(err, EFBIG, "`%s`: `%s` is larger than %zu bytes", s->src, image_shown(path, b),
+                         max);
+  struct mapping m = {0};
   if (image_map_fd(fd, (size_t) st.st_size, &m) < 0)
     return sbx_error_errno(err, "`%s`: map `%s`", s->src, image_shown(path, b));
   char hex[65];
   sha256_hex(m.data ? m.data : "", m.len, hex);
   if (want_hex && strcmp(hex, want_hex)) {
     image_unmapp(&m);
-    return sbx_error_set(err, EINVAL, "`%s`: `%s` has digest sha256:%s, expected sha256:%s", s->src, image_shown(path, b),
-                         hex, want_hex);
+    return sbx_error_set(err, EINVAL, "`%s`: `%s` has digest sha256:%s, expected sha256:%s", s->src,
+                         image_shown(path, b), hex, want_hex);
   }
   if (got_hex)
     memcpy(got_hex, hex, 65);
@@ -71,8 +72,8 @@ static int map_source_file(struct image_source *s, const char *path, const char 
 }
 
 /* A blob named by an OCI descriptor: digest and size verified. */
-static int map_blob(struct image_source *s, const json_node_t *desc, size_t max, struct mapping *ret, char digest[72],
-                    sbx_error_t *err)
+static int map_blob(struct image_source *s, const json_node_t *desc, size_t max, struct mapping *ret,
+                    char digest[72], sbx_error_t *err)
 {
   char hex[65], path[96];
   const char *d = json_as_string(json_get(desc, "digest"), NULL);
@@ -88,8 +89,8 @@ static int map_blob(struct image_source *s, const json_node_t *desc, size_t max,
   return digest ? bufprintf(digest, 72, err, "sha256:%s", hex) : 0;
 }
 
-static int parse_json_mapping(struct image_source *s, const struct mapping *m, const char *what, json_node_t **ret,
-                              sbx_error_t *err)
+static int parse_json_mapping(struct image_source *s, const struct mapping *m, const char *what,
+                              json_node_t **ret, sbx_error_t *err)
 {
   if (json_parse(m->data ? m->data : "", m->len, ret, err) < 0)
     return sbx_error_prefix(err, "`%s`: %s", s->src, what);
@@ -112,9 +113,8 @@ static void host_platform(char os[16], char arch[16], char variant[16])
     strcpy(variant, "v8");
   } else if (!strcmp(u.machine, "i686") || !strcmp(u.machine, "i386"))
     strcpy(arch, "386");
-  else
-    if (bufprintf(arch, 16, NULL, "%s", u.machine) < 0)
-      strcpy(arch, "?"); /* matches no image */
+  else if (bufprintf(arch, 16, NULL, "%s", u.machine) < 0)
+    strcpy(arch, "?"); /* matches no image */
 }
 
 static bool platform_matches(const json_node_t *p)
@@ -124,7 +124,8 @@ static bool platform_matches(const json_node_t *p)
   const char *pos = json_as_string(json_get(p, "os"), NULL);
   const char *parch = json_as_string(json_get(p, "architecture"), NULL);
   const char *pvar = json_as_string(json_get(p, "variant"), NULL);
-  return pos && parch && !strcmp(pos, os) && !strcmp(parch, arch) && (!pvar || !*variant || !strcmp(pvar, variant));
+  return pos && parch && !strcmp(pos, os) && !strcmp(parch, arch) &&
+         (!pvar || !*variant || !strcmp(pvar, variant));
 }
 
 /* From an index (image index / manifest list), the descriptor for this host. */
@@ -171,7 +172,7 @@ void image_free(struct image *im)
 
 static int load_oci(struct image_source *s, struct image *im, sbx_error_t *err)
 {
-  struct mapping m __attribute__((cleanup(image_unmapp))) = { 0 };
+  struct mapping m __attribute__((cleanup(image_unmapp))) = {0};
   json_node_t *doc = NULL;
   if (map_source_file(s, "index.json", NULL, -1, MAX_JSON_BLOB, &m, NULL, err) < 0 ||
       parse_json_mapping(s, &m, "index.json", &doc, err) < 0)
@@ -221,7 +222,7 @@ static bool is_hex64(const char *s, size_t n)
  * when its file name carries one, each layer against the config's diff_ids. */
 static int load_docker(struct image_source *s, struct image *im, sbx_error_t *err)
 {
-  struct mapping m __attribute__((cleanup(image_unmapp))) = { 0 };
+  struct mapping m __attribute__((cleanup(image_unmapp))) = {0};
   char b[160];
   if (map_source_file(s, "manifest.json", NULL, -1, MAX_JSON_BLOB, &m, NULL, err) < 0)
     return -1;
@@ -250,8 +251,8 @@ static int load_docker(struct image_source *s, struct image *im, sbx_error_t *er
   im->layers = json_get(entry, "Layers");
   const json_node_t *diff_ids = json_get(json_get(im->config, "rootfs"), "diff_ids");
   if (json_type(im->layers) != JSON_ARRAY || json_array_len(im->layers) != json_array_len(diff_ids))
-    return sbx_error_set(err, EINVAL, "`%s`: manifest.json Layers do not match the config's diff_ids (%s)", s->src,
-                         image_shown(cfg, b));
+    return sbx_error_set(err, EINVAL, "`%s`: manifest.json Layers do not match the config's diff_ids (%s)",
+                         s->src, image_shown(cfg, b));
   return 0;
 }
 
@@ -263,8 +264,8 @@ int image_source_check_platform(const struct image *im, struct image_import_stat
   const char *carch = json_as_string(json_get(im->config, "architecture"), NULL);
   const char *cvar = json_as_string(json_get(im->config, "variant"), NULL);
   if ((cos && strcmp(cos, os)) || (carch && strcmp(carch, arch)))
-    return sbx_error_set(err, EINVAL, "image is for %s/%s, this host is %s/%s", cos ? cos : "?", carch ? carch : "?",
-                         os, arch);
+    return sbx_error_set(err, EINVAL, "image is for %s/%s, this host is %s/%s", cos ? cos : "?",
+                         carch ? carch : "?", os, arch);
   if (bufprintf(st->platform, sizeof st->platform, err, "%s/%s%s%s", cos ? cos : os, carch ? carch : arch,
                 cvar && *cvar ? "/" : "", cvar && *cvar ? cvar : "") < 0)
     return sbx_error_prefix(err, "image platform");

@@ -16,7 +16,7 @@
 struct image_source {
   const char *src; /* as given, for messages */
   struct fs_root root;
-  bool docker;     /* docker-archive (manifest.json) rather than an OCI layout */
+  bool docker; /* docker-archive (manifest.json) rather than an OCI layout */
 };
 
 struct image {

@@ -47,7 +47,7 @@ static int move_fd(int fd, int target)
 /* Close every fd from 3 up except a and b (either may be -1). */
 int close_fds_except(int a, int b)
 {
-  int keep[2] = { a < b ? a : b, a < b ? b : a };
+  int keep[2] = {a < b ? a : b, a < b ? b : a};
   unsigned from = 3;
   for (int i = 0; i < 2; i++) {
     if (keep[i] < (int) from)
@@ -116,14 +116,17 @@ static _Noreturn void init_loop(int sync_fd, pid_t code_pid, const sigset_t *mas
   }
   /* When pid 1 exits, the kernel kills every other process of the namespace, so nothing the
    * code left running (daemons, orphans) survives it. */
-  struct sync_msg m = { .type = MSG_EXIT, .wait_status = code_status };
+  struct sync_msg m = {.type = MSG_EXIT, .wait_status = code_status};
   sync_send(sync_fd, &m);
   _exit(WIFEXITED(code_status) ? WEXITSTATUS(code_status) : 128 + WTERMSIG(code_status));
 }
 
 /* Signals: pid 1 gets only signals it has a handler for (pid_namespaces(7)), so install
  * no-op handlers and take them synchronously with sigwaitinfo. */
-static void noop_handler(int sig) { (void) sig; }
+static void noop_handler(int sig)
+{
+  (void) sig;
+}
 
 void init_take_signals(sigset_t *mask)
 {
@@ -139,7 +142,7 @@ void init_take_signals(sigset_t *mask)
 _Noreturn void init_run(const struct sbx_spec *spec, char **envp, int sync_fd, int bridge_fd,
                         const sigset_t *mask)
 {
-  sbx_error_t err = { 0 };
+  sbx_error_t err = {0};
   /* The code: a child, so pid 1 stays ours to reap orphans and relay signals. A CLOEXEC pipe
    * tells us whether execve worked. */
   int ep[2];
@@ -170,7 +173,7 @@ _Noreturn void init_run(const struct sbx_spec *spec, char **envp, int sync_fd, i
                   spec->workdir ? spec->workdir : "/workspace");
     sync_fail(sync_fd, &err);
   }
-  struct sync_msg m = { .type = MSG_READY };
+  struct sync_msg m = {.type = MSG_READY};
   struct stat ns;
   if (stat("/proc/self/ns/pid", &ns) == 0) {
     m.pidns_ino = ns.st_ino;

@@ -37,17 +37,48 @@ void json_writer_free(json_writer_t *w)
   free(w);
 }
 
-#define CHECK(w, call) do { if ((call) != yajl_gen_status_ok) (w)->failed = 1; } while (0)
+#define CHECK(w, call)                                                                                       \
+  do {                                                                                                       \
+    if ((call) != yajl_gen_status_ok)                                                                        \
+      (w)->failed = 1;                                                                                       \
+  } while (0)
 
-void json_obj_begin(json_writer_t *w) { CHECK(w, yajl_gen_map_open(w->g)); }
-void json_obj_end(json_writer_t *w) { CHECK(w, yajl_gen_map_close(w->g)); }
-void json_arr_begin(json_writer_t *w) { CHECK(w, yajl_gen_array_open(w->g)); }
-void json_arr_end(json_writer_t *w) { CHECK(w, yajl_gen_array_close(w->g)); }
-void json_key(json_writer_t *w, const char *key) { json_str(w, key); }
-void json_int(json_writer_t *w, long long v) { CHECK(w, yajl_gen_integer(w->g, v)); }
-void json_double(json_writer_t *w, double v) { CHECK(w, yajl_gen_double(w->g, v)); }
-void json_bool(json_writer_t *w, bool v) { CHECK(w, yajl_gen_bool(w->g, v)); }
-void json_null(json_writer_t *w) { CHECK(w, yajl_gen_null(w->g)); }
+void json_obj_begin(json_writer_t *w)
+{
+  CHECK(w, yajl_gen_map_open(w->g));
+}
+void json_obj_end(json_writer_t *w)
+{
+  CHECK(w, yajl_gen_map_close(w->g));
+}
+void json_arr_begin(json_writer_t *w)
+{
+  CHECK(w, yajl_gen_array_open(w->g));
+}
+void json_arr_end(json_writer_t *w)
+{
+  CHECK(w, yajl_gen_array_close(w->g));
+}
+void json_key(json_writer_t *w, const char *key)
+{
+  json_str(w, key);
+}
+void json_int(json_writer_t *w, long long v)
+{
+  CHECK(w, yajl_gen_integer(w->g, v));
+}
+void json_double(json_writer_t *w, double v)
+{
+  CHECK(w, yajl_gen_double(w->g, v));
+}
+void json_bool(json_writer_t *w, bool v)
+{
+  CHECK(w, yajl_gen_bool(w->g, v));
+}
+void json_null(json_writer_t *w)
+{
+  CHECK(w, yajl_gen_null(w->g));
+}
 
 void json_uint(json_writer_t *w, uint64_t v)
 {
@@ -89,7 +120,8 @@ size_t json_utf8_len(const unsigned char *s, size_t n)
       return 0;
     cp = (cp << 6) | (s[i] & 0x3f);
   }
-  if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
+  if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
+      (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
     return 0;
   return len;
 }
@@ -131,7 +163,10 @@ void json_strn(json_writer_t *w, const char *s, size_t len)
   free(fixed);
 }
 
-void json_str(json_writer_t *w, const char *s) { json_strn(w, s, strlen(s)); }
+void json_str(json_writer_t *w, const char *s)
+{
+  json_strn(w, s, strlen(s));
+}
 
 const char *json_writer_buf(json_writer_t *w, size_t *ret_len)
 {
@@ -272,7 +307,10 @@ static json_node_t *node_new(json_type_t t)
   return n;
 }
 
-static int cb_null(void *ctx) { return spend(ctx) && build_add(ctx, node_new(JSON_NULL)); }
+static int cb_null(void *ctx)
+{
+  return spend(ctx) && build_add(ctx, node_new(JSON_NULL));
+}
 
 static int cb_bool(void *ctx, int v)
 {
@@ -346,8 +384,14 @@ static int cb_open(struct build_ctx *c, json_type_t t)
   return 1;
 }
 
-static int cb_start_map(void *ctx) { return cb_open(ctx, JSON_OBJECT); }
-static int cb_start_array(void *ctx) { return cb_open(ctx, JSON_ARRAY); }
+static int cb_start_map(void *ctx)
+{
+  return cb_open(ctx, JSON_OBJECT);
+}
+static int cb_start_array(void *ctx)
+{
+  return cb_open(ctx, JSON_ARRAY);
+}
 
 static int cb_close(void *ctx)
 {
@@ -357,15 +401,15 @@ static int cb_close(void *ctx)
 }
 
 static const yajl_callbacks build_callbacks = {
-  .yajl_null = cb_null,
-  .yajl_boolean = cb_bool,
-  .yajl_number = cb_number,
-  .yajl_string = cb_string,
-  .yajl_start_map = cb_start_map,
-  .yajl_map_key = cb_map_key,
-  .yajl_end_map = cb_close,
-  .yajl_start_array = cb_start_array,
-  .yajl_end_array = cb_close,
+    .yajl_null = cb_null,
+    .yajl_boolean = cb_bool,
+    .yajl_number = cb_number,
+    .yajl_string = cb_string,
+    .yajl_start_map = cb_start_map,
+    .yajl_map_key = cb_map_key,
+    .yajl_end_map = cb_close,
+    .yajl_start_array = cb_start_array,
+    .yajl_end_array = cb_close,
 };
 
 int json_parse(const char *buf, size_t len, json_node_t **ret, sbx_error_t *err)
@@ -375,7 +419,7 @@ int json_parse(const char *buf, size_t len, json_node_t **ret, sbx_error_t *err)
 
 int json_parse_bounded(const char *buf, size_t len, size_t max_values, json_node_t **ret, sbx_error_t *err)
 {
-  struct build_ctx c = { .max_values = max_values };
+  struct build_ctx c = {.max_values = max_values};
   if (memchr(buf, '\0', len))
     return sbx_error_set(err, 0, "parse error: NUL byte in input");
   yajl_handle h = yajl_alloc(&build_callbacks, NULL, &c);
@@ -393,8 +437,7 @@ int json_parse_bounded(const char *buf, size_t len, size_t max_values, json_node
     else if (c.too_many) {
       r = sbx_error_set(err, 0, "more than %zu JSON values, the limit", max_values);
       err->errnum = E2BIG;
-    }
-    else {
+    } else {
       unsigned char *msg = yajl_get_error(h, 0, (const unsigned char *) buf, len);
       r = sbx_error_set(err, 0, "%s", msg ? (const char *) msg : "parse error");
       /* yajl's messages end with a newline; keep the error to one line. */
@@ -410,13 +453,16 @@ int json_parse_bounded(const char *buf, size_t len, size_t max_values, json_node
   return r;
 }
 
-json_type_t json_type(const json_node_t *n) { return n ? n->type : JSON_NULL; }
+json_type_t json_type(const json_node_t *n)
+{
+  return n ? n->type : JSON_NULL;
+}
 
 const char *json_type_name(json_type_t t)
 {
   static const char *const names[] = {
-    [JSON_NULL] = "null",   [JSON_BOOL] = "boolean", [JSON_INTEGER] = "integer", [JSON_NUMBER] = "number",
-    [JSON_STRING] = "string", [JSON_ARRAY] = "array",  [JSON_OBJECT] = "object",
+      [JSON_NULL] = "null",     [JSON_BOOL] = "boolean", [JSON_INTEGER] = "integer", [JSON_NUMBER] = "number",
+      [JSON_STRING] = "string", [JSON_ARRAY] = "array",  [JSON_OBJECT] = "object",
   };
   return (unsigned) t < sizeof names / sizeof names[0] ? names[t] : "unknown";
 }
@@ -474,14 +520,20 @@ const char *json_number_text(const json_node_t *n)
   return n && (n->type == JSON_INTEGER || n->type == JSON_NUMBER) ? n->u.num.text : NULL;
 }
 
-size_t json_array_len(const json_node_t *arr) { return arr && arr->type == JSON_ARRAY ? arr->u.c.len : 0; }
+size_t json_array_len(const json_node_t *arr)
+{
+  return arr && arr->type == JSON_ARRAY ? arr->u.c.len : 0;
+}
 
 json_node_t *json_array_at(const json_node_t *arr, size_t i)
 {
   return i < json_array_len(arr) ? arr->u.c.items[i] : NULL;
 }
 
-size_t json_object_len(const json_node_t *obj) { return obj && obj->type == JSON_OBJECT ? obj->u.c.len : 0; }
+size_t json_object_len(const json_node_t *obj)
+{
+  return obj && obj->type == JSON_OBJECT ? obj->u.c.len : 0;
+}
 
 int json_object_at(const json_node_t *obj, size_t i, const char **ret_key, json_node_t **ret_value)
 {
@@ -532,7 +584,7 @@ void json_write_node(json_writer_t *w, const json_node_t *n)
 struct peek_ctx {
   const char *key;
   size_t depth;
-  bool at_key;   /* the last top-level key was `key` */
+  bool at_key; /* the last top-level key was `key` */
   json_writer_t *w;
   bool found;
 };
@@ -614,20 +666,20 @@ static int pk_close(void *ctx)
 }
 
 static const yajl_callbacks peek_callbacks = {
-  .yajl_null = pk_null,
-  .yajl_boolean = pk_bool,
-  .yajl_number = pk_number,
-  .yajl_string = pk_string,
-  .yajl_start_map = pk_open,
-  .yajl_map_key = pk_key,
-  .yajl_end_map = pk_close,
-  .yajl_start_array = pk_open_array,
-  .yajl_end_array = pk_close,
+    .yajl_null = pk_null,
+    .yajl_boolean = pk_bool,
+    .yajl_number = pk_number,
+    .yajl_string = pk_string,
+    .yajl_start_map = pk_open,
+    .yajl_map_key = pk_key,
+    .yajl_end_map = pk_close,
+    .yajl_start_array = pk_open_array,
+    .yajl_end_array = pk_close,
 };
 
 int json_peek_member(const char *buf, size_t len, const char *key, char **ret_json)
 {
-  struct peek_ctx p = { .key = key };
+  struct peek_ctx p = {.key = key};
   p.w = json_writer_new();
   if (!p.w)
     return -1;

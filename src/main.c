@@ -4,11 +4,10 @@
 #include <string.h>
 
 #include "cli.h"
+#include "log.h"
 #include "mcp_server.h"
 #include "sandbox.h"
-#include "log.h"
 #include "version.h"
-
 
 struct command {
   const char *name;
@@ -17,11 +16,11 @@ struct command {
 };
 
 static const struct command commands[] = {
-  { "exec", cmd_exec, "run a Python file or -c CODE in a fresh sandbox" },
-  { "mcp", cmd_mcp, "serve run_python over the Model Context Protocol on stdio" },
-  { "policy", cmd_policy, "check, show or diff policies" },
-  { "rootfs", cmd_rootfs, "import, list and verify root filesystems" },
-  { "doctor", cmd_doctor, "say what this host supports and how to fix what is missing" },
+    {"exec", cmd_exec, "run a Python file or -c CODE in a fresh sandbox"},
+    {"mcp", cmd_mcp, "serve run_python over the Model Context Protocol on stdio"},
+    {"policy", cmd_policy, "check, show or diff policies"},
+    {"rootfs", cmd_rootfs, "import, list and verify root filesystems"},
+    {"doctor", cmd_doctor, "say what this host supports and how to fix what is missing"},
 };
 
 static void usage(FILE *f)

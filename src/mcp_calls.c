@@ -178,7 +178,8 @@ static int result_text(const struct call *c, const struct sbx_result *res, strbu
       r |= strbuf_append(text, "\n", 1);
   }
   if (*replaced)
-    r |= strbuf_printf(text, "--- %zu bytes of control characters or invalid UTF-8 shown as U+FFFD ---\n", *replaced);
+    r |= strbuf_printf(text, "--- %zu bytes of control characters or invalid UTF-8 shown as U+FFFD ---\n",
+                       *replaced);
   if (c->truncated)
     r |= strbuf_printf(text, "--- output truncated at %s (output_limit) ---\n",
                        format_size(c->limits.output_bytes, size, sizeof size));
@@ -287,8 +288,14 @@ void call_finish(struct server *srv, struct call *c)
     send_call_result(srv, c, &res);
   _cleanup_free_ char *calls = c->proxy ? proxy_calls_json(c->proxy) : NULL;
   struct audit_record rec = {
-      .mode = "mcp", .code = c->code, .code_len = strlen(c->code), .policy = srv->policy, .limits = &c->limits,
-      .result = r < 0 ? NULL : &res, .error = r < 0 ? err.msg : NULL, .calls_json = calls,
+      .mode = "mcp",
+      .code = c->code,
+      .code_len = strlen(c->code),
+      .policy = srv->policy,
+      .limits = &c->limits,
+      .result = r < 0 ? NULL : &res,
+      .error = r < 0 ? err.msg : NULL,
+      .calls_json = calls,
   };
   audit_write(&rec);
   /* A run that made sandboxd hold a lot (its output, or requests it sent over the bridge) gives
@@ -364,8 +371,8 @@ static void relay_progress(void *ctx, const char *server, const char *tool, cons
   const char *m = json_as_string(json_get(params, "message"), NULL);
   const char *done = json_number_text(json_get(params, "progress"));
   const char *total = json_number_text(json_get(params, "total"));
-  bufprintf_cut(msg, sizeof msg, "%.60s.%.60s: %s%s%s%s%.100s", server, tool, done ? done : "?", total ? "/" : "",
-                total ? total : "", m ? " " : "", m ? m : "");
+  bufprintf_cut(msg, sizeof msg, "%.60s.%.60s: %s%s%s%s%.100s", server, tool, done ? done : "?",
+                total ? "/" : "", total ? total : "", m ? " " : "", m ? m : "");
   json_writer_t *w = json_writer_new();
   if (!w)
     return;
@@ -419,7 +426,8 @@ static int call_start(struct server *srv, struct call *c, sbx_error_t *err)
    * servers it has (it then defines mcp_<alias> and friends). */
   _cleanup_close_ int bridge = -1;
   if (c->n_servers) {
-    if (host_servers_proxy(&srv->hs, (const char *const *) c->servers, c->n_servers, &bridge, &c->proxy, err) < 0)
+    if (host_servers_proxy(&srv->hs, (const char *const *) c->servers, c->n_servers, &bridge, &c->proxy,
+                           err) < 0)
       return -1;
     proxy_on_progress(c->proxy, relay_progress, c);
   }
@@ -617,7 +625,8 @@ bool code_running(const struct server *srv)
 }
 
 /* A new call at the end of the queue; start_queued() starts it when there is room. */
-int call_enqueue(struct server *srv, const char *id, const struct mcp_tool_args *a, const json_node_t *progress_token)
+int call_enqueue(struct server *srv, const char *id, const struct mcp_tool_args *a,
+                 const json_node_t *progress_token)
 {
   struct call *c = calloc(1, sizeof *c);
   if (!c)

@@ -14,9 +14,9 @@
 
 #include "cleanup.h"
 #include "jsonrpc.h"
-#include "warn.h"
 #include "util.h"
 #include "version.h"
+#include "warn.h"
 
 #define PROTOCOL_VERSION "2025-06-18"
 #define READ_CHUNK 65536
@@ -244,7 +244,8 @@ static void op_finish(struct client *c, struct op *o, const char *json, size_t l
   cb.done(cb.ctx, json, len, code, msg);
 }
 
-static void op_failf(struct client *c, struct op *o, int code, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void op_failf(struct client *c, struct op *o, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 static void op_failf(struct client *c, struct op *o, int code, const char *fmt, ...)
 {
   char msg[512];
@@ -514,14 +515,15 @@ static void fail_waiting_lists(struct client *c, int code, const char *msg)
   }
 }
 
-static void on_list_page(struct mcp_hosts *h, struct client *c, const json_node_t *result, const json_node_t *error)
+static void on_list_page(struct mcp_hosts *h, struct client *c, const json_node_t *result,
+                         const json_node_t *error)
 {
   c->list_rpc = 0;
   const json_node_t *tools = json_get(result, "tools");
   if (error || json_type(tools) != JSON_ARRAY) {
     char msg[300];
     bufprintf_cut(msg, sizeof msg, "host MCP server `%s` did not list its tools: %.200s", c->cfg->name,
-             error ? (json_as_string(json_get(error, "message"), NULL) ?: "error") : "no `tools` array");
+                  error ? (json_as_string(json_get(error, "message"), NULL) ?: "error") : "no `tools` array");
     json_writer_free(c->list_acc);
     c->list_acc = NULL;
     fail_waiting_lists(c, MCP_ERR_UNAVAILABLE, msg);
@@ -626,7 +628,8 @@ static void answer_server_request(struct mcp_hosts *h, struct client *c, const s
     jsonrpc_end(w);
   } else {
     char msg[300];
-    bufprintf_cut(msg, sizeof msg, "Method not found: %.200s (sandboxd offers no client capabilities)", m->method);
+    bufprintf_cut(msg, sizeof msg, "Method not found: %.200s (sandboxd offers no client capabilities)",
+                  m->method);
     jsonrpc_write_error(w, m->id, JSONRPC_METHOD_NOT_FOUND, msg);
   }
   send_msg(h, c, w);
@@ -768,7 +771,10 @@ void mcp_hosts_free(struct mcp_hosts *h)
   free(h);
 }
 
-const struct mcp_config *mcp_hosts_config(const struct mcp_hosts *h) { return h->cfg; }
+const struct mcp_config *mcp_hosts_config(const struct mcp_hosts *h)
+{
+  return h->cfg;
+}
 
 static struct client *find_client(struct mcp_hosts *h, const char *server)
 {
@@ -814,7 +820,8 @@ uint64_t mcp_hosts_list_tools(struct mcp_hosts *h, const char *server, uint64_t 
 }
 
 uint64_t mcp_hosts_call_tool(struct mcp_hosts *h, const char *server, const char *tool, const char *args_json,
-                             size_t args_len, uint64_t timeout_ms, const struct mcp_op_cb *cb, sbx_error_t *err)
+                             size_t args_len, uint64_t timeout_ms, const struct mcp_op_cb *cb,
+                             sbx_error_t *err)
 {
   return add_op(h, server, OP_CALL, tool, args_json, args_len, timeout_ms, cb, err);
 }
@@ -834,7 +841,10 @@ void mcp_hosts_cancel(struct mcp_hosts *h, uint64_t id)
   }
 }
 
-size_t mcp_hosts_max_pollfds(const struct mcp_hosts *h) { return 2 * h->n; }
+size_t mcp_hosts_max_pollfds(const struct mcp_hosts *h)
+{
+  return 2 * h->n;
+}
 
 size_t mcp_hosts_pollfds(struct mcp_hosts *h, struct pollfd *pfds)
 {

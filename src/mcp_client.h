@@ -54,7 +54,8 @@ uint64_t mcp_hosts_list_tools(struct mcp_hosts *h, const char *server, uint64_t 
                               const struct mcp_op_cb *cb, sbx_error_t *err);
 /* args_json: a JSON object, or NULL for {}. */
 uint64_t mcp_hosts_call_tool(struct mcp_hosts *h, const char *server, const char *tool, const char *args_json,
-                             size_t args_len, uint64_t timeout_ms, const struct mcp_op_cb *cb, sbx_error_t *err);
+                             size_t args_len, uint64_t timeout_ms, const struct mcp_op_cb *cb,
+                             sbx_error_t *err);
 /* Drop an operation: its callbacks will not run; a call in flight is cancelled at the server.
  * Unknown or finished ids are fine. */
 void mcp_hosts_cancel(struct mcp_hosts *h, uint64_t op);

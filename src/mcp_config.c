@@ -10,8 +10,8 @@
 #include "cleanup.h"
 #include "json.h"
 #include "paths.h"
-#include "warn.h"
 #include "util.h"
+#include "warn.h"
 
 static bool name_ok(const char *s)
 {
@@ -65,7 +65,8 @@ int mcp_config_expand(const char *in, char **ret, sbx_error_t *err)
     p = end + 1;
     if (out.len > MCP_CONFIG_MAX_VALUE) {
       strbuf_free(&out);
-      return sbx_error_set(err, E2BIG, "`%.100s` is longer than %d bytes after expansion", in, MCP_CONFIG_MAX_VALUE);
+      return sbx_error_set(err, E2BIG, "`%.100s` is longer than %d bytes after expansion", in,
+                           MCP_CONFIG_MAX_VALUE);
     }
   }
   if (r < 0) {
@@ -126,7 +127,8 @@ static bool is_self(const struct mcp_server_config *s, const char *self_exe)
   return false;
 }
 
-#define ENTRY_FAIL(...) (sbx_error_set(err, 0, __VA_ARGS__), sbx_error_prefix(err, "%s: server `%s`", file, name))
+#define ENTRY_FAIL(...)                                                                                      \
+  (sbx_error_set(err, 0, __VA_ARGS__), sbx_error_prefix(err, "%s: server `%s`", file, name))
 
 static int parse_entry(const char *file, const char *name, const json_node_t *e, const char *self_exe,
                        struct mcp_server_config *s, bool *ret_skip, sbx_error_t *err)
@@ -136,8 +138,8 @@ static int parse_entry(const char *file, const char *name, const json_node_t *e,
     return ENTRY_FAIL("must be an object");
   const char *type = json_as_string(json_get(e, "type"), NULL);
   if ((type && strcmp(type, "stdio") != 0) || json_get(e, "url")) {
-    sbx_warn(SBX_WARN_CONFIG, "%s: server `%s`: skipped: only stdio servers are supported, not %s", file, name,
-             type ? type : "url");
+    sbx_warn(SBX_WARN_CONFIG, "%s: server `%s`: skipped: only stdio servers are supported, not %s", file,
+             name, type ? type : "url");
     *ret_skip = true;
     return 0;
   }
@@ -199,7 +201,8 @@ static int parse_entry(const char *file, const char *name, const json_node_t *e,
   if (json_as_string(cwd, NULL) && mcp_config_expand(json_as_string(cwd, NULL), &s->cwd, err) < 0)
     return sbx_error_prefix(err, "%s: server `%s`: cwd", file, name);
   if (is_self(s, self_exe)) {
-    sbx_warn(SBX_WARN_CONFIG, "%s: server `%s`: skipped: it would start sandboxd's own MCP server", file, name);
+    sbx_warn(SBX_WARN_CONFIG, "%s: server `%s`: skipped: it would start sandboxd's own MCP server", file,
+             name);
     *ret_skip = true;
   }
   return 0;
@@ -207,7 +210,13 @@ static int parse_entry(const char *file, const char *name, const json_node_t *e,
 
 /* Which of a project's .mcp.json servers Claude Code would start (see import_claude). Each source is
  * an object holding Claude Code's approval keys, or NULL; later sources are the more specific. */
-enum { APPROVE_PROJECT_ENTRY, APPROVE_USER_SETTINGS, APPROVE_PROJECT_SETTINGS, APPROVE_LOCAL_SETTINGS, N_APPROVE };
+enum {
+  APPROVE_PROJECT_ENTRY,
+  APPROVE_USER_SETTINGS,
+  APPROVE_PROJECT_SETTINGS,
+  APPROVE_LOCAL_SETTINGS,
+  N_APPROVE
+};
 struct approvals {
   const json_node_t *src[N_APPROVE];
   strbuf_t skipped; /* "`a`, `b`": the names not approved, for one warning */
@@ -254,8 +263,8 @@ static void note_skipped(struct approvals *a, const char *name)
 }
 
 /* Add the servers of one `mcpServers` object; with gate, only the approved ones. */
-static int add_servers(const json_node_t *servers, const char *file, const char *self_exe, struct approvals *gate,
-                       struct mcp_config *c, sbx_error_t *err)
+static int add_servers(const json_node_t *servers, const char *file, const char *self_exe,
+                       struct approvals *gate, struct mcp_config *c, sbx_error_t *err)
 {
   if (servers && json_type(servers) != JSON_OBJECT)
     return sbx_error_set(err, 0, "%s: `mcpServers` must be an object", file);
@@ -289,14 +298,15 @@ static int add_servers(const json_node_t *servers, const char *file, const char 
   return 0;
 }
 
-int mcp_config_parse(const char *text, size_t len, const char *file, const char *self_exe, struct mcp_config *c,
-                     sbx_error_t *err)
+int mcp_config_parse(const char *text, size_t len, const char *file, const char *self_exe,
+                     struct mcp_config *c, sbx_error_t *err)
 {
   json_node_t *root = NULL;
   if (json_parse(text, len, &root, err) < 0)
     return sbx_error_prefix(err, "%s", file);
-  int rc = json_type(root) != JSON_OBJECT ? sbx_error_set(err, 0, "%s: expected an object with `mcpServers`", file)
-                                          : add_servers(json_get(root, "mcpServers"), file, self_exe, NULL, c, err);
+  int rc = json_type(root) != JSON_OBJECT
+               ? sbx_error_set(err, 0, "%s: expected an object with `mcpServers`", file)
+               : add_servers(json_get(root, "mcpServers"), file, self_exe, NULL, c, err);
   json_free(root);
   return rc;
 }
@@ -319,8 +329,8 @@ static int load_json(const char *path, bool must_exist, size_t max, json_node_t 
   return 0;
 }
 
-static int load_file(const char *path, bool must_exist, size_t max, const char *self_exe, struct mcp_config *c,
-                     sbx_error_t *err)
+static int load_file(const char *path, bool must_exist, size_t max, const char *self_exe,
+                     struct mcp_config *c, sbx_error_t *err)
 {
   json_node_t *root;
   if (load_json(path, must_exist, max, &root, err) < 0)
@@ -362,8 +372,9 @@ static int import_claude(const char *home, const char *self_exe, struct mcp_conf
   if (bufprintf(path, sizeof path, err, "%s/.claude/settings.json", home) < 0 ||
       load_json(path, false, MCP_CONFIG_MAX_FILE, &user_settings, err) < 0)
     goto out;
-  if (trusted && (load_json(".claude/settings.json", false, MCP_CONFIG_MAX_FILE, &project_settings, err) < 0 ||
-                  load_json(".claude/settings.local.json", false, MCP_CONFIG_MAX_FILE, &local_settings, err) < 0))
+  if (trusted &&
+      (load_json(".claude/settings.json", false, MCP_CONFIG_MAX_FILE, &project_settings, err) < 0 ||
+       load_json(".claude/settings.local.json", false, MCP_CONFIG_MAX_FILE, &local_settings, err) < 0))
     goto out;
   gate.src[APPROVE_PROJECT_ENTRY] = project;
   gate.src[APPROVE_USER_SETTINGS] = user_settings;
@@ -383,9 +394,11 @@ static int import_claude(const char *home, const char *self_exe, struct mcp_conf
   if (rc == 0 && gate.n_skipped) {
     if (gate.n_skipped > gate.n_named)
       strbuf_printf(&gate.skipped, "%s%zu more", gate.n_named ? " and " : "", gate.n_skipped - gate.n_named);
-    sbx_warn(SBX_WARN_CONFIG, ".mcp.json: not importing project server%s %s: Claude Code has not approved %s for this directory "
-             "(approve in Claude Code, or list in `enabledMcpjsonServers` in ~/.claude/settings.json)",
-             gate.n_skipped > 1 ? "s" : "", gate.skipped.data, gate.n_skipped > 1 ? "them" : "it");
+    sbx_warn(
+        SBX_WARN_CONFIG,
+        ".mcp.json: not importing project server%s %s: Claude Code has not approved %s for this directory "
+        "(approve in Claude Code, or list in `enabledMcpjsonServers` in ~/.claude/settings.json)",
+        gate.n_skipped > 1 ? "s" : "", gate.skipped.data, gate.n_skipped > 1 ? "them" : "it");
   }
 out:
   strbuf_free(&gate.skipped);

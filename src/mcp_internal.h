@@ -76,12 +76,12 @@ struct call {
   bool killed;    /* sandbox_kill() sent (deadline or cancel) */
   bool cancelled; /* the client cancelled: kill, and never answer */
 
-  int done_fd;    /* without servers: the runner's done channel (runner.py), or -1 */
-  struct warm *pending; /* a warm sandbox still being built that this call waits for, or NULL */
-  int pending_bridge;   /* while pending, with servers: the bridge end a cold start would use */
+  int done_fd;            /* without servers: the runner's done channel (runner.py), or -1 */
+  struct warm *pending;   /* a warm sandbox still being built that this call waits for, or NULL */
+  int pending_bridge;     /* while pending, with servers: the bridge end a cold start would use */
   uint64_t pending_until; /* then it gives up on that sandbox and starts a cold one */
-  bool answered;  /* answered at the runner's done byte; reaped and audited when it has ended */
-  struct sbx_result res; /* what was answered, for the audit record */
+  bool answered;          /* answered at the runner's done byte; reaped and audited when it has ended */
+  struct sbx_result res;  /* what was answered, for the audit record */
 
   struct server *srv;
   char **servers; /* host MCP servers the code may call (`servers`), or NULL */
@@ -149,7 +149,8 @@ void call_done(struct server *srv, struct call *c);
 /* The warm sandbox a call waited for is built, or failed, or took too long (give_up). */
 void call_pending_ready(struct server *srv, struct call *c, bool give_up);
 /* A new call at the end of the queue (args checked, mcp_tool.c). -1: out of memory. */
-int call_enqueue(struct server *srv, const char *id, const struct mcp_tool_args *a, const json_node_t *progress_token);
+int call_enqueue(struct server *srv, const char *id, const struct mcp_tool_args *a,
+                 const json_node_t *progress_token);
 /* Start queued calls while there is room. */
 void start_queued(struct server *srv);
 /* Kill at deadlines, tick progress; returns the poll timeout until the next such event. */

@@ -269,7 +269,8 @@ static void m_tools_call(struct server *srv, const char *id, const json_node_t *
   /* Bad arguments are the model's to fix: answer with an isError result it can read. */
   struct mcp_tool_args args;
   char msg[1024];
-  if (mcp_tool_parse_args(json_get(params, "arguments"), srv->policy, srv->hs.cfg, &args, msg, sizeof msg) < 0) {
+  if (mcp_tool_parse_args(json_get(params, "arguments"), srv->policy, srv->hs.cfg, &args, msg, sizeof msg) <
+      0) {
     send_tool_error(srv, id, "%s", msg);
     return;
   }
@@ -633,7 +634,8 @@ static size_t call_pollfds(struct server *srv, struct pollfd *pfds, struct call 
   return n;
 }
 
-static void calls_dispatch(struct server *srv, const struct pollfd *pfds, struct call *const *owners, size_t n)
+static void calls_dispatch(struct server *srv, const struct pollfd *pfds, struct call *const *owners,
+                           size_t n)
 {
   /* Output and bridges, then ends: a call may finish (and be freed) below. */
   for (size_t i = 0; i < n; i += FDS_PER_CALL) {

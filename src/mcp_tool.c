@@ -110,17 +110,20 @@ static void write_output_schema(json_writer_t *w)
   schema_prop(w, "exit_code", "integer",
               "the code's exit status; 128+N if killed by signal N; 124 on timeout");
   schema_prop(w, "stdout_bytes", "integer", "bytes of standard output captured (the text is in content)");
-  schema_prop(w, "stderr_bytes", "integer", "bytes of standard error captured (in content, after --- stderr ---)");
+  schema_prop(w, "stderr_bytes", "integer",
+              "bytes of standard error captured (in content, after --- stderr ---)");
   schema_prop(w, "replaced_bytes", "integer", "control or non-UTF-8 bytes shown as U+FFFD in content");
   schema_prop(w, "truncated", "boolean", "output went over the limit and was cut");
   schema_prop(w, "execution_time_ms", "integer", NULL);
   schema_prop(w, "memory_peak_bytes", "integer", NULL);
-  schema_prop(w, "limits", "string", "how limits were enforced: cgroup2, cgroup1, or degraded (rlimits only)");
+  schema_prop(w, "limits", "string",
+              "how limits were enforced: cgroup2, cgroup1, or degraded (rlimits only)");
   json_obj_end(w);
   json_key(w, "required");
   json_arr_begin(w);
-  static const char *const required[] = {"status",       "exit_code", "stdout_bytes",      "stderr_bytes",
-                                         "replaced_bytes", "truncated", "execution_time_ms", "memory_peak_bytes"};
+  static const char *const required[] = {
+      "status",         "exit_code", "stdout_bytes",      "stderr_bytes",
+      "replaced_bytes", "truncated", "execution_time_ms", "memory_peak_bytes"};
   for (size_t i = 0; i < ARRAY_SIZE(required); i++)
     json_str(w, required[i]);
   json_arr_end(w);
@@ -173,12 +176,14 @@ void mcp_tool_write(json_writer_t *w, const struct sbx_policy *policy, const str
 /* "configured servers: a, b" (or that there are none), for messages. */
 void mcp_tool_server_names(const struct mcp_config *cfg, char *buf, size_t len)
 {
-  bufprintf_cut(buf, len, "%s", cfg->n ? "configured servers:" : "no host MCP servers are configured for sandboxd (see sandboxd(1), --config)");
+  bufprintf_cut(buf, len, "%s",
+                cfg->n ? "configured servers:"
+                       : "no host MCP servers are configured for sandboxd (see sandboxd(1), --config)");
   append_names(buf, len, cfg);
 }
 
-int mcp_tool_parse_args(const json_node_t *args, const struct sbx_policy *policy, const struct mcp_config *cfg,
-                        struct mcp_tool_args *ret, char *msg, size_t msg_len)
+int mcp_tool_parse_args(const json_node_t *args, const struct sbx_policy *policy,
+                        const struct mcp_config *cfg, struct mcp_tool_args *ret, char *msg, size_t msg_len)
 {
   if (args && json_type(args) != JSON_OBJECT) {
     bufprintf_cut(msg, msg_len, "arguments must be an object with `code` (string)");
@@ -242,7 +247,9 @@ int mcp_tool_parse_args(const json_node_t *args, const struct sbx_policy *policy
       }
     }
   }
-  *ret = (struct mcp_tool_args){.code = code, .code_len = code_len, .timeout_ms = timeout_ms,
+  *ret = (struct mcp_tool_args){.code = code,
+                                .code_len = code_len,
+                                .timeout_ms = timeout_ms,
                                 .servers = servers && json_type(servers) != JSON_NULL ? servers : NULL};
   return 0;
 }

@@ -19,14 +19,14 @@ struct sbx_policy;
 struct mcp_tool_args {
   const char *code;
   size_t code_len;
-  uint64_t timeout_ms;         /* clamped to the policy's ceiling; UINT64_MAX: the policy's default */
-  const json_node_t *servers;  /* an array of configured server names, or NULL */
+  uint64_t timeout_ms;        /* clamped to the policy's ceiling; UINT64_MAX: the policy's default */
+  const json_node_t *servers; /* an array of configured server names, or NULL */
 };
 
 /* Check tools/call's `arguments` (NULL if absent). 0 and *ret set, or -1 with what the model
  * should fix in msg (it is answered as an isError result). */
-int mcp_tool_parse_args(const json_node_t *args, const struct sbx_policy *policy, const struct mcp_config *cfg,
-                        struct mcp_tool_args *ret, char *msg, size_t msg_len);
+int mcp_tool_parse_args(const json_node_t *args, const struct sbx_policy *policy,
+                        const struct mcp_config *cfg, struct mcp_tool_args *ret, char *msg, size_t msg_len);
 /* The tool object of tools/list; the description names the configured servers. */
 void mcp_tool_write(json_writer_t *w, const struct sbx_policy *policy, const struct mcp_config *cfg);
 /* "configured servers: a, b" (or that there are none), for messages. */

@@ -90,7 +90,7 @@ struct sbx_mount_attr {
  * and a plain remount would leave those submounts writable. */
 static int make_readonly_tree(const char *path, unsigned long extra, sbx_error_t *err)
 {
-  struct sbx_mount_attr a = { .attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV };
+  struct sbx_mount_attr a = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV};
   if (syscall(SYS_mount_setattr, AT_FDCWD, path, AT_RECURSIVE, &a, sizeof a) == 0)
     return 0;
   if (errno != ENOSYS)
@@ -124,7 +124,8 @@ int mount_tmpfs(const char *rel, uint64_t size, unsigned mode, bool noexec, sbx_
 static int bind_dev_node(const char *name, sbx_error_t *err)
 {
   char src[64], dst[64];
-  if (bufprintf(src, sizeof src, err, "/dev/%s", name) < 0 || bufprintf(dst, sizeof dst, err, "dev/%s", name) < 0)
+  if (bufprintf(src, sizeof src, err, "/dev/%s", name) < 0 ||
+      bufprintf(dst, sizeof dst, err, "dev/%s", name) < 0)
     return -1;
   int fd = open(dst, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0666);
   if (fd < 0)
@@ -138,12 +139,14 @@ static int bind_dev_node(const char *name, sbx_error_t *err)
 
 int mount_dev(uint64_t shm_bytes, sbx_error_t *err)
 {
-  static const char *nodes[] = { "null", "zero", "full", "random", "urandom" };
-  static const struct { const char *target, *link; } links[] = {
-    { "/proc/self/fd", "dev/fd" },
-    { "/proc/self/fd/0", "dev/stdin" },
-    { "/proc/self/fd/1", "dev/stdout" },
-    { "/proc/self/fd/2", "dev/stderr" },
+  static const char *nodes[] = {"null", "zero", "full", "random", "urandom"};
+  static const struct {
+    const char *target, *link;
+  } links[] = {
+      {"/proc/self/fd", "dev/fd"},
+      {"/proc/self/fd/0", "dev/stdin"},
+      {"/proc/self/fd/1", "dev/stdout"},
+      {"/proc/self/fd/2", "dev/stderr"},
   };
   if (mount_tmpfs("dev", 1 << 20, 0755, true, err) < 0)
     return -1;
@@ -308,9 +311,9 @@ static int open_in_root(int root_fd, const char *path)
 {
   static bool no_openat2;
   struct open_how how = {
-    .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
-    /* Magic links (/proc/self/root, /proc/self/fd/N) would jump out of the root. */
-    .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
+      .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+      /* Magic links (/proc/self/root, /proc/self/fd/N) would jump out of the root. */
+      .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
   };
   for (int i = 0; !no_openat2; i++) {
     int fd = (int) syscall(SYS_openat2, root_fd, *path ? path : ".", &how, sizeof how);
@@ -374,7 +377,8 @@ static int ensure_dir(int root_fd, const char *path)
       target[n] = '\0';
       /* Splice the target in: relative to the directory holding the link, or to the root. */
       cur[end] = saved;
-      if (bufprintf(next, sizeof next, NULL, "%.*s%s%s", target[0] == '/' ? 0 : (int) at, cur, target, cur + end) < 0)
+      if (bufprintf(next, sizeof next, NULL, "%.*s%s%s", target[0] == '/' ? 0 : (int) at, cur, target,
+                    cur + end) < 0)
         return errno = ENAMETOOLONG, -1;
       memcpy(cur, next, strlen(next) + 1);
       break;
@@ -388,7 +392,8 @@ static int bind_target_error(const char *dst, sbx_error_t *err)
   if (errno == EROFS)
     return sbx_error_set(err, ENOENT,
                          "bind target `%s` does not exist in the read-only rootfs: bind below /workspace, "
-                         "/tmp or /mnt, or onto an existing path", dst);
+                         "/tmp or /mnt, or onto an existing path",
+                         dst);
   return sbx_error_errno(err, "bind target `%s`", dst);
 }
 
@@ -452,7 +457,8 @@ static int bind_legacy(int src_fd, int pfd, const char *leaf, int target, const 
     return sbx_error_set(err, EBUSY, "bind `%s`: replaced while it was being mounted", dst);
   char path[32];
   fd_path(top, path);
-  struct sbx_mount_attr attr = { .attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (rw ? 0 : MOUNT_ATTR_RDONLY) };
+  struct sbx_mount_attr attr = {.attr_set =
+                                    MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (rw ? 0 : MOUNT_ATTR_RDONLY)};
   if (syscall(SYS_mount_setattr, top, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) == 0)
     return 0;
   if (errno != ENOSYS)
@@ -480,13 +486,13 @@ int mount_bind_fd(int root_fd, int src_fd, const char *dst, bool rw, sbx_error_t
     return -1;
   /* A detached copy of the source, recursive (a user namespace may not reveal what its submounts
    * cover), made read-only (or just nosuid, nodev) before it becomes visible, then attached. */
-  _cleanup_close_ int tree = (int) syscall(SYS_open_tree, src_fd, "",
-                                           OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
+  _cleanup_close_ int tree = (int) syscall(
+      SYS_open_tree, src_fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
   if (tree < 0 && errno == ENOSYS)
     return bind_legacy(src_fd, pfd, leaf, target, dst, rw, err);
   if (tree < 0)
     return sbx_error_errno(err, "bind `%s`", dst);
-  struct sbx_mount_attr a = { .attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (rw ? 0 : MOUNT_ATTR_RDONLY) };
+  struct sbx_mount_attr a = {.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (rw ? 0 : MOUNT_ATTR_RDONLY)};
   bool set = syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &a, sizeof a) == 0;
   if (!set && errno != ENOSYS)
     return sbx_error_errno(err, "make bind `%s` %s", dst, rw ? "nosuid" : "read-only");

@@ -20,8 +20,7 @@
 #include "util.h"
 
 /* The network namespace is not among them: a helper makes it beside the child (ns_net_helper). */
-#define NS_FLAGS                                                                                   \
-  (CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP)
+#define NS_FLAGS (CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP)
 
 /* The per-user-namespace budgets (policy: inotify_instances ... namespaces). A new user namespace
  * starts with INT_MAX for each; what is charged in it is charged to its owner outside as well.
@@ -29,13 +28,16 @@
  * shows the reader's user namespace, whichever proc mount it is read through. */
 static int write_userns_budgets(const struct sbx_budgets *b, sbx_error_t *err)
 {
-  const struct { const char *name; uint64_t v; } w[] = {
-    { "max_inotify_instances", b->inotify_instances }, { "max_inotify_watches", b->inotify_watches },
-    { "max_fanotify_groups", b->fanotify_groups },     { "max_fanotify_marks", b->fanotify_marks },
-    { "max_user_namespaces", b->namespaces },          { "max_mnt_namespaces", b->namespaces },
-    { "max_pid_namespaces", b->namespaces },           { "max_net_namespaces", b->namespaces },
-    { "max_ipc_namespaces", b->namespaces },           { "max_uts_namespaces", b->namespaces },
-    { "max_cgroup_namespaces", b->namespaces },        { "max_time_namespaces", b->namespaces },
+  const struct {
+    const char *name;
+    uint64_t v;
+  } w[] = {
+      {"max_inotify_instances", b->inotify_instances}, {"max_inotify_watches", b->inotify_watches},
+      {"max_fanotify_groups", b->fanotify_groups},     {"max_fanotify_marks", b->fanotify_marks},
+      {"max_user_namespaces", b->namespaces},          {"max_mnt_namespaces", b->namespaces},
+      {"max_pid_namespaces", b->namespaces},           {"max_net_namespaces", b->namespaces},
+      {"max_ipc_namespaces", b->namespaces},           {"max_uts_namespaces", b->namespaces},
+      {"max_cgroup_namespaces", b->namespaces},        {"max_time_namespaces", b->namespaces},
   };
   char path[64], val[24];
   for (size_t i = 0; i < sizeof w / sizeof *w; i++) {
@@ -46,7 +48,7 @@ static int write_userns_budgets(const struct sbx_budgets *b, sbx_error_t *err)
     if (write_file(path, val, err) < 0 && err->errnum != ENOENT)
       return sbx_error_prefix(err, "kernel budgets");
   }
-  *err = (sbx_error_t){ 0 };
+  *err = (sbx_error_t){0};
   return 0;
 }
 
@@ -59,7 +61,7 @@ static int write_userns_budgets(const struct sbx_budgets *b, sbx_error_t *err)
  * sandboxd's code and exits. */
 _Noreturn void ns_net_helper(pid_t pid, int pidfd, int sync_fd, const struct sbx_budgets *budgets)
 {
-  sbx_error_t err = { 0 };
+  sbx_error_t err = {0};
   int fd = -1;
   /* Hold nothing of the parent's (other sandboxes' pipes) beyond the two fds needed here. */
   close_fds_except(pidfd, sync_fd);
@@ -68,7 +70,9 @@ _Noreturn void ns_net_helper(pid_t pid, int pidfd, int sync_fd, const struct sbx
    * reaped, so its pid cannot be reused, before we are). */
   if (setns(pidfd, CLONE_NEWUSER) < 0) {
     char path[64];
-    int ufd = bufprintf(path, sizeof path, NULL, "/proc/%d/ns/user", (int) pid) < 0 ? -1 : open(path, O_RDONLY | O_CLOEXEC);
+    int ufd = bufprintf(path, sizeof path, NULL, "/proc/%d/ns/user", (int) pid) < 0
+                  ? -1
+                  : open(path, O_RDONLY | O_CLOEXEC);
     if (ufd < 0 || setns(ufd, CLONE_NEWUSER) < 0) {
       sbx_error_errno(&err, "network namespace: join the sandbox's user namespace");
       goto out;
@@ -88,7 +92,7 @@ _Noreturn void ns_net_helper(pid_t pid, int pidfd, int sync_fd, const struct sbx
   if ((fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC)) < 0)
     sbx_error_errno(&err, "network namespace: open /proc/thread-self/ns/net");
 out:;
-  struct sync_msg m = { .type = MSG_NETNS, .err = err };
+  struct sync_msg m = {.type = MSG_NETNS, .err = err};
   sync_send_fds(sync_fd, &m, &fd, fd >= 0 ? 1 : 0);
   _exit(fd >= 0 ? 0 : 1);
 }
@@ -119,10 +123,10 @@ int ns_write_id_maps(pid_t pid, const struct sbx_policy *p, unsigned host_id, sb
 static pid_t clone_namespaces(int cgroup_fd, int *ret_pidfd, bool *ret_in_cgroup)
 {
   struct clone_args ca = {
-    .flags = NS_FLAGS | CLONE_PIDFD | (cgroup_fd >= 0 ? CLONE_INTO_CGROUP : 0),
-    .pidfd = (uint64_t) (uintptr_t) ret_pidfd,
-    .exit_signal = SIGCHLD,
-    .cgroup = (uint64_t) (cgroup_fd >= 0 ? cgroup_fd : 0),
+      .flags = NS_FLAGS | CLONE_PIDFD | (cgroup_fd >= 0 ? CLONE_INTO_CGROUP : 0),
+      .pidfd = (uint64_t) (uintptr_t) ret_pidfd,
+      .exit_signal = SIGCHLD,
+      .cgroup = (uint64_t) (cgroup_fd >= 0 ? cgroup_fd : 0),
   };
   *ret_in_cgroup = cgroup_fd >= 0;
   pid_t pid = (pid_t) syscall(SYS_clone3, &ca, sizeof ca);

@@ -12,7 +12,7 @@
 
 /* Where python3 is looked for when the image's PATH does not say: python:3.14-slim has
  * /usr/local/bin/python3, Debian's python3 package /usr/bin/python3. */
-static const char *const python_dirs[] = { "/usr/local/bin", "/usr/bin" };
+static const char *const python_dirs[] = {"/usr/local/bin", "/usr/bin"};
 
 static char bindir_override[PATH_MAX];
 
@@ -67,7 +67,8 @@ static int first_dir_beside_binary(const char *const *rels, size_t n, char out[P
     return 0;
   for (size_t i = 0; i < n; i++)
     /* A candidate that does not fit is not one. */
-    if (bufprintf(cand, sizeof cand, NULL, "%s/../%s", bin, rels[i]) == 0 && is_dir(cand) && realpath(cand, out))
+    if (bufprintf(cand, sizeof cand, NULL, "%s/../%s", bin, rels[i]) == 0 && is_dir(cand) &&
+        realpath(cand, out))
       return 1;
   return 0;
 }
@@ -77,7 +78,7 @@ int paths_rootfs_store(char out[PATH_MAX], sbx_error_t *err)
   const char *env = getenv("SANDBOXD_ROOTFS_DIR");
   if (env && *env)
     return bufprintf(out, PATH_MAX, err, "%s", env) < 0 ? sbx_error_prefix(err, "SANDBOXD_ROOTFS_DIR") : 0;
-  static const char *const rels[] = { "rootfs", "share/sandboxd/rootfs" };
+  static const char *const rels[] = {"rootfs", "share/sandboxd/rootfs"};
   if (first_dir_beside_binary(rels, ARRAY_SIZE(rels), out))
     return 0;
   return bufprintf(out, PATH_MAX, err, "/var/lib/sandboxd/rootfs");
@@ -109,7 +110,9 @@ int rootfs_find(const char *requested, char **ret_path, sbx_error_t *err)
     }
     if (!have) {
       sbx_error_set(err, ENOENT, "rootfs `%s` has no python3 in /usr/local/bin or /usr/bin", real);
-      return sbx_error_hint(err, "%s", build ? "rebuild it with `make rootfs`" : "import it again with `sandboxd rootfs import`");
+      return sbx_error_hint(err, "%s",
+                            build ? "rebuild it with `make rootfs`"
+                                  : "import it again with `sandboxd rootfs import`");
     }
     if (!(*ret_path = strdup(real)))
       return sbx_error_set(err, ENOMEM, "rootfs");
@@ -121,7 +124,9 @@ int rootfs_find(const char *requested, char **ret_path, sbx_error_t *err)
     return sbx_error_set(err, ENOENT, "rootfs `%s` ($SANDBOXD_ROOTFS) not found", env);
   sbx_error_set(err, ENOENT, "no rootfs found: `%s` in the rootfs store `%s`", PATHS_DEFAULT_ROOTFS, store);
   return sbx_error_hint(err, "%s or pass --rootfs DIR (see sandboxd doctor)",
-                        build ? "run `make rootfs`" : "import one with `sandboxd rootfs import IMAGE --name " PATHS_DEFAULT_ROOTFS "`");
+                        build ? "run `make rootfs`"
+                              : "import one with `sandboxd rootfs import IMAGE --name " PATHS_DEFAULT_ROOTFS
+                                "`");
 }
 
 int paths_policy_search(char *buf, size_t len, sbx_error_t *err)
@@ -145,7 +150,7 @@ int paths_python_dir(char **ret_path, sbx_error_t *err)
   char bin[PATH_MAX];
   if (paths_bindir(bin, NULL) == 0) {
     /* build/sandboxd -> src/inside; PREFIX/bin/sandboxd -> PREFIX/share/sandboxd/python. */
-    static const char *const rels[] = { "src/inside", "share/sandboxd/python" };
+    static const char *const rels[] = {"src/inside", "share/sandboxd/python"};
     for (size_t i = 0; i < ARRAY_SIZE(rels); i++)
       /* A candidate that does not fit is not one. */
       n += bufprintf(cand[n], PATH_MAX, NULL, "%s/../%s", bin, rels[i]) == 0;
@@ -155,14 +160,16 @@ int paths_python_dir(char **ret_path, sbx_error_t *err)
     struct stat st;
     if (!realpath(cand[i], real))
       continue;
-    if (bufprintf(pkg, sizeof pkg, NULL, "%s/mcp/__init__.py", real) < 0 || stat(pkg, &st) < 0 || !S_ISREG(st.st_mode))
+    if (bufprintf(pkg, sizeof pkg, NULL, "%s/mcp/__init__.py", real) < 0 || stat(pkg, &st) < 0 ||
+        !S_ISREG(st.st_mode))
       continue;
     if (!(*ret_path = strdup(real)))
       return sbx_error_set(err, ENOMEM, "python dir");
     return 0;
   }
-  return sbx_error_set(err, ENOENT, "the sandbox's Python helpers (mcp package) were not found next to sandboxd "
-                                    "(src/inside or share/sandboxd/python)");
+  return sbx_error_set(err, ENOENT,
+                       "the sandbox's Python helpers (mcp package) were not found next to sandboxd "
+                       "(src/inside or share/sandboxd/python)");
 }
 
 /* $XDG_x_HOME/sandboxd if absolute, else $HOME/home_rel; ENOENT if neither is absolute. */

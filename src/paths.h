@@ -36,7 +36,8 @@ int rootfs_find(const char *requested, char **ret_path, sbx_error_t *err);
 int paths_policy_search(char *buf, size_t len, sbx_error_t *err);
 
 /* The directory holding the `mcp` package that code in a sandbox imports: $SANDBOXD_PYTHON_DIR,
- * else bindir/../src/inside (build tree), else bindir/../share/sandboxd/python (installed). *ret_path is malloc'd, real. */
+ * else bindir/../src/inside (build tree), else bindir/../share/sandboxd/python (installed). *ret_path is
+ * malloc'd, real. */
 int paths_python_dir(char **ret_path, sbx_error_t *err);
 
 /* Per-user configuration (mcp.json): $XDG_CONFIG_HOME/sandboxd if set, else

@@ -8,8 +8,8 @@
 
 #include <errno.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <linux/sched.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,50 +29,51 @@ struct named_value {
 };
 
 static const struct named_value constants[] = {
-  { "AF_UNIX", AF_UNIX },
-  { "AF_INET", AF_INET },
-  { "AF_INET6", AF_INET6 },
-  { "AF_NETLINK", AF_NETLINK },
-  { "AF_PACKET", AF_PACKET },
-  { "CLONE_NEWNS", CLONE_NEWNS },
-  { "CLONE_NEWUTS", CLONE_NEWUTS },
-  { "CLONE_NEWIPC", CLONE_NEWIPC },
-  { "CLONE_NEWUSER", CLONE_NEWUSER },
-  { "CLONE_NEWPID", CLONE_NEWPID },
-  { "CLONE_NEWNET", CLONE_NEWNET },
-  { "CLONE_NEWCGROUP", CLONE_NEWCGROUP },
-  { "CLONE_NEWTIME", 0x00000080 },
-  { "TIOCSTI", TIOCSTI },
-  { "TIOCLINUX", TIOCLINUX },
-  /* Terminal ioctls that change more than a terminal's modes (policy/syscalls.inc, group ioctl). */
-  { "TIOCSETD", TIOCSETD },
-  { "TIOCSCTTY", TIOCSCTTY },
-  { "TIOCSPGRP", TIOCSPGRP },
-  { "TIOCSWINSZ", TIOCSWINSZ },
-  { "TIOCEXCL", TIOCEXCL },
-  { "TIOCNXCL", TIOCNXCL },
-  { "TIOCCONS", TIOCCONS },
-  { "TIOCVHANGUP", TIOCVHANGUP },
-  { "TIOCSIG", TIOCSIG },
-  { "TIOCPKT", TIOCPKT },
-  { "TIOCSPTLCK", TIOCSPTLCK },
-  { "TIOCGPTPEER", TIOCGPTPEER },
-  { "TIOCSLCKTRMIOS", TIOCSLCKTRMIOS },
-  { "TIOCMSET", TIOCMSET },
-  { "TIOCMBIS", TIOCMBIS },
-  { "TIOCMBIC", TIOCMBIC },
-  { "TIOCSBRK", TIOCSBRK },
-  { "TIOCCBRK", TIOCCBRK },
-  { "TIOCSSOFTCAR", TIOCSSOFTCAR },
-  { "TIOCSSERIAL", TIOCSSERIAL },
-  { "TIOCSERCONFIG", TIOCSERCONFIG },
-  { "TIOCSRS485", TIOCSRS485 },
-  { "TIOCSISO7816", 0xc0285443 }, /* _IOWR('T', 0x43, struct serial_iso7816): its struct is in linux/serial.h */
+    {"AF_UNIX", AF_UNIX},
+    {"AF_INET", AF_INET},
+    {"AF_INET6", AF_INET6},
+    {"AF_NETLINK", AF_NETLINK},
+    {"AF_PACKET", AF_PACKET},
+    {"CLONE_NEWNS", CLONE_NEWNS},
+    {"CLONE_NEWUTS", CLONE_NEWUTS},
+    {"CLONE_NEWIPC", CLONE_NEWIPC},
+    {"CLONE_NEWUSER", CLONE_NEWUSER},
+    {"CLONE_NEWPID", CLONE_NEWPID},
+    {"CLONE_NEWNET", CLONE_NEWNET},
+    {"CLONE_NEWCGROUP", CLONE_NEWCGROUP},
+    {"CLONE_NEWTIME", 0x00000080},
+    {"TIOCSTI", TIOCSTI},
+    {"TIOCLINUX", TIOCLINUX},
+    /* Terminal ioctls that change more than a terminal's modes (policy/syscalls.inc, group ioctl). */
+    {"TIOCSETD", TIOCSETD},
+    {"TIOCSCTTY", TIOCSCTTY},
+    {"TIOCSPGRP", TIOCSPGRP},
+    {"TIOCSWINSZ", TIOCSWINSZ},
+    {"TIOCEXCL", TIOCEXCL},
+    {"TIOCNXCL", TIOCNXCL},
+    {"TIOCCONS", TIOCCONS},
+    {"TIOCVHANGUP", TIOCVHANGUP},
+    {"TIOCSIG", TIOCSIG},
+    {"TIOCPKT", TIOCPKT},
+    {"TIOCSPTLCK", TIOCSPTLCK},
+    {"TIOCGPTPEER", TIOCGPTPEER},
+    {"TIOCSLCKTRMIOS", TIOCSLCKTRMIOS},
+    {"TIOCMSET", TIOCMSET},
+    {"TIOCMBIS", TIOCMBIS},
+    {"TIOCMBIC", TIOCMBIC},
+    {"TIOCSBRK", TIOCSBRK},
+    {"TIOCCBRK", TIOCCBRK},
+    {"TIOCSSOFTCAR", TIOCSSOFTCAR},
+    {"TIOCSSERIAL", TIOCSSERIAL},
+    {"TIOCSERCONFIG", TIOCSERCONFIG},
+    {"TIOCSRS485", TIOCSRS485},
+    {"TIOCSISO7816",
+     0xc0285443}, /* _IOWR('T', 0x43, struct serial_iso7816): its struct is in linux/serial.h */
 };
 
 static const struct named_value errnos[] = {
-  { "EPERM", EPERM }, { "ENOSYS", ENOSYS }, { "EACCES", EACCES },
-  { "EAFNOSUPPORT", EAFNOSUPPORT }, { "EINVAL", EINVAL }, { "ENOTSUP", ENOTSUP },
+    {"EPERM", EPERM},   {"ENOSYS", ENOSYS},   {"EACCES", EACCES}, {"EAFNOSUPPORT", EAFNOSUPPORT},
+    {"EINVAL", EINVAL}, {"ENOTSUP", ENOTSUP},
 };
 
 int policy_constant(const char *name, uint64_t *ret)
@@ -117,44 +118,44 @@ struct key_def {
 #define BUDGET(field) offsetof(struct sbx_policy, budgets.field)
 
 static const struct key_def keys[] = {
-  { "name", K_WORD, FIELD(name) },
-  { "description", K_TEXT, FIELD(description) },
-  { "timeout", K_DURATION, LIM(timeout_ms) },
-  { "max_timeout", K_DURATION, MAX(timeout_ms) },
-  { "memory", K_SIZE, LIM(memory_bytes) },
-  { "max_memory", K_SIZE, MAX(memory_bytes) },
-  { "pids", K_COUNT, LIM(pids) },
-  { "max_pids", K_COUNT, MAX(pids) },
-  { "cpus", K_MILLI, LIM(cpus_milli) },
-  { "max_cpus", K_MILLI, MAX(cpus_milli) },
-  { "tmp_size", K_SIZE, LIM(tmp_bytes) },
-  { "max_tmp_size", K_SIZE, MAX(tmp_bytes) },
-  { "workspace_size", K_SIZE, LIM(workspace_bytes) },
-  { "max_workspace_size", K_SIZE, MAX(workspace_bytes) },
-  { "shm_size", K_SIZE, LIM(shm_bytes) },
-  { "max_shm_size", K_SIZE, MAX(shm_bytes) },
-  { "nofile", K_COUNT, LIM(nofile) },
-  { "max_nofile", K_COUNT, MAX(nofile) },
-  { "fsize", K_SIZE, LIM(fsize_bytes) },
-  { "max_fsize", K_SIZE, MAX(fsize_bytes) },
-  { "output_limit", K_SIZE, LIM(output_bytes) },
-  { "max_output_limit", K_SIZE, MAX(output_bytes) },
-  { "uid", K_ID, FIELD(uid) },
-  { "gid", K_ID, FIELD(gid) },
-  { "inotify_instances", K_BUDGET, BUDGET(inotify_instances) },
-  { "inotify_watches", K_BUDGET, BUDGET(inotify_watches) },
-  { "fanotify_groups", K_BUDGET, BUDGET(fanotify_groups) },
-  { "fanotify_marks", K_BUDGET, BUDGET(fanotify_marks) },
-  { "namespaces", K_BUDGET, BUDGET(namespaces) },
-  { "sigpending", K_BUDGET, BUDGET(sigpending) },
-  { "msgqueue", K_SIZE, BUDGET(msgqueue_bytes) },
-  { "memlock", K_SIZE, BUDGET(memlock_bytes) },
-  { "hostname", K_WORD, FIELD(hostname) },
-  { "no_new_privs", K_BOOL, FIELD(no_new_privs) },
-  { "drop_capabilities", K_BOOL, FIELD(drop_capabilities) },
-  { "readonly_root", K_BOOL, FIELD(readonly_root) },
-  { "mask_proc", K_BOOL, FIELD(mask_proc) },
-  { "cgroup", K_CGROUP, FIELD(cgroup) },
+    {"name", K_WORD, FIELD(name)},
+    {"description", K_TEXT, FIELD(description)},
+    {"timeout", K_DURATION, LIM(timeout_ms)},
+    {"max_timeout", K_DURATION, MAX(timeout_ms)},
+    {"memory", K_SIZE, LIM(memory_bytes)},
+    {"max_memory", K_SIZE, MAX(memory_bytes)},
+    {"pids", K_COUNT, LIM(pids)},
+    {"max_pids", K_COUNT, MAX(pids)},
+    {"cpus", K_MILLI, LIM(cpus_milli)},
+    {"max_cpus", K_MILLI, MAX(cpus_milli)},
+    {"tmp_size", K_SIZE, LIM(tmp_bytes)},
+    {"max_tmp_size", K_SIZE, MAX(tmp_bytes)},
+    {"workspace_size", K_SIZE, LIM(workspace_bytes)},
+    {"max_workspace_size", K_SIZE, MAX(workspace_bytes)},
+    {"shm_size", K_SIZE, LIM(shm_bytes)},
+    {"max_shm_size", K_SIZE, MAX(shm_bytes)},
+    {"nofile", K_COUNT, LIM(nofile)},
+    {"max_nofile", K_COUNT, MAX(nofile)},
+    {"fsize", K_SIZE, LIM(fsize_bytes)},
+    {"max_fsize", K_SIZE, MAX(fsize_bytes)},
+    {"output_limit", K_SIZE, LIM(output_bytes)},
+    {"max_output_limit", K_SIZE, MAX(output_bytes)},
+    {"uid", K_ID, FIELD(uid)},
+    {"gid", K_ID, FIELD(gid)},
+    {"inotify_instances", K_BUDGET, BUDGET(inotify_instances)},
+    {"inotify_watches", K_BUDGET, BUDGET(inotify_watches)},
+    {"fanotify_groups", K_BUDGET, BUDGET(fanotify_groups)},
+    {"fanotify_marks", K_BUDGET, BUDGET(fanotify_marks)},
+    {"namespaces", K_BUDGET, BUDGET(namespaces)},
+    {"sigpending", K_BUDGET, BUDGET(sigpending)},
+    {"msgqueue", K_SIZE, BUDGET(msgqueue_bytes)},
+    {"memlock", K_SIZE, BUDGET(memlock_bytes)},
+    {"hostname", K_WORD, FIELD(hostname)},
+    {"no_new_privs", K_BOOL, FIELD(no_new_privs)},
+    {"drop_capabilities", K_BOOL, FIELD(drop_capabilities)},
+    {"readonly_root", K_BOOL, FIELD(readonly_root)},
+    {"mask_proc", K_BOOL, FIELD(mask_proc)},
+    {"cgroup", K_CGROUP, FIELD(cgroup)},
 };
 
 #define N_SCALAR_KEYS ARRAY_SIZE(keys)
@@ -273,12 +274,13 @@ static int add_rule(struct parser *ps, const char *syscall, enum sbx_action acti
       return perr(ps, "duplicate rule for `%s` (first at %s:%d)", syscall, r->file, r->line);
     bool r_allow = r->action == SBX_ACT_ALLOW, allow = action == SBX_ACT_ALLOW;
     if ((uncond && !r_uncond && r_allow) || (r_uncond && !uncond && allow))
-      return perr(ps, "`%s`: an unconditional rule cannot be combined with conditional allow rules "
-                      "(see %s:%d); list the allowed cases and let the rest take seccomp_default",
+      return perr(ps,
+                  "`%s`: an unconditional rule cannot be combined with conditional allow rules "
+                  "(see %s:%d); list the allowed cases and let the rest take seccomp_default",
                   syscall, r->file, r->line);
     if ((uncond && !r_uncond && !r_allow && !allow) || (r_uncond && !uncond && !r_allow && !allow))
-      return perr(ps, "`%s`: conditional and unconditional deny rules conflict (see %s:%d)", syscall,
-                  r->file, r->line);
+      return perr(ps, "`%s`: conditional and unconditional deny rules conflict (see %s:%d)", syscall, r->file,
+                  r->line);
   }
   if (p->n_rules >= POLICY_MAX_RULES)
     return perr(ps, "too many rules (at most %d)", POLICY_MAX_RULES);
@@ -288,18 +290,18 @@ static int add_rule(struct parser *ps, const char *syscall, enum sbx_action acti
   p->rules = rules;
   struct sbx_rule *r = &rules[p->n_rules];
   *r = (struct sbx_rule){
-    .syscall = strdup(syscall),
-    .name_hash = h,
-    .action = action,
-    .errno_value = errno_value,
-    .cmp = cmp,
-    .arg = arg,
-    .mask = mask,
-    .value = value,
-    .cond_text = cond ? strdup(cond) : NULL,
-    .group = (size_t) ps->current_group,
-    .file = strdup(ps->file),
-    .line = ps->line,
+      .syscall = strdup(syscall),
+      .name_hash = h,
+      .action = action,
+      .errno_value = errno_value,
+      .cmp = cmp,
+      .arg = arg,
+      .mask = mask,
+      .value = value,
+      .cond_text = cond ? strdup(cond) : NULL,
+      .group = (size_t) ps->current_group,
+      .file = strdup(ps->file),
+      .line = ps->line,
   };
   if (!r->syscall || !r->file || (cond && !r->cond_text))
     return perr(ps, "out of memory");
@@ -321,7 +323,8 @@ static int parse_rule(struct parser *ps, char **w, int n)
   else {
     action = SBX_ACT_ERRNO;
     if (n < 2 || (errno_value = errno_by_name(w[1])) < 0)
-      return perr(ps, "`errno` needs a known error name (EPERM, ENOSYS, EACCES, EAFNOSUPPORT, EINVAL, ENOTSUP)");
+      return perr(ps,
+                  "`errno` needs a known error name (EPERM, ENOSYS, EACCES, EAFNOSUPPORT, EINVAL, ENOTSUP)");
     i = 2;
   }
   int when = -1;
@@ -455,8 +458,8 @@ static int parse_scalar(struct parser *ps, size_t k, char **w, int n, const char
     break;
   case K_WORD:
     for (const char *c = w[1]; *c; c++)
-      if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
-            *c == '-' || *c == '_' || *c == '.'))
+      if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '-' ||
+            *c == '_' || *c == '.'))
         return perr(ps, "`%s`: `%s` may only hold letters, digits, '-', '_' and '.'", kd->name, w[1]);
     if (strlen(w[1]) > 63)
       return perr(ps, "`%s`: longer than 63 characters", kd->name);
@@ -529,8 +532,7 @@ static int parse_group(struct parser *ps, char **w, int n)
   return 0;
 }
 
-static int parse_seccomp_action(struct parser *ps, char **w, int n, bool *seen, enum sbx_action *act,
-                                int *e)
+static int parse_seccomp_action(struct parser *ps, char **w, int n, bool *seen, enum sbx_action *act, int *e)
 {
   if (*seen)
     return perr(ps, "`%s` is defined twice", w[0]);
@@ -647,8 +649,7 @@ static int parse_line(struct parser *ps, char *line, const char *dir)
   if (!strcmp(w[0], "allow") || !strcmp(w[0], "errno") || !strcmp(w[0], "kill"))
     return parse_rule(ps, w, n);
   if (!strcmp(w[0], "seccomp_default"))
-    return parse_seccomp_action(ps, w, n, &ps->seen_default, &ps->p->default_action,
-                                &ps->p->default_errno);
+    return parse_seccomp_action(ps, w, n, &ps->seen_default, &ps->p->default_action, &ps->p->default_errno);
   if (!strcmp(w[0], "seccomp_badarch"))
     return parse_seccomp_action(ps, w, n, &ps->seen_badarch, &ps->p->badarch_action, NULL);
   if (!strcmp(w[0], "env"))
@@ -664,7 +665,10 @@ static int parse_line(struct parser *ps, char *line, const char *dir)
       return parse_scalar(ps, k, w, n, rest);
   /* Policies written before host_id_range: say what replaced the key, not only that it is gone. */
   if (strcmp(w[0], "host_uid") == 0 || strcmp(w[0], "host_gid") == 0)
-    return perr(ps, "`%s` was replaced by `host_id_range START COUNT`, one host uid and gid per sandbox (sandboxd.policy(5))", w[0]);
+    return perr(ps,
+                "`%s` was replaced by `host_id_range START COUNT`, one host uid and gid per sandbox "
+                "(sandboxd.policy(5))",
+                w[0]);
   return perr(ps, "unknown key `%s`", w[0]);
 }
 
@@ -718,42 +722,47 @@ static int check_complete(struct parser *ps)
   struct sbx_policy *p = ps->p;
   for (size_t k = 0; k < N_SCALAR_KEYS; k++)
     if (!ps->seen[k])
-      return sbx_error_set(ps->err, 0, "%s: missing key `%s` (every limit and switch is explicit)",
-                           ps->file, keys[k].name);
+      return sbx_error_set(ps->err, 0, "%s: missing key `%s` (every limit and switch is explicit)", ps->file,
+                           keys[k].name);
   if (!ps->seen_proxy)
-    return sbx_error_set(ps->err, 0, "%s: missing key `proxy_servers` (every limit and switch is explicit)", ps->file);
+    return sbx_error_set(ps->err, 0, "%s: missing key `proxy_servers` (every limit and switch is explicit)",
+                         ps->file);
   if (!ps->seen_host_ids)
-    return sbx_error_set(ps->err, 0, "%s: missing key `host_id_range` (every limit and switch is explicit)", ps->file);
+    return sbx_error_set(ps->err, 0, "%s: missing key `host_id_range` (every limit and switch is explicit)",
+                         ps->file);
   if (!ps->seen_default || !ps->seen_badarch)
     return sbx_error_set(ps->err, 0, "%s: missing `%s`", ps->file,
                          ps->seen_default ? "seccomp_badarch" : "seccomp_default");
   if (p->n_rules == 0)
     return sbx_error_set(ps->err, 0, "%s: no syscall rules", ps->file);
-  static const struct { const char *name; size_t off; } pairs[] = {
-    { "timeout", offsetof(struct sbx_limits, timeout_ms) },
-    { "memory", offsetof(struct sbx_limits, memory_bytes) },
-    { "pids", offsetof(struct sbx_limits, pids) },
-    { "cpus", offsetof(struct sbx_limits, cpus_milli) },
-    { "tmp_size", offsetof(struct sbx_limits, tmp_bytes) },
-    { "workspace_size", offsetof(struct sbx_limits, workspace_bytes) },
-    { "shm_size", offsetof(struct sbx_limits, shm_bytes) },
-    { "nofile", offsetof(struct sbx_limits, nofile) },
-    { "fsize", offsetof(struct sbx_limits, fsize_bytes) },
-    { "output_limit", offsetof(struct sbx_limits, output_bytes) },
+  static const struct {
+    const char *name;
+    size_t off;
+  } pairs[] = {
+      {"timeout", offsetof(struct sbx_limits, timeout_ms)},
+      {"memory", offsetof(struct sbx_limits, memory_bytes)},
+      {"pids", offsetof(struct sbx_limits, pids)},
+      {"cpus", offsetof(struct sbx_limits, cpus_milli)},
+      {"tmp_size", offsetof(struct sbx_limits, tmp_bytes)},
+      {"workspace_size", offsetof(struct sbx_limits, workspace_bytes)},
+      {"shm_size", offsetof(struct sbx_limits, shm_bytes)},
+      {"nofile", offsetof(struct sbx_limits, nofile)},
+      {"fsize", offsetof(struct sbx_limits, fsize_bytes)},
+      {"output_limit", offsetof(struct sbx_limits, output_bytes)},
   };
   for (size_t i = 0; i < ARRAY_SIZE(pairs); i++) {
     uint64_t def = *(uint64_t *) ((char *) &p->limits + pairs[i].off);
     uint64_t max = *(uint64_t *) ((char *) &p->max + pairs[i].off);
     if (def > max)
-      return sbx_error_set(ps->err, 0, "%s: `%s` is above `max_%s`", ps->file, pairs[i].name,
-                           pairs[i].name);
+      return sbx_error_set(ps->err, 0, "%s: `%s` is above `max_%s`", ps->file, pairs[i].name, pairs[i].name);
   }
   if (p->uid == 0 || p->gid == 0)
-    return sbx_error_set(ps->err, 0, "%s: `uid` and `gid` must not be 0: code never runs as root",
-                         ps->file);
+    return sbx_error_set(ps->err, 0, "%s: `uid` and `gid` must not be 0: code never runs as root", ps->file);
   if (p->budgets.namespaces < SBX_MIN_NAMESPACES)
-    return sbx_error_set(ps->err, 0, "%s: `namespaces` must be at least %d: the sandbox's setup holds two cgroup namespaces for a moment",
-                         ps->file, SBX_MIN_NAMESPACES);
+    return sbx_error_set(
+        ps->err, 0,
+        "%s: `namespaces` must be at least %d: the sandbox's setup holds two cgroup namespaces for a moment",
+        ps->file, SBX_MIN_NAMESPACES);
   return 0;
 }
 
@@ -763,7 +772,7 @@ int policy_parse_string(const char *text, const char *file, const char *dir, str
   struct sbx_policy *p = calloc(1, sizeof *p);
   if (!p)
     return sbx_error_set(err, ENOMEM, "policy");
-  struct parser ps = { .p = p, .file = file, .current_group = -1, .err = err };
+  struct parser ps = {.p = p, .file = file, .current_group = -1, .err = err};
   /* A fragment (*.inc, what `include` names) is checked on its own without the completeness
    * rules; it cannot be used as a policy. */
   size_t flen = strlen(file);
@@ -836,20 +845,23 @@ void limits_unset(struct sbx_limits *l)
   memset(l, 0xff, sizeof *l);
 }
 
-int policy_resolve_limits(const struct sbx_policy *p, const struct sbx_limits *req,
-                          struct sbx_limits *ret, sbx_error_t *err)
+int policy_resolve_limits(const struct sbx_policy *p, const struct sbx_limits *req, struct sbx_limits *ret,
+                          sbx_error_t *err)
 {
-  static const struct { const char *opt, *key; size_t off; } f[] = {
-    { "--timeout", "timeout", offsetof(struct sbx_limits, timeout_ms) },
-    { "--memory", "memory", offsetof(struct sbx_limits, memory_bytes) },
-    { "--pids", "pids", offsetof(struct sbx_limits, pids) },
-    { "--cpus", "cpus", offsetof(struct sbx_limits, cpus_milli) },
-    { "--tmp-size", "tmp_size", offsetof(struct sbx_limits, tmp_bytes) },
-    { "--workspace-size", "workspace_size", offsetof(struct sbx_limits, workspace_bytes) },
-    { "--shm-size", "shm_size", offsetof(struct sbx_limits, shm_bytes) },
-    { "--nofile", "nofile", offsetof(struct sbx_limits, nofile) },
-    { "--fsize", "fsize", offsetof(struct sbx_limits, fsize_bytes) },
-    { "--output-limit", "output_limit", offsetof(struct sbx_limits, output_bytes) },
+  static const struct {
+    const char *opt, *key;
+    size_t off;
+  } f[] = {
+      {"--timeout", "timeout", offsetof(struct sbx_limits, timeout_ms)},
+      {"--memory", "memory", offsetof(struct sbx_limits, memory_bytes)},
+      {"--pids", "pids", offsetof(struct sbx_limits, pids)},
+      {"--cpus", "cpus", offsetof(struct sbx_limits, cpus_milli)},
+      {"--tmp-size", "tmp_size", offsetof(struct sbx_limits, tmp_bytes)},
+      {"--workspace-size", "workspace_size", offsetof(struct sbx_limits, workspace_bytes)},
+      {"--shm-size", "shm_size", offsetof(struct sbx_limits, shm_bytes)},
+      {"--nofile", "nofile", offsetof(struct sbx_limits, nofile)},
+      {"--fsize", "fsize", offsetof(struct sbx_limits, fsize_bytes)},
+      {"--output-limit", "output_limit", offsetof(struct sbx_limits, output_bytes)},
   };
   struct sbx_limits out = p->limits;
   for (size_t i = 0; i < ARRAY_SIZE(f); i++) {
@@ -860,7 +872,8 @@ int policy_resolve_limits(const struct sbx_policy *p, const struct sbx_limits *r
     if (want == 0)
       return sbx_error_set(err, 0, "%s must be greater than 0", f[i].opt);
     if (want > max)
-      return sbx_error_set(err, 0, "%s is above the policy `%s` maximum (max_%s); use a policy that allows more",
+      return sbx_error_set(err, 0,
+                           "%s is above the policy `%s` maximum (max_%s); use a policy that allows more",
                            f[i].opt, p->name, f[i].key);
     *(uint64_t *) ((char *) &out + f[i].off) = want;
   }

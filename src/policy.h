@@ -83,13 +83,13 @@ enum sbx_cgroup_policy {
 
 struct sbx_policy {
   char *name;
-  char *path;        /* the top-level file */
+  char *path; /* the top-level file */
   char *description;
   struct sbx_limits limits; /* defaults */
   struct sbx_limits max;    /* ceilings for command-line values */
   struct sbx_budgets budgets;
 
-  unsigned uid, gid;           /* identity of the code inside */
+  unsigned uid, gid; /* identity of the code inside */
   /* When sandboxd runs as root: each concurrent sandbox gets one id of this range as its host uid
    * and gid (hostid.h), and its user namespace is owned by that uid. */
   unsigned host_id_start, host_id_count;

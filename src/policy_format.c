@@ -10,7 +10,7 @@
 /* KEY VALUE[suffix], and `   # comment` when one is given. */
 static void fmt_size_comment(strbuf_t *sb, const char *key, uint64_t v, const char *comment)
 {
-  static const char *suffix[] = { "", "K", "M", "G", "T" };
+  static const char *suffix[] = {"", "K", "M", "G", "T"};
   size_t i = 0;
   while (i + 1 < ARRAY_SIZE(suffix) && v >= 1024 && v % 1024 == 0) {
     v /= 1024;
@@ -37,19 +37,26 @@ static void fmt_milli(strbuf_t *sb, const char *key, uint64_t v, const char *uni
 /* The kernel budgets, each with what enforces it (policy show's comments). */
 static void fmt_budgets(strbuf_t *sb, const struct sbx_budgets *b, bool comments)
 {
-  const struct { const char *key; uint64_t v; const char *what; } rows[] = {
-    { "inotify_instances", b->inotify_instances, "user.max_inotify_instances in the sandbox's user namespace" },
-    { "inotify_watches", b->inotify_watches, "user.max_inotify_watches" },
-    { "fanotify_groups", b->fanotify_groups, "user.max_fanotify_groups" },
-    { "fanotify_marks", b->fanotify_marks, "user.max_fanotify_marks" },
-    { "namespaces", b->namespaces, "user.max_{user,mnt,pid,net,ipc,uts,cgroup,time}_namespaces" },
-    { "sigpending", b->sigpending, "RLIMIT_SIGPENDING: queued signals and POSIX timers" },
+  const struct {
+    const char *key;
+    uint64_t v;
+    const char *what;
+  } rows[] = {
+      {"inotify_instances", b->inotify_instances,
+       "user.max_inotify_instances in the sandbox's user namespace"},
+      {"inotify_watches", b->inotify_watches, "user.max_inotify_watches"},
+      {"fanotify_groups", b->fanotify_groups, "user.max_fanotify_groups"},
+      {"fanotify_marks", b->fanotify_marks, "user.max_fanotify_marks"},
+      {"namespaces", b->namespaces, "user.max_{user,mnt,pid,net,ipc,uts,cgroup,time}_namespaces"},
+      {"sigpending", b->sigpending, "RLIMIT_SIGPENDING: queued signals and POSIX timers"},
   };
   for (size_t i = 0; i < ARRAY_SIZE(rows); i++)
-    strbuf_printf(sb, "%-18s %llu%s%s\n", rows[i].key, (unsigned long long) rows[i].v, comments ? "   # " : "",
-                  comments ? rows[i].what : "");
-  fmt_size_comment(sb, "msgqueue", b->msgqueue_bytes, comments ? "RLIMIT_MSGQUEUE: POSIX message queue bytes" : NULL);
-  fmt_size_comment(sb, "memlock", b->memlock_bytes, comments ? "RLIMIT_MEMLOCK: locked memory, SHM_LOCK" : NULL);
+    strbuf_printf(sb, "%-18s %llu%s%s\n", rows[i].key, (unsigned long long) rows[i].v,
+                  comments ? "   # " : "", comments ? rows[i].what : "");
+  fmt_size_comment(sb, "msgqueue", b->msgqueue_bytes,
+                   comments ? "RLIMIT_MSGQUEUE: POSIX message queue bytes" : NULL);
+  fmt_size_comment(sb, "memlock", b->memlock_bytes,
+                   comments ? "RLIMIT_MEMLOCK: locked memory, SHM_LOCK" : NULL);
 }
 
 static void fmt_action(strbuf_t *sb, enum sbx_action a, int e)
@@ -64,7 +71,7 @@ static void fmt_action(strbuf_t *sb, enum sbx_action a, int e)
 
 static char *format(const struct sbx_policy *p, bool comments)
 {
-  strbuf_t sb = { 0 };
+  strbuf_t sb = {0};
   const struct sbx_limits *l = &p->limits, *m = &p->max;
   strbuf_printf(&sb, "sandboxd-policy %d\n", SBX_POLICY_VERSION);
   strbuf_printf(&sb, "%-18s %s\n", "name", p->name);
@@ -100,7 +107,8 @@ static char *format(const struct sbx_policy *p, bool comments)
   strbuf_printf(&sb, "%-18s %s\n", "drop_capabilities", p->drop_capabilities ? "yes" : "no");
   strbuf_printf(&sb, "%-18s %s\n", "readonly_root", p->readonly_root ? "yes" : "no");
   strbuf_printf(&sb, "%-18s %s\n", "mask_proc", p->mask_proc ? "yes" : "no");
-  strbuf_printf(&sb, "%-18s %s\n", "cgroup", p->cgroup == SBX_CGROUP_REQUIRED ? "required" : "fallback-rlimit");
+  strbuf_printf(&sb, "%-18s %s\n", "cgroup",
+                p->cgroup == SBX_CGROUP_REQUIRED ? "required" : "fallback-rlimit");
   for (size_t i = 0; i < p->n_proc_masked; i++)
     strbuf_printf(&sb, "proc_mask %s\n", p->proc_masked[i]);
   for (size_t i = 0; i < p->n_proc_readonly; i++)

@@ -64,7 +64,8 @@ int policy_load(const char *name_or_path, struct sbx_policy **ret, sbx_error_t *
     if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '-' || *c == '_'))
       return sbx_error_set(err, 0, "policy name `%s`: use a name like `default` or a path", name);
   if (!*policy_search_path())
-    return sbx_error_set(err, ENAMETOOLONG, "policy `%s`: the policy search path ($SANDBOXD_POLICY_DIR) is too long", name);
+    return sbx_error_set(err, ENAMETOOLONG,
+                         "policy `%s`: the policy search path ($SANDBOXD_POLICY_DIR) is too long", name);
   _cleanup_free_ char *paths = strdup(policy_search_path());
   if (!paths)
     return sbx_error_set(err, ENOMEM, "policy");

@@ -22,7 +22,8 @@
 #define READ_CHUNK 65536
 
 enum outcome { OUT_PENDING, OUT_OK, OUT_TOOL_ERROR, OUT_ERROR, OUT_DENIED, OUT_TIMEOUT, OUT_CANCELLED };
-static const char *const outcome_names[] = {"pending", "ok", "tool_error", "error", "denied", "timeout", "cancelled"};
+static const char *const outcome_names[] = {"pending", "ok",      "tool_error", "error",
+                                            "denied",  "timeout", "cancelled"};
 
 /* One request from inside that waits for a host server. */
 struct pcall {
@@ -67,7 +68,8 @@ struct proxy {
 static void flush_out(struct proxy *p)
 {
   while (p->fd >= 0 && p->outq_off < p->outq.len) {
-    ssize_t n = send(p->fd, p->outq.data + p->outq_off, p->outq.len - p->outq_off, MSG_DONTWAIT | MSG_NOSIGNAL);
+    ssize_t n =
+        send(p->fd, p->outq.data + p->outq_off, p->outq.len - p->outq_off, MSG_DONTWAIT | MSG_NOSIGNAL);
     if (n < 0 && errno == EINTR)
       continue;
     if (n < 0 && errno == EAGAIN)
@@ -86,7 +88,8 @@ static void flush_out(struct proxy *p)
  * for `id` instead, so the code always gets an answer. */
 static void send_frame(struct proxy *p, json_writer_t *w, const char *id);
 
-static void send_error(struct proxy *p, const char *id, int code, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void send_error(struct proxy *p, const char *id, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 static void send_error(struct proxy *p, const char *id, int code, const char *fmt, ...)
 {
   char msg[512];
@@ -161,7 +164,8 @@ static size_t record_start(struct proxy *p, const char *server, const char *tool
   if (!r)
     return SIZE_MAX;
   p->records = r;
-  r[p->n_records] = (struct record){.server = record_name(server), .tool = record_name(tool), .start_ns = now_ns()};
+  r[p->n_records] =
+      (struct record){.server = record_name(server), .tool = record_name(tool), .start_ns = now_ns()};
   return p->n_records++;
 }
 
@@ -326,14 +330,16 @@ static void list_servers(struct proxy *p, const char *id)
   send_frame(p, w, id);
 }
 
-static void forward(struct proxy *p, const char *id, const char *method, const json_node_t *params, size_t frame_len)
+static void forward(struct proxy *p, const char *id, const char *method, const json_node_t *params,
+                    size_t frame_len)
 {
   const char *server = json_as_string(json_get(params, "server"), NULL);
   bool call = strcmp(method, "tools/call") == 0;
   const char *tool = call ? json_as_string(json_get(params, "name"), NULL) : NULL;
   const json_node_t *args = json_get(params, "arguments");
   if (!server || (call && !tool)) {
-    send_error(p, id, JSONRPC_INVALID_PARAMS, "%s needs `server`%s (strings)", method, call ? " and `name`" : "");
+    send_error(p, id, JSONRPC_INVALID_PARAMS, "%s needs `server`%s (strings)", method,
+               call ? " and `name`" : "");
     return;
   }
   if (args && json_type(args) != JSON_OBJECT && json_type(args) != JSON_NULL) {
@@ -350,13 +356,14 @@ static void forward(struct proxy *p, const char *id, const char *method, const j
   size_t rec = call ? record_start(p, server, tool) : SIZE_MAX;
   if (!ok) {
     record_end(p, rec, OUT_DENIED);
-    send_error(p, id, JSONRPC_INVALID_PARAMS, "server `%.100s` is not available to this run (list it in `servers`)",
-               server);
+    send_error(p, id, JSONRPC_INVALID_PARAMS,
+               "server `%.100s` is not available to this run (list it in `servers`)", server);
     return;
   }
   if (call && strlen(tool) > PROXY_MAX_TOOL_NAME) {
     record_end(p, rec, OUT_ERROR);
-    send_error(p, id, MCP_ERR_TOO_LARGE, "the tool name is longer than %d bytes, the limit", PROXY_MAX_TOOL_NAME);
+    send_error(p, id, MCP_ERR_TOO_LARGE, "the tool name is longer than %d bytes, the limit",
+               PROXY_MAX_TOOL_NAME);
     return;
   }
   if (p->n_inflight >= PROXY_MAX_INFLIGHT) {
@@ -366,10 +373,11 @@ static void forward(struct proxy *p, const char *id, const char *method, const j
   }
   if (p->inflight_bytes + frame_len > PROXY_MAX_INFLIGHT_BYTES) {
     record_end(p, rec, OUT_ERROR);
-    send_error(p, id, MCP_ERR_TOO_LARGE,
-               "the calls in flight already hold %zu bytes of requests; this one (%zu bytes) would pass the limit "
-               "of %u bytes: wait for answers",
-               p->inflight_bytes, frame_len, PROXY_MAX_INFLIGHT_BYTES);
+    send_error(
+        p, id, MCP_ERR_TOO_LARGE,
+        "the calls in flight already hold %zu bytes of requests; this one (%zu bytes) would pass the limit "
+        "of %u bytes: wait for answers",
+        p->inflight_bytes, frame_len, PROXY_MAX_INFLIGHT_BYTES);
     return;
   }
   struct pcall *c = calloc(1, sizeof *c);
@@ -444,7 +452,8 @@ static void handle_frame(struct proxy *p, const char *frame, size_t len)
   const char *method = json_as_string(json_get(root, "method"), NULL);
   const json_node_t *params = json_get(root, "params");
   if (id && strlen(id) > PROXY_MAX_ID)
-    send_error(p, NULL, JSONRPC_INVALID_REQUEST, "Invalid Request: the id is longer than %d bytes", PROXY_MAX_ID);
+    send_error(p, NULL, JSONRPC_INVALID_REQUEST, "Invalid Request: the id is longer than %d bytes",
+               PROXY_MAX_ID);
   else if (json_type(root) != JSON_OBJECT || !id || !method)
     send_error(p, id, JSONRPC_INVALID_REQUEST, "Invalid Request: expected an object with `id` and `method`");
   else if (params && json_type(params) != JSON_OBJECT)
@@ -467,8 +476,8 @@ void proxy_set_policy(const struct sbx_policy *p)
   proxy_policy = p;
 }
 
-int proxy_new(struct mcp_hosts *hosts, const char *const *servers, size_t n_servers, const struct proxy_limits *lim,
-              int *ret_sandbox_fd, struct proxy **ret, sbx_error_t *err)
+int proxy_new(struct mcp_hosts *hosts, const char *const *servers, size_t n_servers,
+              const struct proxy_limits *lim, int *ret_sandbox_fd, struct proxy **ret, sbx_error_t *err)
 {
   const struct mcp_config *cfg = mcp_hosts_config(hosts);
   for (size_t i = 0; i < n_servers; i++) {
@@ -476,8 +485,8 @@ int proxy_new(struct mcp_hosts *hosts, const char *const *servers, size_t n_serv
       return sbx_error_set(err, ENOENT, "unknown server `%.100s`", servers[i]);
     /* Access is the request's servers, the configured ones, and the policy's proxy_servers. */
     if (proxy_policy && !policy_allows_server(proxy_policy, servers[i]))
-      return sbx_error_set(err, 0, "server `%.100s` is not allowed by policy `%s` (proxy_servers)", servers[i],
-                           proxy_policy->name);
+      return sbx_error_set(err, 0, "server `%.100s` is not allowed by policy `%s` (proxy_servers)",
+                           servers[i], proxy_policy->name);
   }
   struct proxy *p = calloc(1, sizeof *p);
   if (!p || !(p->servers = calloc(n_servers + 1, sizeof *p->servers))) {
@@ -499,7 +508,8 @@ int proxy_new(struct mcp_hosts *hosts, const char *const *servers, size_t n_serv
       continue;
     /* Names are [A-Za-z0-9_.-] (mcp_config.c), so a comma separates them safely. */
     if (!(p->servers[p->n_servers] = strdup(servers[i])) ||
-        (p->n_servers && strbuf_append(&p->env, ",", 1) < 0) || strbuf_append(&p->env, servers[i], strlen(servers[i])) < 0) {
+        (p->n_servers && strbuf_append(&p->env, ",", 1) < 0) ||
+        strbuf_append(&p->env, servers[i], strlen(servers[i])) < 0) {
       free(p->servers[p->n_servers]);
       p->servers[p->n_servers] = NULL;
       proxy_free(p);
@@ -564,14 +574,21 @@ void proxy_free(struct proxy *p)
   free(p);
 }
 
-void proxy_on_progress(struct proxy *p, void (*fn)(void *, const char *, const char *, const json_node_t *), void *ctx)
+void proxy_on_progress(struct proxy *p, void (*fn)(void *, const char *, const char *, const json_node_t *),
+                       void *ctx)
 {
   p->progress_fn = fn;
   p->progress_ctx = ctx;
 }
 
-int proxy_fd(const struct proxy *p) { return p->fd; }
-const char *proxy_env(const struct proxy *p) { return p->env.data; }
+int proxy_fd(const struct proxy *p)
+{
+  return p->fd;
+}
+const char *proxy_env(const struct proxy *p)
+{
+  return p->env.data;
+}
 
 short proxy_events(const struct proxy *p)
 {
@@ -611,7 +628,8 @@ void proxy_handle(struct proxy *p, short revents)
       size_t used;
       char *frame;
       size_t flen;
-      enum bridge_event ev = bridge_reader_feed(&p->reader, buf + off, (size_t) n - off, &used, &frame, &flen);
+      enum bridge_event ev =
+          bridge_reader_feed(&p->reader, buf + off, (size_t) n - off, &used, &frame, &flen);
       off += used;
       if (ev == BRIDGE_FRAME) {
         handle_frame(p, frame, flen);
@@ -637,4 +655,7 @@ void proxy_handle(struct proxy *p, short revents)
   }
 }
 
-size_t proxy_bytes_read(const struct proxy *p) { return p->bytes_read; }
+size_t proxy_bytes_read(const struct proxy *p)
+{
+  return p->bytes_read;
+}

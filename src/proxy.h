@@ -69,8 +69,8 @@ struct sbx_policy;
 /* The policy whose proxy_servers every proxy_new() checks (set once at startup). */
 void proxy_set_policy(const struct sbx_policy *p);
 
-int proxy_new(struct mcp_hosts *hosts, const char *const *servers, size_t n_servers, const struct proxy_limits *lim,
-              int *ret_sandbox_fd, struct proxy **ret, sbx_error_t *err);
+int proxy_new(struct mcp_hosts *hosts, const char *const *servers, size_t n_servers,
+              const struct proxy_limits *lim, int *ret_sandbox_fd, struct proxy **ret, sbx_error_t *err);
 /* Serve the bridge over fd (a connected SOCK_STREAM socket, taken over and made non-blocking)
  * instead of the socketpair proxy_new() made, whose sandbox end the caller then just closes: a
  * warm sandbox (`sandboxd mcp --warm`) already has its socket at SBX_BRIDGE_FD. */
@@ -78,8 +78,9 @@ void proxy_adopt_fd(struct proxy *p, int fd);
 /* Cancels every call still in flight. NULL is fine. */
 void proxy_free(struct proxy *p);
 /* Also tell the owner about host progress (e.g. to relay it to the MCP client). */
-void proxy_on_progress(struct proxy *p, void (*fn)(void *ctx, const char *server, const char *tool,
-                                                   const json_node_t *params), void *ctx);
+void proxy_on_progress(struct proxy *p,
+                       void (*fn)(void *ctx, const char *server, const char *tool, const json_node_t *params),
+                       void *ctx);
 /* The fd and events to poll; fd -1 once the sandbox has closed its end. */
 int proxy_fd(const struct proxy *p);
 short proxy_events(const struct proxy *p);

@@ -104,7 +104,7 @@ struct child_args {
 
 static int set_rlimit(int res, uint64_t v, const char *name, sbx_error_t *err)
 {
-  struct rlimit rl = { .rlim_cur = v, .rlim_max = v };
+  struct rlimit rl = {.rlim_cur = v, .rlim_max = v};
   if (setrlimit(res, &rl) < 0) {
 #ifdef HAVE_VALGRIND
     /* valgrind keeps RLIMIT_NOFILE's hard limit for its own fds and refuses to change it; under
@@ -130,7 +130,8 @@ static int set_budget_rlimit(int res, uint64_t v, const char *name, sbx_error_t 
   return set_rlimit(res, v, name, err);
 }
 
-static int set_rlimits(const struct sbx_limits *l, const struct sbx_budgets *b, bool degraded, sbx_error_t *err)
+static int set_rlimits(const struct sbx_limits *l, const struct sbx_budgets *b, bool degraded,
+                       sbx_error_t *err)
 {
   /* Pending signals (and POSIX timers, which hold one each), message queue bytes and SHM_LOCKed
    * bytes are counted per user in the sandbox's user namespace and again for its owner outside
@@ -171,7 +172,8 @@ static int join_netns_and_cgroup(int sync_fd, bool want_cgroup, sbx_error_t *err
     if (m.type == MSG_NETNS && !netns) {
       netns = true;
       if (n != 1)
-        r = m.err.msg[0] ? (*err = m.err, -1) : sbx_error_set(err, 0, "network namespace: no answer from the helper");
+        r = m.err.msg[0] ? (*err = m.err, -1)
+                         : sbx_error_set(err, 0, "network namespace: no answer from the helper");
       else if (setns(fds[0], CLONE_NEWNET) < 0)
         r = sbx_error_errno(err, "join the sandbox's network namespace");
     } else if (m.type == MSG_CGROUP && want_cgroup) {
@@ -195,9 +197,9 @@ static int join_netns_and_cgroup(int sync_fd, bool want_cgroup, sbx_error_t *err
  * or -1), and nothing else. */
 static int arrange_fds(const struct sbx_spec *spec, int *sync_fd)
 {
-  sbx_error_t err = { 0 };
+  sbx_error_t err = {0};
   /* Stdio first, to fixed numbers. */
-  int fds[3] = { spec->stdin_fd, spec->stdout_fd, spec->stderr_fd };
+  int fds[3] = {spec->stdin_fd, spec->stdout_fd, spec->stderr_fd};
   int tmp[3];
   for (int i = 0; i < 3; i++)
     if ((tmp[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 10)) < 0)
@@ -227,7 +229,7 @@ static _Noreturn void sandbox_child(const struct child_args *a)
 {
   const struct sbx_spec *spec = a->spec;
   const struct sbx_policy *p = spec->policy;
-  sbx_error_t err = { 0 };
+  sbx_error_t err = {0};
   int sync_fd = a->sync_fd;
   struct sync_msg m;
 
@@ -296,8 +298,8 @@ static _Noreturn void sandbox_child(const struct child_args *a)
   if (mount_tmpfs("tmp", spec->limits.tmp_bytes, 01777, false, &err) < 0 ||
       mount_tmpfs("workspace", spec->limits.workspace_bytes, 0755, false, &err) < 0 ||
       /* /run holds sandboxd's own files (the Python helpers at /run/sandboxd/python). */
-      mount_tmpfs("run", 1 << 20, 0755, true, &err) < 0 ||
-      mount_dev(spec->limits.shm_bytes, &err) < 0 || mount_proc(p, &err) < 0)
+      mount_tmpfs("run", 1 << 20, 0755, true, &err) < 0 || mount_dev(spec->limits.shm_bytes, &err) < 0 ||
+      mount_proc(p, &err) < 0)
     sync_fail(sync_fd, &err);
   /* Bind destinations resolve inside the new root (the current directory), not on the host. */
   _cleanup_close_ int newroot_fd = spec->n_binds ? open(".", O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
@@ -400,7 +402,7 @@ static int make_cgroup(const struct sbx_spec *spec, struct sbx_cgroup **ret, enu
                        sbx_error_t *err)
 {
   enum cgroup_mode mode;
-  sbx_error_t why = { 0 };
+  sbx_error_t why = {0};
   *ret = NULL;
   *ret_join = JOIN_NONE;
   if (cgroup_probe(&mode, &why) == 0) {
@@ -419,8 +421,9 @@ static int make_cgroup(const struct sbx_spec *spec, struct sbx_cgroup **ret, enu
   }
   *err = why; /* its message already ends in the errno text */
   sbx_error_prefix(err, "no cgroup to enforce limits");
-  return sbx_error_hint(err, "run under `systemd-run --user --scope -p Delegate=yes sandboxd ...` or use a policy "
-                             "with `cgroup fallback-rlimit` (see sandboxd doctor)");
+  return sbx_error_hint(err,
+                        "run under `systemd-run --user --scope -p Delegate=yes sandboxd ...` or use a policy "
+                        "with `cgroup fallback-rlimit` (see sandboxd doctor)");
 }
 
 /* What the child cannot check for itself before it acts on it. */
@@ -443,7 +446,8 @@ static int clone_error(int e, unsigned host_id, const struct sbx_policy *p, sbx_
 {
   /* setresuid's EINVAL: sandboxd is "root" in a user namespace (a container) whose map lacks the id. */
   if (e == EINVAL && host_id) {
-    sbx_error_set(err, e, "host id %u of policy `%s` host_id_range is not mapped where sandboxd runs", host_id, p->name);
+    sbx_error_set(err, e, "host id %u of policy `%s` host_id_range is not mapped where sandboxd runs",
+                  host_id, p->name);
     return sbx_error_hint(err, "choose a host_id_range inside /proc/self/uid_map and gid_map");
   }
   if (e == EPERM || e == ENOSPC || e == EUSERS)
@@ -487,12 +491,12 @@ int sandbox_spawn_start(const struct sbx_spec *spec, struct sbx_sandbox **ret, s
   _cleanup_close_ int child_fd = sv[1];
 
   struct child_args a = {
-    .spec = spec,
-    .bpf = bpf,
-    .envp = envp,
-    .sync_fd = child_fd,
-    .host_root = host_root,
-    .own_keyring = !seccomp_policy_denies_keyrings(p),
+      .spec = spec,
+      .bpf = bpf,
+      .envp = envp,
+      .sync_fd = child_fd,
+      .host_root = host_root,
+      .own_keyring = !seccomp_policy_denies_keyrings(p),
   };
   int pidfd = -1;
   bool in_cgroup;
@@ -523,7 +527,7 @@ int sandbox_spawn_start(const struct sbx_spec *spec, struct sbx_sandbox **ret, s
   /* Before GO, while the child waits: with our credentials, which a kernel this old checks. */
   if (a.join == JOIN_BY_PARENT && cgroup_attach_pid(cg, pid, err) < 0)
     goto fail;
-  sync_send(parent_fd, &(struct sync_msg){ .type = MSG_GO });
+  sync_send(parent_fd, &(struct sync_msg){.type = MSG_GO});
   /* Forked before anything is allocated here, so the helper's copy holds nothing of ours. */
   helper = fork();
   if (helper < 0) {
@@ -542,7 +546,7 @@ int sandbox_spawn_start(const struct sbx_spec *spec, struct sbx_sandbox **ret, s
     int n = cgroup_attach_fds(cg, fds, err);
     if (n < 0)
       goto fail;
-    sync_send_fds(parent_fd, &(struct sync_msg){ .type = MSG_CGROUP }, fds, n);
+    sync_send_fds(parent_fd, &(struct sync_msg){.type = MSG_CGROUP}, fds, n);
     while (n > 0)
       close(fds[--n]);
   }
@@ -558,9 +562,15 @@ int sandbox_spawn_start(const struct sbx_spec *spec, struct sbx_sandbox **ret, s
     sbx_error_set(err, ENOMEM, "sandbox");
     goto fail;
   }
-  *s = (struct sbx_sandbox){ .pid = pid, .pidfd = pidfd, .net_pid = helper, .sync_fd = TAKE_FD(parent_fd),
-                             .start_ns = start, .code_status = -1, .cgroup = cg,
-                             .memory_limit = spec->limits.memory_bytes, .host_id_lock = TAKE_FD(id_lock) };
+  *s = (struct sbx_sandbox){.pid = pid,
+                            .pidfd = pidfd,
+                            .net_pid = helper,
+                            .sync_fd = TAKE_FD(parent_fd),
+                            .start_ns = start,
+                            .code_status = -1,
+                            .cgroup = cg,
+                            .memory_limit = spec->limits.memory_bytes,
+                            .host_id_lock = TAKE_FD(id_lock)};
   s->deadline_ns = start + spec->limits.timeout_ms * 1000000ULL;
   *ret = s;
   return 0;

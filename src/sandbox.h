@@ -22,18 +22,18 @@ struct sbx_bind {
 
 struct sbx_spec {
   const struct sbx_policy *policy;
-  struct sbx_limits limits;  /* resolved with policy_resolve_limits() */
-  const char *rootfs;        /* host directory holding the root filesystem */
-  char *const *argv;         /* run inside, argv[0] is an absolute path */
-  char *const *extra_env;    /* NAME=VALUE overriding/adding to the policy's env; may be NULL */
+  struct sbx_limits limits; /* resolved with policy_resolve_limits() */
+  const char *rootfs;       /* host directory holding the root filesystem */
+  char *const *argv;        /* run inside, argv[0] is an absolute path */
+  char *const *extra_env;   /* NAME=VALUE overriding/adding to the policy's env; may be NULL */
   size_t n_extra_env;
-  char *const *base_env;     /* NAME=VALUE below the policy's env (the image's Env); may be NULL */
+  char *const *base_env; /* NAME=VALUE below the policy's env (the image's Env); may be NULL */
   size_t n_base_env;
   const struct sbx_bind *binds;
   size_t n_binds;
-  const char *workdir;       /* inside; NULL means /workspace */
+  const char *workdir;                /* inside; NULL means /workspace */
   int stdin_fd, stdout_fd, stderr_fd; /* parent fds that become 0, 1, 2 inside */
-  int bridge_fd;             /* -1, or a socket that becomes SBX_BRIDGE_FD inside */
+  int bridge_fd;                      /* -1, or a socket that becomes SBX_BRIDGE_FD inside */
 };
 
 enum sbx_status {
@@ -48,14 +48,14 @@ const char *sbx_status_name(enum sbx_status s);
 
 struct sbx_result {
   enum sbx_status status;
-  int exit_code;   /* what sandboxd exits with: the code's status, 128+N for signal N, 124 timeout */
-  int signal;      /* the signal that killed the code, or 0 */
+  int exit_code; /* what sandboxd exits with: the code's status, 128+N for signal N, 124 timeout */
+  int signal;    /* the signal that killed the code, or 0 */
   bool timed_out;
   uint64_t execution_time_ms;
   uint64_t cpu_time_ms;
   uint64_t memory_peak_bytes;
-  bool pids_limit_hit;    /* a fork was refused at the pids limit */
-  const char *limits;     /* how limits were enforced: "cgroup2", "cgroup1" or "degraded" */
+  bool pids_limit_hit; /* a fork was refused at the pids limit */
+  const char *limits;  /* how limits were enforced: "cgroup2", "cgroup1" or "degraded" */
 };
 
 struct sbx_sandbox;

@@ -13,14 +13,14 @@
 extern const int sandbox_forwarded_signals[SBX_N_FORWARDED_SIGNALS];
 
 struct sbx_sandbox {
-  pid_t pid;   /* the sandbox's init, in our pid namespace */
+  pid_t pid;     /* the sandbox's init, in our pid namespace */
   pid_t net_pid; /* the network namespace helper until reaped, else 0 */
   int pidfd;
   int sync_fd; /* our end of the sync socket */
   uint64_t start_ns, deadline_ns;
   uint64_t cpu_base_usec; /* cgroup CPU time before sandbox_start_clock(), excluded from results */
   bool timed_out, reaped;
-  int code_status; /* from MSG_EXIT; -1 if none arrived */
+  int code_status;           /* from MSG_EXIT; -1 if none arrived */
   struct sbx_cgroup *cgroup; /* NULL when degraded to rlimits */
   uint64_t memory_limit;
   uint64_t sampled_cpu_ms, sampled_peak; /* degraded: usage read from /proc before a kill */

@@ -24,8 +24,8 @@
 #include "util.h"
 
 /* Signals sandboxd forwards to the code; the sandbox's init relays them. */
-const int sandbox_forwarded_signals[SBX_N_FORWARDED_SIGNALS] = { SIGINT,  SIGTERM, SIGHUP,
-                                                                 SIGQUIT, SIGUSR1, SIGUSR2 };
+const int sandbox_forwarded_signals[SBX_N_FORWARDED_SIGNALS] = {SIGINT,  SIGTERM, SIGHUP,
+                                                                SIGQUIT, SIGUSR1, SIGUSR2};
 
 const char *sbx_status_name(enum sbx_status s)
 {
@@ -62,9 +62,18 @@ void reap_net_helper(struct sbx_sandbox *s, bool kill_it)
   s->net_pid = 0;
 }
 
-int sandbox_pidfd(const struct sbx_sandbox *s) { return s->pidfd; }
-uint64_t sandbox_deadline_ns(const struct sbx_sandbox *s) { return s->deadline_ns; }
-void sandbox_set_deadline(struct sbx_sandbox *s, uint64_t deadline_ns) { s->deadline_ns = deadline_ns; }
+int sandbox_pidfd(const struct sbx_sandbox *s)
+{
+  return s->pidfd;
+}
+uint64_t sandbox_deadline_ns(const struct sbx_sandbox *s)
+{
+  return s->deadline_ns;
+}
+void sandbox_set_deadline(struct sbx_sandbox *s, uint64_t deadline_ns)
+{
+  s->deadline_ns = deadline_ns;
+}
 
 void sandbox_start_clock(struct sbx_sandbox *s)
 {
@@ -111,10 +120,13 @@ static void sample_usage(struct sbx_sandbox *s)
     if (e->d_name[0] < '1' || e->d_name[0] > '9')
       continue;
     struct stat st;
-    if (bufprintf(path, sizeof path, NULL, "/proc/%s/ns/pid", e->d_name) < 0 || stat(path, &st) < 0 || st.st_ino != s->pidns_ino || st.st_dev != s->pidns_dev)
+    if (bufprintf(path, sizeof path, NULL, "/proc/%s/ns/pid", e->d_name) < 0 || stat(path, &st) < 0 ||
+        st.st_ino != s->pidns_ino || st.st_dev != s->pidns_dev)
       continue;
     char buf[2048];
-    int fd = bufprintf(path, sizeof path, NULL, "/proc/%s/stat", e->d_name) < 0 ? -1 : open(path, O_RDONLY | O_CLOEXEC);
+    int fd = bufprintf(path, sizeof path, NULL, "/proc/%s/stat", e->d_name) < 0
+                 ? -1
+                 : open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
       continue;
     ssize_t n = read(fd, buf, sizeof buf - 1);
@@ -126,10 +138,12 @@ static void sample_usage(struct sbx_sandbox *s)
     unsigned long long ut, st_, cut, cst;
     /* fields after the command: state ppid pgrp session tty tpgid flags minflt cminflt majflt
      * cmajflt utime stime cutime cstime */
-    if (rp && sscanf(rp + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %llu %llu", &ut, &st_, &cut,
-                     &cst) == 4)
+    if (rp && sscanf(rp + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %llu %llu", &ut, &st_,
+                     &cut, &cst) == 4)
       ticks += ut + st_ + cut + cst;
-    fd = bufprintf(path, sizeof path, NULL, "/proc/%s/status", e->d_name) < 0 ? -1 : open(path, O_RDONLY | O_CLOEXEC);
+    fd = bufprintf(path, sizeof path, NULL, "/proc/%s/status", e->d_name) < 0
+             ? -1
+             : open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
       continue;
     n = read(fd, buf, sizeof buf - 1);
@@ -167,7 +181,7 @@ void sandbox_kill(struct sbx_sandbox *s, bool timed_out)
 static void fill_result(struct sbx_sandbox *s, int cs, int init_status, const struct rusage *ru,
                         struct sbx_result *res)
 {
-  *res = (struct sbx_result){ 0 };
+  *res = (struct sbx_result){0};
   res->execution_time_ms = (now_ns() - s->start_ns) / 1000000ULL;
   res->cpu_time_ms = (uint64_t) (ru->ru_utime.tv_sec + ru->ru_stime.tv_sec) * 1000 +
                      (uint64_t) (ru->ru_utime.tv_usec + ru->ru_stime.tv_usec) / 1000;
@@ -177,7 +191,7 @@ static void fill_result(struct sbx_sandbox *s, int cs, int init_status, const st
   if (s->sampled_peak > res->memory_peak_bytes)
     res->memory_peak_bytes = s->sampled_peak;
   res->limits = "degraded";
-  struct cgroup_stats cst = { 0 };
+  struct cgroup_stats cst = {0};
   if (s->cgroup) {
     cgroup_read_stats(s->cgroup, &cst);
     res->limits = probe_mode_name();
@@ -214,7 +228,7 @@ static void fill_result(struct sbx_sandbox *s, int cs, int init_status, const st
 
 int sandbox_wait(struct sbx_sandbox *s, struct sbx_result *res, sbx_error_t *err)
 {
-  struct rusage ru = { 0 };
+  struct rusage ru = {0};
   int st = 0;
   pid_t r;
   do
@@ -235,7 +249,7 @@ int sandbox_result_now(struct sbx_sandbox *s, int exit_code, struct sbx_result *
 {
   if (!s->cgroup || s->reaped)
     return -1;
-  fill_result(s, (exit_code & 0xff) << 8, 0, &(struct rusage){ 0 }, res);
+  fill_result(s, (exit_code & 0xff) << 8, 0, &(struct rusage){0}, res);
   return 0;
 }
 
@@ -300,7 +314,8 @@ int sandbox_run_hooks(const struct sbx_spec *spec, const struct sbx_run_hooks *h
     }
     uint64_t left_ms = (kill_at - now + 999999) / 1000000;
     int timeout = left_ms > INT32_MAX ? INT32_MAX : (int) left_ms;
-    struct pollfd pfd[2 + SBX_RUN_MAX_HOOK_FDS] = { { .fd = s->pidfd, .events = POLLIN }, { .fd = sfd, .events = POLLIN } };
+    struct pollfd pfd[2 + SBX_RUN_MAX_HOOK_FDS] = {{.fd = s->pidfd, .events = POLLIN},
+                                                   {.fd = sfd, .events = POLLIN}};
     size_t n_hook = hooks ? hooks->fill(hooks->ctx, pfd + 2, SBX_RUN_MAX_HOOK_FDS, &timeout) : 0;
     int r = poll(pfd, 2 + n_hook, timeout);
     if (r < 0 && errno != EINTR)

@@ -8,17 +8,17 @@
 #include "seccomp.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <seccomp.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <fcntl.h>
-#include <stdio.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -95,8 +95,7 @@ static int add_rule(scmp_filter_ctx ctx, const struct sbx_rule *r, sbx_error_t *
   if (r->cmp == SBX_CMP_ANY)
     rc = seccomp_rule_add_exact(ctx, action, nr, 0);
   else
-    rc = seccomp_rule_add_exact(ctx, action, nr, 1,
-                                SCMP_CMP(r->arg, SCMP_CMP_MASKED_EQ, r->mask, r->value));
+    rc = seccomp_rule_add_exact(ctx, action, nr, 1, SCMP_CMP(r->arg, SCMP_CMP_MASKED_EQ, r->mask, r->value));
   if (rc == -EACCES || rc == -EDOM) /* not on this ABI (e.g. a legacy call): nothing to filter */
     return 0;
   if (rc < 0)
@@ -126,7 +125,7 @@ static scmp_filter_ctx new_ctx(uint32_t def, uint32_t badarch)
 
 int seccomp_compile(const struct sbx_policy *p, struct sbx_bpf *ret, sbx_error_t *err)
 {
-  struct sbx_bpf bpf = { 0 };
+  struct sbx_bpf bpf = {0};
   uint32_t badarch = to_scmp(p->badarch_action, 0);
   scmp_filter_ctx main_ctx = new_ctx(to_scmp(p->default_action, p->default_errno), badarch);
   scmp_filter_ctx exc_ctx = new_ctx(SCMP_ACT_ALLOW, badarch);
@@ -148,7 +147,7 @@ int seccomp_compile(const struct sbx_policy *p, struct sbx_bpf *ret, sbx_error_t
   if (n_exc && export_bpf(exc_ctx, &bpf.except_prog, &bpf.except_len, err) < 0)
     goto out;
   *ret = bpf;
-  bpf = (struct sbx_bpf){ 0 };
+  bpf = (struct sbx_bpf){0};
   rc = 0;
 out:
   seccomp_bpf_free(&bpf);
@@ -163,12 +162,12 @@ void seccomp_bpf_free(struct sbx_bpf *bpf)
 {
   free(bpf->main_prog);
   free(bpf->except_prog);
-  *bpf = (struct sbx_bpf){ 0 };
+  *bpf = (struct sbx_bpf){0};
 }
 
 static int install_one(void *prog, size_t len, sbx_error_t *err)
 {
-  struct sock_fprog fprog = { .len = (unsigned short) len, .filter = prog };
+  struct sock_fprog fprog = {.len = (unsigned short) len, .filter = prog};
   /* prctl is the older interface to the same operation (flags 0); kept for kernels and tools
    * (valgrind) that lack seccomp(2). */
   if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &fprog) < 0 &&
@@ -215,7 +214,7 @@ struct cache {
  * rule allows them, and a rule or the default denies each outright. */
 bool seccomp_policy_denies_keyrings(const struct sbx_policy *p)
 {
-  static const char *const calls[] = { "keyctl", "add_key", "request_key" };
+  static const char *const calls[] = {"keyctl", "add_key", "request_key"};
   for (size_t c = 0; c < ARRAY_SIZE(calls); c++) {
     bool denied = p->default_action != SBX_ACT_ALLOW;
     for (size_t i = 0; i < p->n_rules; i++) {
@@ -248,8 +247,8 @@ static int cache_open(const struct sbx_policy *p, struct cache *c)
   }
   const struct scmp_version *v = seccomp_version();
   char keysrc[256], key[65];
-  if (bufprintf(keysrc, sizeof keysrc, NULL, "%s %s %u.%u.%u %s", p->sha256, seccomp_arch_name(), v->major, v->minor,
-                v->micro, BPF_MAGIC) < 0)
+  if (bufprintf(keysrc, sizeof keysrc, NULL, "%s %s %u.%u.%u %s", p->sha256, seccomp_arch_name(), v->major,
+                v->minor, v->micro, BPF_MAGIC) < 0)
     return -1;
   sha256_hex(keysrc, strlen(keysrc), key);
   if (bufprintf(c->name, sizeof c->name, NULL, "seccomp-%s.bpf", key) < 0) {
@@ -289,7 +288,7 @@ static int cache_read(const struct cache *c, struct sbx_bpf *ret)
       h.except_len > BPF_MAX_INSNS ||
       sizeof h + ((size_t) h.main_len + h.except_len) * sizeof(struct sock_filter) != body)
     return -1;
-  struct sbx_bpf b = { .main_len = h.main_len, .except_len = h.except_len };
+  struct sbx_bpf b = {.main_len = h.main_len, .except_len = h.except_len};
   size_t msz = h.main_len * sizeof(struct sock_filter), esz = h.except_len * sizeof(struct sock_filter);
   b.main_prog = malloc(msz);
   b.except_prog = esz ? malloc(esz) : NULL;
@@ -311,7 +310,7 @@ static void cache_write(const struct cache *c, const struct sbx_bpf *b)
   _cleanup_free_ char *buf = malloc(body + MAC_LEN + 1);
   if (!buf)
     return;
-  struct bpf_header h = { .main_len = (uint32_t) b->main_len, .except_len = (uint32_t) b->except_len };
+  struct bpf_header h = {.main_len = (uint32_t) b->main_len, .except_len = (uint32_t) b->except_len};
   memcpy(h.magic, BPF_MAGIC, 8);
   memcpy(buf, &h, sizeof h);
   memcpy(buf + sizeof h, b->main_prog, msz);
@@ -332,7 +331,7 @@ int seccomp_prepare(const struct sbx_policy *p, struct sbx_bpf *ret, sbx_error_t
     keyring_forget(CACHE_KEY);
     return seccomp_compile(p, ret, err);
   }
-  struct cache c = { .dirfd = -1 };
+  struct cache c = {.dirfd = -1};
   bool cache = cache_open(p, &c) == 0;
   int rc = 0;
   if (!cache || cache_read(&c, ret) < 0) {

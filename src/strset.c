@@ -66,5 +66,5 @@ void strset_free(struct strset *s)
   for (size_t i = 0; i < s->cap; i++)
     free(s->slots[i]);
   free(s->slots);
-  *s = (struct strset){ 0 };
+  *s = (struct strset){0};
 }

@@ -19,9 +19,9 @@ void sync_send_fds(int sock, const struct sync_msg *m, const int *fds, int n)
   union {
     struct cmsghdr h;
     char buf[CMSG_SPACE(sizeof(int) * MSG_MAX_FDS)];
-  } c = { 0 };
-  struct iovec iov = { .iov_base = (void *) m, .iov_len = sizeof *m };
-  struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+  } c = {0};
+  struct iovec iov = {.iov_base = (void *) m, .iov_len = sizeof *m};
+  struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
   if (n > 0) {
     mh.msg_control = c.buf;
     mh.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t) n);
@@ -37,7 +37,7 @@ void sync_send_fds(int sock, const struct sync_msg *m, const int *fds, int n)
 
 _Noreturn void sync_fail(int sync_fd, const sbx_error_t *err)
 {
-  struct sync_msg m = { .type = MSG_ERROR, .err = *err };
+  struct sync_msg m = {.type = MSG_ERROR, .err = *err};
   sync_send(sync_fd, &m);
   _exit(SBX_EXIT_SETUP);
 }
@@ -48,8 +48,8 @@ int sync_recv_fds(int sock, struct sync_msg *m, int fds[MSG_MAX_FDS])
     struct cmsghdr h;
     char buf[CMSG_SPACE(sizeof(int) * MSG_MAX_FDS)];
   } c;
-  struct iovec iov = { .iov_base = m, .iov_len = sizeof *m };
-  struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = c.buf, .msg_controllen = sizeof c.buf };
+  struct iovec iov = {.iov_base = m, .iov_len = sizeof *m};
+  struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = c.buf, .msg_controllen = sizeof c.buf};
   ssize_t n;
   do
     n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);

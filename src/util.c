@@ -2,11 +2,11 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sha2.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sha2.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -57,12 +57,21 @@ static int parse_decimal(const char *s, uint64_t scale, const char **ret_end, ui
 
 int parse_size(const char *s, uint64_t *ret_bytes)
 {
-  static const struct { const char *suffix; uint64_t mult; } units[] = {
-    { "", 1 }, { "B", 1 },
-    { "K", 1ULL << 10 }, { "KiB", 1ULL << 10 }, { "k", 1ULL << 10 },
-    { "M", 1ULL << 20 }, { "MiB", 1ULL << 20 },
-    { "G", 1ULL << 30 }, { "GiB", 1ULL << 30 },
-    { "T", 1ULL << 40 }, { "TiB", 1ULL << 40 },
+  static const struct {
+    const char *suffix;
+    uint64_t mult;
+  } units[] = {
+      {"", 1},
+      {"B", 1},
+      {"K", 1ULL << 10},
+      {"KiB", 1ULL << 10},
+      {"k", 1ULL << 10},
+      {"M", 1ULL << 20},
+      {"MiB", 1ULL << 20},
+      {"G", 1ULL << 30},
+      {"GiB", 1ULL << 30},
+      {"T", 1ULL << 40},
+      {"TiB", 1ULL << 40},
   };
   const char *end;
   uint64_t milli;
@@ -111,7 +120,7 @@ int parse_milli(const char *s, uint64_t *ret_milli)
 
 const char *format_size(uint64_t bytes, char *buf, size_t len)
 {
-  static const char *names[] = { "bytes", "KiB", "MiB", "GiB", "TiB" };
+  static const char *names[] = {"bytes", "KiB", "MiB", "GiB", "TiB"};
   size_t i = 0;
   uint64_t v = bytes;
   while (i + 1 < ARRAY_SIZE(names) && v >= 1024 && v % 1024 == 0) {
@@ -256,7 +265,7 @@ void sha256_hex(const void *data, size_t len, char out[65])
 /* RFC 2104 with SHA-256 (block 64 bytes); keys longer than a block are hashed first. */
 void hmac_sha256_hex(const void *key, size_t key_len, const void *data, size_t len, char out[65])
 {
-  uint8_t k[64] = { 0 }, pad[64], inner[SHA256_DIGEST_LENGTH], d[SHA256_DIGEST_LENGTH];
+  uint8_t k[64] = {0}, pad[64], inner[SHA256_DIGEST_LENGTH], d[SHA256_DIGEST_LENGTH];
   SHA2_CTX ctx;
   if (key_len > sizeof k) {
     SHA256Init(&ctx);
@@ -308,7 +317,7 @@ int read_file(const char *path, size_t max, char **ret_data, size_t *ret_len, sb
   _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0)
     return sbx_error_errno(err, "open `%s`", path);
-  strbuf_t sb = { 0 };
+  strbuf_t sb = {0};
   char buf[16384];
   for (;;) {
     ssize_t n = read(fd, buf, sizeof buf);

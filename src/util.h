@@ -35,11 +35,11 @@ const char *format_size(uint64_t bytes, char *buf, size_t len);
 #define SBX_BUF_ACCESS(mode, b, n)
 #endif
 int bufprintf(char *buf, size_t size, sbx_error_t *err, const char *fmt, ...)
-  __attribute__((format(printf, 4, 5), warn_unused_result)) SBX_BUF_ACCESS(write_only, 1, 2);
+    __attribute__((format(printf, 4, 5), warn_unused_result)) SBX_BUF_ACCESS(write_only, 1, 2);
 int bufcatf(char *buf, size_t size, sbx_error_t *err, const char *fmt, ...)
-  __attribute__((format(printf, 4, 5), warn_unused_result)) SBX_BUF_ACCESS(read_write, 1, 2);
+    __attribute__((format(printf, 4, 5), warn_unused_result)) SBX_BUF_ACCESS(read_write, 1, 2);
 void bufprintf_cut(char *buf, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)))
-  SBX_BUF_ACCESS(write_only, 1, 2);
+SBX_BUF_ACCESS(write_only, 1, 2);
 
 /* A growable byte buffer, always NUL-terminated. */
 typedef struct strbuf {

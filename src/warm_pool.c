@@ -209,7 +209,8 @@ size_t warm_pool_pollfds(struct server *srv, struct pollfd *pfds)
 {
   size_t n = 0;
   for (struct warm *w = srv->warm; w; w = w->next)
-    pfds[n++] = (struct pollfd){.fd = w->ready ? sandbox_pidfd(w->sb) : sandbox_spawn_fd(w->sb), .events = POLLIN};
+    pfds[n++] =
+        (struct pollfd){.fd = w->ready ? sandbox_pidfd(w->sb) : sandbox_spawn_fd(w->sb), .events = POLLIN};
   return n;
 }
 

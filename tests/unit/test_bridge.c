@@ -24,7 +24,8 @@ int main(void)
   bridge_reader_init(&r, 0);
   size_t n = frame(buf, "{\"a\":1}", 7);
   n += frame(buf + n, "[]", 2);
-  CHECK(bridge_reader_feed(&r, buf, n, &used, &f, &flen) == BRIDGE_FRAME && flen == 7 && !strcmp(f, "{\"a\":1}"));
+  CHECK(bridge_reader_feed(&r, buf, n, &used, &f, &flen) == BRIDGE_FRAME && flen == 7 &&
+        !strcmp(f, "{\"a\":1}"));
   free(f);
   size_t off = used;
   CHECK(bridge_reader_feed(&r, buf + off, n - off, &used, &f, &flen) == BRIDGE_FRAME && flen == 2 &&
@@ -51,8 +52,9 @@ int main(void)
   /* Oversize: refused without allocating, answered once its first bytes (the id) are in, skipped,
    * and the next frame still arrives. */
   bridge_reader_init(&r, 8);
-  unsigned char big[4] = { 0x7f, 0xff, 0xff, 0xff };
-  CHECK(bridge_reader_feed(&r, (char *) big, 4, &used, &f, &flen) == BRIDGE_NEED_MORE && used == 4 && !r.frame);
+  unsigned char big[4] = {0x7f, 0xff, 0xff, 0xff};
+  CHECK(bridge_reader_feed(&r, (char *) big, 4, &used, &f, &flen) == BRIDGE_NEED_MORE && used == 4 &&
+        !r.frame);
   char body[BRIDGE_OVERSIZE_PREFIX + 10];
   memset(body, 'x', sizeof body);
   memcpy(body, "{\"id\":7,", 7);
@@ -64,10 +66,11 @@ int main(void)
   bridge_reader_init(&r, 8);
   n = frame(buf, "0123456789", 10);
   n += frame(buf + n, "ok", 2);
-  CHECK(bridge_reader_feed(&r, buf, n, &used, &f, &flen) == BRIDGE_OVERSIZE && r.oversize == 1 && flen == 10 &&
-        !strcmp(f, "0123456789"));
+  CHECK(bridge_reader_feed(&r, buf, n, &used, &f, &flen) == BRIDGE_OVERSIZE && r.oversize == 1 &&
+        flen == 10 && !strcmp(f, "0123456789"));
   off = used;
-  CHECK(bridge_reader_feed(&r, buf + off, n - off, &used, &f, &flen) == BRIDGE_FRAME && flen == 2 && !strcmp(f, "ok"));
+  CHECK(bridge_reader_feed(&r, buf + off, n - off, &used, &f, &flen) == BRIDGE_FRAME && flen == 2 &&
+        !strcmp(f, "ok"));
   free(f);
   bridge_reader_free(&r);
 
@@ -76,6 +79,7 @@ int main(void)
   sbx_error_t err;
   CHECK(bridge_header(9, 8, h, &err) < 0);
   CHECK(bridge_header(8, 8, h, &err) == 0 && h[3] == 8 && h[0] == 0);
-  CHECK(bridge_header(0x01020304, 0x7fffffff, h, &err) == 0 && h[0] == 1 && h[1] == 2 && h[2] == 3 && h[3] == 4);
+  CHECK(bridge_header(0x01020304, 0x7fffffff, h, &err) == 0 && h[0] == 1 && h[1] == 2 && h[2] == 3 &&
+        h[3] == 4);
   return check_summary("test_bridge");
 }

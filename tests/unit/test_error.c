@@ -7,17 +7,19 @@
 
 int main(void)
 {
-  sbx_error_t err = { 0 };
+  sbx_error_t err = {0};
   sbx_error_set(&err, ENOENT, "no rootfs found");
   CHECK(sbx_error_hint(&err, "run `%s` (see sandboxd doctor)", "make rootfs") == -1);
-  CHECK(strcmp(err.msg, "no rootfs found: No such file or directory; run `make rootfs` (see sandboxd doctor)") == 0);
+  CHECK(strcmp(err.msg,
+               "no rootfs found: No such file or directory; run `make rootfs` (see sandboxd doctor)") == 0);
   CHECK(err.errnum == ENOENT && err.status == SBX_EXIT_SETUP);
 
   /* Context added later goes in front; the hint stays last. */
   sbx_error_set(&err, EPERM, "write `uid_map`");
   sbx_error_prefix(&err, "write uid/gid maps");
   sbx_error_hint(&err, "see sandboxd doctor");
-  CHECK(strcmp(err.msg, "write uid/gid maps: write `uid_map`: Operation not permitted; see sandboxd doctor") == 0);
+  CHECK(strcmp(err.msg,
+               "write uid/gid maps: write `uid_map`: Operation not permitted; see sandboxd doctor") == 0);
 
   /* A message that fills the buffer is cut, visibly, and the hint survives whole. */
   char lng[sizeof err.msg + 10];

@@ -22,8 +22,8 @@ static int parse_static(struct exec_options *o, sbx_error_t *err, int argc, char
   return parse(o, err, argc, argbuf);
 }
 
-#define ARGV(...) ((char *[]){ "exec", __VA_ARGS__, NULL })
-#define ARGC(...) ((int) (sizeof((char *[]){ "exec", __VA_ARGS__ }) / sizeof(char *)))
+#define ARGV(...) ((char *[]){"exec", __VA_ARGS__, NULL})
+#define ARGC(...) ((int) (sizeof((char *[]){"exec", __VA_ARGS__}) / sizeof(char *)))
 #define PARSE(o, e, ...) parse_static(o, e, ARGC(__VA_ARGS__), ARGV(__VA_ARGS__))
 
 int main(void)
@@ -40,7 +40,8 @@ int main(void)
 
   CHECK(PARSE(&o, &e, "-c", "print(1)", "a", "b") == 0 && strcmp(o.code, "print(1)") == 0 && !o.file &&
         o.n_args == 2);
-  CHECK(PARSE(&o, &e, "--memory", "256M", "--pids", "32", "--cpus", "0.5", "--timeout", "1.5", "-c", "x") == 0);
+  CHECK(PARSE(&o, &e, "--memory", "256M", "--pids", "32", "--cpus", "0.5", "--timeout", "1.5", "-c", "x") ==
+        0);
   CHECK(o.limits.memory_bytes == 256ULL << 20 && o.limits.pids == 32 && o.limits.cpus_milli == 500 &&
         o.limits.timeout_ms == 1500);
   CHECK(PARSE(&o, &e, "--tmp-size", "1G", "--workspace-size", "10M", "--fsize", "1K", "--nofile", "64", "-c",
@@ -51,7 +52,8 @@ int main(void)
   CHECK(PARSE(&o, &e, "--bind", "/a:/data", "--bind-rw", "/b/c:/workspace/out/", "-c", "x") == 0);
   CHECK(o.n_binds == 2 && !o.binds[0].rw && o.binds[1].rw && strcmp(o.binds[0].src, "/a") == 0 &&
         strcmp(o.binds[1].dst, "/workspace/out") == 0);
-  CHECK(PARSE(&o, &e, "--env", "A=1", "--env", "B=", "--policy", "strict", "--report", "r.json", "-c", "x") == 0);
+  CHECK(PARSE(&o, &e, "--env", "A=1", "--env", "B=", "--policy", "strict", "--report", "r.json", "-c", "x") ==
+        0);
   CHECK(o.n_env == 2 && strcmp(o.env[1], "B=") == 0 && strcmp(o.policy, "strict") == 0 &&
         strcmp(o.report, "r.json") == 0);
   CHECK(PARSE(&o, &e, "--help") == 0 && o.help);
@@ -73,7 +75,7 @@ int main(void)
   CHECK(PARSE(&o, &e, "--workdir", "/a/../b", "x.py") < 0);
   CHECK(PARSE(&o, &e, "--frobnicate", "x.py") < 0 && strstr(e.msg, "--frobnicate"));
   CHECK(PARSE(&o, &e, "--timeout") < 0);
-  CHECK(parse(&o, &e, 1, (char *[]){ "exec", NULL }) < 0 && strstr(e.msg, "missing FILE"));
+  CHECK(parse(&o, &e, 1, (char *[]){"exec", NULL}) < 0 && strstr(e.msg, "missing FILE"));
   CHECK(PARSE(&o, &e, "-c") < 0);
   CHECK(PARSE(&o, &e, "") < 0);
   return check_summary("test_exec_args");

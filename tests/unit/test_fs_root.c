@@ -34,7 +34,8 @@ static void mk(const char *rel, const char *content)
 static int same(int fd, const char *rel)
 {
   struct stat a, b;
-  int ok = fd >= 0 && fstat(fd, &a) == 0 && lstat(at(rel), &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+  int ok = fd >= 0 && fstat(fd, &a) == 0 && lstat(at(rel), &b) == 0 && a.st_dev == b.st_dev &&
+           a.st_ino == b.st_ino;
   if (fd >= 0)
     close(fd);
   return ok;
@@ -90,10 +91,10 @@ static void build(void)
   CHECK(mkdir(at("root"), 0755) == 0 && mkdir(at("root/dir"), 0755) == 0 && mkdir(at("root/etc"), 0755) == 0);
   mk("root/dir/file", "inside\n");
   mk("root/etc/secret", "decoy\n");
-  CHECK(symlink("/etc", at("root/abs")) == 0);                     /* absolute: the root's etc */
-  CHECK(symlink(at("outside"), at("root/hostabs")) == 0);          /* the host path of outside/ */
-  CHECK(symlink("../../../..", at("root/dir/up")) == 0);           /* climbs to the root, no further */
-  CHECK(symlink("../outside", at("root/rel")) == 0);               /* root's parent's outside/ */
+  CHECK(symlink("/etc", at("root/abs")) == 0);            /* absolute: the root's etc */
+  CHECK(symlink(at("outside"), at("root/hostabs")) == 0); /* the host path of outside/ */
+  CHECK(symlink("../../../..", at("root/dir/up")) == 0);  /* climbs to the root, no further */
+  CHECK(symlink("../outside", at("root/rel")) == 0);      /* root's parent's outside/ */
   CHECK(symlink("../outside/secret", at("root/relfile")) == 0);
   CHECK(symlink("dir/file", at("root/flink")) == 0);
   CHECK(symlink("loop", at("root/loop")) == 0);
@@ -110,7 +111,7 @@ static void build(void)
 
 static void resolve(bool fallback)
 {
-  sbx_error_t err = { 0 };
+  sbx_error_t err = {0};
   struct fs_root r;
   int basefd = open(base, O_PATH | O_DIRECTORY | O_CLOEXEC);
   CHECK(basefd >= 0 && fs_root_open(basefd, "root", &r, fallback, &err) == 0);
@@ -199,7 +200,7 @@ static void removal(void)
   int basefd = open(base, O_PATH | O_DIRECTORY | O_CLOEXEC);
   CHECK(count_entries("doomed") == 3);
   /* 100 fds: too few for one per level, enough for RM_MAX_DEPTH of them. */
-  struct rlimit old, few = { 100, 100 };
+  struct rlimit old, few = {100, 100};
   CHECK(getrlimit(RLIMIT_NOFILE, &old) == 0);
   few.rlim_max = old.rlim_max;
   CHECK(setrlimit(RLIMIT_NOFILE, &few) == 0);
@@ -212,7 +213,7 @@ static void removal(void)
   CHECK(fs_remove_tree(basefd, "plain") == 0 && access(at("plain"), F_OK) < 0);
 
   /* Inside a root: the entry goes, the root and what the link names stay. */
-  sbx_error_t err = { 0 };
+  sbx_error_t err = {0};
   struct fs_root r;
   CHECK(fs_root_open(basefd, "root", &r, false, &err) == 0);
   int dfd = open(at("root"), O_RDONLY | O_DIRECTORY | O_CLOEXEC);

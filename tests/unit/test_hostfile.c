@@ -51,7 +51,7 @@ static void symlinks_in_guarded_trees(void)
   hostfile_guard_add(trees, &n, at("rw"));
   hostfile_guard_add(trees, &n, at("missing")); /* not a directory: ignored */
   CHECK(n == 1);
-  struct hostfile_guard g = { .trees = trees, .n_trees = n };
+  struct hostfile_guard g = {.trees = trees, .n_trees = n};
 
   /* A symlink below a guarded tree is refused; without the guard, ours is followed. */
   CHECK(hostfile_open_parent(at("rw/sub/out/r.json"), &g, 0, &dfd, &name, &err) == HOSTFILE_UNSAFE);
@@ -65,7 +65,8 @@ static void symlinks_in_guarded_trees(void)
   CHECK(hostfile_open_parent(at("link/x"), &g, 0, &dfd, &name, &err) == 0);
   close(dfd);
   /* Reached through `..` or a relative path, the same directory is still guarded. */
-  CHECK(hostfile_open_parent(at("elsewhere/../rw/sub/out/r.json"), &g, 0, &dfd, &name, &err) == HOSTFILE_UNSAFE);
+  CHECK(hostfile_open_parent(at("elsewhere/../rw/sub/out/r.json"), &g, 0, &dfd, &name, &err) ==
+        HOSTFILE_UNSAFE);
   /* The last component must be a name. */
   CHECK(hostfile_open_parent(at("rw/"), &g, 0, &dfd, &name, &err) == -1);
   CHECK(hostfile_open_parent(at("rw/.."), &g, 0, &dfd, &name, &err) == -1);
@@ -76,7 +77,8 @@ static void symlinks_in_guarded_trees(void)
   CHECK(stat(at("new/a"), &a) == 0 && (a.st_mode & 0777) == 0700 && stat(at("new"), &a) == 0 &&
         (a.st_mode & 0777) == (0755 & ~(mode_t) 022));
   /* mkdir -p never creates through a guarded symlink. */
-  CHECK(hostfile_open_parent(at("rw/sub/out/d/log"), &g, HOSTFILE_MKDIR, &dfd, &name, &err) == HOSTFILE_UNSAFE);
+  CHECK(hostfile_open_parent(at("rw/sub/out/d/log"), &g, HOSTFILE_MKDIR, &dfd, &name, &err) ==
+        HOSTFILE_UNSAFE);
   CHECK(access(at("elsewhere/d"), F_OK) < 0);
 }
 
@@ -89,9 +91,11 @@ static void append_rules(void)
   CHECK(write(fd, "x\n", 2) == 2);
   close(fd);
   CHECK(symlink("log", at("symlog")) == 0);
-  CHECK(hostfile_open_append(dfd, "symlog", "symlog", &fd, &err) == HOSTFILE_UNSAFE && strstr(err.msg, "symlink"));
+  CHECK(hostfile_open_append(dfd, "symlog", "symlog", &fd, &err) == HOSTFILE_UNSAFE &&
+        strstr(err.msg, "symlink"));
   CHECK(link(at("log"), at("hardlog")) == 0);
-  CHECK(hostfile_open_append(dfd, "log", "log", &fd, &err) == HOSTFILE_UNSAFE && strstr(err.msg, "2 hard links"));
+  CHECK(hostfile_open_append(dfd, "log", "log", &fd, &err) == HOSTFILE_UNSAFE &&
+        strstr(err.msg, "2 hard links"));
   CHECK(unlink(at("hardlog")) == 0 && chmod(at("log"), 0620) == 0);
   CHECK(hostfile_open_append(dfd, "log", "log", &fd, &err) == HOSTFILE_UNSAFE && strstr(err.msg, "writable"));
   CHECK(chmod(at("log"), 0600) == 0 && mkfifo(at("fifo"), 0600) == 0);
@@ -105,7 +109,7 @@ static void append_rules(void)
   CHECK(symlink(at("target"), at("report")) == 0);
   CHECK(hostfile_replace(dfd, "report", "report", "{}\n", 3, 0644, &err) == 0);
   struct stat st;
-  char buf[8] = { 0 };
+  char buf[8] = {0};
   CHECK(lstat(at("report"), &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 3);
   t = open(at("target"), O_RDONLY | O_CLOEXEC);
   CHECK(t >= 0 && read(t, buf, sizeof buf) == 4 && !memcmp(buf, "keep", 4));

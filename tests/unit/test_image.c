@@ -9,7 +9,7 @@
 static int norm(const char *in, const char *want)
 {
   char out[PATH_MAX];
-  sbx_error_t err = { 0 };
+  sbx_error_t err = {0};
   if (image_path_normalize(in, out, sizeof out, &err) < 0)
     return want == NULL;
   return want && !strcmp(out, want);
@@ -40,7 +40,7 @@ int main(void)
     longp[i] = i % 100 == 99 ? '/' : 'y';
   CHECK(norm(longp, NULL));
   char small[8];
-  sbx_error_t err = { 0 };
+  sbx_error_t err = {0};
   CHECK(image_path_normalize("abcdefgh", small, sizeof small, &err) < 0 && strstr(err.msg, "too long"));
 
   CHECK(image_name_valid("python-3.14-slim"));

@@ -1,7 +1,7 @@
 /* Unit tests for src/jsonrpc.c and the parsing half of src/json.c. */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -116,7 +116,8 @@ static void test_json_reject(void)
   CHECK(json_parse_bounded(doc, strlen(doc), 8, &n, &err) == 0 && json_array_len(json_get(n, "a")) == 3);
   json_free(n);
   err.errnum = 0;
-  CHECK(json_parse_bounded(doc, strlen(doc), 7, &n, &err) < 0 && err.errnum == E2BIG && strstr(err.msg, "more than 7"));
+  CHECK(json_parse_bounded(doc, strlen(doc), 7, &n, &err) < 0 && err.errnum == E2BIG &&
+        strstr(err.msg, "more than 7"));
   CHECK(json_parse_bounded("[]", 2, 0, &n, &err) < 0 && err.errnum == E2BIG);
 }
 

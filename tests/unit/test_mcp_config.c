@@ -64,16 +64,19 @@ static void claude_json(const char *project_entry)
   char path[PATH_MAX + 32], text[8192];
   snprintf(path, sizeof path, "%s/.claude.json", home);
   snprintf(text, sizeof text,
-           "{\"numStartups\": 3, \"mcpServers\": {\"u\": {\"command\": \"user-u\"}, \"x\": {\"command\": \"user-x\"}},"
-           " \"projects\": {\"/elsewhere\": {\"enableAllProjectMcpServers\": true, \"hasTrustDialogAccepted\": true},"
-           " \"%s\": {%s}}}", proj, project_entry);
+           "{\"numStartups\": 3, \"mcpServers\": {\"u\": {\"command\": \"user-u\"}, \"x\": {\"command\": "
+           "\"user-x\"}},"
+           " \"projects\": {\"/elsewhere\": {\"enableAllProjectMcpServers\": true, "
+           "\"hasTrustDialogAccepted\": true},"
+           " \"%s\": {%s}}}",
+           proj, project_entry);
   put(path, text);
 }
 
 static const char *imported(struct mcp_config **ret)
 {
   static char names[1024];
-  struct mcp_config_options o = { .path = empty, .import_claude = true };
+  struct mcp_config_options o = {.path = empty, .import_claude = true};
   sbx_error_t err;
   names[0] = '\0';
   if (mcp_config_load(&o, ret, &err) < 0) {
@@ -82,7 +85,8 @@ static const char *imported(struct mcp_config **ret)
     return names;
   }
   for (size_t i = 0; i < (*ret)->n; i++)
-    snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? "," : "", (*ret)->servers[i].name);
+    snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? "," : "",
+             (*ret)->servers[i].name);
   return names;
 }
 
@@ -169,8 +173,10 @@ static void parse_skips(void)
 {
   struct mcp_config c = {0};
   sbx_error_t err;
-  CHECK(parse("{\"mcpServers\": {\"web\": {\"type\": \"http\", \"url\": \"https://x\"}, \"sse\": {\"url\": \"https://x\"},"
-              "\"self\": {\"command\": \"/usr/local/bin/sandboxd\", \"args\": [\"mcp\"]}}}", &c, &err) == 0);
+  CHECK(parse("{\"mcpServers\": {\"web\": {\"type\": \"http\", \"url\": \"https://x\"}, \"sse\": {\"url\": "
+              "\"https://x\"},"
+              "\"self\": {\"command\": \"/usr/local/bin/sandboxd\", \"args\": [\"mcp\"]}}}",
+              &c, &err) == 0);
   CHECK(c.n == 0);
   struct mcp_config *heap = malloc(sizeof *heap);
   *heap = c;
@@ -215,12 +221,14 @@ int main(void)
               &c, &err) == 0);
   CHECK(c.n == 2);
   const struct mcp_server_config *a = mcp_config_find(&c, "a-b.c");
-  CHECK(a && a->argc == 3 && strcmp(a->argv[0], "node") == 0 && strcmp(a->argv[1], "alpha") == 0 && !a->argv[3]);
+  CHECK(a && a->argc == 3 && strcmp(a->argv[0], "node") == 0 && strcmp(a->argv[1], "alpha") == 0 &&
+        !a->argv[3]);
   CHECK(a && a->n_env == 1 && strcmp(a->env[0], "K=v") == 0 && strcmp(a->cwd, "/tmp") == 0 &&
         strcmp(a->description, "D") == 0);
   CHECK(mcp_config_find(&c, "selfexec") && !mcp_config_find(&c, "self") && !mcp_config_find(&c, "web"));
   /* A second source: existing names win, new ones are added. */
-  CHECK(parse("{\"mcpServers\": {\"a-b.c\": {\"command\": \"other\"}, \"n\": {\"command\": \"n\"}}}", &c, &err) == 0);
+  CHECK(parse("{\"mcpServers\": {\"a-b.c\": {\"command\": \"other\"}, \"n\": {\"command\": \"n\"}}}", &c,
+              &err) == 0);
   CHECK(c.n == 3 && strcmp(mcp_config_find(&c, "a-b.c")->argv[0], "node") == 0);
 
   static const char *const bad[][2] = {
@@ -228,8 +236,10 @@ int main(void)
       {"{\"mcpServers\": []}", "`mcpServers` must be an object"},
       {"{\"mcpServers\": {\"x\": 1}}", "f.json: server `x`: must be an object"},
       {"{\"mcpServers\": {\"x\": {}}}", "server `x`: `command` must be a non-empty string"},
-      {"{\"mcpServers\": {\"x\": {\"command\": \"c\", \"args\": \"a\"}}}", "server `x`: `args` must be an array"},
-      {"{\"mcpServers\": {\"x\": {\"command\": \"c\", \"args\": [1]}}}", "server `x`: `args` must be an array"},
+      {"{\"mcpServers\": {\"x\": {\"command\": \"c\", \"args\": \"a\"}}}",
+       "server `x`: `args` must be an array"},
+      {"{\"mcpServers\": {\"x\": {\"command\": \"c\", \"args\": [1]}}}",
+       "server `x`: `args` must be an array"},
       {"{\"mcpServers\": {\"x\": {\"command\": \"c\", \"env\": {\"A\": 1}}}}", "server `x`: `env` must map"},
       {"{\"mcpServers\": {\"bad name\": {\"command\": \"c\"}}}", "server `bad name`: the name must be"},
       {"{\"mcpServers\": {\"x\": {\"command\": \"${SBX_T_UNSET}\"}}}", "server `x`: command: variable"},

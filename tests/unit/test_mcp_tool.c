@@ -52,8 +52,10 @@ static void test_refused(void)
   CHECK(strstr(refused("{\"code\": \"1\", \"timeout\": 0}"), "`timeout` must be a positive whole number"));
   CHECK(strstr(refused("{\"code\": \"1\", \"timeout\": -3}"), "`timeout` must be a positive whole number"));
   CHECK(strstr(refused("{\"code\": \"1\", \"timeout\": 1.5}"), "`timeout` must be a positive whole number"));
-  CHECK(strstr(refused("{\"code\": \"1\", \"timeout\": \"5\"}"), "`timeout` must be a positive whole number"));
-  CHECK(strstr(refused("{\"code\": \"1\", \"servers\": \"fs\"}"), "`servers` must be an array of server names"));
+  CHECK(
+      strstr(refused("{\"code\": \"1\", \"timeout\": \"5\"}"), "`timeout` must be a positive whole number"));
+  CHECK(strstr(refused("{\"code\": \"1\", \"servers\": \"fs\"}"),
+               "`servers` must be an array of server names"));
   CHECK(strstr(refused("{\"code\": \"1\", \"servers\": [1]}"), "array of server names (strings)"));
   CHECK(strstr(refused("{\"code\": \"1\", \"servers\": [\"fs\", \"nope\"]}"),
                "unknown server `nope`: configured servers: fs, memory"));

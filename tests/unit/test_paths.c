@@ -19,7 +19,8 @@ static void make(const char *rel, int file)
 {
   char path[PATH_MAX * 2], cmd[PATH_MAX * 2 + 32];
   if (bufprintf(path, sizeof path, NULL, "%s/%s", root, rel) < 0 ||
-      bufprintf(cmd, sizeof cmd, NULL, file ? "mkdir -p \"$(dirname '%s')\" && : > '%s'" : "mkdir -p '%s'", path, path) < 0 ||
+      bufprintf(cmd, sizeof cmd, NULL, file ? "mkdir -p \"$(dirname '%s')\" && : > '%s'" : "mkdir -p '%s'",
+                path, path) < 0 ||
       system(cmd) != 0)
     abort();
 }
@@ -32,9 +33,9 @@ static int under(const char *path, const char *rel)
 
 static void clean_env(void)
 {
-  static const char *const vars[] = { "SANDBOXD_ROOTFS", "SANDBOXD_ROOTFS_DIR", "SANDBOXD_POLICY_DIR",
-                                      "SANDBOXD_PYTHON_DIR", "SANDBOXD_CACHE_DIR", "XDG_CACHE_HOME",
-                                      "XDG_STATE_HOME", "HOME" };
+  static const char *const vars[] = {
+      "SANDBOXD_ROOTFS",    "SANDBOXD_ROOTFS_DIR", "SANDBOXD_POLICY_DIR", "SANDBOXD_PYTHON_DIR",
+      "SANDBOXD_CACHE_DIR", "XDG_CACHE_HOME",      "XDG_STATE_HOME",      "HOME"};
   for (size_t i = 0; i < ARRAY_SIZE(vars); i++)
     unsetenv(vars[i]);
 }
@@ -42,7 +43,7 @@ static void clean_env(void)
 static void test_rootfs(void)
 {
   char store[PATH_MAX], bin[PATH_MAX];
-  sbx_error_t err = { 0 };
+  sbx_error_t err = {0};
   char *found = NULL;
 
   /* Installed: PREFIX/bin/sandboxd, no store beside it -> the system store. */
@@ -92,11 +93,13 @@ static void test_rootfs(void)
   CHECK(rootfs_find(NULL, &found, &err) < 0 && err.errnum == ENOENT && strstr(err.msg, "no rootfs found") &&
         !strstr(err.msg, "make rootfs"));
   /* The hint follows the errno text. */
-  CHECK(strstr(err.msg, "no rootfs found: `python-3.14-slim` in the rootfs store `/nonexistent-store`: No such "
-                        "file or directory; import one with `sandboxd rootfs import") &&
+  CHECK(strstr(err.msg,
+               "no rootfs found: `python-3.14-slim` in the rootfs store `/nonexistent-store`: No such "
+               "file or directory; import one with `sandboxd rootfs import") &&
         strstr(err.msg, "(see sandboxd doctor)") == err.msg + strlen(err.msg) - 21);
   unsetenv("SANDBOXD_ROOTFS_DIR");
-  CHECK(rootfs_find("/nonexistent-rootfs", &found, &err) < 0 && strstr(err.msg, "`/nonexistent-rootfs` not found"));
+  CHECK(rootfs_find("/nonexistent-rootfs", &found, &err) < 0 &&
+        strstr(err.msg, "`/nonexistent-rootfs` not found"));
 
   /* The build tree: build/sandboxd in a clone (src/main.c beside it), the store is rootfs/. */
   make("clone/src/main.c", 1);
@@ -114,11 +117,12 @@ static void test_rootfs(void)
 static void test_policy_and_python(void)
 {
   char bin[PATH_MAX], buf[PATH_MAX * 3], want[PATH_MAX * 3];
-  sbx_error_t err = { 0 };
+  sbx_error_t err = {0};
   CHECK(bufprintf(bin, sizeof bin, NULL, "%s/clone/build", root) == 0);
   paths_set_bindir(bin);
   CHECK(paths_policy_search(buf, sizeof buf, &err) == 0);
-  CHECK(bufprintf(want, sizeof want, NULL, "%s/../policy:%s/../share/sandboxd/policy:/etc/sandboxd/policy", bin, bin) == 0);
+  CHECK(bufprintf(want, sizeof want, NULL, "%s/../policy:%s/../share/sandboxd/policy:/etc/sandboxd/policy",
+                  bin, bin) == 0);
   CHECK(strcmp(buf, want) == 0);
   setenv("SANDBOXD_POLICY_DIR", "/my/policies", 1);
   CHECK(paths_policy_search(buf, sizeof buf, &err) == 0 && strncmp(buf, "/my/policies:", 13) == 0 &&
@@ -153,7 +157,7 @@ static void test_policy_and_python(void)
 static void test_state_and_cache(void)
 {
   char out[PATH_MAX];
-  sbx_error_t err = { 0 };
+  sbx_error_t err = {0};
   bool root_user = geteuid() == 0;
   clean_env();
   CHECK(paths_cache_dir(out, &err) == (root_user ? 0 : -1));
@@ -161,7 +165,8 @@ static void test_state_and_cache(void)
   if (!root_user)
     CHECK(err.errnum == ENOENT);
   setenv("HOME", "/home/u", 1);
-  CHECK(paths_cache_dir(out, &err) == 0 && !strcmp(out, root_user ? "/var/cache/sandboxd" : "/home/u/.cache/sandboxd"));
+  CHECK(paths_cache_dir(out, &err) == 0 &&
+        !strcmp(out, root_user ? "/var/cache/sandboxd" : "/home/u/.cache/sandboxd"));
   CHECK(paths_state_dir(out, &err) == 0 &&
         !strcmp(out, root_user ? "/var/log/sandboxd" : "/home/u/.local/state/sandboxd"));
   CHECK(paths_config_dir(out, &err) == 0 && !strcmp(out, "/home/u/.config/sandboxd"));
@@ -171,11 +176,14 @@ static void test_state_and_cache(void)
   /* XDG_CACHE_HOME and XDG_STATE_HOME only if absolute. */
   setenv("XDG_CACHE_HOME", "relative", 1);
   setenv("XDG_STATE_HOME", "relative", 1);
-  CHECK(paths_cache_dir(out, &err) == 0 && !strcmp(out, root_user ? "/var/cache/sandboxd" : "/home/u/.cache/sandboxd"));
+  CHECK(paths_cache_dir(out, &err) == 0 &&
+        !strcmp(out, root_user ? "/var/cache/sandboxd" : "/home/u/.cache/sandboxd"));
   setenv("XDG_CACHE_HOME", "/x/cache", 1);
   setenv("XDG_STATE_HOME", "/x/state", 1);
-  CHECK(paths_cache_dir(out, &err) == 0 && !strcmp(out, root_user ? "/var/cache/sandboxd" : "/x/cache/sandboxd"));
-  CHECK(paths_state_dir(out, &err) == 0 && !strcmp(out, root_user ? "/var/log/sandboxd" : "/x/state/sandboxd"));
+  CHECK(paths_cache_dir(out, &err) == 0 &&
+        !strcmp(out, root_user ? "/var/cache/sandboxd" : "/x/cache/sandboxd"));
+  CHECK(paths_state_dir(out, &err) == 0 &&
+        !strcmp(out, root_user ? "/var/log/sandboxd" : "/x/state/sandboxd"));
   /* $SANDBOXD_CACHE_DIR wins for everyone; set but empty: no cache. */
   setenv("SANDBOXD_CACHE_DIR", "/c", 1);
   CHECK(paths_cache_dir(out, &err) == 0 && !strcmp(out, "/c"));
@@ -208,7 +216,8 @@ int main(void)
   sbx_error_t err;
   CHECK(paths_bindir(bin, &err) == 0 && bin[0] == '/'); /* the test binary's own directory */
   char exe[PATH_MAX];
-  CHECK(paths_exe(exe, &err) == 0 && strncmp(exe, bin, strlen(bin)) == 0 && !strcmp(exe + strlen(bin), "/test_paths"));
+  CHECK(paths_exe(exe, &err) == 0 && strncmp(exe, bin, strlen(bin)) == 0 &&
+        !strcmp(exe + strlen(bin), "/test_paths"));
   char cmd[PATH_MAX + 16];
   if (bufprintf(cmd, sizeof cmd, NULL, "rm -rf '%s'", root) == 0 && system(cmd) != 0)
     CHECK(!"rm");

@@ -13,21 +13,21 @@
 
 /* A complete, minimal policy; tests append or replace lines. */
 static const char base[] =
-  "sandboxd-policy 1\n"
-  "name t\n"
-  "description test policy\n"
-  "timeout 30s\nmax_timeout 120s\nmemory 512M\nmax_memory 4G\npids 128\nmax_pids 1024\n"
-  "cpus 1\nmax_cpus 2\ntmp_size 64M\nmax_tmp_size 1G\nworkspace_size 128M\nmax_workspace_size 2G\n"
-  "shm_size 64M\nmax_shm_size 1G\nnofile 1024\nmax_nofile 65536\nfsize 128M\nmax_fsize 2G\n"
-  "output_limit 1M\nmax_output_limit 64M\n"
-  "uid 1000\ngid 1000\nhost_id_range 1879048192 65536\nhostname sandbox\n"
-  "inotify_instances 16\ninotify_watches 8192\nfanotify_groups 0\nfanotify_marks 0\nnamespaces 2\n"
-  "sigpending 1024\nmsgqueue 128K\nmemlock 1M\n"
-  "no_new_privs yes\ndrop_capabilities yes\nreadonly_root yes\nmask_proc yes\ncgroup required\n"
-  "env PATH=/usr/bin\nproxy_servers *\n"
-  "seccomp_default errno ENOSYS\nseccomp_badarch kill\n"
-  "group io \"basic io\"\n"
-  "allow read write\n";
+    "sandboxd-policy 1\n"
+    "name t\n"
+    "description test policy\n"
+    "timeout 30s\nmax_timeout 120s\nmemory 512M\nmax_memory 4G\npids 128\nmax_pids 1024\n"
+    "cpus 1\nmax_cpus 2\ntmp_size 64M\nmax_tmp_size 1G\nworkspace_size 128M\nmax_workspace_size 2G\n"
+    "shm_size 64M\nmax_shm_size 1G\nnofile 1024\nmax_nofile 65536\nfsize 128M\nmax_fsize 2G\n"
+    "output_limit 1M\nmax_output_limit 64M\n"
+    "uid 1000\ngid 1000\nhost_id_range 1879048192 65536\nhostname sandbox\n"
+    "inotify_instances 16\ninotify_watches 8192\nfanotify_groups 0\nfanotify_marks 0\nnamespaces 2\n"
+    "sigpending 1024\nmsgqueue 128K\nmemlock 1M\n"
+    "no_new_privs yes\ndrop_capabilities yes\nreadonly_root yes\nmask_proc yes\ncgroup required\n"
+    "env PATH=/usr/bin\nproxy_servers *\n"
+    "seccomp_default errno ENOSYS\nseccomp_badarch kill\n"
+    "group io \"basic io\"\n"
+    "allow read write\n";
 
 static struct sbx_policy *parse(const char *extra, sbx_error_t *err)
 {
@@ -109,9 +109,10 @@ static void test_valid(void)
   CHECK(p->max.memory_bytes == 4ULL << 30);
   CHECK(p->limits.cpus_milli == 1000);
   CHECK(p->uid == 1000 && p->host_id_start == 1879048192 && p->host_id_count == 65536);
-  CHECK(p->budgets.inotify_instances == 16 && p->budgets.inotify_watches == 8192 && p->budgets.fanotify_groups == 0);
-  CHECK(p->budgets.namespaces == 2 && p->budgets.sigpending == 1024 && p->budgets.msgqueue_bytes == 128 << 10 &&
-        p->budgets.memlock_bytes == 1 << 20);
+  CHECK(p->budgets.inotify_instances == 16 && p->budgets.inotify_watches == 8192 &&
+        p->budgets.fanotify_groups == 0);
+  CHECK(p->budgets.namespaces == 2 && p->budgets.sigpending == 1024 &&
+        p->budgets.msgqueue_bytes == 128 << 10 && p->budgets.memlock_bytes == 1 << 20);
   CHECK(p->n_rules == 2);
   CHECK(p->n_env == 1);
   CHECK(p->default_action == SBX_ACT_ERRNO && p->default_errno == 38);
@@ -325,7 +326,7 @@ static void test_load(void)
   /* A name goes through the search path, whose first directory is $SANDBOXD_POLICY_DIR (read
    * once, so set before the first lookup); a path is read as it is. */
   setenv("SANDBOXD_POLICY_DIR", "policy", 1);
-  sbx_error_t err = { 0 };
+  sbx_error_t err = {0};
   struct sbx_policy *p = NULL;
   CHECK(policy_load("strict", &p, &err) == 0 && p && strcmp(p->name, "strict") == 0 &&
         strcmp(p->path, "policy/strict.policy") == 0);
@@ -335,9 +336,11 @@ static void test_load(void)
   CHECK(strncmp(policy_search_path(), "policy:", 7) == 0);
   CHECK(policy_load("no-such-policy", &p, &err) < 0 && err.errnum == ENOENT &&
         strstr(err.msg, "policy `no-such-policy` not found in policy:") != NULL);
-  CHECK(policy_load("Bad Name", &p, &err) < 0 && strstr(err.msg, "use a name like `default` or a path") != NULL);
+  CHECK(policy_load("Bad Name", &p, &err) < 0 &&
+        strstr(err.msg, "use a name like `default` or a path") != NULL);
   /* A fragment parses on its own (policy check) but is not a policy to run under. */
-  CHECK(policy_load("policy/syscalls.inc", &p, &err) < 0 && strstr(err.msg, "is a fragment for `include`") != NULL);
+  CHECK(policy_load("policy/syscalls.inc", &p, &err) < 0 &&
+        strstr(err.msg, "is a fragment for `include`") != NULL);
   CHECK(policy_load_file("policy/syscalls.inc", &p, &err) == 0 && p && !p->sha256[0]);
   policy_free(TAKE_PTR(p));
 }
@@ -345,9 +348,9 @@ static void test_load(void)
 static void test_shipped(void)
 {
   /* The shipped policies parse and compile (run from the repository root). */
-  static const char *files[] = { "policy/default.policy", "policy/ci.policy", "policy/strict.policy" };
+  static const char *files[] = {"policy/default.policy", "policy/ci.policy", "policy/strict.policy"};
   for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
-    sbx_error_t err = { 0 };
+    sbx_error_t err = {0};
     struct sbx_policy *p = NULL;
     CHECK(policy_load_file(files[i], &p, &err) == 0);
     if (!p) {

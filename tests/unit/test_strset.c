@@ -7,7 +7,7 @@
 
 int main(void)
 {
-  struct strset s = { 0 };
+  struct strset s = {0};
   CHECK(!strset_has(&s, "a")); /* empty set: no table yet */
   CHECK(strset_add(&s, "a") == 1);
   CHECK(strset_add(&s, "a") == 0);

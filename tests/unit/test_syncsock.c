@@ -34,9 +34,9 @@ static void send_raw(int sock, const void *data, size_t len, const int *fds, int
   union {
     struct cmsghdr h;
     char buf[CMSG_SPACE(sizeof(int) * 16)];
-  } c = { 0 };
-  struct iovec iov = { .iov_base = (void *) data, .iov_len = len };
-  struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+  } c = {0};
+  struct iovec iov = {.iov_base = (void *) data, .iov_len = len};
+  struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
   if (n > 0) {
     mh.msg_control = c.buf;
     mh.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t) n);
@@ -58,7 +58,7 @@ int main(void)
 
   /* A message and its error text arrive whole; a message's text always ends in NUL. */
   pair(sv);
-  struct sync_msg out = { .type = MSG_ERROR };
+  struct sync_msg out = {.type = MSG_ERROR};
   memset(out.err.msg, 'x', sizeof out.err.msg);
   sync_send(sv[0], &out);
   CHECK(sync_recv_fds(sv[1], &m, fds) == 0 && m.type == MSG_ERROR);
@@ -68,7 +68,7 @@ int main(void)
   int p[2];
   if (pipe(p) < 0)
     abort();
-  sync_send_fds(sv[0], &(struct sync_msg){ .type = MSG_CGROUP }, p, 2);
+  sync_send_fds(sv[0], &(struct sync_msg){.type = MSG_CGROUP}, p, 2);
   int n = sync_recv_fds(sv[1], &m, fds);
   CHECK(n == 2 && m.type == MSG_CGROUP);
   for (int i = 0; i < n && i < MSG_MAX_FDS; i++) {
@@ -83,7 +83,8 @@ int main(void)
     many[i] = p[i % 2];
   int before = open_fds();
   for (int extra = 1; extra <= 2; extra++) {
-    send_raw(sv[0], &(struct sync_msg){ .type = MSG_CGROUP }, sizeof(struct sync_msg), many, MSG_MAX_FDS + extra);
+    send_raw(sv[0], &(struct sync_msg){.type = MSG_CGROUP}, sizeof(struct sync_msg), many,
+             MSG_MAX_FDS + extra);
     CHECK(sync_recv_fds(sv[1], &m, fds) == -1);
     CHECK(open_fds() == before);
   }
@@ -102,8 +103,8 @@ int main(void)
 
   /* A peer that exits with our messages unread makes the kernel report ECONNRESET once, before
    * the message it did send (a child's MSG_ERROR): that message is still read. */
-  sync_send(sv[1], &(struct sync_msg){ .type = MSG_GO });
-  sync_send(sv[0], &(struct sync_msg){ .type = MSG_ERROR });
+  sync_send(sv[1], &(struct sync_msg){.type = MSG_GO});
+  sync_send(sv[0], &(struct sync_msg){.type = MSG_ERROR});
   close(sv[0]);
   CHECK(sync_recv(sv[1], &m, 0) == 0 && m.type == MSG_ERROR);
   /* Then the end of the stream. */

@@ -14,7 +14,8 @@ int main(void)
   CHECK(bufprintf(b, sizeof b, &err, "%s/%s", "abc", "def") == 0 && strcmp(b, "abc/def") == 0);
   errno = 0;
   CHECK(bufprintf(b, sizeof b, &err, "%s/%s", "abc", "defg") < 0 && errno == ENAMETOOLONG && b[0] == '\0');
-  CHECK(err.errnum == ENAMETOOLONG && strstr(err.msg, "`abc/def...` is longer than 7 bytes") && !strchr(err.msg, '\n'));
+  CHECK(err.errnum == ENAMETOOLONG && strstr(err.msg, "`abc/def...` is longer than 7 bytes") &&
+        !strchr(err.msg, '\n'));
   /* err may be NULL; errno still says why. */
   errno = 0;
   CHECK(bufprintf(b, sizeof b, NULL, "%d", 123456789) < 0 && errno == ENAMETOOLONG && b[0] == '\0');
@@ -27,7 +28,8 @@ int main(void)
   CHECK(bufcatf(b, sizeof b, &err, ",%s", "de") == 0 && strcmp(b, "a,bc,de") == 0);
   CHECK(bufcatf(b, sizeof b, &err, "%s", "") == 0 && strcmp(b, "a,bc,de") == 0);
   /* Full: a failed append leaves what was there, and so does every later one. */
-  CHECK(bufcatf(b, sizeof b, &err, ",%s", "f") < 0 && strcmp(b, "a,bc,de") == 0 && err.errnum == ENAMETOOLONG);
+  CHECK(bufcatf(b, sizeof b, &err, ",%s", "f") < 0 && strcmp(b, "a,bc,de") == 0 &&
+        err.errnum == ENAMETOOLONG);
   CHECK(bufcatf(b, sizeof b, &err, "x") < 0 && strcmp(b, "a,bc,de") == 0);
   memset(b, 'z', sizeof b); /* not a string: refused, not read past */
   CHECK(bufcatf(b, sizeof b, &err, "x") < 0 && err.errnum == EINVAL && b[sizeof b - 1] == 'z');
