@@ -116,7 +116,7 @@ lint:
 # Everything (tests/run): unit tests, the integration suite as root and as an unprivileged user,
 # then docs, OCI images, valgrind, the integration suite under ASan+UBSan, fuzz replay and a
 # short fuzzing pass, and the MCP suite (tests/suites.sh).
-check: all $(UNIT_BINS) rootfs asan fuzz-build
+check: all $(UNIT_BINS) format-check rootfs asan fuzz-build
 	tests/run --build $(BUILD)
 
 # The rootfs store: where `sandboxd rootfs import|list` and exec's default rootfs look when the
