@@ -1,4 +1,5 @@
 // Shared helpers for the sandboxd MCP tests: where the binary is, an SDK client, a raw line client.
+import { after } from 'node:test';
 import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
@@ -11,6 +12,11 @@ export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 export const SANDBOXD = process.env.SANDBOXD || resolve(REPO, 'build/sandboxd');
 export const SERVER_ARGS = ['mcp', ...(process.env.SANDBOXD_MCP_ARGS || '').split(' ').filter(Boolean)];
 
+// Clients still connected when a file's tests end (a test failed before closing one): close them,
+// else node waits on the server child for ever.
+const clients = new Set();
+after(() => Promise.all([...clients].map((c) => c.close().catch(() => {}))));
+
 export async function connect(extraArgs = []) {
   const transport = new StdioClientTransport({
     command: SANDBOXD,
@@ -22,6 +28,7 @@ export async function connect(extraArgs = []) {
   transport.stderr?.on('data', (d) => { stderr += d; });
   const client = new Client({ name: 'sandboxd-tests', version: '1.0.0' });
   await client.connect(transport);
+  clients.add(client);
   return { client, transport, stderr: () => stderr };
 }
 
@@ -53,9 +60,16 @@ export async function waitGone(marker, ms = 3000) {
 }
 
 // The server driven with raw bytes: write anything, read replies one JSON line at a time.
+// Servers still running when a file's tests end: a test that failed before closing its server
+// would otherwise keep node waiting on the child for ever (the suite hangs, CI times out).
+const live = new Set();
+after(() => { for (const p of live) p.kill('SIGKILL'); });
+
 export class RawServer {
   constructor(args = []) {
     this.proc = spawn(SANDBOXD, [...SERVER_ARGS, ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
+    live.add(this.proc);
+    this.proc.on('exit', () => live.delete(this.proc));
     this.lines = [];
     this.waiters = [];
     this.stderr = '';

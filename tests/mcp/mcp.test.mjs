@@ -449,7 +449,7 @@ describe('queue', () => {
     // Both calls ran: an error result (a sandbox that failed to start) is no answer to wait for.
     assert.equal((await srv.reply('a', 5000)).result?.structuredContent?.status, 'ok');
     const b = await srv.reply('b', 5000);
-    assert.equal(b.result?.structuredContent?.stdout, '1\n', JSON.stringify(b));
+    assert.equal(stdoutOf(b.result), '1\n', JSON.stringify(b));
     await srv.close();
   });
 });

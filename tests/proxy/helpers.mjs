@@ -1,4 +1,5 @@
 // Shared helpers for the proxy tests: sandboxd mcp with tests/proxy/servers.json, through the SDK.
+import { after } from 'node:test';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -24,6 +25,11 @@ export const ENV = {
   MEMORY_FILE_PATH: join(SCRATCH, 'memory.jsonl'),
 };
 
+// Clients still connected when a file's tests end (a test failed before closing one): close them,
+// else node waits on the server child for ever.
+const clients = new Set();
+after(() => Promise.all([...clients].map((c) => c.close().catch(() => {}))));
+
 export async function connect(extraArgs = []) {
   const transport = new StdioClientTransport({
     command: SANDBOXD,
@@ -35,6 +41,7 @@ export async function connect(extraArgs = []) {
   transport.stderr?.on('data', (d) => { stderr += d; });
   const client = new Client({ name: 'sandboxd-proxy-tests', version: '1.0.0' });
   await client.connect(transport);
+  clients.add(client);
   return { client, transport, stderr: () => stderr };
 }
 
