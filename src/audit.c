@@ -207,68 +207,37 @@ void audit_write(const struct audit_record *r)
     make_id(id);
   sha256_hex(r->code ? r->code : "", r->code ? r->code_len : 0, sha);
   json_obj_begin(w);
-  json_key(w, "time");
-  json_str(w, now);
-  json_key(w, "request_id");
-  json_str(w, r->request_id ? r->request_id : id);
-  json_key(w, "mode");
-  json_str(w, r->mode);
-  json_key(w, "uid");
-  json_uint(w, (uint64_t) getuid());
-  json_key(w, "code_sha256");
-  json_str(w, sha);
-  if (r->file) {
-    json_key(w, "file");
-    json_str(w, r->file);
-  }
-  if (log_code && r->code) {
-    json_key(w, "code");
-    json_strn(w, r->code, r->code_len);
-  }
-  json_key(w, "policy");
-  if (r->policy)
-    json_str(w, r->policy->name);
-  else
-    json_null(w);
-  json_key(w, "policy_sha256");
-  if (r->policy)
-    json_str(w, r->policy->sha256);
-  else
-    json_null(w);
+  json_kv_str(w, "time", now);
+  json_kv_str(w, "request_id", r->request_id ? r->request_id : id);
+  json_kv_str(w, "mode", r->mode);
+  json_kv_uint(w, "uid", (uint64_t) getuid());
+  json_kv_str(w, "code_sha256", sha);
+  if (r->file)
+    json_kv_str(w, "file", r->file);
+  if (log_code && r->code)
+    json_kv_strn(w, "code", r->code, r->code_len);
+  json_kv_str_or_null(w, "policy", r->policy ? r->policy->name : NULL);
+  json_kv_str_or_null(w, "policy_sha256", r->policy ? r->policy->sha256 : NULL);
   if (r->limits) {
     json_key(w, "limits");
     json_obj_begin(w);
-    json_key(w, "timeout_ms");
-    json_uint(w, r->limits->timeout_ms);
-    json_key(w, "memory_bytes");
-    json_uint(w, r->limits->memory_bytes);
-    json_key(w, "pids");
-    json_uint(w, r->limits->pids);
-    json_key(w, "cpus");
-    json_double(w, (double) r->limits->cpus_milli / 1000.0);
+    json_kv_uint(w, "timeout_ms", r->limits->timeout_ms);
+    json_kv_uint(w, "memory_bytes", r->limits->memory_bytes);
+    json_kv_uint(w, "pids", r->limits->pids);
+    json_kv_double(w, "cpus", (double) r->limits->cpus_milli / 1000.0);
     json_obj_end(w);
   }
   const struct sbx_result *res = r->result;
-  json_key(w, "status");
-  json_str(w, res ? sbx_status_name(res->status) : "setup_error");
-  json_key(w, "exit_code");
-  json_int(w, res ? res->exit_code : 125);
-  json_key(w, "duration_ms");
-  json_uint(w, res ? res->execution_time_ms : 0);
-  json_key(w, "memory_peak_bytes");
-  json_uint(w, res ? res->memory_peak_bytes : 0);
-  json_key(w, "enforcement");
-  json_str(w, res && res->limits ? res->limits : "none");
-  json_key(w, "degraded");
-  json_bool(w, res && res->limits && !strcmp(res->limits, "degraded"));
-  if (res && res->pids_limit_hit) {
-    json_key(w, "pids_limit_hit");
-    json_bool(w, true);
-  }
-  if (r->error) {
-    json_key(w, "error");
-    json_str(w, r->error);
-  }
+  json_kv_str(w, "status", res ? sbx_status_name(res->status) : "setup_error");
+  json_kv_int(w, "exit_code", res ? res->exit_code : 125);
+  json_kv_uint(w, "duration_ms", res ? res->execution_time_ms : 0);
+  json_kv_uint(w, "memory_peak_bytes", res ? res->memory_peak_bytes : 0);
+  json_kv_str(w, "enforcement", res && res->limits ? res->limits : "none");
+  json_kv_bool(w, "degraded", res && res->limits && !strcmp(res->limits, "degraded"));
+  if (res && res->pids_limit_hit)
+    json_kv_bool(w, "pids_limit_hit", true);
+  if (r->error)
+    json_kv_str(w, "error", r->error);
   json_key(w, "calls");
   if (r->calls_json)
     json_raw(w, r->calls_json, strlen(r->calls_json));
@@ -276,10 +245,8 @@ void audit_write(const struct audit_record *r)
     json_arr_begin(w);
     json_arr_end(w);
   }
-  if (dropped) {
-    json_key(w, "dropped_before");
-    json_uint(w, dropped);
-  }
+  if (dropped)
+    json_kv_uint(w, "dropped_before", dropped);
   json_obj_end(w);
   size_t len;
   const char *buf = json_writer_buf(w, &len);

@@ -339,44 +339,27 @@ static void write_report(const struct report_file *rf, const struct sbx_policy *
   if (!w)
     return;
   json_obj_begin(w);
-  json_key(w, "status");
-  json_str(w, failure ? "setup_error" : sbx_status_name(res->status));
-  json_key(w, "exit_code");
-  json_int(w, failure ? SBX_EXIT_SETUP : res->exit_code);
+  json_kv_str(w, "status", failure ? "setup_error" : sbx_status_name(res->status));
+  json_kv_int(w, "exit_code", failure ? SBX_EXIT_SETUP : res->exit_code);
   json_key(w, "signal");
   if (!failure && res->signal)
     json_int(w, res->signal);
   else
     json_null(w);
-  json_key(w, "timed_out");
-  json_bool(w, !failure && res->timed_out);
-  json_key(w, "execution_time_ms");
-  json_uint(w, failure ? 0 : res->execution_time_ms);
-  json_key(w, "cpu_time_ms");
-  json_uint(w, failure ? 0 : res->cpu_time_ms);
-  json_key(w, "memory_peak_bytes");
-  json_uint(w, failure ? 0 : res->memory_peak_bytes);
-  json_key(w, "policy");
-  if (p)
-    json_str(w, p->name);
-  else
-    json_null(w);
-  json_key(w, "policy_sha256");
-  if (p)
-    json_str(w, p->sha256);
-  else
-    json_null(w);
-  json_key(w, "pids_limit_hit");
-  json_bool(w, !failure && res->pids_limit_hit);
+  json_kv_bool(w, "timed_out", !failure && res->timed_out);
+  json_kv_uint(w, "execution_time_ms", failure ? 0 : res->execution_time_ms);
+  json_kv_uint(w, "cpu_time_ms", failure ? 0 : res->cpu_time_ms);
+  json_kv_uint(w, "memory_peak_bytes", failure ? 0 : res->memory_peak_bytes);
+  json_kv_str_or_null(w, "policy", p ? p->name : NULL);
+  json_kv_str_or_null(w, "policy_sha256", p ? p->sha256 : NULL);
+  json_kv_bool(w, "pids_limit_hit", !failure && res->pids_limit_hit);
   json_key(w, "limits");
   if (failure)
     json_null(w);
   else
     json_str(w, res->limits);
-  if (failure) {
-    json_key(w, "error");
-    json_str(w, failure->msg);
-  }
+  if (failure)
+    json_kv_str(w, "error", failure->msg);
   json_obj_end(w);
   size_t len;
   const char *buf = json_writer_buf(w, &len);

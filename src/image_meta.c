@@ -46,31 +46,20 @@ int image_meta_write(int storefd, const char *file, const struct image_import_op
   if (!w)
     return sbx_error_set(err, ENOMEM, "metadata");
   json_obj_begin(w);
-  json_key(w, "name");
-  json_str(w, o->name);
-  json_key(w, "source");
-  json_str(w, source);
-  json_key(w, "manifest_digest");
-  json_str(w, im->manifest_digest);
-  json_key(w, "config_digest");
-  json_str(w, im->config_digest);
-  json_key(w, "platform");
-  json_str(w, st->platform);
-  json_key(w, "created");
-  created ? json_str(w, created) : json_null(w);
-  json_key(w, "imported");
-  json_str(w, now);
-  json_key(w, "size");
-  json_uint(w, st->bytes);
-  json_key(w, "files");
-  json_uint(w, st->files + st->dirs + st->symlinks);
+  json_kv_str(w, "name", o->name);
+  json_kv_str(w, "source", source);
+  json_kv_str(w, "manifest_digest", im->manifest_digest);
+  json_kv_str(w, "config_digest", im->config_digest);
+  json_kv_str(w, "platform", st->platform);
+  json_kv_str_or_null(w, "created", created);
+  json_kv_str(w, "imported", now);
+  json_kv_uint(w, "size", st->bytes);
+  json_kv_uint(w, "files", st->files + st->dirs + st->symlinks);
   write_str_array(w, "Env", json_get(cfg, "Env"));
-  json_key(w, "WorkingDir");
-  wd &&*wd ? json_str(w, wd) : json_null(w);
+  json_kv_str_or_null(w, "WorkingDir", wd && *wd ? wd : NULL);
   write_str_array(w, "Cmd", json_get(cfg, "Cmd"));
   write_str_array(w, "Entrypoint", json_get(cfg, "Entrypoint"));
-  json_key(w, "User");
-  user &&*user ? json_str(w, user) : json_null(w);
+  json_kv_str_or_null(w, "User", user && *user ? user : NULL);
   json_key(w, "Labels");
   json_type(json_get(cfg, "Labels")) == JSON_OBJECT ? json_write_node(w, json_get(cfg, "Labels"))
                                                     : json_null(w);
@@ -84,14 +73,10 @@ int image_meta_write(int storefd, const char *file, const struct image_import_op
   json_arr_end(w);
   json_key(w, "extraction");
   json_obj_begin(w);
-  json_key(w, "devices_skipped");
-  json_uint(w, st->devices_skipped);
-  json_key(w, "setuid_setgid_stripped");
-  json_uint(w, st->setid_stripped);
-  json_key(w, "capabilities_stripped");
-  json_uint(w, st->caps_stripped);
-  json_key(w, "privileges_kept");
-  json_bool(w, o->keep_privileges);
+  json_kv_uint(w, "devices_skipped", st->devices_skipped);
+  json_kv_uint(w, "setuid_setgid_stripped", st->setid_stripped);
+  json_kv_uint(w, "capabilities_stripped", st->caps_stripped);
+  json_kv_bool(w, "privileges_kept", o->keep_privileges);
   json_obj_end(w);
   json_key(w, "files_manifest");
   if (bufprintf(b, sizeof b, err, "%s.files", o->name) < 0) {
@@ -99,8 +84,7 @@ int image_meta_write(int storefd, const char *file, const struct image_import_op
     return -1;
   }
   json_str(w, b);
-  json_key(w, "files_manifest_sha256");
-  json_str(w, files_sha);
+  json_kv_str(w, "files_manifest_sha256", files_sha);
   json_obj_end(w);
   size_t len;
   const char *buf = json_writer_buf(w, &len);

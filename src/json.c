@@ -168,6 +168,55 @@ void json_str(json_writer_t *w, const char *s)
   json_strn(w, s, strlen(s));
 }
 
+void json_kv_str(json_writer_t *w, const char *key, const char *s)
+{
+  json_key(w, key);
+  json_str(w, s);
+}
+void json_kv_strn(json_writer_t *w, const char *key, const char *s, size_t len)
+{
+  json_key(w, key);
+  json_strn(w, s, len);
+}
+void json_kv_str_or_null(json_writer_t *w, const char *key, const char *s)
+{
+  json_key(w, key);
+  if (s)
+    json_str(w, s);
+  else
+    json_null(w);
+}
+void json_kv_int(json_writer_t *w, const char *key, long long v)
+{
+  json_key(w, key);
+  json_int(w, v);
+}
+void json_kv_uint(json_writer_t *w, const char *key, uint64_t v)
+{
+  json_key(w, key);
+  json_uint(w, v);
+}
+void json_kv_double(json_writer_t *w, const char *key, double v)
+{
+  json_key(w, key);
+  json_double(w, v);
+}
+void json_kv_bool(json_writer_t *w, const char *key, bool v)
+{
+  json_key(w, key);
+  json_bool(w, v);
+}
+void json_kv_null(json_writer_t *w, const char *key)
+{
+  json_key(w, key);
+  json_null(w);
+}
+void json_kv_raw(json_writer_t *w, const char *key, const char *json, size_t len)
+{
+  json_key(w, key);
+  json_raw(w, json, len);
+}
+
 const char *json_writer_buf(json_writer_t *w, size_t *ret_len)
 {
   const unsigned char *buf;

@@ -26,6 +26,18 @@ void json_uint(json_writer_t *w, uint64_t v);
 void json_double(json_writer_t *w, double v);
 void json_bool(json_writer_t *w, bool v);
 void json_null(json_writer_t *w);
+/* A member of the open object: the key, then its value. */
+void json_kv_str(json_writer_t *w, const char *key, const char *s);
+void json_kv_strn(json_writer_t *w, const char *key, const char *s, size_t len);
+/* The string, or null when s is NULL. */
+void json_kv_str_or_null(json_writer_t *w, const char *key, const char *s);
+void json_kv_int(json_writer_t *w, const char *key, long long v);
+void json_kv_uint(json_writer_t *w, const char *key, uint64_t v);
+void json_kv_double(json_writer_t *w, const char *key, double v);
+void json_kv_bool(json_writer_t *w, const char *key, bool v);
+void json_kv_null(json_writer_t *w, const char *key);
+/* An already-serialised JSON value, as json_raw. */
+void json_kv_raw(json_writer_t *w, const char *key, const char *json, size_t len);
 /* Length of the valid UTF-8 sequence at s[0..n) (1 to 4), or 0 if it is not one. */
 size_t json_utf8_len(const unsigned char *s, size_t n);
 /* Insert an already-serialised JSON value verbatim. */

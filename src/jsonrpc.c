@@ -257,8 +257,7 @@ static void write_id(json_writer_t *w, const char *id)
 void jsonrpc_begin_result(json_writer_t *w, const char *id)
 {
   json_obj_begin(w);
-  json_key(w, "jsonrpc");
-  json_str(w, "2.0");
+  json_kv_str(w, "jsonrpc", "2.0");
   json_key(w, "id");
   write_id(w, id);
   json_key(w, "result");
@@ -267,10 +266,8 @@ void jsonrpc_begin_result(json_writer_t *w, const char *id)
 void jsonrpc_begin_notification(json_writer_t *w, const char *method)
 {
   json_obj_begin(w);
-  json_key(w, "jsonrpc");
-  json_str(w, "2.0");
-  json_key(w, "method");
-  json_str(w, method);
+  json_kv_str(w, "jsonrpc", "2.0");
+  json_kv_str(w, "method", method);
   json_key(w, "params");
 }
 
@@ -282,16 +279,13 @@ void jsonrpc_end(json_writer_t *w)
 void jsonrpc_write_error(json_writer_t *w, const char *id, int code, const char *message)
 {
   json_obj_begin(w);
-  json_key(w, "jsonrpc");
-  json_str(w, "2.0");
+  json_kv_str(w, "jsonrpc", "2.0");
   json_key(w, "id");
   write_id(w, id);
   json_key(w, "error");
   json_obj_begin(w);
-  json_key(w, "code");
-  json_int(w, code);
-  json_key(w, "message");
-  json_str(w, message);
+  json_kv_int(w, "code", code);
+  json_kv_str(w, "message", message);
   json_obj_end(w);
   json_obj_end(w);
 }

@@ -120,10 +120,8 @@ int drain_pipe(struct call *c, int *fd, strbuf_t *sb)
 static void write_text_block(json_writer_t *w, const char *text, size_t len)
 {
   json_obj_begin(w);
-  json_key(w, "type");
-  json_str(w, "text");
-  json_key(w, "text");
-  json_strn(w, text, len);
+  json_kv_str(w, "type", "text");
+  json_kv_strn(w, "text", text, len);
   json_obj_end(w);
 }
 
@@ -231,29 +229,19 @@ static void send_call_result(struct server *srv, struct call *c, const struct sb
   json_arr_end(w);
   json_key(w, "structuredContent");
   json_obj_begin(w);
-  json_key(w, "status");
-  json_str(w, sbx_status_name(res->status));
-  json_key(w, "exit_code");
-  json_int(w, res->exit_code);
+  json_kv_str(w, "status", sbx_status_name(res->status));
+  json_kv_int(w, "exit_code", res->exit_code);
   /* The output itself is in the text block only: a reply carries it once. */
-  json_key(w, "stdout_bytes");
-  json_uint(w, c->out.len);
-  json_key(w, "stderr_bytes");
-  json_uint(w, c->err.len);
-  json_key(w, "replaced_bytes");
-  json_uint(w, replaced);
-  json_key(w, "truncated");
-  json_bool(w, c->truncated);
-  json_key(w, "execution_time_ms");
-  json_uint(w, res->execution_time_ms);
-  json_key(w, "memory_peak_bytes");
-  json_uint(w, res->memory_peak_bytes);
+  json_kv_uint(w, "stdout_bytes", c->out.len);
+  json_kv_uint(w, "stderr_bytes", c->err.len);
+  json_kv_uint(w, "replaced_bytes", replaced);
+  json_kv_bool(w, "truncated", c->truncated);
+  json_kv_uint(w, "execution_time_ms", res->execution_time_ms);
+  json_kv_uint(w, "memory_peak_bytes", res->memory_peak_bytes);
   /* How limits were enforced: "degraded" means rlimits only (no cgroup), as the policy allowed. */
-  json_key(w, "limits");
-  json_str(w, res->limits ? res->limits : "none");
+  json_kv_str(w, "limits", res->limits ? res->limits : "none");
   json_obj_end(w);
-  json_key(w, "isError");
-  json_bool(w, res->status != SBX_STATUS_OK);
+  json_kv_bool(w, "isError", res->status != SBX_STATUS_OK);
   json_obj_end(w);
   jsonrpc_end(w);
   strbuf_free(&text);
@@ -378,12 +366,9 @@ static void relay_progress(void *ctx, const char *server, const char *tool, cons
     return;
   jsonrpc_begin_notification(w, "notifications/progress");
   json_obj_begin(w);
-  json_key(w, "progressToken");
-  json_raw(w, c->progress_token, strlen(c->progress_token));
-  json_key(w, "progress");
-  json_uint(w, ++c->progress);
-  json_key(w, "message");
-  json_str(w, msg);
+  json_kv_raw(w, "progressToken", c->progress_token, strlen(c->progress_token));
+  json_kv_uint(w, "progress", ++c->progress);
+  json_kv_str(w, "message", msg);
   json_obj_end(w);
   jsonrpc_end(w);
   send_writer(c->srv, w);
@@ -567,12 +552,9 @@ static void send_progress(struct server *srv, struct call *c, uint64_t now)
     return;
   jsonrpc_begin_notification(w, "notifications/progress");
   json_obj_begin(w);
-  json_key(w, "progressToken");
-  json_raw(w, c->progress_token, strlen(c->progress_token));
-  json_key(w, "progress");
-  json_uint(w, ++c->progress);
-  json_key(w, "message");
-  json_str(w, msg);
+  json_kv_raw(w, "progressToken", c->progress_token, strlen(c->progress_token));
+  json_kv_uint(w, "progress", ++c->progress);
+  json_kv_str(w, "message", msg);
   json_obj_end(w);
   jsonrpc_end(w);
   send_writer(srv, w);

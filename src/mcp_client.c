@@ -309,12 +309,9 @@ static json_writer_t *begin_request(long long id, const char *method)
   if (!w)
     return NULL;
   json_obj_begin(w);
-  json_key(w, "jsonrpc");
-  json_str(w, "2.0");
-  json_key(w, "id");
-  json_int(w, id);
-  json_key(w, "method");
-  json_str(w, method);
+  json_kv_str(w, "jsonrpc", "2.0");
+  json_kv_int(w, "id", id);
+  json_kv_str(w, "method", method);
   json_key(w, "params");
   return w;
 }
@@ -326,17 +323,14 @@ static int send_initialize(struct mcp_hosts *h, struct client *c)
   if (!w)
     return -1;
   json_obj_begin(w);
-  json_key(w, "protocolVersion");
-  json_str(w, PROTOCOL_VERSION);
+  json_kv_str(w, "protocolVersion", PROTOCOL_VERSION);
   json_key(w, "capabilities");
   json_obj_begin(w);
   json_obj_end(w);
   json_key(w, "clientInfo");
   json_obj_begin(w);
-  json_key(w, "name");
-  json_str(w, "sandboxd");
-  json_key(w, "version");
-  json_str(w, SANDBOXD_VERSION);
+  json_kv_str(w, "name", "sandboxd");
+  json_kv_str(w, "version", SANDBOXD_VERSION);
   json_obj_end(w);
   json_obj_end(w);
   json_obj_end(w);
@@ -350,10 +344,8 @@ static int send_list_page(struct mcp_hosts *h, struct client *c, const char *cur
   if (!w)
     return -1;
   json_obj_begin(w);
-  if (cursor) {
-    json_key(w, "cursor");
-    json_str(w, cursor);
-  }
+  if (cursor)
+    json_kv_str(w, "cursor", cursor);
   json_obj_end(w);
   json_obj_end(w);
   return send_msg(h, c, w);
@@ -366,8 +358,7 @@ static int send_call(struct mcp_hosts *h, struct client *c, struct op *o)
   if (!w)
     return -1;
   json_obj_begin(w);
-  json_key(w, "name");
-  json_str(w, o->tool);
+  json_kv_str(w, "name", o->tool);
   json_key(w, "arguments");
   if (o->args)
     json_raw(w, o->args, strlen(o->args));
@@ -379,8 +370,7 @@ static int send_call(struct mcp_hosts *h, struct client *c, struct op *o)
     /* Our request id doubles as the progress token: unique among our requests. */
     json_key(w, "_meta");
     json_obj_begin(w);
-    json_key(w, "progressToken");
-    json_int(w, o->rpc_id);
+    json_kv_int(w, "progressToken", o->rpc_id);
     json_obj_end(w);
   }
   json_obj_end(w);
@@ -396,10 +386,8 @@ static void send_cancelled(struct mcp_hosts *h, struct client *c, long long rpc,
     return;
   jsonrpc_begin_notification(w, "notifications/cancelled");
   json_obj_begin(w);
-  json_key(w, "requestId");
-  json_int(w, rpc);
-  json_key(w, "reason");
-  json_str(w, reason);
+  json_kv_int(w, "requestId", rpc);
+  json_kv_str(w, "reason", reason);
   json_obj_end(w);
   jsonrpc_end(w);
   send_msg(h, c, w);

@@ -24,12 +24,9 @@ static void schema_prop(json_writer_t *w, const char *name, const char *type, co
 {
   json_key(w, name);
   json_obj_begin(w);
-  json_key(w, "type");
-  json_str(w, type);
-  if (description) {
-    json_key(w, "description");
-    json_str(w, description);
-  }
+  json_kv_str(w, "type", type);
+  if (description)
+    json_kv_str(w, "description", description);
   json_obj_end(w);
 }
 
@@ -51,34 +48,27 @@ static void write_input_schema(json_writer_t *w, const struct sbx_policy *policy
   char desc[160];
   json_key(w, "inputSchema");
   json_obj_begin(w);
-  json_key(w, "type");
-  json_str(w, "object");
+  json_kv_str(w, "type", "object");
   json_key(w, "properties");
   json_obj_begin(w);
   schema_prop(w, "code", "string", "Python 3 source to run as a script; top-level await is allowed.");
   json_key(w, "servers");
   json_obj_begin(w);
-  json_key(w, "type");
-  json_str(w, "array");
+  json_kv_str(w, "type", "array");
   json_key(w, "items");
   json_obj_begin(w);
-  json_key(w, "type");
-  json_str(w, "string");
+  json_kv_str(w, "type", "string");
   json_obj_end(w);
-  json_key(w, "description");
-  json_str(w, "Host MCP servers the code may call, by name.");
+  json_kv_str(w, "description", "Host MCP servers the code may call, by name.");
   json_obj_end(w);
   bufprintf_cut(desc, sizeof desc, "Wall-clock limit in seconds (default %llu, at most %llu).",
                 (unsigned long long) (policy->limits.timeout_ms / 1000),
                 (unsigned long long) (policy->max.timeout_ms / 1000));
   json_key(w, "timeout");
   json_obj_begin(w);
-  json_key(w, "type");
-  json_str(w, "integer");
-  json_key(w, "minimum");
-  json_int(w, 1);
-  json_key(w, "description");
-  json_str(w, desc);
+  json_kv_str(w, "type", "integer");
+  json_kv_int(w, "minimum", 1);
+  json_kv_str(w, "description", desc);
   json_obj_end(w);
   json_obj_end(w);
   json_key(w, "required");
@@ -93,14 +83,12 @@ static void write_output_schema(json_writer_t *w)
 {
   json_key(w, "outputSchema");
   json_obj_begin(w);
-  json_key(w, "type");
-  json_str(w, "object");
+  json_kv_str(w, "type", "object");
   json_key(w, "properties");
   json_obj_begin(w);
   json_key(w, "status");
   json_obj_begin(w);
-  json_key(w, "type");
-  json_str(w, "string");
+  json_kv_str(w, "type", "string");
   json_key(w, "enum");
   json_arr_begin(w);
   for (int s = SBX_STATUS_OK; s <= SBX_STATUS_MEMORY_LIMIT; s++)
@@ -134,28 +122,21 @@ static void write_annotations(json_writer_t *w)
 {
   json_key(w, "annotations");
   json_obj_begin(w);
-  json_key(w, "title");
-  json_str(w, "Run Python in a sandbox");
-  json_key(w, "readOnlyHint");
-  json_bool(w, false);
+  json_kv_str(w, "title", "Run Python in a sandbox");
+  json_kv_bool(w, "readOnlyHint", false);
   /* Nothing on the host changes: each sandbox is thrown away. */
-  json_key(w, "destructiveHint");
-  json_bool(w, false);
-  json_key(w, "idempotentHint");
-  json_bool(w, false);
+  json_kv_bool(w, "destructiveHint", false);
+  json_kv_bool(w, "idempotentHint", false);
   /* The sandbox reaches nothing outside itself (loopback-only network). */
-  json_key(w, "openWorldHint");
-  json_bool(w, false);
+  json_kv_bool(w, "openWorldHint", false);
   json_obj_end(w);
 }
 
 void mcp_tool_write(json_writer_t *w, const struct sbx_policy *policy, const struct mcp_config *cfg)
 {
   json_obj_begin(w);
-  json_key(w, "name");
-  json_str(w, TOOL_NAME);
-  json_key(w, "title");
-  json_str(w, "Run Python in a sandbox");
+  json_kv_str(w, "name", TOOL_NAME);
+  json_kv_str(w, "title", "Run Python in a sandbox");
   json_key(w, "description");
   if (cfg->n) {
     /* Name the servers, within a budget: the description is read on every turn. */

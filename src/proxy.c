@@ -186,14 +186,11 @@ char *proxy_calls_json(const struct proxy *p)
   for (size_t i = 0; i < p->n_records; i++) {
     const struct record *r = &p->records[i];
     json_obj_begin(w);
-    json_key(w, "server");
-    json_str(w, r->server ? r->server : "");
-    json_key(w, "tool");
-    json_str(w, r->tool ? r->tool : "");
-    json_key(w, "duration_ms");
-    json_uint(w, r->outcome == OUT_PENDING ? (now_ns() - r->start_ns) / 1000000ULL : r->duration_ms);
-    json_key(w, "outcome");
-    json_str(w, outcome_names[r->outcome == OUT_PENDING ? OUT_CANCELLED : r->outcome]);
+    json_kv_str(w, "server", r->server ? r->server : "");
+    json_kv_str(w, "tool", r->tool ? r->tool : "");
+    json_kv_uint(w, "duration_ms",
+                 r->outcome == OUT_PENDING ? (now_ns() - r->start_ns) / 1000000ULL : r->duration_ms);
+    json_kv_str(w, "outcome", outcome_names[r->outcome == OUT_PENDING ? OUT_CANCELLED : r->outcome]);
     json_obj_end(w);
   }
   json_arr_end(w);
@@ -246,15 +243,12 @@ static void on_done(void *ctx, const char *json, size_t len, int code, const cha
   json_writer_t *w = json_writer_new();
   if (w) {
     json_obj_begin(w);
-    json_key(w, "jsonrpc");
-    json_str(w, "2.0");
-    json_key(w, "id");
-    json_raw(w, c->id, strlen(c->id));
+    json_kv_str(w, "jsonrpc", "2.0");
+    json_kv_raw(w, "id", c->id, strlen(c->id));
     json_key(w, "result");
     if (c->record == SIZE_MAX) {
       json_obj_begin(w);
-      json_key(w, "tools");
-      json_raw(w, json, len);
+      json_kv_raw(w, "tools", json, len);
       json_obj_end(w);
     } else
       json_raw(w, json, len);
@@ -272,14 +266,11 @@ static void on_progress(void *ctx, const json_node_t *params)
   if (!w)
     return;
   json_obj_begin(w);
-  json_key(w, "jsonrpc");
-  json_str(w, "2.0");
-  json_key(w, "method");
-  json_str(w, "notifications/progress");
+  json_kv_str(w, "jsonrpc", "2.0");
+  json_kv_str(w, "method", "notifications/progress");
   json_key(w, "params");
   json_obj_begin(w);
-  json_key(w, "id");
-  json_raw(w, c->id, strlen(c->id));
+  json_kv_raw(w, "id", c->id, strlen(c->id));
   static const char *const keys[] = {"progress", "total", "message"};
   for (size_t i = 0; i < ARRAY_SIZE(keys); i++) {
     const json_node_t *v = json_get(params, keys[i]);
@@ -318,10 +309,8 @@ static void list_servers(struct proxy *p, const char *id)
   for (size_t i = 0; i < p->n_servers; i++) {
     const struct mcp_server_config *s = mcp_config_find(cfg, p->servers[i]);
     json_obj_begin(w);
-    json_key(w, "name");
-    json_str(w, p->servers[i]);
-    json_key(w, "description");
-    json_str(w, s ? s->description : "");
+    json_kv_str(w, "name", p->servers[i]);
+    json_kv_str(w, "description", s ? s->description : "");
     json_obj_end(w);
   }
   json_arr_end(w);

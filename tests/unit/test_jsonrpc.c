@@ -152,6 +152,29 @@ static void test_json_strn_utf8(void)
   json_writer_free(w);
 }
 
+/* Each json_kv_* writes its key and then its value, as the two calls would. */
+static void test_json_kv(void)
+{
+  json_writer_t *w = json_writer_new();
+  json_obj_begin(w);
+  json_kv_str(w, "s", "x\"y");
+  json_kv_strn(w, "n", "ab\xff", 3);
+  json_kv_str_or_null(w, "some", "v");
+  json_kv_str_or_null(w, "none", NULL);
+  json_kv_int(w, "i", -42);
+  json_kv_uint(w, "u", UINT64_MAX);
+  json_kv_double(w, "d", 1.5);
+  json_kv_bool(w, "t", true);
+  json_kv_bool(w, "f", false);
+  json_kv_null(w, "z");
+  json_kv_raw(w, "r", "[1,{}]", 6);
+  json_obj_end(w);
+  CHECK(streq(json_writer_buf(w, NULL), "{\"s\":\"x\\\"y\",\"n\":\"ab\xef\xbf\xbd\",\"some\":\"v\","
+                                        "\"none\":null,\"i\":-42,\"u\":18446744073709551615,"
+                                        "\"d\":1.5,\"t\":true,\"f\":false,\"z\":null,\"r\":[1,{}]}"));
+  json_writer_free(w);
+}
+
 /* ---- framing ---- */
 
 static enum jsonrpc_frame next(jsonrpc_framer_t *f, char *out, size_t outlen)
@@ -413,6 +436,7 @@ int main(void)
   test_json_reject();
   test_json_peek();
   test_json_strn_utf8();
+  test_json_kv();
   test_framer();
   test_parse_ids();
   test_parse_kinds();
