@@ -190,17 +190,9 @@ static void make_id(char out[33])
   out[32] = '\0';
 }
 
-void audit_write(const struct audit_record *r)
+/* The record as one JSON object; dropped_before counts the records lost since the last one written. */
+static void write_record(json_writer_t *w, const struct audit_record *r)
 {
-  if (!configured)
-    audit_configure(NULL);
-  if (disabled)
-    return;
-  json_writer_t *w = json_writer_new();
-  if (!w) {
-    dropped++;
-    return;
-  }
   char now[64], id[33], sha[65];
   iso_time(now, sizeof now);
   if (!r->request_id)
@@ -248,6 +240,41 @@ void audit_write(const struct audit_record *r)
   if (dropped)
     json_kv_uint(w, "dropped_before", dropped);
   json_obj_end(w);
+}
+
+/* Append the record to the log file as one line: 0, or -1 with err set. */
+static int append_line(const char *buf, size_t len, sbx_error_t *err)
+{
+  /* One write per record: the line is never split between writers. */
+  char *line = malloc(len + 1);
+  bool ok = false;
+  if (!line)
+    sbx_error_set(err, ENOMEM, "audit log `%s`", target);
+  else if (open_log(err) == 0) {
+    memcpy(line, buf, len);
+    line[len] = '\n';
+    ok = write(fd, line, len + 1) == (ssize_t) (len + 1);
+    if (!ok) {
+      sbx_error_errno(err, "audit log `%s`", target);
+      audit_reopen();
+    }
+  }
+  free(line);
+  return ok ? 0 : -1;
+}
+
+void audit_write(const struct audit_record *r)
+{
+  if (!configured)
+    audit_configure(NULL);
+  if (disabled)
+    return;
+  json_writer_t *w = json_writer_new();
+  if (!w) {
+    dropped++;
+    return;
+  }
+  write_record(w, r);
   size_t len;
   const char *buf = json_writer_buf(w, &len);
   if (!buf) {
@@ -262,24 +289,10 @@ void audit_write(const struct audit_record *r)
     json_writer_free(w);
     return;
   }
-  /* One write per record: the line is never split between writers. */
-  char *line = malloc(len + 1);
-  bool ok = false;
   sbx_error_t e = {0};
-  if (!line)
-    sbx_error_set(&e, ENOMEM, "audit log `%s`", target);
-  else if (open_log(&e) == 0) {
-    memcpy(line, buf, len);
-    line[len] = '\n';
-    ok = write(fd, line, len + 1) == (ssize_t) (len + 1);
-    if (!ok) {
-      sbx_error_errno(&e, "audit log `%s`", target);
-      audit_reopen();
-    }
-  }
-  free(line);
+  int rc = append_line(buf, len, &e);
   json_writer_free(w);
-  if (ok) {
+  if (rc == 0) {
     dropped = 0;
     return;
   }
