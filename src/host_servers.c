@@ -23,7 +23,7 @@ int host_servers_start(struct host_servers *hs, const struct sbx_policy *policy,
 {
   if (mcp_hosts_new(hs->cfg, log_fd, &hs->hosts, err) < 0)
     return -1;
-  proxy_set_policy(policy);
+  hs->policy = policy;
   return 0;
 }
 
@@ -33,7 +33,7 @@ int host_servers_proxy(const struct host_servers *hs, const char *const *names, 
   if (!hs->python_dir)
     return sbx_error_set(err, ENOENT,
                          "the sandbox's Python helpers (mcp package) were not found next to sandboxd");
-  return proxy_new(hs->hosts, names, n, NULL, ret_sandbox_fd, ret, err);
+  return proxy_new(hs->hosts, hs->policy, names, n, NULL, ret_sandbox_fd, ret, err);
 }
 
 size_t host_servers_env(const struct proxy *proxy, char **env)

@@ -18,6 +18,8 @@ struct host_servers {
   struct mcp_config *cfg;  /* the configured servers (n may be 0), once loaded */
   struct mcp_hosts *hosts; /* their clients (each server starts on first use), once started */
   char *python_dir;        /* the `mcp` package for inside, once found, or NULL */
+  /* The policy whose proxy_servers every proxy checks (not owned), once started. */
+  const struct sbx_policy *policy;
 };
 
 /* The environment entries a run with servers gets (host_servers_env). */
@@ -28,7 +30,7 @@ int host_servers_load(struct host_servers *hs, const struct mcp_config_options *
 /* Find the `mcp` package the code imports (paths_python_dir). */
 int host_servers_find_helpers(struct host_servers *hs, sbx_error_t *err);
 /* Ready the clients (the servers' stderr goes to log_fd; -1: nowhere) and have every proxy check
- * the policy's proxy_servers. */
+ * the policy's proxy_servers (policy must outlive hs). */
 int host_servers_start(struct host_servers *hs, const struct sbx_policy *policy, int log_fd,
                        sbx_error_t *err);
 /* The bridge for one run that may call the n named servers: *ret_sandbox_fd is the sandbox's end

@@ -458,24 +458,18 @@ static void handle_frame(struct proxy *p, const char *frame, size_t len)
 
 /* ------------------------------------------------------------------ API */
 
-static const struct sbx_policy *proxy_policy;
-
-void proxy_set_policy(const struct sbx_policy *p)
-{
-  proxy_policy = p;
-}
-
-int proxy_new(struct mcp_hosts *hosts, const char *const *servers, size_t n_servers,
-              const struct proxy_limits *lim, int *ret_sandbox_fd, struct proxy **ret, sbx_error_t *err)
+int proxy_new(struct mcp_hosts *hosts, const struct sbx_policy *policy, const char *const *servers,
+              size_t n_servers, const struct proxy_limits *lim, int *ret_sandbox_fd, struct proxy **ret,
+              sbx_error_t *err)
 {
   const struct mcp_config *cfg = mcp_hosts_config(hosts);
   for (size_t i = 0; i < n_servers; i++) {
     if (!mcp_config_find(cfg, servers[i]))
       return sbx_error_set(err, ENOENT, "unknown server `%.100s`", servers[i]);
     /* Access is the request's servers, the configured ones, and the policy's proxy_servers. */
-    if (proxy_policy && !policy_allows_server(proxy_policy, servers[i]))
+    if (policy && !policy_allows_server(policy, servers[i]))
       return sbx_error_set(err, 0, "server `%.100s` is not allowed by policy `%s` (proxy_servers)",
-                           servers[i], proxy_policy->name);
+                           servers[i], policy->name);
   }
   struct proxy *p = calloc(1, sizeof *p);
   if (!p || !(p->servers = calloc(n_servers + 1, sizeof *p->servers))) {

@@ -62,15 +62,14 @@ struct proxy_limits {
 
 struct proxy;
 
-/* servers: the names this run may call (each must be configured in hosts). On success
- * *ret_sandbox_fd is the other end of the socketpair, for sbx_spec.bridge_fd: close it once the
- * sandbox is spawned. */
 struct sbx_policy;
-/* The policy whose proxy_servers every proxy_new() checks (set once at startup). */
-void proxy_set_policy(const struct sbx_policy *p);
 
-int proxy_new(struct mcp_hosts *hosts, const char *const *servers, size_t n_servers,
-              const struct proxy_limits *lim, int *ret_sandbox_fd, struct proxy **ret, sbx_error_t *err);
+/* servers: the names this run may call (each must be configured in hosts and, unless policy is
+ * NULL, allowed by the policy's proxy_servers). On success *ret_sandbox_fd is the other end of the
+ * socketpair, for sbx_spec.bridge_fd: close it once the sandbox is spawned. */
+int proxy_new(struct mcp_hosts *hosts, const struct sbx_policy *policy, const char *const *servers,
+              size_t n_servers, const struct proxy_limits *lim, int *ret_sandbox_fd, struct proxy **ret,
+              sbx_error_t *err);
 /* Serve the bridge over fd (a connected SOCK_STREAM socket, taken over and made non-blocking)
  * instead of the socketpair proxy_new() made, whose sandbox end the caller then just closes: a
  * warm sandbox (`sandboxd mcp --warm`) already has its socket at SBX_BRIDGE_FD. */

@@ -25,7 +25,7 @@ static void check_proxy(struct mcp_hosts *hosts, const struct mcp_config *c)
   struct proxy *p = NULL;
   int sandbox_fd = -1;
   sbx_error_t err;
-  if (proxy_new(hosts, names, n, NULL, &sandbox_fd, &p, &err) < 0)
+  if (proxy_new(hosts, NULL, names, n, NULL, &sandbox_fd, &p, &err) < 0)
     return;
   /* Every name once, comma-separated, nothing cut. */
   const char *env = proxy_env(p);
