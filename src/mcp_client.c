@@ -1,10 +1,10 @@
+/* Host MCP servers: the operations, each connection's state and what the servers send
+ * (mcp_client.h). Their processes are in mcp_client_proc.c, what we send them in mcp_client_send.c. */
 #include "mcp_client.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,207 +14,14 @@
 
 #include "cleanup.h"
 #include "jsonrpc.h"
+#include "mcp_client_internal.h"
 #include "util.h"
-#include "version.h"
 #include "warn.h"
 
-#define PROTOCOL_VERSION "2025-06-18"
 #define READ_CHUNK 65536
 #define MAX_TOOL_PAGES 100
 #define BACKOFF_FIRST_MS 250
 #define BACKOFF_MAX_MS 30000
-/* Shutdown: after stdin is closed, SIGTERM at this point, SIGKILL at the next. */
-#define TERM_AFTER_MS 1000
-#define KILL_AFTER_MS 3000
-#define REAP_POLL_MS 50
-
-/* The environment every server gets from ours, as the MCP SDKs do; then its configured env. */
-static const char *const inherited_env[] = {"HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"};
-
-enum op_kind { OP_LIST, OP_CALL };
-enum op_state { OP_WAITING, OP_SENT };
-
-struct op {
-  struct op *next;
-  uint64_t id;
-  enum op_kind kind;
-  enum op_state state;
-  char *tool;
-  char *args; /* JSON object text */
-  long long rpc_id;
-  uint64_t deadline_ns; /* 0: none */
-  struct mcp_op_cb cb;
-};
-
-enum client_state { C_DOWN, C_INIT, C_UP };
-
-struct client {
-  const struct mcp_server_config *cfg;
-  enum client_state state;
-  pid_t pid;
-  int in_fd, out_fd; /* our ends of its stdin and stdout */
-  strbuf_t outq;
-  size_t outq_off;
-  jsonrpc_framer_t framer;
-  long long init_rpc;
-  uint64_t init_deadline_ns;
-  struct op *ops; /* in arrival order */
-
-  char *tools_json; /* the cached array, or NULL */
-  size_t tools_len;
-  long long list_rpc; /* a tools/list page in flight, or 0 */
-  json_writer_t *list_acc;
-  unsigned list_pages;
-  bool list_stale; /* list_changed arrived while fetching */
-
-  unsigned failures; /* consecutive; reset by a successful answer */
-  uint64_t restart_at_ns;
-};
-
-struct dying {
-  pid_t pid;
-  uint64_t term_at_ns, kill_at_ns;
-  bool termed;
-};
-
-struct mcp_hosts {
-  const struct mcp_config *cfg;
-  struct client *clients;
-  size_t n;
-  int stderr_fd;
-  long long next_rpc;
-  uint64_t next_op;
-  struct dying dying[2 * MCP_CONFIG_MAX_SERVERS];
-  size_t n_dying;
-};
-
-/* ------------------------------------------------------------------ processes */
-
-static void reap_dying(struct mcp_hosts *h, uint64_t now)
-{
-  for (size_t i = 0; i < h->n_dying;) {
-    struct dying *d = &h->dying[i];
-    pid_t r = waitpid(d->pid, NULL, WNOHANG);
-    if (r == d->pid || (r < 0 && errno == ECHILD)) {
-      h->dying[i] = h->dying[--h->n_dying];
-      continue;
-    }
-    if (now >= d->kill_at_ns)
-      kill(d->pid, SIGKILL);
-    else if (!d->termed && now >= d->term_at_ns) {
-      d->termed = true;
-      kill(d->pid, SIGTERM);
-    }
-    i++;
-  }
-}
-
-/* Hand a process over to be shut down: its stdin is already closed. */
-static void add_dying(struct mcp_hosts *h, pid_t pid, uint64_t term_after_ms)
-{
-  uint64_t now = now_ns();
-  if (h->n_dying == ARRAY_SIZE(h->dying)) {
-    /* Full: do not wait, SIGKILL now and reap what we can. */
-    kill(pid, SIGKILL);
-    waitpid(pid, NULL, WNOHANG);
-    return;
-  }
-  h->dying[h->n_dying++] = (struct dying){
-      .pid = pid,
-      .term_at_ns = now + term_after_ms * 1000000ULL,
-      .kill_at_ns = now + (term_after_ms + KILL_AFTER_MS - TERM_AFTER_MS) * 1000000ULL,
-  };
-}
-
-static char **build_env(const struct mcp_server_config *cfg)
-{
-  char **env = calloc(ARRAY_SIZE(inherited_env) + cfg->n_env + 1, sizeof *env);
-  if (!env)
-    return NULL;
-  size_t k = 0;
-  for (size_t i = 0; i < ARRAY_SIZE(inherited_env); i++) {
-    const char *v = getenv(inherited_env[i]);
-    size_t nl = strlen(inherited_env[i]);
-    bool overridden = false;
-    for (size_t j = 0; j < cfg->n_env; j++)
-      if (strncmp(cfg->env[j], inherited_env[i], nl) == 0 && cfg->env[j][nl] == '=')
-        overridden = true;
-    if (v && !overridden && asprintf(&env[k], "%s=%s", inherited_env[i], v) >= 0)
-      k++;
-  }
-  for (size_t j = 0; j < cfg->n_env; j++)
-    if ((env[k] = strdup(cfg->env[j])))
-      k++;
-  return env;
-}
-
-static void free_env(char **env)
-{
-  for (size_t i = 0; env && env[i]; i++)
-    free(env[i]);
-  free(env);
-}
-
-static int spawn_server(struct mcp_hosts *h, struct client *c, sbx_error_t *err)
-{
-  const struct mcp_server_config *cfg = c->cfg;
-  int in[2], out[2];
-  if (pipe2(in, O_CLOEXEC) < 0)
-    return sbx_error_errno(err, "pipe");
-  if (pipe2(out, O_CLOEXEC) < 0) {
-    close(in[0]);
-    close(in[1]);
-    return sbx_error_errno(err, "pipe");
-  }
-  _cleanup_close_ int in_r = in[0], in_w = in[1], out_r = out[0], out_w = out[1];
-  _cleanup_close_ int devnull = -1;
-  int errfd = h->stderr_fd;
-  if (errfd < 0 && (errfd = devnull = open("/dev/null", O_WRONLY | O_CLOEXEC)) < 0)
-    return sbx_error_errno(err, "open `/dev/null`");
-  char **env = build_env(cfg);
-  if (!env)
-    return sbx_error_set(err, ENOMEM, "host server `%s`", cfg->name);
-
-  posix_spawn_file_actions_t fa;
-  posix_spawnattr_t attr;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawnattr_init(&attr);
-  posix_spawn_file_actions_adddup2(&fa, in_r, 0);
-  posix_spawn_file_actions_adddup2(&fa, out_w, 1);
-  posix_spawn_file_actions_adddup2(&fa, errfd, 2);
-  if (cfg->cwd)
-    posix_spawn_file_actions_addchdir_np(&fa, cfg->cwd);
-  /* Our blocked signals (sandboxd takes them through a signalfd) must not be inherited; its own
-   * process group keeps a terminal's Ctrl-C from reaching it before we shut it down in order. */
-  sigset_t none, all;
-  sigemptyset(&none);
-  sigfillset(&all);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setsigdefault(&attr, &all);
-  posix_spawnattr_setpgroup(&attr, 0);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
-  pid_t pid;
-  int r = posix_spawnp(&pid, cfg->argv[0], &fa, &attr, cfg->argv, env);
-  posix_spawn_file_actions_destroy(&fa);
-  posix_spawnattr_destroy(&attr);
-  free_env(env);
-  if (r != 0)
-    return sbx_error_set(err, r, "cannot start host server `%s` (`%s`%s%s)", cfg->name, cfg->argv[0],
-                         cfg->cwd ? " in " : "", cfg->cwd ? cfg->cwd : "");
-  if (fcntl(in_w, F_SETFL, O_NONBLOCK) < 0 || fcntl(out_r, F_SETFL, O_NONBLOCK) < 0) {
-    int e = errno;
-    kill(pid, SIGKILL);
-    waitpid(pid, NULL, 0);
-    return sbx_error_set(err, e, "host server `%s`", cfg->name);
-  }
-  c->pid = pid;
-  c->in_fd = TAKE_FD(in_w);
-  c->out_fd = TAKE_FD(out_r);
-  c->outq.len = c->outq_off = 0;
-  jsonrpc_framer_free(&c->framer);
-  jsonrpc_framer_init(&c->framer, MCP_CLIENT_MAX_MESSAGE);
-  return 0;
-}
 
 /* ------------------------------------------------------------------ operations */
 
@@ -264,139 +71,10 @@ static struct op *op_by_rpc(struct client *c, long long rpc)
   return NULL;
 }
 
-/* ------------------------------------------------------------------ writing */
-
-static void client_down(struct mcp_hosts *h, struct client *c, const char *why);
-
-static void flush_client(struct mcp_hosts *h, struct client *c)
-{
-  while (c->in_fd >= 0 && c->outq_off < c->outq.len) {
-    ssize_t n = write(c->in_fd, c->outq.data + c->outq_off, c->outq.len - c->outq_off);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n < 0 && errno == EAGAIN)
-      return;
-    if (n < 0) {
-      client_down(h, c, "closed its stdin");
-      return;
-    }
-    c->outq_off += (size_t) n;
-  }
-  c->outq.len = c->outq_off = 0;
-  /* A burst of large requests (bounded by the proxy's budget) does not keep its room. */
-  if (c->outq.cap > (1u << 20))
-    strbuf_free(&c->outq);
-}
-
-/* Queue one message (the writer is freed). Fails when the server is not reading. */
-static int send_msg(struct mcp_hosts *h, struct client *c, json_writer_t *w)
-{
-  size_t n;
-  const char *buf = w ? json_writer_buf(w, &n) : NULL;
-  int r = -1;
-  if (buf && c->outq.len - c->outq_off + n <= MCP_CLIENT_MAX_OUTQ && strbuf_append(&c->outq, buf, n) == 0 &&
-      strbuf_append(&c->outq, "\n", 1) == 0)
-    r = 0;
-  json_writer_free(w);
-  if (r == 0)
-    flush_client(h, c);
-  return r;
-}
-
-static json_writer_t *begin_request(long long id, const char *method)
-{
-  json_writer_t *w = json_writer_new();
-  if (!w)
-    return NULL;
-  json_obj_begin(w);
-  json_kv_str(w, "jsonrpc", "2.0");
-  json_kv_int(w, "id", id);
-  json_kv_str(w, "method", method);
-  json_key(w, "params");
-  return w;
-}
-
-static int send_initialize(struct mcp_hosts *h, struct client *c)
-{
-  c->init_rpc = ++h->next_rpc;
-  json_writer_t *w = begin_request(c->init_rpc, "initialize");
-  if (!w)
-    return -1;
-  json_obj_begin(w);
-  json_kv_str(w, "protocolVersion", PROTOCOL_VERSION);
-  json_key(w, "capabilities");
-  json_obj_begin(w);
-  json_obj_end(w);
-  json_key(w, "clientInfo");
-  json_obj_begin(w);
-  json_kv_str(w, "name", "sandboxd");
-  json_kv_str(w, "version", SANDBOXD_VERSION);
-  json_obj_end(w);
-  json_obj_end(w);
-  json_obj_end(w);
-  return send_msg(h, c, w);
-}
-
-static int send_list_page(struct mcp_hosts *h, struct client *c, const char *cursor)
-{
-  c->list_rpc = ++h->next_rpc;
-  json_writer_t *w = begin_request(c->list_rpc, "tools/list");
-  if (!w)
-    return -1;
-  json_obj_begin(w);
-  if (cursor)
-    json_kv_str(w, "cursor", cursor);
-  json_obj_end(w);
-  json_obj_end(w);
-  return send_msg(h, c, w);
-}
-
-static int send_call(struct mcp_hosts *h, struct client *c, struct op *o)
-{
-  o->rpc_id = ++h->next_rpc;
-  json_writer_t *w = begin_request(o->rpc_id, "tools/call");
-  if (!w)
-    return -1;
-  json_obj_begin(w);
-  json_kv_str(w, "name", o->tool);
-  json_key(w, "arguments");
-  if (o->args)
-    json_raw(w, o->args, strlen(o->args));
-  else {
-    json_obj_begin(w);
-    json_obj_end(w);
-  }
-  if (o->cb.progress) {
-    /* Our request id doubles as the progress token: unique among our requests. */
-    json_key(w, "_meta");
-    json_obj_begin(w);
-    json_kv_int(w, "progressToken", o->rpc_id);
-    json_obj_end(w);
-  }
-  json_obj_end(w);
-  json_obj_end(w);
-  o->state = OP_SENT;
-  return send_msg(h, c, w);
-}
-
-static void send_cancelled(struct mcp_hosts *h, struct client *c, long long rpc, const char *reason)
-{
-  json_writer_t *w = json_writer_new();
-  if (!w)
-    return;
-  jsonrpc_begin_notification(w, "notifications/cancelled");
-  json_obj_begin(w);
-  json_kv_int(w, "requestId", rpc);
-  json_kv_str(w, "reason", reason);
-  json_obj_end(w);
-  jsonrpc_end(w);
-  send_msg(h, c, w);
-}
-
 /* ------------------------------------------------------------------ state changes */
 
 /* The server is gone (or must go): close its pipes, let it be reaped, fail what it had. */
-static void client_down(struct mcp_hosts *h, struct client *c, const char *why)
+void mcp_client_down(struct mcp_hosts *h, struct client *c, const char *why)
 {
   if (c->state == C_DOWN)
     return;
@@ -410,7 +88,7 @@ static void client_down(struct mcp_hosts *h, struct client *c, const char *why)
       bufprintf_cut(reason, sizeof reason, "exited with status %d", WEXITSTATUS(st));
   } else {
     bufprintf_cut(reason, sizeof reason, "%s", why);
-    add_dying(h, c->pid, 0);
+    mcp_client_add_dying(h, c->pid, 0);
   }
   close(c->in_fd);
   close(c->out_fd);
@@ -436,7 +114,7 @@ static void client_down(struct mcp_hosts *h, struct client *c, const char *why)
 static void client_start(struct mcp_hosts *h, struct client *c)
 {
   sbx_error_t err = {0};
-  if (spawn_server(h, c, &err) < 0) {
+  if (mcp_client_spawn_server(h, c, &err) < 0) {
     c->failures++;
     c->restart_at_ns = now_ns() + (uint64_t) BACKOFF_FIRST_MS * 1000000ULL;
     sbx_warn(SBX_WARN_HOST_SERVER, "%s", err.msg);
@@ -446,8 +124,8 @@ static void client_start(struct mcp_hosts *h, struct client *c)
   }
   c->state = C_INIT;
   c->init_deadline_ns = now_ns() + MCP_CLIENT_INIT_TIMEOUT_MS * 1000000ULL;
-  if (send_initialize(h, c) < 0)
-    client_down(h, c, "could not be sent initialize");
+  if (mcp_client_send_initialize(h, c) < 0)
+    mcp_client_down(h, c, "could not be sent initialize");
 }
 
 /* Move queued operations forward. Runs from timers and after state changes; may complete ops. */
@@ -466,7 +144,7 @@ static void pump(struct mcp_hosts *h, struct client *c, uint64_t now)
     if (o->state != OP_WAITING)
       continue;
     if (o->kind == OP_CALL) {
-      if (send_call(h, c, o) < 0) {
+      if (mcp_client_send_call(h, c, o) < 0) {
         op_failf(c, o, MCP_ERR_UNAVAILABLE, "host MCP server `%s` is not reading its input", c->cfg->name);
         next = c->ops; /* the list changed under us: rescan */
       }
@@ -485,8 +163,8 @@ static void pump(struct mcp_hosts *h, struct client *c, uint64_t now)
     c->list_acc = json_writer_new();
     if (c->list_acc)
       json_arr_begin(c->list_acc);
-    if (!c->list_acc || send_list_page(h, c, NULL) < 0)
-      client_down(h, c, "could not be asked for its tools");
+    if (!c->list_acc || mcp_client_send_list_page(h, c, NULL) < 0)
+      mcp_client_down(h, c, "could not be asked for its tools");
   }
 }
 
@@ -521,8 +199,8 @@ static void on_list_page(struct mcp_hosts *h, struct client *c, const json_node_
     json_write_node(c->list_acc, json_array_at(tools, i));
   const char *cursor = json_as_string(json_get(result, "nextCursor"), NULL);
   if (cursor && *cursor && ++c->list_pages < MAX_TOOL_PAGES) {
-    if (send_list_page(h, c, cursor) < 0)
-      client_down(h, c, "could not be asked for its tools");
+    if (mcp_client_send_list_page(h, c, cursor) < 0)
+      mcp_client_down(h, c, "could not be asked for its tools");
     return;
   }
   json_arr_end(c->list_acc);
@@ -553,7 +231,7 @@ static void answer_reply(struct mcp_hosts *h, struct client *c, long long rpc, c
   const json_node_t *result = json_get(root, "result"), *error = json_get(root, "error");
   if (rpc == c->init_rpc && c->state == C_INIT) {
     if (error || json_type(result) != JSON_OBJECT) {
-      client_down(h, c, "refused initialize");
+      mcp_client_down(h, c, "refused initialize");
       return;
     }
     json_writer_t *w = json_writer_new();
@@ -564,8 +242,8 @@ static void answer_reply(struct mcp_hosts *h, struct client *c, long long rpc, c
       jsonrpc_end(w);
     }
     c->state = C_UP;
-    if (send_msg(h, c, w) < 0)
-      client_down(h, c, "could not be sent notifications/initialized");
+    if (mcp_client_send_msg(h, c, w) < 0)
+      mcp_client_down(h, c, "could not be sent notifications/initialized");
     else
       pump(h, c, now_ns());
     return;
@@ -620,7 +298,7 @@ static void answer_server_request(struct mcp_hosts *h, struct client *c, const s
                   m->method);
     jsonrpc_write_error(w, m->id, JSONRPC_METHOD_NOT_FOUND, msg);
   }
-  send_msg(h, c, w);
+  mcp_client_send_msg(h, c, w);
 }
 
 static void on_notification(struct client *c, const struct jsonrpc_message *m)
@@ -671,12 +349,12 @@ static void read_client(struct mcp_hosts *h, struct client *c)
     if (n < 0 && errno == EAGAIN)
       return;
     if (n <= 0) {
-      client_down(h, c, n == 0 ? "closed its stdout" : "could not be read");
+      mcp_client_down(h, c, n == 0 ? "closed its stdout" : "could not be read");
       return;
     }
     sbx_error_t err;
     if (jsonrpc_framer_push(&c->framer, buf, (size_t) n, &err) < 0) {
-      client_down(h, c, "sent more than sandboxd can buffer");
+      mcp_client_down(h, c, "sent more than sandboxd can buffer");
       return;
     }
     const char *line;
@@ -743,7 +421,7 @@ void mcp_hosts_free(struct mcp_hosts *h)
       /* The spec's order: close its stdin and let it exit; SIGTERM, then SIGKILL, if it does not. */
       close(c->in_fd);
       close(c->out_fd);
-      add_dying(h, c->pid, TERM_AFTER_MS);
+      mcp_client_add_dying(h, c->pid, TERM_AFTER_MS);
     }
     jsonrpc_framer_free(&c->framer);
     strbuf_free(&c->outq);
@@ -751,7 +429,7 @@ void mcp_hosts_free(struct mcp_hosts *h)
     free(c->tools_json);
   }
   while (h->n_dying) {
-    reap_dying(h, now_ns());
+    mcp_client_reap_dying(h, now_ns());
     if (h->n_dying)
       usleep(REAP_POLL_MS * 1000 / 5);
   }
@@ -796,7 +474,7 @@ static uint64_t add_op(struct mcp_hosts *h, const char *server, enum op_kind kin
     tail = &(*tail)->next;
   *tail = o;
   /* The common case goes out at once; the rest waits for mcp_hosts_timers(). */
-  if (kind == OP_CALL && c->state == C_UP && send_call(h, c, o) < 0)
+  if (kind == OP_CALL && c->state == C_UP && mcp_client_send_call(h, c, o) < 0)
     o->state = OP_WAITING;
   return o->id;
 }
@@ -822,7 +500,7 @@ void mcp_hosts_cancel(struct mcp_hosts *h, uint64_t id)
       if (o->id == id) {
         op_unlink(c, o);
         if (o->state == OP_SENT && o->kind == OP_CALL && c->state == C_UP)
-          send_cancelled(h, c, o->rpc_id, "the sandbox that made the call has ended");
+          mcp_client_send_cancelled(h, c, o->rpc_id, "the sandbox that made the call has ended");
         op_free(o);
         return;
       }
@@ -849,7 +527,7 @@ void mcp_hosts_dispatch(struct mcp_hosts *h, const struct pollfd *pfds, size_t n
   for (size_t i = 0; i < h->n && 2 * i + 1 < n; i++) {
     struct client *c = &h->clients[i];
     if (pfds[2 * i + 1].revents && pfds[2 * i + 1].fd == c->in_fd && c->in_fd >= 0)
-      flush_client(h, c);
+      mcp_client_flush(h, c);
     if (pfds[2 * i].revents && pfds[2 * i].fd == c->out_fd && c->out_fd >= 0)
       read_client(h, c);
   }
@@ -873,13 +551,13 @@ int mcp_hosts_timers(struct mcp_hosts *h)
 {
   uint64_t now = now_ns();
   int timeout = -1;
-  reap_dying(h, now);
+  mcp_client_reap_dying(h, now);
   if (h->n_dying)
     min_timeout(&timeout, REAP_POLL_MS);
   for (size_t i = 0; i < h->n; i++) {
     struct client *c = &h->clients[i];
     if (c->state == C_INIT && now >= c->init_deadline_ns)
-      client_down(h, c, "did not answer initialize in time");
+      mcp_client_down(h, c, "did not answer initialize in time");
     for (struct op *o = c->ops, *next; o; o = next) {
       next = o->next;
       if (!o->deadline_ns)
@@ -889,7 +567,7 @@ int mcp_hosts_timers(struct mcp_hosts *h)
         continue;
       }
       if (o->state == OP_SENT && o->kind == OP_CALL && c->state == C_UP)
-        send_cancelled(h, c, o->rpc_id, "timed out");
+        mcp_client_send_cancelled(h, c, o->rpc_id, "timed out");
       op_failf(c, o, MCP_ERR_TIMEOUT, "host MCP server `%s` did not answer in time", c->cfg->name);
       next = c->ops;
     }

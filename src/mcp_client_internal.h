@@ -1,0 +1,100 @@
+/* What the files of the host MCP client share (mcp_client.c: operations, the connection's state
+ * and what servers send; mcp_client_proc.c: their processes; mcp_client_send.c: what sandboxd
+ * sends them); not for callers, who use mcp_client.h. */
+#ifndef SBX_MCP_CLIENT_INTERNAL_H
+#define SBX_MCP_CLIENT_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "jsonrpc.h"
+#include "mcp_client.h"
+#include "util.h"
+
+/* Shutdown: after stdin is closed, SIGTERM at this point, SIGKILL at the next. */
+#define TERM_AFTER_MS 1000
+#define KILL_AFTER_MS 3000
+#define REAP_POLL_MS 50
+
+enum op_kind { OP_LIST, OP_CALL };
+enum op_state { OP_WAITING, OP_SENT };
+
+struct op {
+  struct op *next;
+  uint64_t id;
+  enum op_kind kind;
+  enum op_state state;
+  char *tool;
+  char *args; /* JSON object text */
+  long long rpc_id;
+  uint64_t deadline_ns; /* 0: none */
+  struct mcp_op_cb cb;
+};
+
+enum client_state { C_DOWN, C_INIT, C_UP };
+
+struct client {
+  const struct mcp_server_config *cfg;
+  enum client_state state;
+  pid_t pid;
+  int in_fd, out_fd; /* our ends of its stdin and stdout */
+  strbuf_t outq;
+  size_t outq_off;
+  jsonrpc_framer_t framer;
+  long long init_rpc;
+  uint64_t init_deadline_ns;
+  struct op *ops; /* in arrival order */
+
+  char *tools_json; /* the cached array, or NULL */
+  size_t tools_len;
+  long long list_rpc; /* a tools/list page in flight, or 0 */
+  json_writer_t *list_acc;
+  unsigned list_pages;
+  bool list_stale; /* list_changed arrived while fetching */
+
+  unsigned failures; /* consecutive; reset by a successful answer */
+  uint64_t restart_at_ns;
+};
+
+struct dying {
+  pid_t pid;
+  uint64_t term_at_ns, kill_at_ns;
+  bool termed;
+};
+
+struct mcp_hosts {
+  const struct mcp_config *cfg;
+  struct client *clients;
+  size_t n;
+  int stderr_fd;
+  long long next_rpc;
+  uint64_t next_op;
+  struct dying dying[2 * MCP_CONFIG_MAX_SERVERS];
+  size_t n_dying;
+};
+
+/* ---- mcp_client.c */
+/* The server is gone (or must go): close its pipes, let it be reaped, fail what it had. */
+void mcp_client_down(struct mcp_hosts *h, struct client *c, const char *why);
+
+/* ---- mcp_client_proc.c: the servers' processes */
+/* Reap the processes being shut down; signal those past their time. */
+void mcp_client_reap_dying(struct mcp_hosts *h, uint64_t now);
+/* Hand a process over to be shut down: its stdin is already closed. */
+void mcp_client_add_dying(struct mcp_hosts *h, pid_t pid, uint64_t term_after_ms);
+/* Start c's server with pipes for its stdin and stdout (non-blocking on our side). */
+int mcp_client_spawn_server(struct mcp_hosts *h, struct client *c, sbx_error_t *err);
+
+/* ---- mcp_client_send.c: what sandboxd writes to a server */
+/* Write what the server's stdin takes now; the rest waits for POLLOUT. */
+void mcp_client_flush(struct mcp_hosts *h, struct client *c);
+/* Queue one message (the writer is freed). Fails when the server is not reading. */
+int mcp_client_send_msg(struct mcp_hosts *h, struct client *c, json_writer_t *w);
+int mcp_client_send_initialize(struct mcp_hosts *h, struct client *c);
+int mcp_client_send_list_page(struct mcp_hosts *h, struct client *c, const char *cursor);
+/* Send the tools/call for o (which becomes OP_SENT). */
+int mcp_client_send_call(struct mcp_hosts *h, struct client *c, struct op *o);
+void mcp_client_send_cancelled(struct mcp_hosts *h, struct client *c, long long rpc, const char *reason);
+
+#endif
