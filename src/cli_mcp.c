@@ -29,10 +29,21 @@
 /* Kill and reap every sandbox, then give the client what is already written, briefly. */
 static void shutdown_server(struct server *srv)
 {
+  /* A running call goes through call_finish, which writes its audit record: one answered at its
+   * done byte is not recorded until its sandbox is reaped, and a run killed here is a run too. A
+   * queued call never ran. */
   while (srv->calls) {
     struct call *c = srv->calls;
-    call_unlink(srv, c);
-    call_free(c); /* sandbox_free kills and reaps */
+    if (c->state == CALL_RUNNING && c->sb) {
+      if (!c->answered) {
+        c->cancelled = true; /* the client has gone or asked us to stop: no answer */
+        sandbox_kill(c->sb, false);
+      }
+      call_finish(srv, c);
+    } else {
+      call_unlink(srv, c);
+      call_free(c);
+    }
   }
   warm_pool_clear(srv);
   flush_output_for(srv, 2000);

@@ -144,3 +144,60 @@ def test_mcp_records_calls_and_reopens_the_log_on_sighup(tmp_path):
     old, new = records(tmp_path / "audit.log.1"), records(log)
     assert len(old) == 1 and len(new) == 1, (old, new)
     assert old[0]["mode"] == "mcp" and new[0]["code_sha256"] == hashlib.sha256(b"print(2)").hexdigest()
+
+
+def _mcp_session(log, warm="2"):
+    p = subprocess.Popen([sbx.SANDBOXD, "mcp", "--rootfs", sbx.ROOTFS, "--warm", warm, "--audit-log", str(log)],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                              "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                                         "clientInfo": {"name": "t", "version": "1"}}}) + "\n")
+    p.stdin.flush()
+    p.stdout.readline()
+    return p
+
+
+def _call(p, i, code):
+    p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                              "params": {"name": "run_python", "arguments": {"code": code}}}) + "\n")
+    p.stdin.flush()
+
+
+def test_mcp_records_the_last_call_when_stdin_closes_right_after_its_answer(tmp_path):
+    """The answer comes before the audit record; a client that closes stdin as soon as it has the
+    answer (a one-shot session) must still leave the record: shutdown reaps the sandbox and writes
+    it. Several rounds, as the window is narrow (the record was lost in 2 of 3 such sessions)."""
+    for i in range(5):
+        log = tmp_path / f"audit{i}.log"
+        p = _mcp_session(log)
+        try:
+            _call(p, 1, f"raise SystemExit({i + 3})")
+            m = json.loads(p.stdout.readline())
+            assert m.get("id") == 1 and m["result"]["structuredContent"]["exit_code"] == i + 3, m
+        finally:
+            p.stdin.close()
+            assert p.wait(timeout=30) == 0
+        recs = records(log)
+        assert len(recs) == 1, f"round {i}: {len(recs)} records"
+        assert recs[0]["exit_code"] == i + 3 and recs[0]["status"] == "error", recs
+
+
+def test_mcp_records_a_run_killed_at_shutdown(tmp_path):
+    """A call still running when stdin closes is killed, unanswered, and recorded as such."""
+    import time
+    log = tmp_path / "audit.log"
+    marker = f"sbx-shutdown-{os.getpid()}"
+    p = _mcp_session(log, warm="0")
+    try:
+        _call(p, 1, f"import time; print({marker!r}, flush=True); time.sleep(30)")
+        deadline = time.monotonic() + 10
+        while not sbx.processes_with(marker) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert sbx.processes_with(marker), "the code never started"
+    finally:
+        p.stdin.close()
+        assert p.wait(timeout=30) == 0
+    assert p.stdout.read() == "", "a call killed at shutdown was answered"
+    recs = records(log)
+    assert len(recs) == 1, recs
+    assert recs[0]["status"] == "killed", recs
