@@ -44,5 +44,5 @@ int main(void)
   CHECK(digits(head) == 3 && c.next == NULL);
   CHECK(slist_unlink(&head, &c)); /* the last one */
   CHECK(head == NULL);
-  return check_summary("slist");
+  return check_summary("test_slist");
 }
