@@ -491,6 +491,160 @@ static void exec_warning(enum sbx_warning kind, const char *msg)
   log_warning(kind, msg);
 }
 
+/* ------------------------------------------------------------------ cmd_exec */
+
+/* What one run builds before the sandbox starts; exec_run_free releases it. */
+struct exec_run {
+  char *rootfs;
+  char *python;
+  char *file_real, *file_dst;
+  char **child_argv;
+  char **envp;
+  struct image_config icfg;
+  struct sbx_spec spec;
+  struct sbx_bind binds[EXEC_MAX_BINDS + 2];
+  size_t n_binds;
+  char *env[EXEC_MAX_ENV + HOST_SERVERS_N_ENV];
+  struct exec_mcp mcp;
+};
+
+static void exec_run_free(struct exec_run *r)
+{
+  exec_mcp_free(&r->mcp);
+  image_config_free(&r->icfg);
+  free(r->rootfs);
+  free(r->python);
+  free(r->file_real);
+  free(r->file_dst);
+  free(r->child_argv);
+  free(r->envp);
+}
+
+/* The host files this run writes are opened first, before anything runs: nothing the code
+ * does during the run can change where they land, and a symlink an earlier run planted in a
+ * tree this run's code can write (any --bind-rw source) is refused, not followed. */
+static int open_outputs(const struct exec_options *o, struct hostfile_tree trees[EXEC_MAX_BINDS],
+                        struct report_file *rf, sbx_error_t *err)
+{
+  size_t n_trees = 0;
+  for (size_t i = 0; i < o->n_binds; i++)
+    if (o->binds[i].rw)
+      hostfile_guard_add(trees, &n_trees, o->binds[i].src);
+  struct hostfile_guard guard = {.trees = trees, .n_trees = n_trees};
+  audit_set_log_code(o->audit_code);
+  if (audit_start(o->audit_log, &guard, err) < 0 || open_report(o->report, &guard, rf, err) < 0)
+    return -1;
+  return 0;
+}
+
+/* Limits, rootfs, the image's config, the environment and python3 in it. */
+static int exec_prepare(const struct exec_options *o, const struct sbx_policy *p, struct exec_run *r,
+                        sbx_error_t *err)
+{
+  struct sbx_spec *spec = &r->spec;
+  if (policy_resolve_limits(p, &o->limits, &spec->limits, err) < 0 ||
+      rootfs_find(o->rootfs, &r->rootfs, err) < 0 || image_load_config(r->rootfs, &r->icfg, err) < 0)
+    return -1;
+  /* The image's Env under the policy's, under --env; python3 found along the resulting PATH. */
+  spec->policy = p;
+  spec->extra_env = o->env;
+  spec->n_extra_env = o->n_env;
+  spec->base_env = r->icfg.env;
+  spec->n_base_env = r->icfg.n_env;
+  if (!(r->envp = sandbox_build_env(spec)))
+    return sbx_error_set(err, ENOMEM, "exec");
+  return find_python(r->rootfs, r->envp, &r->python, err);
+}
+
+/* The binds, then the sandbox's argv: python3, FILE (bound read-only under /workspace) or -c CODE,
+ * then the arguments. */
+static int exec_command(const struct exec_options *o, struct exec_run *r, sbx_error_t *err)
+{
+  /* Bind sources must exist; they are opened by the sandbox itself. */
+  static char srcs[EXEC_MAX_BINDS][PATH_MAX];
+  for (size_t i = 0; i < o->n_binds; i++) {
+    if (!realpath(o->binds[i].src, srcs[i]))
+      return sbx_error_errno(err, "--bind source `%s`", o->binds[i].src);
+    r->binds[r->n_binds] = o->binds[i];
+    r->binds[r->n_binds++].src = srcs[i];
+  }
+  size_t nargv = 0;
+  r->child_argv = calloc((size_t) o->n_args + 4, sizeof *r->child_argv);
+  if (!r->child_argv)
+    return sbx_error_set(err, ENOMEM, "exec");
+  r->child_argv[nargv++] = r->python;
+  if (o->file) {
+    struct stat st;
+    if (!(r->file_real = realpath(o->file, NULL)) || stat(r->file_real, &st) < 0)
+      return sbx_error_errno(err, "FILE `%s`", o->file);
+    if (!S_ISREG(st.st_mode))
+      return sbx_error_set(err, EINVAL, "FILE `%s` is not a regular file", o->file);
+    const char *base = strrchr(r->file_real, '/') + 1;
+    if (asprintf(&r->file_dst, "/workspace/%s", base) < 0) {
+      r->file_dst = NULL;
+      return sbx_error_set(err, ENOMEM, "exec");
+    }
+    r->binds[r->n_binds++] = (struct sbx_bind){.src = r->file_real, .dst = r->file_dst, .rw = false};
+    r->child_argv[nargv++] = r->file_dst;
+  } else {
+    r->child_argv[nargv++] = "-c";
+    r->child_argv[nargv++] = (char *) o->code;
+  }
+  for (int i = 0; i < o->n_args; i++)
+    r->child_argv[nargv++] = o->args[i];
+
+  struct sbx_spec *spec = &r->spec;
+  spec->rootfs = r->rootfs;
+  spec->argv = r->child_argv;
+  spec->binds = r->binds;
+  spec->n_binds = r->n_binds;
+  /* --workdir, else the image's WorkingDir (unless it is just "/"), else /workspace. */
+  spec->workdir = o->workdir                                             ? o->workdir
+                  : r->icfg.workdir && strcmp(r->icfg.workdir, "/") != 0 ? r->icfg.workdir
+                                                                         : NULL;
+  spec->stdin_fd = 0;
+  spec->stdout_fd = 1;
+  spec->stderr_fd = 2;
+  spec->bridge_fd = -1;
+  return 0;
+}
+
+/* Host MCP servers, when asked for: the bridge at fd 3, the `mcp` package, every configured
+ * server allowed. Without them exec stays as it was (no extra bind, env or fds). */
+static int exec_host_servers(const struct exec_options *o, const struct sbx_policy *p, struct exec_run *r,
+                             sbx_error_t *err)
+{
+  const char *cfg_env = getenv("SANDBOXD_MCP_CONFIG");
+  if (!o->mcp_config && !o->import_claude && !(cfg_env && *cfg_env))
+    return 0;
+  if (exec_mcp_setup(o, p, &r->mcp, err) < 0)
+    return -1;
+  if (r->mcp.proxy) {
+    struct sbx_spec *spec = &r->spec;
+    memcpy(r->env, o->env, o->n_env * sizeof *r->env);
+    spec->extra_env = r->env;
+    spec->n_extra_env = o->n_env + host_servers_env(r->mcp.proxy, r->env + o->n_env);
+    r->n_binds += host_servers_bind(&r->mcp.hs, &r->binds[r->n_binds]);
+    spec->n_binds = r->n_binds;
+    spec->bridge_fd = r->mcp.sandbox_fd;
+  }
+  return 0;
+}
+
+/* What a person running the code is told about limits it hit. */
+static void log_outcome(const struct sbx_limits *l, const struct sbx_result *res)
+{
+  if (res->timed_out)
+    log_error("timeout: the code ran longer than %llu.%03llus and was killed",
+              (unsigned long long) (l->timeout_ms / 1000), (unsigned long long) (l->timeout_ms % 1000));
+  if (res->status == SBX_STATUS_MEMORY_LIMIT) {
+    char size[32];
+    log_error("memory limit (%s) exceeded", format_size(l->memory_bytes, size, sizeof size));
+  }
+  if (res->pids_limit_hit)
+    log_warn("the code reached the process limit (%llu)", (unsigned long long) l->pids);
+}
+
 int cmd_exec(int argc, char **argv)
 {
   struct exec_options o;
@@ -504,154 +658,41 @@ int cmd_exec(int argc, char **argv)
     fputs(exec_usage, stdout);
     return 0;
   }
-  /* The host files this run writes are opened first, before anything runs: nothing the code
-   * does during the run can change where they land, and a symlink an earlier run planted in a
-   * tree this run's code can write (any --bind-rw source) is refused, not followed. */
   struct hostfile_tree trees[EXEC_MAX_BINDS];
-  size_t n_trees = 0;
-  for (size_t i = 0; i < o.n_binds; i++)
-    if (o.binds[i].rw)
-      hostfile_guard_add(trees, &n_trees, o.binds[i].src);
-  struct hostfile_guard guard = {.trees = trees, .n_trees = n_trees};
   struct report_file rf = {.dirfd = -1};
-  audit_set_log_code(o.audit_code);
-  if (audit_start(o.audit_log, &guard, &err) < 0 || open_report(o.report, &guard, &rf, &err) < 0)
+  if (open_outputs(&o, trees, &rf, &err) < 0)
     return fail(&o, &rf, NULL, &err);
   struct sbx_policy *p = NULL;
   /* Syscall names are checked when the filter is compiled (or were, when it was cached). */
   if (policy_load(o.policy, &p, &err) < 0)
     return fail(&o, &rf, NULL, &err);
 
-  int rc = SBX_EXIT_SETUP;
-  _cleanup_free_ char *rootfs = NULL;
-  _cleanup_free_ char *file_real = NULL;
-  _cleanup_free_ char *file_dst = NULL;
-  _cleanup_free_ char **child_argv = NULL;
-  _cleanup_free_ char **envp = NULL;
-  _cleanup_free_ char *python = NULL;
-  struct image_config icfg = {0};
-  struct sbx_spec spec = {0};
-  struct sbx_bind binds[EXEC_MAX_BINDS + 2];
-  struct exec_mcp mcp = {.sandbox_fd = -1};
-  size_t n_binds = 0;
-
-  if (policy_resolve_limits(p, &o.limits, &spec.limits, &err) < 0 ||
-      rootfs_find(o.rootfs, &rootfs, &err) < 0 || image_load_config(rootfs, &icfg, &err) < 0)
-    goto out_fail;
-  /* The image's Env under the policy's, under --env; python3 found along the resulting PATH. */
-  spec.policy = p;
-  spec.extra_env = o.env;
-  spec.n_extra_env = o.n_env;
-  spec.base_env = icfg.env;
-  spec.n_base_env = icfg.n_env;
-  if (!(envp = sandbox_build_env(&spec))) {
-    sbx_error_set(&err, ENOMEM, "exec");
-    goto out_fail;
-  }
-  if (find_python(rootfs, envp, &python, &err) < 0)
-    goto out_fail;
-
-  /* Bind sources must exist; they are opened by the sandbox itself. */
-  static char srcs[EXEC_MAX_BINDS][PATH_MAX];
-  for (size_t i = 0; i < o.n_binds; i++) {
-    if (!realpath(o.binds[i].src, srcs[i])) {
-      sbx_error_errno(&err, "--bind source `%s`", o.binds[i].src);
-      goto out_fail;
-    }
-    binds[n_binds] = o.binds[i];
-    binds[n_binds++].src = srcs[i];
-  }
-  size_t nargv = 0;
-  child_argv = calloc((size_t) o.n_args + 4, sizeof *child_argv);
-  if (!child_argv) {
-    sbx_error_set(&err, ENOMEM, "exec");
-    goto out_fail;
-  }
-  child_argv[nargv++] = python;
-  if (o.file) {
-    struct stat st;
-    if (!(file_real = realpath(o.file, NULL)) || stat(file_real, &st) < 0) {
-      sbx_error_errno(&err, "FILE `%s`", o.file);
-      goto out_fail;
-    }
-    if (!S_ISREG(st.st_mode)) {
-      sbx_error_set(&err, EINVAL, "FILE `%s` is not a regular file", o.file);
-      goto out_fail;
-    }
-    const char *base = strrchr(file_real, '/') + 1;
-    if (asprintf(&file_dst, "/workspace/%s", base) < 0) {
-      file_dst = NULL;
-      sbx_error_set(&err, ENOMEM, "exec");
-      goto out_fail;
-    }
-    binds[n_binds++] = (struct sbx_bind){.src = file_real, .dst = file_dst, .rw = false};
-    child_argv[nargv++] = file_dst;
-  } else {
-    child_argv[nargv++] = "-c";
-    child_argv[nargv++] = (char *) o.code;
-  }
-  for (int i = 0; i < o.n_args; i++)
-    child_argv[nargv++] = o.args[i];
-
-  spec.rootfs = rootfs;
-  spec.argv = child_argv;
-  spec.binds = binds;
-  spec.n_binds = n_binds;
-  /* --workdir, else the image's WorkingDir (unless it is just "/"), else /workspace. */
-  spec.workdir = o.workdir ? o.workdir : icfg.workdir && strcmp(icfg.workdir, "/") != 0 ? icfg.workdir : NULL;
-  spec.stdin_fd = 0;
-  spec.stdout_fd = 1;
-  spec.stderr_fd = 2;
-  spec.bridge_fd = -1;
-
-  /* Host MCP servers, when asked for: the bridge at fd 3, the `mcp` package, every configured
-   * server allowed. Without them exec stays as it was (no extra bind, env or fds). */
-  const char *cfg_env = getenv("SANDBOXD_MCP_CONFIG");
-  char *env[EXEC_MAX_ENV + HOST_SERVERS_N_ENV];
-  if (o.mcp_config || o.import_claude || (cfg_env && *cfg_env)) {
-    if (exec_mcp_setup(&o, p, &mcp, &err) < 0)
-      goto out_fail;
-    if (mcp.proxy) {
-      memcpy(env, o.env, o.n_env * sizeof *env);
-      spec.extra_env = env;
-      spec.n_extra_env = o.n_env + host_servers_env(mcp.proxy, env + o.n_env);
-      n_binds += host_servers_bind(&mcp.hs, &binds[n_binds]);
-      spec.n_binds = n_binds;
-      spec.bridge_fd = mcp.sandbox_fd;
-    }
-  }
-  struct sbx_run_hooks hooks = {.fill = exec_mcp_fill, .dispatch = exec_mcp_dispatch, .ctx = &mcp};
+  int rc;
+  struct exec_run r = {.mcp = {.sandbox_fd = -1}};
   struct sbx_result res;
-  int run = sandbox_run_hooks(&spec, mcp.proxy ? &hooks : NULL, &res, &err);
-  if (mcp.sandbox_fd >= 0)
-    close(TAKE_FD(mcp.sandbox_fd));
+  if (exec_prepare(&o, p, &r, &err) < 0 || exec_command(&o, &r, &err) < 0 ||
+      exec_host_servers(&o, p, &r, &err) < 0)
+    goto out_fail;
+  struct sbx_run_hooks hooks = {.fill = exec_mcp_fill, .dispatch = exec_mcp_dispatch, .ctx = &r.mcp};
+  int run = sandbox_run_hooks(&r.spec, r.mcp.proxy ? &hooks : NULL, &res, &err);
+  if (r.mcp.sandbox_fd >= 0)
+    close(TAKE_FD(r.mcp.sandbox_fd));
   if (run < 0)
     goto out_fail;
-  if (res.timed_out)
-    log_error("timeout: the code ran longer than %llu.%03llus and was killed",
-              (unsigned long long) (spec.limits.timeout_ms / 1000),
-              (unsigned long long) (spec.limits.timeout_ms % 1000));
-  if (res.status == SBX_STATUS_MEMORY_LIMIT) {
-    char size[32];
-    log_error("memory limit (%s) exceeded", format_size(spec.limits.memory_bytes, size, sizeof size));
-  }
-  if (res.pids_limit_hit)
-    log_warn("the code reached the process limit (%llu)", (unsigned long long) spec.limits.pids);
+  log_outcome(&r.spec.limits, &res);
   write_report(&rf, p, &res, NULL);
   report_file_close(&rf);
-  char *calls = mcp.proxy ? proxy_calls_json(mcp.proxy) : NULL;
-  audit(&o, p, &spec.limits, &res, NULL, calls);
+  char *calls = r.mcp.proxy ? proxy_calls_json(r.mcp.proxy) : NULL;
+  audit(&o, p, &r.spec.limits, &res, NULL, calls);
   free(calls);
-  exec_mcp_free(&mcp);
   rc = res.exit_code;
-  image_config_free(&icfg);
+  exec_run_free(&r);
   policy_free(p);
   return rc;
 
 out_fail:
   rc = fail(&o, &rf, p, &err);
-  exec_mcp_free(&mcp);
-  image_config_free(&icfg);
+  exec_run_free(&r);
   policy_free(p);
   return rc;
 }

@@ -21,6 +21,7 @@
 #include "policy.h"
 #include "proxy.h"
 #include "sandbox.h"
+#include "slist.h"
 #include "util.h"
 
 void call_free(struct call *c)
@@ -52,11 +53,7 @@ void call_free(struct call *c)
 
 void call_unlink(struct server *srv, struct call *c)
 {
-  for (struct call **p = &srv->calls; *p; p = &(*p)->next)
-    if (*p == c) {
-      *p = c->next;
-      break;
-    }
+  slist_unlink(&srv->calls, c);
   if (c->state == CALL_RUNNING)
     srv->n_running--;
   else
@@ -632,10 +629,7 @@ int call_enqueue(struct server *srv, const char *id, const struct mcp_tool_args 
   c->next_progress_ns = c->queued_ns + PROGRESS_INTERVAL_NS;
   c->progress_token = jsonrpc_id_canonical(progress_token);
   c->state = CALL_QUEUED;
-  struct call **tail = &srv->calls;
-  while (*tail)
-    tail = &(*tail)->next;
-  *tail = c;
+  slist_append(&srv->calls, c);
   srv->n_queued++;
   return 0;
 }

@@ -15,6 +15,7 @@
 #include "cleanup.h"
 #include "jsonrpc.h"
 #include "mcp_client_internal.h"
+#include "slist.h"
 #include "util.h"
 #include "warn.h"
 
@@ -36,11 +37,7 @@ static void op_free(struct op *o)
 
 static void op_unlink(struct client *c, struct op *o)
 {
-  for (struct op **p = &c->ops; *p; p = &(*p)->next)
-    if (*p == o) {
-      *p = o->next;
-      return;
-    }
+  slist_unlink(&c->ops, o);
 }
 
 static void op_finish(struct client *c, struct op *o, const char *json, size_t len, int code, const char *msg)
@@ -469,10 +466,7 @@ static uint64_t add_op(struct mcp_hosts *h, const char *server, enum op_kind kin
   o->kind = kind;
   o->cb = *cb;
   o->deadline_ns = timeout_ms ? now_ns() + timeout_ms * 1000000ULL : 0;
-  struct op **tail = &c->ops;
-  while (*tail)
-    tail = &(*tail)->next;
-  *tail = o;
+  slist_append(&c->ops, o);
   /* The common case goes out at once; the rest waits for mcp_hosts_timers(). */
   if (kind == OP_CALL && c->state == C_UP && mcp_client_send_call(h, c, o) < 0)
     o->state = OP_WAITING;

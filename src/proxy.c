@@ -17,6 +17,7 @@
 #include "bridge.h"
 #include "cleanup.h"
 #include "jsonrpc.h"
+#include "slist.h"
 #include "util.h"
 
 #define READ_CHUNK 65536
@@ -215,13 +216,10 @@ static void pcall_free(struct pcall *c)
 
 static void pcall_unlink(struct proxy *p, struct pcall *c)
 {
-  for (struct pcall **pp = &p->inflight; *pp; pp = &(*pp)->next)
-    if (*pp == c) {
-      *pp = c->next;
-      p->n_inflight--;
-      p->inflight_bytes -= c->charge;
-      return;
-    }
+  if (slist_unlink(&p->inflight, c)) {
+    p->n_inflight--;
+    p->inflight_bytes -= c->charge;
+  }
 }
 
 static void on_done(void *ctx, const char *json, size_t len, int code, const char *message)

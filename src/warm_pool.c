@@ -16,6 +16,7 @@
 #include "policy.h"
 #include "proxy.h"
 #include "sandbox.h"
+#include "slist.h"
 #include "util.h"
 
 void warm_free(struct warm *w)
@@ -78,22 +79,15 @@ static int warm_spawn(struct server *srv, sbx_error_t *err)
   w->out_fd = TAKE_FD(out_r);
   w->err_fd = TAKE_FD(err_r);
   w->job_fd = TAKE_FD(job);
-  struct warm **tail = &srv->warm;
-  while (*tail)
-    tail = &(*tail)->next;
-  *tail = w;
+  slist_append(&srv->warm, w);
   srv->n_warm++;
   return 0;
 }
 
 void warm_unlink(struct server *srv, struct warm *w)
 {
-  for (struct warm **p = &srv->warm; *p; p = &(*p)->next)
-    if (*p == w) {
-      *p = w->next;
-      srv->n_warm--;
-      return;
-    }
+  if (slist_unlink(&srv->warm, w))
+    srv->n_warm--;
 }
 
 /* Frame the job (runner.py: the servers, "a,b" or nothing, a newline, the code) and send it

@@ -1,0 +1,74 @@
+/* What cgroup.c shares with its two versions, cgroup_v2.c and cgroup_v1.c: the operations each
+ * provides (the probe picks one), the sandbox cgroup, and the file helpers both use. Only the
+ * cgroup files include this. (crun's cgroup-internal.h is the model.) */
+#ifndef SBX_CGROUP_INTERNAL_H
+#define SBX_CGROUP_INTERNAL_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "cgroup.h"
+#include "error.h"
+#include "policy.h"
+
+/* The v1 controllers sandboxd uses, one hierarchy each. */
+enum { C_MEMORY, C_PIDS, C_CPU, C_CPUACCT, C_FREEZER, C_MAX };
+_Static_assert(C_MAX <= CGROUP_MAX_ATTACH_FDS, "one attach fd per v1 hierarchy");
+extern const char *const cgroup_v1_names[C_MAX];
+
+/* Mount points of cgroup2 and of each v1 controller; "" where not mounted. */
+struct cgroup_mounts {
+  char v2[PATH_MAX];
+  char v1[C_MAX][PATH_MAX];
+};
+
+struct cgroup_ops;
+
+struct sbx_cgroup {
+  const struct cgroup_ops *ops;
+  char v2[PATH_MAX];
+  char v1[C_MAX][PATH_MAX];
+  int v2_fd;
+};
+
+/* One cgroup version. A NULL operation is one the version does not have. */
+struct cgroup_ops {
+  enum cgroup_mode mode;
+  /* Usable by this process? On success the version remembers where to create cgroups. */
+  int (*probe)(const struct cgroup_mounts *mnt, sbx_error_t *err);
+  /* Remove the stale cgroups below where this version creates them (cg_sweep). */
+  void (*sweep)(void);
+  /* Create the cgroup(s) named name with the limits set. On failure, the cgroup directories
+   * set in cg are the ones to remove. */
+  int (*create)(struct sbx_cgroup *cg, const char *name, const struct sbx_limits *l, sbx_error_t *err);
+  int (*attach_fds)(struct sbx_cgroup *cg, int fds[CGROUP_MAX_ATTACH_FDS], sbx_error_t *err);
+  int (*attach_pid)(struct sbx_cgroup *cg, pid_t pid, sbx_error_t *err);
+  void (*kill)(struct sbx_cgroup *cg);
+  int (*read_cpu)(struct sbx_cgroup *cg, uint64_t *ret_usec);
+  /* st is zeroed by the caller. */
+  void (*read_stats)(struct sbx_cgroup *cg, struct cgroup_stats *st);
+  /* Kill what is left and remove the cgroup directories. */
+  void (*remove)(struct sbx_cgroup *cg);
+};
+
+extern const struct cgroup_ops cgroup_v2_ops, cgroup_v1_ops;
+
+/* Shared helpers (cgroup.c). They set errno and return -1 on failure. */
+int cg_write_at(const char *dir, const char *file, const char *value);
+int cg_read_at(const char *dir, const char *file, char *buf, size_t len);
+/* "key value" lines: the value for key, or 0. */
+uint64_t cg_keyed(const char *text, const char *key);
+/* Our cgroup path in the v2 hierarchy (controller NULL) or for a v1 controller. */
+int cg_own_path(const char *controller, char *buf, size_t len);
+bool cg_writable_dir(const char *dir);
+/* SIGKILL every pid listed in dir/file. */
+void cg_kill_procs(const char *dir, const char *file);
+/* Kill whatever is left in a cgroup directory, then remove it. */
+void cg_remove_dir(const char *dir, bool v2);
+/* Remove sandboxd-<pid>-* cgroups below base whose sandboxd no longer runs. */
+void cg_sweep(const char *base, bool v2);
+
+#endif
