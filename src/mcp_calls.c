@@ -346,6 +346,22 @@ int open_pipe(int *ret_read, int *ret_write, sbx_error_t *err)
   return 0;
 }
 
+/* One progress notification for the call's token: the next count, and what it is doing. */
+static void notify_progress(struct server *srv, struct call *c, const char *msg)
+{
+  json_writer_t *w = json_writer_new();
+  if (!w)
+    return;
+  jsonrpc_begin_notification(w, "notifications/progress");
+  json_obj_begin(w);
+  json_kv_raw(w, "progressToken", c->progress_token, strlen(c->progress_token));
+  json_kv_uint(w, "progress", ++c->progress);
+  json_kv_str(w, "message", msg);
+  json_obj_end(w);
+  jsonrpc_end(w);
+  send_writer(srv, w);
+}
+
 /* A host server's progress on a proxied call, relayed as progress of the run_python call. */
 static void relay_progress(void *ctx, const char *server, const char *tool, const json_node_t *params)
 {
@@ -358,17 +374,7 @@ static void relay_progress(void *ctx, const char *server, const char *tool, cons
   const char *total = json_number_text(json_get(params, "total"));
   bufprintf_cut(msg, sizeof msg, "%.60s.%.60s: %s%s%s%s%.100s", server, tool, done ? done : "?",
                 total ? "/" : "", total ? total : "", m ? " " : "", m ? m : "");
-  json_writer_t *w = json_writer_new();
-  if (!w)
-    return;
-  jsonrpc_begin_notification(w, "notifications/progress");
-  json_obj_begin(w);
-  json_kv_raw(w, "progressToken", c->progress_token, strlen(c->progress_token));
-  json_kv_uint(w, "progress", ++c->progress);
-  json_kv_str(w, "message", msg);
-  json_obj_end(w);
-  jsonrpc_end(w);
-  send_writer(c->srv, w);
+  notify_progress(c->srv, c, msg);
 }
 
 /* The spec every sandbox of this server gets, cold or warm; only argv, the bridge and (for a
@@ -544,17 +550,7 @@ static void send_progress(struct server *srv, struct call *c, uint64_t now)
     bufprintf_cut(msg, sizeof msg, "queued for %llus", (unsigned long long) secs);
   else
     bufprintf_cut(msg, sizeof msg, "running for %llus", (unsigned long long) secs);
-  json_writer_t *w = json_writer_new();
-  if (!w)
-    return;
-  jsonrpc_begin_notification(w, "notifications/progress");
-  json_obj_begin(w);
-  json_kv_raw(w, "progressToken", c->progress_token, strlen(c->progress_token));
-  json_kv_uint(w, "progress", ++c->progress);
-  json_kv_str(w, "message", msg);
-  json_obj_end(w);
-  jsonrpc_end(w);
-  send_writer(srv, w);
+  notify_progress(srv, c, msg);
 }
 
 /* Kill at deadlines, tick progress; returns the poll timeout until the next such event. */
