@@ -63,8 +63,10 @@ static int libarchive_load(sbx_error_t *err)
   if (handle)
     return 0;
   void *h = dlopen("libarchive.so.13", RTLD_NOW | RTLD_LOCAL);
-  if (!h)
-    return sbx_error_set(err, ENOENT, "cannot load libarchive (install libarchive13): %s", dlerror());
+  if (!h) {
+    sbx_error_set(err, ENOENT, "cannot load libarchive: %s", dlerror());
+    return sbx_error_hint(err, "install libarchive13");
+  }
 #define LA_LOAD(f)                                                                                           \
   if (!(*(void **) &la.f = dlsym(h, #f))) {                                                                  \
     dlclose(h);                                                                                              \
@@ -259,9 +261,11 @@ static int write_regular(struct extractor *x, struct archive *a, struct archive_
   int64_t declared = archive_entry_size_is_set(e) ? archive_entry_size(e) : 0;
   if (declared < 0)
     declared = 0;
-  if ((uint64_t) declared > x->max_bytes - x->nbytes)
-    return sbx_error_set(err, EFBIG, "entry `%s`: more than %s unpacked (size limit; see --max-size)",
-                         image_shown(path, b), format_size(x->max_bytes, sz, sizeof sz));
+  if ((uint64_t) declared > x->max_bytes - x->nbytes) {
+    sbx_error_set(err, EFBIG, "entry `%s`: more than %s unpacked (size limit)", image_shown(path, b),
+                  format_size(x->max_bytes, sz, sizeof sz));
+    return sbx_error_hint(err, "see --max-size");
+  }
   _cleanup_close_ int fd =
       openat(pfd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
   if (fd < 0)
@@ -414,9 +418,10 @@ static int apply_entry(struct extractor *x, struct archive *a, struct archive_en
     return sbx_error_set(err, EINVAL, "an entry without a usable name");
   if (image_path_normalize(raw, path, sizeof path, err) < 0)
     return -1;
-  if (++x->nentries > x->max_files)
-    return sbx_error_set(err, EFBIG, "more than %llu entries (file-count limit; see --max-files)",
-                         (unsigned long long) x->max_files);
+  if (++x->nentries > x->max_files) {
+    sbx_error_set(err, EFBIG, "more than %llu entries (file-count limit)", (unsigned long long) x->max_files);
+    return sbx_error_hint(err, "see --max-files");
+  }
   x->st->entries++;
   const char *base;
   fs_split_path(path, dir, &base);
