@@ -60,6 +60,8 @@ static const char mcp_usage[] =
     "  --warm N                 sandboxes kept built, with Python started, for the next calls\n"
     "                           (default 2, 0 disables); each serves one call\n"
     "  --max-message-size SIZE  largest JSON-RPC message accepted (default 4M)\n"
+    "  --text-limit N           characters of output a result's text shows (default 40000);\n"
+    "                           beyond that its head and tail, and a line saying what was cut\n"
     "  --config FILE            host MCP servers the code may call ({\"mcpServers\": ...}; default:\n"
     "                           $SANDBOXD_MCP_CONFIG, else ~/.config/sandboxd/mcp.json)\n"
     "  --import-claude          also offer the servers Claude Code would run here (~/.claude.json,\n"
@@ -85,7 +87,8 @@ enum {
   OPT_CONFIG,
   OPT_IMPORT_CLAUDE,
   OPT_AUDIT_LOG,
-  OPT_WARM
+  OPT_WARM,
+  OPT_TEXT_LIMIT
 };
 
 static int parse_args(int argc, char **argv, struct server *srv, const char **ret_policy,
@@ -101,6 +104,7 @@ static int parse_args(int argc, char **argv, struct server *srv, const char **re
       {"import-claude", no_argument, NULL, OPT_IMPORT_CLAUDE},
       {"audit-log", required_argument, NULL, OPT_AUDIT_LOG},
       {"warm", required_argument, NULL, OPT_WARM},
+      {"text-limit", required_argument, NULL, OPT_TEXT_LIMIT},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
@@ -145,6 +149,12 @@ static int parse_args(int argc, char **argv, struct server *srv, const char **re
       if (parse_u64(optarg, &v) < 0 || v > MAX_WARM)
         return sbx_error_set(err, 0, "--warm `%s`: expected a whole number from 0 to %d", optarg, MAX_WARM);
       srv->warm_target = (size_t) v;
+      break;
+    case OPT_TEXT_LIMIT:
+      if (parse_u64(optarg, &v) < 0 || v < MIN_TEXT_LIMIT || v > MAX_TEXT_LIMIT)
+        return sbx_error_set(err, 0, "--text-limit `%s`: expected a whole number from %d to %d", optarg,
+                             MIN_TEXT_LIMIT, MAX_TEXT_LIMIT);
+      srv->text_limit = (size_t) v;
       break;
     default:
       return sbx_error_set(err, 0, "unknown or incomplete option `%s` (see sandboxd mcp --help)",
@@ -228,6 +238,7 @@ int cmd_mcp(int argc, char **argv)
       .max_queue = DEFAULT_MAX_QUEUE,
       .max_message = DEFAULT_MAX_MESSAGE,
       .warm_target = DEFAULT_WARM,
+      .text_limit = DEFAULT_TEXT_LIMIT,
       .stdout_flags = -1,
       .sigfd = -1,
       .log_level = 3, /* warning */

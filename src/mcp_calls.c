@@ -21,6 +21,7 @@
 #include "policy.h"
 #include "proxy.h"
 #include "sandbox.h"
+#include "shape.h"
 #include "slist.h"
 #include "util.h"
 
@@ -41,6 +42,7 @@ void call_free(struct call *c)
     close(c->done_fd);
   strbuf_free(&c->out);
   strbuf_free(&c->err);
+  free(c->saved_dir);
   proxy_free(c->proxy);
   for (size_t i = 0; i < c->n_servers; i++)
     free(c->servers[i]);
@@ -99,6 +101,10 @@ int drain_pipe(struct call *c, int *fd, strbuf_t *sb)
       *fd = -1;
       return 1;
     }
+    if (sb == &c->out)
+      c->out_total += (size_t) n;
+    else
+      c->err_total += (size_t) n;
     size_t used = c->out.len + c->err.len;
     size_t room = c->limits.output_bytes > used ? c->limits.output_bytes - used : 0;
     size_t keep = c->truncated ? 0 : (size_t) n < room ? (size_t) n : room;
@@ -122,116 +128,144 @@ static void write_text_block(json_writer_t *w, const char *text, size_t len)
   json_obj_end(w);
 }
 
-/* Output as the reply carries it: valid UTF-8 and \t \n \r as they are; each run of other control
- * bytes (C0, DEL) or of bytes that are not UTF-8 becomes one U+FFFD, so JSON's escapes (\u00XX, 6
- * bytes for one) never apply and the reply's text is at most twice the output. *replaced counts
- * the bytes replaced. */
-static int append_shaped(strbuf_t *sb, const char *s, size_t len, size_t *replaced)
-{
-  const unsigned char *u = (const unsigned char *) s;
-  size_t i = 0, start = 0;
-  int r = 0;
-  while (i < len) {
-    size_t l = json_utf8_len(u + i, len - i);
-    bool control = l == 1 && (u[i] < 0x20 || u[i] == 0x7f) && u[i] != '\t' && u[i] != '\n' && u[i] != '\r';
-    if (l && !control) {
-      i += l;
-      continue;
-    }
-    r |= strbuf_append(sb, s + start, i - start);
-    size_t run = i;
-    while (i < len) {
-      l = json_utf8_len(u + i, len - i);
-      if (l && !(l == 1 && (u[i] < 0x20 || u[i] == 0x7f) && u[i] != '\t' && u[i] != '\n' && u[i] != '\r'))
-        break;
-      i++;
-    }
-    *replaced += i - run;
-    r |= strbuf_append(sb, "\xef\xbf\xbd", 3);
-    start = i;
-  }
-  r |= strbuf_append(sb, s + start, len - start);
-  return r;
-}
+/* A result's text and the shaped streams it is made of. */
+struct shaped {
+  strbuf_t text, out, err;
+  size_t replaced; /* bytes shown as U+FFFD */
+  size_t cut;      /* characters left out to fit --text-limit */
+};
 
-/* The text a model reads, the one copy of the output: stdout, then stderr, then what went wrong.
- * *replaced counts the bytes shown as U+FFFD. */
-static int result_text(const struct call *c, const struct sbx_result *res, strbuf_t *text, size_t *replaced)
+/* The end of the text: what was replaced or cut, and how the run ended. */
+static int result_footer(const struct call *c, const struct sbx_result *res, size_t replaced, strbuf_t *f)
 {
   int r = 0;
   char size[32];
-  if (c->out.len)
-    r |= append_shaped(text, c->out.data, c->out.len, replaced);
-  if (c->err.len) {
-    if (text->len && text->data[text->len - 1] != '\n')
-      r |= strbuf_append(text, "\n", 1);
-    r |= strbuf_printf(text, "--- stderr ---\n");
-    r |= append_shaped(text, c->err.data, c->err.len, replaced);
-  }
-  if (c->truncated || *replaced || res->status != SBX_STATUS_OK) {
-    if (text->len && text->data[text->len - 1] != '\n')
-      r |= strbuf_append(text, "\n", 1);
-  }
-  if (*replaced)
-    r |= strbuf_printf(text, "--- %zu bytes of control characters or invalid UTF-8 shown as U+FFFD ---\n",
-                       *replaced);
+  if (replaced)
+    r |= strbuf_printf(f, "--- %zu bytes of control characters or invalid UTF-8 shown as U+FFFD ---\n",
+                       replaced);
   if (c->truncated)
-    r |= strbuf_printf(text, "--- output truncated at %s (output_limit) ---\n",
+    r |= strbuf_printf(f, "--- output truncated at %s (output_limit) ---\n",
                        format_size(c->limits.output_bytes, size, sizeof size));
   switch (res->status) {
   case SBX_STATUS_OK:
     break;
   case SBX_STATUS_ERROR:
-    r |= strbuf_printf(text, "--- status: error, exit code %d ---", res->exit_code);
+    r |= strbuf_printf(f, "--- status: error, exit code %d ---", res->exit_code);
     break;
   case SBX_STATUS_TIMEOUT:
-    r |= strbuf_printf(text, "--- status: timeout, killed after %llu.%03llu s (the limit) ---",
+    r |= strbuf_printf(f, "--- status: timeout, killed after %llu.%03llu s (the limit) ---",
                        (unsigned long long) (c->limits.timeout_ms / 1000),
                        (unsigned long long) (c->limits.timeout_ms % 1000));
     break;
   case SBX_STATUS_MEMORY_LIMIT:
-    r |= strbuf_printf(text, "--- status: memory_limit, killed at %s ---",
+    r |= strbuf_printf(f, "--- status: memory_limit, killed at %s ---",
                        format_size(c->limits.memory_bytes, size, sizeof size));
     break;
   case SBX_STATUS_KILLED:
-    r |= strbuf_printf(text, "--- status: killed by signal %d ---", res->signal);
+    r |= strbuf_printf(f, "--- status: killed by signal %d ---", res->signal);
     break;
+  }
+  return r;
+}
+
+#define STDERR_HEADER "--- stderr ---\n"
+
+/* The text a model reads: stdout, then stderr, then the footer, within --text-limit characters
+ * (shape.h): each stream shaped on its own, the budget shared fairly (a stream that needs less
+ * than half leaves the rest to the other). out and err get the shaped streams, which
+ * structuredContent carries too; *replaced counts the bytes shown as U+FFFD. */
+static int result_text(const struct server *srv, const struct call *c, const struct sbx_result *res,
+                       struct shaped *sh)
+{
+  strbuf_t ro = {0}, re = {0}, foot = {0};
+  int r = shape_repair(&ro, c->out.data ? c->out.data : "", c->out.len, &sh->replaced);
+  r |= shape_repair(&re, c->err.data ? c->err.data : "", c->err.len, &sh->replaced);
+  r |= result_footer(c, res, sh->replaced, &foot);
+  if (r < 0)
+    goto out;
+
+  size_t oc = shape_chars(ro.data, ro.len), ec = shape_chars(re.data, re.len);
+  size_t fixed = shape_chars(foot.data, foot.len) + (ec ? sizeof STDERR_HEADER : 0) + 2;
+  size_t budget = srv->text_limit > fixed ? srv->text_limit - fixed : 0;
+  size_t ob = oc, eb = ec;
+  if (oc + ec > budget) {
+    size_t half = budget / 2;
+    ob = oc < half ? oc : ec < budget - half ? budget - ec : budget - half;
+    eb = budget - ob;
+  }
+  char out_path[PATH_MAX], err_path[PATH_MAX];
+  const char *out_saved = NULL, *err_saved = NULL;
+  if (c->saved_dir && bufprintf(out_path, sizeof out_path, NULL, "%s/stdout.txt", c->saved_dir) == 0 &&
+      bufprintf(err_path, sizeof err_path, NULL, "%s/stderr.txt", c->saved_dir) == 0) {
+    out_saved = out_path;
+    err_saved = err_path;
+  }
+  r |= shape_head_tail(&sh->out, ro.data, ro.len, oc, ob, "stdout", srv->text_limit, out_saved, &sh->cut);
+  size_t cut_err = 0;
+  r |= shape_head_tail(&sh->err, re.data, re.len, ec, eb, "stderr", srv->text_limit, err_saved, &cut_err);
+  sh->cut += cut_err;
+
+  strbuf_t *text = &sh->text;
+  r |= strbuf_append(text, sh->out.data, sh->out.len);
+  if (sh->err.len) {
+    if (text->len && text->data[text->len - 1] != '\n')
+      r |= strbuf_append(text, "\n", 1);
+    r |= strbuf_append(text, STDERR_HEADER, sizeof STDERR_HEADER - 1);
+    r |= strbuf_append(text, sh->err.data, sh->err.len);
+  }
+  if (foot.len) {
+    if (text->len && text->data[text->len - 1] != '\n')
+      r |= strbuf_append(text, "\n", 1);
+    r |= strbuf_append(text, foot.data, foot.len);
   }
   if (!text->len)
     r |= strbuf_printf(text, "(no output)");
+out:
+  strbuf_free(&ro);
+  strbuf_free(&re);
+  strbuf_free(&foot);
   return r;
+}
+
+static void shaped_free(struct shaped *sh)
+{
+  strbuf_free(&sh->text);
+  strbuf_free(&sh->out);
+  strbuf_free(&sh->err);
 }
 
 static void send_call_result(struct server *srv, struct call *c, const struct sbx_result *res)
 {
-  strbuf_t text = {0};
-  size_t replaced = 0;
-  int r = result_text(c, res, &text, &replaced);
-  if (r < 0) {
-    strbuf_free(&text);
+  struct shaped sh = {0};
+  if (result_text(srv, c, res, &sh) < 0) {
+    shaped_free(&sh);
     send_error(srv, c->id, JSONRPC_INTERNAL_ERROR, "Internal error: out of memory");
     return;
   }
 
   json_writer_t *w = json_writer_new();
   if (!w) {
-    strbuf_free(&text);
+    shaped_free(&sh);
     return;
   }
   jsonrpc_begin_result(w, c->id);
   json_obj_begin(w);
   json_key(w, "content");
   json_arr_begin(w);
-  write_text_block(w, text.data, text.len);
+  write_text_block(w, sh.text.data, sh.text.len);
   json_arr_end(w);
   json_key(w, "structuredContent");
   json_obj_begin(w);
   json_kv_str(w, "status", sbx_status_name(res->status));
   json_kv_int(w, "exit_code", res->exit_code);
-  /* The output itself is in the text block only: a reply carries it once. */
-  json_kv_uint(w, "stdout_bytes", c->out.len);
-  json_kv_uint(w, "stderr_bytes", c->err.len);
-  json_kv_uint(w, "replaced_bytes", replaced);
+  /* The same shaped streams as the text block (never a second full copy), and the sizes of the
+   * whole output. */
+  json_kv_strn(w, "stdout", sh.out.data ? sh.out.data : "", sh.out.len);
+  json_kv_strn(w, "stderr", sh.err.data ? sh.err.data : "", sh.err.len);
+  json_kv_uint(w, "stdout_bytes", c->out_total);
+  json_kv_uint(w, "stderr_bytes", c->err_total);
+  json_kv_uint(w, "replaced_bytes", sh.replaced);
+  json_kv_uint(w, "cut_characters", sh.cut);
   json_kv_bool(w, "truncated", c->truncated);
   json_kv_uint(w, "execution_time_ms", res->execution_time_ms);
   json_kv_uint(w, "memory_peak_bytes", res->memory_peak_bytes);
@@ -241,7 +275,7 @@ static void send_call_result(struct server *srv, struct call *c, const struct sb
   json_kv_bool(w, "isError", res->status != SBX_STATUS_OK);
   json_obj_end(w);
   jsonrpc_end(w);
-  strbuf_free(&text);
+  shaped_free(&sh);
   send_writer(srv, w);
 }
 

@@ -29,6 +29,11 @@
 #define DEFAULT_MAX_CONCURRENT 4
 #define DEFAULT_MAX_QUEUE 64
 #define DEFAULT_MAX_MESSAGE (4u << 20)
+/* Characters of output a result's text holds (--text-limit): Claude Code shows a tool's output
+ * up to about 25,000 tokens and writes longer results to a file the model must then read. */
+#define DEFAULT_TEXT_LIMIT 40000
+#define MIN_TEXT_LIMIT 1000
+#define MAX_TEXT_LIMIT 10000000
 #define DEFAULT_WARM 2
 #define MAX_WARM 64
 /* After a warm sandbox fails to start or dies idle, wait this long before the next one. */
@@ -70,8 +75,10 @@ struct call {
 
   struct sbx_sandbox *sb;
   struct sbx_limits limits;
-  int out_fd, err_fd; /* read ends, -1 once at EOF */
-  strbuf_t out, err;
+  int out_fd, err_fd;            /* read ends, -1 once at EOF */
+  strbuf_t out, err;             /* captured, up to the policy's output_limit */
+  uint64_t out_total, err_total; /* bytes the code wrote to each, captured or not */
+  char *saved_dir;               /* with --output-dir: where this call's files and whole output are */
   bool truncated;
   bool killed;    /* sandbox_kill() sent (deadline or cancel) */
   bool cancelled; /* the client cancelled: kill, and never answer */
@@ -93,6 +100,7 @@ struct server {
   struct sbx_policy *policy;
   char *rootfs;
   size_t max_concurrent, max_queue, max_message;
+  size_t text_limit; /* --text-limit: characters of output in a result's text */
 
   struct call *calls; /* in arrival order */
   size_t n_running, n_queued;

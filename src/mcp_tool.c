@@ -97,10 +97,13 @@ static void write_output_schema(json_writer_t *w)
   json_obj_end(w);
   schema_prop(w, "exit_code", "integer",
               "the code's exit status; 128+N if killed by signal N; 124 on timeout");
-  schema_prop(w, "stdout_bytes", "integer", "bytes of standard output captured (the text is in content)");
-  schema_prop(w, "stderr_bytes", "integer",
-              "bytes of standard error captured (in content, after --- stderr ---)");
-  schema_prop(w, "replaced_bytes", "integer", "control or non-UTF-8 bytes shown as U+FFFD in content");
+  schema_prop(w, "stdout", "string",
+              "standard output as the text block shows it: valid UTF-8, its head and tail if it was long");
+  schema_prop(w, "stderr", "string", "standard error, shaped the same way");
+  schema_prop(w, "stdout_bytes", "integer", "bytes the code wrote to standard output, all of them");
+  schema_prop(w, "stderr_bytes", "integer", "bytes the code wrote to standard error, all of them");
+  schema_prop(w, "replaced_bytes", "integer", "control or non-UTF-8 bytes shown as U+FFFD");
+  schema_prop(w, "cut_characters", "integer", "characters left out between head and tail (the text limit)");
   schema_prop(w, "truncated", "boolean", "output went over the limit and was cut");
   schema_prop(w, "execution_time_ms", "integer", NULL);
   schema_prop(w, "memory_peak_bytes", "integer", NULL);
@@ -110,8 +113,9 @@ static void write_output_schema(json_writer_t *w)
   json_key(w, "required");
   json_arr_begin(w);
   static const char *const required[] = {
-      "status",         "exit_code", "stdout_bytes",      "stderr_bytes",
-      "replaced_bytes", "truncated", "execution_time_ms", "memory_peak_bytes"};
+      "status",       "exit_code",         "stdout",           "stderr",
+      "stdout_bytes", "stderr_bytes",      "replaced_bytes",   "cut_characters",
+      "truncated",    "execution_time_ms", "memory_peak_bytes"};
   for (size_t i = 0; i < ARRAY_SIZE(required); i++)
     json_str(w, required[i]);
   json_arr_end(w);

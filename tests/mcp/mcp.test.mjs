@@ -3,6 +3,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { connect, processesWith, RawServer, SANDBOXD, sleep, sleeperCode, waitGone } from './helpers.mjs';
@@ -59,7 +60,9 @@ describe('sdk client', () => {
     assert.equal(s.stdout_bytes, 2);
     assert.equal(s.stderr_bytes, 0);
     assert.equal(s.replaced_bytes, 0);
-    assert.equal(s.stdout, undefined); // the output is in the text block only
+    assert.equal(s.stdout, '1\n'); // the same shaped text as the text block
+    assert.equal(s.stderr, '');
+    assert.equal(s.cut_characters, 0);
     assert.equal(s.truncated, false);
     assert.equal(typeof s.execution_time_ms, 'number');
     assert.equal(typeof s.memory_peak_bytes, 'number');
@@ -140,7 +143,10 @@ describe('sdk client', () => {
       'threading.Thread(target=late).start()',
       'print("main")',
     ].join('\n') });
-    assert.equal(stdoutOf(r), 'main\natexit ' + 'y'.repeat(100000) + '\n', text(r).slice(0, 300));
+    // More than a pipe holds; all of it counted, its head and tail shown (--text-limit).
+    assert.equal(r.structuredContent.stdout_bytes, 'main\natexit '.length + 100000 + 1, text(r).slice(0, 300));
+    assert.equal(r.structuredContent.truncated, false);
+    assert.ok(stdoutOf(r).startsWith('main\natexit yyy') && stdoutOf(r).endsWith('yyy\n'));
     assert.equal(stderrOf(r), 'thread done\n');
     assert.equal(r.structuredContent.status, 'ok');
   });
@@ -234,10 +240,12 @@ describe('sdk client', () => {
     assert.equal(stdoutOf(await long), 'ok\n');
   });
 
-  test('output: 200 KB line intact, invalid UTF-8 replaced, cap at 1 MiB', async () => {
-    const line = await run(conn.client, { code: 'print("x" * 200000)' });
-    assert.equal(stdoutOf(line), 'x'.repeat(200000) + '\n');
+  test('output: 30 KB line intact, invalid UTF-8 replaced, cap at 1 MiB', async () => {
+    const line = await run(conn.client, { code: 'print("x" * 30000)' });
+    assert.equal(stdoutOf(line), 'x'.repeat(30000) + '\n');
+    assert.equal(text(line), 'x'.repeat(30000) + '\n');
     assert.equal(line.structuredContent.truncated, false);
+    assert.equal(line.structuredContent.cut_characters, 0);
     const bad = await run(conn.client, { code: 'import sys; sys.stdout.buffer.write(b"a\\xff\\xfeb\\xc3\\n")' });
     assert.equal(stdoutOf(bad), 'a\ufffdb\ufffd\n');
     assert.equal(bad.structuredContent.replaced_bytes, 3);
@@ -245,11 +253,52 @@ describe('sdk client', () => {
     const s = big.structuredContent;
     assert.equal(s.truncated, true);
     assert.equal(s.status, 'ok');
-    assert.ok(s.stdout_bytes + s.stderr_bytes <= 1 << 20);
-    assert.ok(s.stdout_bytes > (1 << 20) - 16);
+    assert.equal(s.stdout_bytes, 300 * 8001, 'the whole output, not what was captured');
+    assert.equal(s.stderr_bytes, 5);
     assert.equal(s.replaced_bytes, 0, 'cut in the middle of a character');
-    assert.ok(!stdoutOf(big).includes('\ufffd'), 'cut in the middle of a character');
-    assert.match(text(big), /output truncated/);
+    assert.ok(!text(big).includes('\ufffd'), 'cut in the middle of a character');
+    assert.match(text(big), /output truncated at 1 MiB \(output_limit\)/);
+  });
+
+  test('output shaped for the model: 5 MiB becomes head, one line, tail within 40,000 characters', async () => {
+    // stderr first: stdout and stderr share the 1 MiB output_limit, in the order they arrive.
+    const code = 'import sys\nprint("E" * 100000, file=sys.stderr)\nprint("FIRST")\n' +
+      'for i in range(5 * 1024):\n    sys.stdout.write(f"{i:07d} " + "y" * 1015 + "\\n")\nprint("LAST")';
+    const r = await run(conn.client, { code });
+    const s = r.structuredContent;
+    const t = text(r);
+    assert.ok([...t].length <= 40000, `text is ${[...t].length} characters`);
+    assert.ok(t.startsWith('FIRST\n'));
+    // The tail of what was captured (1 MiB, the output_limit), then the tail of stderr.
+    assert.match(s.stdout, /^FIRST\n[\s\S]*\n--- \d+ characters of stdout cut here \(text limit 40000\); write large results to files in \/workspace\/out ---\n[\s\S]*y$/);
+    assert.match(s.stderr, /^E+\n--- \d+ characters of stderr cut here[^\n]*---\nE+\n$/);
+    assert.equal(s.stdout_bytes, 6 + 5 * 1024 * 1024 + 5);
+    assert.equal(s.stderr_bytes, 100001);
+    assert.equal(s.truncated, true);
+    assert.ok(s.cut_characters > 1000000 - 40000, `${s.cut_characters}`);
+    // The text block is the same shaped streams, not another copy of the output.
+    assert.ok(t.startsWith(s.stdout) && t.includes('--- stderr ---\n' + s.stderr));
+    const shown = [...s.stdout].length + [...s.stderr].length;
+    assert.ok(shown <= 40000 && shown > 38000, `${shown}`);
+  });
+
+  test('--text-limit: a smaller budget, and a bad value refused', async () => {
+    const small = await connect(['--text-limit', '2000', '--warm', '0']);
+    try {
+      const r = await run(small.client, { code: 'print("z" * 10000)' });
+      const t = text(r);
+      assert.ok([...t].length <= 2000, `${[...t].length}`);
+      assert.match(t, /--- \d+ characters of stdout cut here \(text limit 2000\)/);
+      assert.equal(r.structuredContent.truncated, false, 'cut for the model, not at the output limit');
+    } finally {
+      await small.client.close();
+    }
+    for (const bad of ['999', '10000001', 'x']) {
+      const p = spawnSync(SANDBOXD, ['mcp', '--text-limit', bad], { input: '', encoding: 'utf8' });
+      assert.equal(p.status, 125);
+      assert.match(p.stderr, /--text-limit `[^`]*`: expected a whole number from 1000 to 10000000/);
+      assert.equal(p.stderr.trim().split('\n').length, 1);
+    }
   });
 
   test('capabilities resource', async () => {

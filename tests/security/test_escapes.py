@@ -261,8 +261,11 @@ def test_output_bomb_is_capped_in_mcp():
         out[m.get("id")] = m
     p.stdin.close()
     p.wait(timeout=60)
-    sc = out[2]["result"]["structuredContent"]
-    assert sc["truncated"] is True and sc["stdout_bytes"] <= (1 << 20), sc
+    res = out[2]["result"]
+    sc = res["structuredContent"]
+    # 12.5 MiB written, 1 MiB captured, 40,000 characters shown (--text-limit's default).
+    assert sc["truncated"] is True and sc["stdout_bytes"] == 200 * 65536, {k: sc[k] for k in sc if k != "stdout"}
+    assert len(res["content"][0]["text"]) <= 40000 and len(sc["stdout"]) <= 40000
 
 
 def test_runaway_daemon_dies_at_timeout():
