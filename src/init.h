@@ -12,7 +12,7 @@ void init_hide_host_argv(void);
 void init_take_signals(sigset_t *mask);
 /* Fork the code (execve of spec->argv with envp, freed here), report MSG_READY or the exec
  * error on sync_fd, then relay signals and reap until the code ends; never returns. */
-_Noreturn void init_run(const struct sbx_spec *spec, char **envp, int sync_fd, int bridge_fd,
+_Noreturn void init_run(const struct sbx_spec *spec, char **envp, int sync_fd, int bridge_fd, int workspace_fd,
                         const sigset_t *mask);
 
 #endif
