@@ -139,8 +139,8 @@ void init_take_signals(sigset_t *mask)
   sigprocmask(SIG_BLOCK, mask, NULL);
 }
 
-_Noreturn void init_run(const struct sbx_spec *spec, char **envp, int sync_fd, int bridge_fd, int workspace_fd,
-                        const sigset_t *mask)
+_Noreturn void init_run(const struct sbx_spec *spec, char **envp, int sync_fd, int bridge_fd,
+                        int workspace_fd, const sigset_t *mask)
 {
   sbx_error_t err = {0};
   /* The code: a child, so pid 1 stays ours to reap orphans and relay signals. A CLOEXEC pipe

@@ -42,7 +42,6 @@ struct sbx_spec {
 /* Every sandbox starts with this empty directory, the sandbox uid's, for the files it returns. */
 #define SBX_OUT_DIR "out"
 
-
 enum sbx_status {
   SBX_STATUS_OK,           /* exited 0 */
   SBX_STATUS_ERROR,        /* exited non-zero */
