@@ -41,6 +41,8 @@ void call_free(struct call *c)
     close(c->done_fd);
   strbuf_free(&c->out);
   strbuf_free(&c->err);
+  artifacts_free(&c->arts);
+  free(c->saved_dir);
   proxy_free(c->proxy);
   for (size_t i = 0; i < c->n_servers; i++)
     free(c->servers[i]);
@@ -223,6 +225,7 @@ static void send_call_result(struct server *srv, struct call *c, const struct sb
   json_key(w, "content");
   json_arr_begin(w);
   write_text_block(w, text.data, text.len);
+  call_write_file_blocks(srv, c, w);
   json_arr_end(w);
   json_key(w, "structuredContent");
   json_obj_begin(w);
@@ -237,6 +240,7 @@ static void send_call_result(struct server *srv, struct call *c, const struct sb
   json_kv_uint(w, "memory_peak_bytes", res->memory_peak_bytes);
   /* How limits were enforced: "degraded" means rlimits only (no cgroup), as the policy allowed. */
   json_kv_str(w, "limits", res->limits ? res->limits : "none");
+  artifacts_write_files(w, &c->arts);
   json_obj_end(w);
   json_kv_bool(w, "isError", res->status != SBX_STATUS_OK);
   json_obj_end(w);
@@ -259,11 +263,14 @@ void call_finish(struct server *srv, struct call *c)
   sbx_error_t err = {0};
   int r = sandbox_wait(c->sb, &res, &err);
   call_unlink(srv, c);
-  if (c->answered) {
-    /* Killed at its done byte (call_done): the record is what was answered. */
+  if (c->answered || c->collect) {
+    /* Killed at its done byte (call_done): the record is what was (or is now) answered. */
     res = c->res;
     r = 0;
   }
+  /* Every process is gone: nothing writes to /workspace/out any more. */
+  if (!c->cancelled && !c->answered && r == 0)
+    call_collect_files(srv, c);
   /* The answer first; the audit record and removing the cgroup (call_free) come after it. */
   if (c->cancelled || c->answered)
     ; /* the client cancelled: it expects no answer */
@@ -276,6 +283,7 @@ void call_finish(struct server *srv, struct call *c)
       .mode = "mcp",
       .code = c->code,
       .code_len = strlen(c->code),
+      .request_id = c->request_id,
       .policy = srv->policy,
       .limits = &c->limits,
       .result = r < 0 ? NULL : &res,
@@ -323,6 +331,15 @@ void call_done(struct server *srv, struct call *c)
     ;
   while (c->err_fd >= 0 && drain_pipe(c, &c->err_fd, &c->err) == 0 && readable(c->err_fd))
     ;
+  if (!artifacts_out_empty(sandbox_workspace_fd(c->sb))) {
+    /* Files to return: what the code left running may still be writing them. Kill it all now,
+     * and answer once the sandbox has ended (call_finish), from what the runner reported. */
+    c->killed = true;
+    c->collect = true;
+    c->res = res;
+    sandbox_kill(c->sb, false);
+    return;
+  }
   c->killed = true;
   sandbox_signal(c->sb, SIGKILL);
   c->answered = true;
@@ -392,6 +409,7 @@ void base_spec(struct server *srv, const struct sbx_limits *limits, char **argv,
       .stdout_fd = out_w,
       .stderr_fd = err_w,
       .bridge_fd = -1,
+      .keep_workspace = true, /* for /workspace/out (call_collect_files) */
   };
   if (host_servers_bind(&srv->hs, bind)) {
     spec->binds = bind;
@@ -613,6 +631,7 @@ int call_enqueue(struct server *srv, const char *id, const struct mcp_tool_args 
     return -1;
   }
   c->timeout_ms = a->timeout_ms;
+  audit_new_request_id(c->request_id);
   size_t ns = json_array_len(a->servers);
   if (ns && !(c->servers = calloc(ns, sizeof *c->servers))) {
     call_free(c);

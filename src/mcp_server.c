@@ -188,8 +188,8 @@ const char *mcp_negotiate_version(const char *client_version)
 
 static void m_initialize(struct server *srv, const char *id, const json_node_t *params)
 {
-  (void) srv;
   const char *version = mcp_negotiate_version(json_as_string(json_get(params, "protocolVersion"), NULL));
+  srv->protocol = version; /* what a result may hold (resource_link: mcp_files.c) */
   json_writer_t *w = json_writer_new();
   if (!w)
     return;
