@@ -208,19 +208,23 @@ describe('files out: hostile code', () => {
     chmodSync(work, 0o755);
     const dir = join(work, 'saved-links');
     mkdirSync(dir);
-    const { client } = await connect(['--output-dir', dir]);
-    const r = await run(client, `
+    // Embedded (no --output-dir) and saved (with it): neither may carry the host file.
+    for (const args of [[], ['--output-dir', dir]]) {
+      const { client } = await connect(args);
+      const r = await run(client, `
 import os
 os.symlink(${JSON.stringify(secret)}, "/workspace/out/secret")
 os.symlink("/", "/workspace/out/root")
 os.symlink("/proc/1/root${secret}", "/workspace/out/magic")
 `);
-    assert.equal(r.isError, false, texts(r));
-    assert.ok(!JSON.stringify(r).includes(marker));
-    for (const p of ['secret', 'root', 'magic']) assert.equal(fileEntry(r, p).omitted, 'symlink, not followed');
-    // Nothing saved: no directory at all (no output, no files).
-    assert.deepEqual(readdirSync(dir), []);
-    await client.close();
+      assert.equal(r.isError, false, texts(r));
+      assert.ok(!JSON.stringify(r).includes(marker));
+      assert.ok(r.structuredContent.files.every((f) => f.sha256 !== sha256(Buffer.from(marker))));
+      for (const p of ['secret', 'root', 'magic']) assert.equal(fileEntry(r, p).omitted, 'symlink, not followed');
+      // Nothing saved: no directory at all (no output, no files).
+      assert.deepEqual(readdirSync(dir), []);
+      await client.close();
+    }
   });
 
   test('FIFOs cannot be made, and a socket in out is listed, never opened; no hang', async () => {
