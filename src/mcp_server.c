@@ -322,6 +322,14 @@ static void write_capabilities(struct server *srv, json_writer_t *w)
   json_kv_str(w, "persistence", "none: every call runs in a fresh sandbox with an empty /workspace and /tmp");
   json_key(w, "limits");
   write_limits(w, &p->limits);
+  /* Files out (mcp_files.c): where to write them, how many come back, and where they are saved. */
+  json_key(w, "files");
+  json_obj_begin(w);
+  json_kv_str(w, "dir", "/workspace/out");
+  json_kv_uint(w, "max_artifacts", p->limits.artifacts);
+  json_kv_uint(w, "artifact_limit_bytes", p->limits.artifact_bytes);
+  json_kv_str_or_null(w, "output_dir", srv->output_dir);
+  json_obj_end(w);
   json_key(w, "max_limits");
   write_limits(w, &p->max);
   json_key(w, "concurrency");
