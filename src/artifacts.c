@@ -245,7 +245,8 @@ static int list_dir(struct walk *wk, int dirfd, char ***ret, size_t *ret_n)
     }
   }
 done:
-  qsort(names, n, sizeof *names, cmp_names);
+  if (n) /* qsort(NULL, 0) is undefined */
+    qsort(names, n, sizeof *names, cmp_names);
   *ret = names;
   *ret_n = n;
   return 0;

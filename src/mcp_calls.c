@@ -293,7 +293,8 @@ void call_finish(struct server *srv, struct call *c)
   audit_write(&rec);
   /* A run that made sandboxd hold a lot (its output, or requests it sent over the bridge) gives
    * the memory back to the system when it ends, not only to malloc's free lists. */
-  bool trim = c->out.len + c->err.len + (c->proxy ? proxy_bytes_read(c->proxy) : 0) >= TRIM_AFTER_BYTES;
+  bool trim = c->out.len + c->err.len + c->arts.bytes + (c->proxy ? proxy_bytes_read(c->proxy) : 0) >=
+              TRIM_AFTER_BYTES;
   call_free(c);
   if (trim)
     malloc_trim(0);

@@ -26,7 +26,8 @@
  *                                      rlimits, signals, caps,
  *                                        no_new_privs, seccomp
  *                                      fork: the code execs
- *   <------------------------------- READY (its pid namespace)
+ *   <------------------------------- READY (its pid namespace; the
+ *                                      workspace tmpfs, if the spec asks)
  *   reap the helper (sandbox_spawn_finish)
  *   ... runs: signals go to pid 1, which relays them to the code; kill, sample (sandbox_proc.c)
  *   <------------------------------- EXIT (the code's wait status); pid 1 exits, the kernel kills
@@ -43,8 +44,10 @@
  *   its path, and pid 1 moves itself in (single-threaded, which makes that cheap on v1) before
  *   the code starts.
  * - READY carries pid 1's pid namespace, which the parent cannot look up (pid 1 is not dumpable)
- *   and needs to sample a sandbox's usage without a cgroup; EXIT tells the code's status apart
- *   from pid 1's own (a kill from outside). */
+ *   and needs to sample a sandbox's usage without a cgroup; and with spec.keep_workspace the
+ *   workspace tmpfs, opened by pid 1 before the code ran, so that reading /workspace/out after
+ *   the run never walks a path the code controls (/proc/PID/root) and outlives the namespace; EXIT tells the
+ * code's status apart from pid 1's own (a kill from outside). */
 #include "sandbox_internal.h"
 
 #include <errno.h>

@@ -227,6 +227,17 @@ os.symlink("/proc/1/root${secret}", "/workspace/out/magic")
     }
   });
 
+  test('out itself replaced by a symlink to / or by a file: nothing is collected, and the text says so', async () => {
+    const { client } = await connect();
+    for (const src of ['os.symlink("/", "/workspace/out")', 'open("/workspace/out", "w").write("x")']) {
+      const r = await run(client, `import os\nos.rmdir("/workspace/out")\n${src}`);
+      assert.equal(r.isError, false, texts(r));
+      assert.deepEqual(r.structuredContent.files, []);
+      assert.match(texts(r), /\/workspace\/out is not a directory \(the code replaced it\); nothing collected/);
+    }
+    await client.close();
+  });
+
   test('FIFOs cannot be made, and a socket in out is listed, never opened; no hang', async () => {
     const { client } = await connect();
     const t0 = Date.now();
