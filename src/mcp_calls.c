@@ -310,7 +310,9 @@ static bool readable(int fd)
  * running ends with it, as when the runner exits): the answer does not wait for the processes to
  * exit and the namespaces to be torn down, which is most of a warm call's time. Code that writes
  * to fd 3 itself ends its own run early, as os._exit() would. Without a cgroup, or on EOF (the
- * code closed fd 3, or the runner died), the call ends when the sandbox has (call_finish). */
+ * code closed fd 3, or the runner died), the call ends when the sandbox has (call_finish). So does
+ * a run that left files in /workspace/out (one fstatat tells): they are read once nothing can
+ * write them any more. */
 void call_done(struct server *srv, struct call *c)
 {
   unsigned char status;
