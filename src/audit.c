@@ -177,7 +177,7 @@ static void iso_time(char *buf, size_t len)
     bufprintf_cut(buf, len, "?");
 }
 
-static void make_id(char out[33])
+void audit_new_request_id(char out[33])
 {
   unsigned char b[16];
   if (getrandom(b, sizeof b, GRND_NONBLOCK) != sizeof b)
@@ -196,7 +196,7 @@ static void write_record(json_writer_t *w, const struct audit_record *r)
   char now[64], id[33], sha[65];
   iso_time(now, sizeof now);
   if (!r->request_id)
-    make_id(id);
+    audit_new_request_id(id);
   sha256_hex(r->code ? r->code : "", r->code ? r->code_len : 0, sha);
   json_obj_begin(w);
   json_kv_str(w, "time", now);

@@ -36,6 +36,8 @@ int audit_start(const char *target, const struct hostfile_guard *guard, sbx_erro
 /* Also log the code text itself (opt-in: it may hold secrets). */
 void audit_set_log_code(bool on);
 void audit_write(const struct audit_record *r);
+/* A fresh request_id (32 hex digits), for a caller that names other things after its record. */
+void audit_new_request_id(char out[33]);
 /* Reopen the file by its name in the same directory (after logrotate moved it): call on SIGHUP. */
 void audit_reopen(void);
 /* Records that could not be written so far. */

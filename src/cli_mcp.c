@@ -67,6 +67,8 @@ static const char mcp_usage[] =
     "  --import-claude          also offer the servers Claude Code would run here (~/.claude.json,\n"
     "                           and the approved ones of ./.mcp.json)\n"
     "  --audit-log PATH|syslog|off   where audit records go (see sandboxd exec --help)\n"
+    "  --output-dir DIR         save each call's /workspace/out files (and whole output) in\n"
+    "                           DIR/<request_id>/ and return links to them\n"
     "See sandboxd(1).\n";
 
 static int parse_count(const char *opt, const char *arg, size_t max, size_t *ret, sbx_error_t *err)
@@ -88,11 +90,12 @@ enum {
   OPT_IMPORT_CLAUDE,
   OPT_AUDIT_LOG,
   OPT_WARM,
-  OPT_TEXT_LIMIT
+  OPT_TEXT_LIMIT,
+  OPT_OUTPUT_DIR
 };
 
 static int parse_args(int argc, char **argv, struct server *srv, const char **ret_policy,
-                      const char **ret_rootfs, bool *ret_help, sbx_error_t *err)
+                      const char **ret_rootfs, const char **ret_output_dir, bool *ret_help, sbx_error_t *err)
 {
   static const struct option longopts[] = {
       {"policy", required_argument, NULL, OPT_POLICY},
@@ -105,6 +108,7 @@ static int parse_args(int argc, char **argv, struct server *srv, const char **re
       {"audit-log", required_argument, NULL, OPT_AUDIT_LOG},
       {"warm", required_argument, NULL, OPT_WARM},
       {"text-limit", required_argument, NULL, OPT_TEXT_LIMIT},
+      {"output-dir", required_argument, NULL, OPT_OUTPUT_DIR},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
@@ -145,6 +149,9 @@ static int parse_args(int argc, char **argv, struct server *srv, const char **re
     case OPT_AUDIT_LOG:
       srv->audit_log = optarg;
       break;
+    case OPT_OUTPUT_DIR:
+      *ret_output_dir = optarg;
+      break;
     case OPT_WARM:
       if (parse_u64(optarg, &v) < 0 || v > MAX_WARM)
         return sbx_error_set(err, 0, "--warm `%s`: expected a whole number from 0 to %d", optarg, MAX_WARM);
@@ -182,9 +189,12 @@ static int stdout_nonblocking(void)
 /* Everything the server needs before it reads a request. Refuse to start rather than fail every
  * call: the client shows the server as failed, and stderr says why. *ret_masked: the signal mask
  * was changed (old holds the previous one). */
-static int setup(struct server *srv, const char *policy_name, const char *rootfs, sigset_t *old,
-                 bool *ret_masked, sbx_error_t *err)
+static int setup(struct server *srv, const char *policy_name, const char *rootfs, const char *output_dir,
+                 sigset_t *old, bool *ret_masked, sbx_error_t *err)
 {
+  /* Before any sandbox runs: where calls save their files, checked once (mcp_files.c). */
+  if (output_dir && output_dir_open(output_dir, &srv->output_dirfd, &srv->output_dir, err) < 0)
+    return -1;
   /* The audit log is opened before any sandbox runs (hostfile.h); a refused path is fatal. */
   if (audit_start(srv->audit_log, NULL, err) < 0 || policy_load(policy_name, &srv->policy, err) < 0 ||
       seccomp_validate(srv->policy, err) < 0 || rootfs_find(rootfs, &srv->rootfs, err) < 0 ||
@@ -229,6 +239,9 @@ static void teardown(struct server *srv, const sigset_t *old)
   strbuf_free(&srv->outq);
   policy_free(srv->policy);
   free(srv->rootfs);
+  if (srv->output_dirfd >= 0)
+    close(srv->output_dirfd);
+  free(srv->output_dir);
 }
 
 int cmd_mcp(int argc, char **argv)
@@ -241,12 +254,13 @@ int cmd_mcp(int argc, char **argv)
       .text_limit = DEFAULT_TEXT_LIMIT,
       .stdout_flags = -1,
       .sigfd = -1,
+      .output_dirfd = -1,
       .log_level = 3, /* warning */
   };
-  const char *policy_name = NULL, *rootfs = NULL;
+  const char *policy_name = NULL, *rootfs = NULL, *output_dir = NULL;
   bool help = false;
   sbx_error_t err = {0};
-  if (parse_args(argc, argv, &srv, &policy_name, &rootfs, &help, &err) < 0) {
+  if (parse_args(argc, argv, &srv, &policy_name, &rootfs, &output_dir, &help, &err) < 0) {
     log_sbx_error(&err);
     return SBX_EXIT_SETUP;
   }
@@ -257,7 +271,7 @@ int cmd_mcp(int argc, char **argv)
   sigset_t old;
   bool masked = false;
   int rc = 0;
-  if (setup(&srv, policy_name, rootfs, &old, &masked, &err) < 0) {
+  if (setup(&srv, policy_name, rootfs, output_dir, &old, &masked, &err) < 0) {
     log_sbx_error(&err);
     rc = SBX_EXIT_SETUP;
   } else {

@@ -140,7 +140,7 @@ void init_take_signals(sigset_t *mask)
 }
 
 _Noreturn void init_run(const struct sbx_spec *spec, char **envp, int sync_fd, int bridge_fd,
-                        const sigset_t *mask)
+                        int workspace_fd, const sigset_t *mask)
 {
   sbx_error_t err = {0};
   /* The code: a child, so pid 1 stays ours to reap orphans and relay signals. A CLOEXEC pipe
@@ -179,6 +179,9 @@ _Noreturn void init_run(const struct sbx_spec *spec, char **envp, int sync_fd, i
     m.pidns_ino = ns.st_ino;
     m.pidns_dev = ns.st_dev;
   }
-  sync_send(sync_fd, &m);
+  /* The workspace (if asked for) with READY; the code never had it (exec_code closes it). */
+  sync_send_fds(sync_fd, &m, &workspace_fd, workspace_fd >= 0 ? 1 : 0);
+  if (workspace_fd >= 0)
+    close(workspace_fd);
   init_loop(sync_fd, code, mask);
 }

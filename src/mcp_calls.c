@@ -42,6 +42,7 @@ void call_free(struct call *c)
     close(c->done_fd);
   strbuf_free(&c->out);
   strbuf_free(&c->err);
+  artifacts_free(&c->arts);
   free(c->saved_dir);
   proxy_free(c->proxy);
   for (size_t i = 0; i < c->n_servers; i++)
@@ -195,11 +196,12 @@ static int result_text(const struct server *srv, const struct call *c, const str
   }
   char out_path[PATH_MAX], err_path[PATH_MAX];
   const char *out_saved = NULL, *err_saved = NULL;
-  if (c->saved_dir && bufprintf(out_path, sizeof out_path, NULL, "%s/stdout.txt", c->saved_dir) == 0 &&
-      bufprintf(err_path, sizeof err_path, NULL, "%s/stderr.txt", c->saved_dir) == 0) {
+  if (c->saved_dir && c->saved_stdout &&
+      bufprintf(out_path, sizeof out_path, NULL, "%s/stdout.txt", c->saved_dir) == 0)
     out_saved = out_path;
+  if (c->saved_dir && c->saved_stderr &&
+      bufprintf(err_path, sizeof err_path, NULL, "%s/stderr.txt", c->saved_dir) == 0)
     err_saved = err_path;
-  }
   r |= shape_head_tail(&sh->out, ro.data, ro.len, oc, ob, "stdout", srv->text_limit, out_saved, &sh->cut);
   size_t cut_err = 0;
   r |= shape_head_tail(&sh->err, re.data, re.len, ec, eb, "stderr", srv->text_limit, err_saved, &cut_err);
@@ -253,6 +255,7 @@ static void send_call_result(struct server *srv, struct call *c, const struct sb
   json_key(w, "content");
   json_arr_begin(w);
   write_text_block(w, sh.text.data, sh.text.len);
+  call_write_file_blocks(srv, c, w);
   json_arr_end(w);
   json_key(w, "structuredContent");
   json_obj_begin(w);
@@ -271,6 +274,7 @@ static void send_call_result(struct server *srv, struct call *c, const struct sb
   json_kv_uint(w, "memory_peak_bytes", res->memory_peak_bytes);
   /* How limits were enforced: "degraded" means rlimits only (no cgroup), as the policy allowed. */
   json_kv_str(w, "limits", res->limits ? res->limits : "none");
+  artifacts_write_files(w, &c->arts);
   json_obj_end(w);
   json_kv_bool(w, "isError", res->status != SBX_STATUS_OK);
   json_obj_end(w);
@@ -293,11 +297,14 @@ void call_finish(struct server *srv, struct call *c)
   sbx_error_t err = {0};
   int r = sandbox_wait(c->sb, &res, &err);
   call_unlink(srv, c);
-  if (c->answered) {
-    /* Killed at its done byte (call_done): the record is what was answered. */
+  if (c->answered || c->collect) {
+    /* Killed at its done byte (call_done): the record is what was (or is now) answered. */
     res = c->res;
     r = 0;
   }
+  /* Every process is gone: nothing writes to /workspace/out any more. */
+  if (!c->cancelled && !c->answered && r == 0)
+    call_collect_files(srv, c);
   /* The answer first; the audit record and removing the cgroup (call_free) come after it. */
   if (c->cancelled || c->answered)
     ; /* the client cancelled: it expects no answer */
@@ -310,6 +317,7 @@ void call_finish(struct server *srv, struct call *c)
       .mode = "mcp",
       .code = c->code,
       .code_len = strlen(c->code),
+      .request_id = c->request_id,
       .policy = srv->policy,
       .limits = &c->limits,
       .result = r < 0 ? NULL : &res,
@@ -319,7 +327,8 @@ void call_finish(struct server *srv, struct call *c)
   audit_write(&rec);
   /* A run that made sandboxd hold a lot (its output, or requests it sent over the bridge) gives
    * the memory back to the system when it ends, not only to malloc's free lists. */
-  bool trim = c->out.len + c->err.len + (c->proxy ? proxy_bytes_read(c->proxy) : 0) >= TRIM_AFTER_BYTES;
+  bool trim = c->out.len + c->err.len + c->arts.bytes + (c->proxy ? proxy_bytes_read(c->proxy) : 0) >=
+              TRIM_AFTER_BYTES;
   call_free(c);
   if (trim)
     malloc_trim(0);
@@ -335,7 +344,9 @@ static bool readable(int fd)
  * running ends with it, as when the runner exits): the answer does not wait for the processes to
  * exit and the namespaces to be torn down, which is most of a warm call's time. Code that writes
  * to fd 3 itself ends its own run early, as os._exit() would. Without a cgroup, or on EOF (the
- * code closed fd 3, or the runner died), the call ends when the sandbox has (call_finish). */
+ * code closed fd 3, or the runner died), the call ends when the sandbox has (call_finish). So does
+ * a run that left files in /workspace/out (one fstatat tells): they are read once nothing can
+ * write them any more. */
 void call_done(struct server *srv, struct call *c)
 {
   unsigned char status;
@@ -357,10 +368,21 @@ void call_done(struct server *srv, struct call *c)
     ;
   while (c->err_fd >= 0 && drain_pipe(c, &c->err_fd, &c->err) == 0 && readable(c->err_fd))
     ;
+  if (!artifacts_out_empty(sandbox_workspace_fd(c->sb))) {
+    /* Files to return: what the code left running may still be writing them. Kill it all now,
+     * and answer once the sandbox has ended (call_finish), from what the runner reported. */
+    c->killed = true;
+    c->collect = true;
+    c->res = res;
+    sandbox_kill(c->sb, false);
+    return;
+  }
   c->killed = true;
   sandbox_signal(c->sb, SIGKILL);
   c->answered = true;
   c->res = res;
+  if (srv->output_dirfd >= 0)
+    call_collect_files(srv, c); /* no files: only output too long to show */
   send_call_result(srv, c, &res);
 }
 
@@ -426,6 +448,7 @@ void base_spec(struct server *srv, const struct sbx_limits *limits, char **argv,
       .stdout_fd = out_w,
       .stderr_fd = err_w,
       .bridge_fd = -1,
+      .keep_workspace = true, /* for /workspace/out (call_collect_files) */
   };
   if (host_servers_bind(&srv->hs, bind)) {
     spec->binds = bind;
@@ -647,6 +670,7 @@ int call_enqueue(struct server *srv, const char *id, const struct mcp_tool_args 
     return -1;
   }
   c->timeout_ms = a->timeout_ms;
+  audit_new_request_id(c->request_id);
   size_t ns = json_array_len(a->servers);
   if (ns && !(c->servers = calloc(ns, sizeof *c->servers))) {
     call_free(c);

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "artifacts.h"
 #include "host_servers.h"
 #include "json.h"
 #include "jsonrpc.h"
@@ -78,7 +79,6 @@ struct call {
   int out_fd, err_fd;            /* read ends, -1 once at EOF */
   strbuf_t out, err;             /* captured, up to the policy's output_limit */
   uint64_t out_total, err_total; /* bytes the code wrote to each, captured or not */
-  char *saved_dir;               /* with --output-dir: where this call's files and whole output are */
   bool truncated;
   bool killed;    /* sandbox_kill() sent (deadline or cancel) */
   bool cancelled; /* the client cancelled: kill, and never answer */
@@ -89,6 +89,16 @@ struct call {
   uint64_t pending_until; /* then it gives up on that sandbox and starts a cold one */
   bool answered;          /* answered at the runner's done byte; reaped and audited when it has ended */
   struct sbx_result res;  /* what was answered, for the audit record */
+
+  /* Files out (mcp_files.c). request_id: the audit record's, and the name of the call's directory
+   * under --output-dir; saved_dir: that directory once made (the files, and stdout.txt/stderr.txt
+   * when saved_stdout/saved_stderr: the whole captured output); collect: /workspace/out held files
+   * at the done byte, so the call is answered (with res) once its sandbox has ended. */
+  char request_id[33];
+  struct artifacts arts;
+  char *saved_dir;
+  bool saved_stdout, saved_stderr;
+  bool collect;
 
   struct server *srv;
   char **servers; /* host MCP servers the code may call (`servers`), or NULL */
@@ -116,6 +126,9 @@ struct server {
   struct mcp_config_options mcp_opts;
   struct host_servers hs; /* host MCP servers (hs.cfg empty if none are configured) */
   const char *audit_log;
+  const char *protocol; /* negotiated in initialize (static), or NULL before it */
+  int output_dirfd;     /* --output-dir, held from the start; else -1 */
+  char *output_dir;     /* its absolute path */
 
   size_t warm_target; /* --warm */
   struct warm *warm;  /* idle, oldest first */
@@ -170,6 +183,13 @@ int open_pipe(int *ret_read, int *ret_write, sbx_error_t *err);
 /* The spec every sandbox of this server gets, cold or warm. */
 void base_spec(struct server *srv, const struct sbx_limits *limits, char **argv, int devnull, int out_w,
                int err_w, struct sbx_bind *bind, struct sbx_spec *spec);
+
+/* mcp_files.c: --output-dir (opened once, at setup), and a call's files. */
+int output_dir_open(const char *path, int *ret_fd, char **ret_path, sbx_error_t *err);
+/* After the sandbox has ended: read /workspace/out, save it and the output under --output-dir. */
+void call_collect_files(struct server *srv, struct call *c);
+/* The result's content blocks for them (after the text block). */
+void call_write_file_blocks(struct server *srv, struct call *c, json_writer_t *w);
 
 /* warm_pool.c */
 void warm_free(struct warm *w);

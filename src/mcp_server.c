@@ -188,8 +188,8 @@ const char *mcp_negotiate_version(const char *client_version)
 
 static void m_initialize(struct server *srv, const char *id, const json_node_t *params)
 {
-  (void) srv;
   const char *version = mcp_negotiate_version(json_as_string(json_get(params, "protocolVersion"), NULL));
+  srv->protocol = version; /* what a result may hold (resource_link: mcp_files.c) */
   json_writer_t *w = json_writer_new();
   if (!w)
     return;
@@ -322,6 +322,14 @@ static void write_capabilities(struct server *srv, json_writer_t *w)
   json_kv_str(w, "persistence", "none: every call runs in a fresh sandbox with an empty /workspace and /tmp");
   json_key(w, "limits");
   write_limits(w, &p->limits);
+  /* Files out (mcp_files.c): where to write them, how many come back, and where they are saved. */
+  json_key(w, "files");
+  json_obj_begin(w);
+  json_kv_str(w, "dir", "/workspace/out");
+  json_kv_uint(w, "max_artifacts", p->limits.artifacts);
+  json_kv_uint(w, "artifact_limit_bytes", p->limits.artifact_bytes);
+  json_kv_str_or_null(w, "output_dir", srv->output_dir);
+  json_obj_end(w);
   json_key(w, "max_limits");
   write_limits(w, &p->max);
   json_key(w, "concurrency");

@@ -16,6 +16,7 @@ static const char tool_description[] =
     "status. Every call starts clean: files, variables and processes never carry over, so send "
     "complete programs. No host files; the network is loopback-only; time, memory, processes and "
     "output are limited (read resource " CAPABILITIES_URI " for the limits). Use print() for results; "
+    "files written to /workspace/out/ come back (images as images). "
     "tracebacks go to stderr. Top-level `await` works. To use tools of host MCP servers, list them in "
     "`servers`; the code then calls them with `await mcp_<server>.<tool>(arg=...)` (helpers in "
     "`from mcp import runtime`).";
@@ -78,6 +79,38 @@ static void write_input_schema(json_writer_t *w, const struct sbx_policy *policy
   json_obj_end(w);
 }
 
+/* structuredContent.files: what /workspace/out held (artifacts.h). */
+static void write_files_schema(json_writer_t *w)
+{
+  json_key(w, "files");
+  json_obj_begin(w);
+  json_kv_str(w, "type", "array");
+  json_kv_str(w, "description",
+              "the files the code left in /workspace/out (regular files, recursively), each returned "
+              "(images as image content, saved files as resource_link, small text embedded) or omitted");
+  json_key(w, "items");
+  json_obj_begin(w);
+  json_kv_str(w, "type", "object");
+  json_key(w, "properties");
+  json_obj_begin(w);
+  schema_prop(w, "path", "string", "below /workspace/out");
+  schema_prop(w, "size", "integer", "bytes");
+  schema_prop(w, "mime_type", "string", "by content (images) or by name (text)");
+  schema_prop(w, "sha256", "string", "of the bytes returned");
+  schema_prop(w, "uri", "string", "file:// of the copy on the host (with --output-dir)");
+  schema_prop(
+      w, "omitted", "string",
+      "why it was not returned: max_artifacts, artifact_limit, symlink, not a regular file, bad name...");
+  json_obj_end(w);
+  json_key(w, "required");
+  json_arr_begin(w);
+  json_str(w, "path");
+  json_str(w, "size");
+  json_arr_end(w);
+  json_obj_end(w);
+  json_obj_end(w);
+}
+
 /* What a result's structuredContent holds (send_call_result in mcp_calls.c). */
 static void write_output_schema(json_writer_t *w)
 {
@@ -109,6 +142,7 @@ static void write_output_schema(json_writer_t *w)
   schema_prop(w, "memory_peak_bytes", "integer", NULL);
   schema_prop(w, "limits", "string",
               "how limits were enforced: cgroup2, cgroup1, or degraded (rlimits only)");
+  write_files_schema(w);
   json_obj_end(w);
   json_key(w, "required");
   json_arr_begin(w);

@@ -140,6 +140,8 @@ static const struct key_def keys[] = {
     {"max_fsize", K_SIZE, MAX(fsize_bytes)},
     {"output_limit", K_SIZE, LIM(output_bytes)},
     {"max_output_limit", K_SIZE, MAX(output_bytes)},
+    {"max_artifacts", K_BUDGET, LIM(artifacts)}, /* 0: no files come back */
+    {"artifact_limit", K_SIZE, LIM(artifact_bytes)},
     {"uid", K_ID, FIELD(uid)},
     {"gid", K_ID, FIELD(gid)},
     {"inotify_instances", K_BUDGET, BUDGET(inotify_instances)},

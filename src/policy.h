@@ -56,6 +56,10 @@ struct sbx_limits {
   uint64_t nofile;
   uint64_t fsize_bytes;
   uint64_t output_bytes;
+  /* Files a run returns from /workspace/out (MCP): how many, and their bytes in all. No ceilings
+   * (max_*): no command line or call can ask for more. */
+  uint64_t artifacts;
+  uint64_t artifact_bytes;
 };
 
 /* Kernel counts that are charged per user or per user namespace, not to a cgroup: without these a

@@ -96,6 +96,8 @@ static char *format(const struct sbx_policy *p, bool comments)
   fmt_size(&sb, "max_fsize", m->fsize_bytes);
   fmt_size(&sb, "output_limit", l->output_bytes);
   fmt_size(&sb, "max_output_limit", m->output_bytes);
+  strbuf_printf(&sb, "%-18s %llu\n", "max_artifacts", (unsigned long long) l->artifacts);
+  fmt_size(&sb, "artifact_limit", l->artifact_bytes);
   strbuf_printf(&sb, "%-18s %u\n%-18s %u\n", "uid", p->uid, "gid", p->gid);
   strbuf_printf(&sb, "%-18s %u %u%s\n", "host_id_range", p->host_id_start, p->host_id_count,
                 comments ? "   # as root: one host uid/gid per concurrent sandbox" : "");

@@ -26,7 +26,8 @@
  *                                      rlimits, signals, caps,
  *                                        no_new_privs, seccomp
  *                                      fork: the code execs
- *   <------------------------------- READY (its pid namespace)
+ *   <------------------------------- READY (its pid namespace; the
+ *                                      workspace tmpfs, if the spec asks)
  *   reap the helper (sandbox_spawn_finish)
  *   ... runs: signals go to pid 1, which relays them to the code; kill, sample (sandbox_proc.c)
  *   <------------------------------- EXIT (the code's wait status); pid 1 exits, the kernel kills
@@ -43,8 +44,10 @@
  *   its path, and pid 1 moves itself in (single-threaded, which makes that cheap on v1) before
  *   the code starts.
  * - READY carries pid 1's pid namespace, which the parent cannot look up (pid 1 is not dumpable)
- *   and needs to sample a sandbox's usage without a cgroup; EXIT tells the code's status apart
- *   from pid 1's own (a kill from outside). */
+ *   and needs to sample a sandbox's usage without a cgroup; and with spec.keep_workspace the
+ *   workspace tmpfs, opened by pid 1 before the code ran, so that reading /workspace/out after
+ *   the run never walks a path the code controls (/proc/PID/root) and outlives the namespace; EXIT tells the
+ * code's status apart from pid 1's own (a kill from outside). */
 #include "sandbox_internal.h"
 
 #include <errno.h>
@@ -57,6 +60,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -301,6 +305,16 @@ static _Noreturn void sandbox_child(const struct child_args *a)
       mount_tmpfs("run", 1 << 20, 0755, true, &err) < 0 || mount_dev(spec->limits.shm_bytes, &err) < 0 ||
       mount_proc(p, &err) < 0)
     sync_fail(sync_fd, &err);
+  /* /workspace/out: empty, and the sandbox uid's (we are it now), for the files a run returns. The
+   * tmpfs itself goes to the parent with READY when it asks (it collects them after the run):
+   * opened here, before any code could put anything in the way. */
+  int workspace_fd = open("workspace", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (workspace_fd < 0 || mkdirat(workspace_fd, SBX_OUT_DIR, 0755) < 0)
+    sync_fail(sync_fd, (sbx_error_errno(&err, "create `/workspace/" SBX_OUT_DIR "`"), &err));
+  if (!spec->keep_workspace) {
+    close(workspace_fd);
+    workspace_fd = -1;
+  }
   /* Bind destinations resolve inside the new root (the current directory), not on the host. */
   _cleanup_close_ int newroot_fd = spec->n_binds ? open(".", O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
   if (spec->n_binds && newroot_fd < 0)
@@ -344,7 +358,7 @@ static _Noreturn void sandbox_child(const struct child_args *a)
     sync_fail(sync_fd, &err);
 
   /* Become init proper: start the code, then relay signals and reap until it ends. */
-  init_run(spec, a->envp, sync_fd, bridge_fd, &mask);
+  init_run(spec, a->envp, sync_fd, bridge_fd, workspace_fd, &mask);
 }
 
 /* ------------------------------------------------------------------ the parent */
@@ -570,6 +584,7 @@ int sandbox_spawn_start(const struct sbx_spec *spec, struct sbx_sandbox **ret, s
                             .code_status = -1,
                             .cgroup = cg,
                             .memory_limit = spec->limits.memory_bytes,
+                            .workspace_fd = -1,
                             .host_id_lock = TAKE_FD(id_lock)};
   s->deadline_ns = start + spec->limits.timeout_ms * 1000000ULL;
   *ret = s;
@@ -598,8 +613,16 @@ int sandbox_spawn_fd(const struct sbx_sandbox *s)
 int sandbox_spawn_finish(struct sbx_sandbox *s, sbx_error_t *err)
 {
   struct sync_msg m;
-  if (sync_recv(s->sync_fd, &m, 0) < 0)
+  int fds[MSG_MAX_FDS];
+  int nfds = sync_recv_fds(s->sync_fd, &m, fds);
+  if (nfds < 0)
     return sbx_error_set(err, 0, "sandbox setup failed: the sandbox exited before it was ready");
+  /* Only READY carries one: the workspace, which the spec asked for. */
+  for (int i = 0; i < nfds; i++)
+    if (i == 0 && m.type == MSG_READY && s->workspace_fd < 0)
+      s->workspace_fd = fds[i];
+    else
+      close(fds[i]);
   /* It sent the child its namespace and exited (READY follows its message); the error paths
    * reap it in sandbox_free(). */
   if (m.type == MSG_READY)

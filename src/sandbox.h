@@ -34,7 +34,13 @@ struct sbx_spec {
   const char *workdir;                /* inside; NULL means /workspace */
   int stdin_fd, stdout_fd, stderr_fd; /* parent fds that become 0, 1, 2 inside */
   int bridge_fd;                      /* -1, or a socket that becomes SBX_BRIDGE_FD inside */
+  /* Hand the parent the workspace tmpfs (sandbox_workspace_fd), to collect /workspace/out from
+   * after the run (`sandboxd mcp`): the fd pins the tmpfs past the sandbox's mount namespace. */
+  bool keep_workspace;
 };
+
+/* Every sandbox starts with this empty directory, the sandbox uid's, for the files it returns. */
+#define SBX_OUT_DIR "out"
 
 enum sbx_status {
   SBX_STATUS_OK,           /* exited 0 */
@@ -75,6 +81,10 @@ int sandbox_spawn(const struct sbx_spec *spec, struct sbx_sandbox **ret, sbx_err
 int sandbox_spawn_start(const struct sbx_spec *spec, struct sbx_sandbox **ret, sbx_error_t *err);
 int sandbox_spawn_fd(const struct sbx_sandbox *s);
 int sandbox_spawn_finish(struct sbx_sandbox *s, sbx_error_t *err);
+/* The workspace tmpfs's root, O_PATH, once spawn finished with spec.keep_workspace; else -1. Owned
+ * by the sandbox (closed by sandbox_free). Resolve beneath it only (artifacts.h): the code wrote
+ * everything in it. */
+int sandbox_workspace_fd(const struct sbx_sandbox *s);
 /* Readable (POLLIN) once every process of the sandbox has exited. */
 int sandbox_pidfd(const struct sbx_sandbox *s);
 /* Absolute CLOCK_MONOTONIC deadline in ns, from the spec's timeout. */

@@ -25,6 +25,7 @@ struct sbx_sandbox {
   uint64_t memory_limit;
   uint64_t sampled_cpu_ms, sampled_peak; /* degraded: usage read from /proc before a kill */
   uint64_t pidns_ino, pidns_dev;
+  int workspace_fd; /* spec.keep_workspace: the workspace tmpfs, from MSG_READY; else -1 */
   int host_id_lock; /* root: holds the sandbox's host id (hostid.h) until it is torn down; else -1 */
 };
 

@@ -62,6 +62,10 @@ void reap_net_helper(struct sbx_sandbox *s, bool kill_it)
   s->net_pid = 0;
 }
 
+int sandbox_workspace_fd(const struct sbx_sandbox *s)
+{
+  return s->workspace_fd;
+}
 int sandbox_pidfd(const struct sbx_sandbox *s)
 {
   return s->pidfd;
@@ -267,6 +271,9 @@ void sandbox_free(struct sbx_sandbox *s)
     close(s->pidfd);
   if (s->sync_fd >= 0)
     close(s->sync_fd);
+  /* The last reference to the workspace tmpfs: its memory goes back now. */
+  if (s->workspace_fd >= 0)
+    close(s->workspace_fd);
   cgroup_destroy(s->cgroup);
   /* Last: every process of the sandbox is gone (pid 1 reaped: the kernel waits for the rest of
    * its pid namespace first), so the host id may go to the next sandbox. */

@@ -53,7 +53,7 @@ int sync_recv_fds(int sock, struct sync_msg *m, int fds[MSG_MAX_FDS])
   ssize_t n;
   do
     n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
-  while (n < 0 && errno == EINTR);
+  while (n < 0 && (errno == EINTR || errno == ECONNRESET)); /* ECONNRESET: as in sync_recv */
   /* As many as the control buffer holds: its alignment padding has room for one more fd than
    * MSG_MAX_FDS, which the kernel fills without MSG_CTRUNC. */
   int got[sizeof c.buf / sizeof(int)];

@@ -13,10 +13,11 @@ enum msg_type { MSG_GO = 1, MSG_READY, MSG_ERROR, MSG_EXIT, MSG_NETNS, MSG_CGROU
 struct sync_msg {
   int type;
   int wait_status;               /* MSG_EXIT: the code's wait status */
-  uint64_t pidns_ino, pidns_dev; /* MSG_READY: the sandbox's pid namespace */
+  uint64_t pidns_ino, pidns_dev; /* MSG_READY: the sandbox's pid namespace (and maybe one fd) */
   sbx_error_t err;               /* MSG_ERROR; MSG_NETNS when the helper failed (then no fd comes with it) */
 };
-/* Most fds one message carries: MSG_NETNS one, MSG_CGROUP one per hierarchy. */
+/* Most fds one message carries: MSG_NETNS one, MSG_CGROUP one per hierarchy, MSG_READY the
+ * workspace (when the spec asks for it). */
 #define MSG_MAX_FDS CGROUP_MAX_ATTACH_FDS
 
 void sync_send(int fd, const struct sync_msg *m);

@@ -262,6 +262,36 @@ void sha256_hex(const void *data, size_t len, char out[65])
   digest_hex(d, out);
 }
 
+char *base64_encode(const void *data, size_t len, size_t *ret_len)
+{
+  static const char abc[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  const unsigned char *in = data;
+  if (len > (SIZE_MAX - 1) / 4 * 3 - 2)
+    return NULL;
+  size_t n = (len + 2) / 3 * 4;
+  char *out = malloc(n + 1), *o = out;
+  if (!out)
+    return NULL;
+  size_t i = 0;
+  for (; i + 3 <= len; i += 3) {
+    uint32_t v = (uint32_t) in[i] << 16 | (uint32_t) in[i + 1] << 8 | in[i + 2];
+    *o++ = abc[v >> 18];
+    *o++ = abc[(v >> 12) & 63];
+    *o++ = abc[(v >> 6) & 63];
+    *o++ = abc[v & 63];
+  }
+  if (i < len) {
+    uint32_t v = (uint32_t) in[i] << 16 | (i + 1 < len ? (uint32_t) in[i + 1] << 8 : 0);
+    *o++ = abc[v >> 18];
+    *o++ = abc[(v >> 12) & 63];
+    *o++ = i + 1 < len ? abc[(v >> 6) & 63] : '=';
+    *o++ = '=';
+  }
+  *o = '\0';
+  *ret_len = n;
+  return out;
+}
+
 /* RFC 2104 with SHA-256 (block 64 bytes); keys longer than a block are hashed first. */
 void hmac_sha256_hex(const void *key, size_t key_len, const void *data, size_t len, char out[65])
 {

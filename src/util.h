@@ -58,6 +58,10 @@ void hmac_sha256_hex(const void *key, size_t key_len, const void *data, size_t l
 /* sha256 of a file's contents. */
 int sha256_file_hex(const char *path, char out[65], sbx_error_t *err);
 
+/* data in base64 (RFC 4648, padded), NUL-terminated, malloc'd; *ret_len its length. NULL: out
+ * of memory. */
+char *base64_encode(const void *data, size_t len, size_t *ret_len);
+
 /* Read a whole (small) file, NUL-terminated. Fails above max bytes. */
 int read_file(const char *path, size_t max, char **ret_data, size_t *ret_len, sbx_error_t *err);
 /* Write a whole string to an existing file (for /proc files). */

@@ -39,6 +39,11 @@ test('claude mcp add + claude mcp list shows sandboxd Connected', { skip, timeou
     execFileSync(CLAUDE, ['mcp', 'add', 'sandboxd', '--', SANDBOXD, 'mcp'], opts);
     const out = execFileSync(CLAUDE, ['mcp', 'list'], opts);
     assert.match(out, /sandboxd: .*sandboxd mcp - ✔ Connected/, out);
+    // With --output-dir (files out, #14) too.
+    mkdirSync(join(home, 'out'));
+    execFileSync(CLAUDE, ['mcp', 'add', 'sandboxd-files', '--', SANDBOXD, 'mcp', '--output-dir', join(home, 'out')], opts);
+    const files = execFileSync(CLAUDE, ['mcp', 'list'], opts);
+    assert.match(files, /sandboxd-files: .*--output-dir .* - ✔ Connected/, files);
   } finally {
     rmSync(home, { recursive: true, force: true });
   }

@@ -132,7 +132,16 @@ static void test_write(void)
     const json_node_t *timeout = json_get(json_get(json_get(tool, "inputSchema"), "properties"), "timeout");
     const char *td = json_as_string(json_get(timeout, "description"), NULL);
     CHECK(td && strstr(td, "(default 30, at most 120)"));
-    CHECK(json_array_len(json_get(json_get(tool, "outputSchema"), "required")) == 8);
+    CHECK(json_array_len(json_get(json_get(tool, "outputSchema"), "required")) == 11);
+    /* structuredContent.files: one object per file, path and size always there. */
+    const json_node_t *files = json_get(json_get(json_get(tool, "outputSchema"), "properties"), "files");
+    CHECK(!strcmp(json_as_string(json_get(files, "type"), NULL), "array"));
+    const json_node_t *item = json_get(files, "items");
+    CHECK(json_object_len(json_get(item, "properties")) == 6 &&
+          json_array_len(json_get(item, "required")) == 2);
+    CHECK(json_get(json_get(item, "properties"), "omitted") &&
+          json_get(json_get(item, "properties"), "sha256"));
+    CHECK(desc && strstr(desc, "/workspace/out/"));
     CHECK(json_type(json_get(json_get(tool, "annotations"), "openWorldHint")) == JSON_BOOL);
     json_free(tool);
     json_writer_free(w);

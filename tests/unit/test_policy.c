@@ -19,7 +19,7 @@ static const char base[] =
     "timeout 30s\nmax_timeout 120s\nmemory 512M\nmax_memory 4G\npids 128\nmax_pids 1024\n"
     "cpus 1\nmax_cpus 2\ntmp_size 64M\nmax_tmp_size 1G\nworkspace_size 128M\nmax_workspace_size 2G\n"
     "shm_size 64M\nmax_shm_size 1G\nnofile 1024\nmax_nofile 65536\nfsize 128M\nmax_fsize 2G\n"
-    "output_limit 1M\nmax_output_limit 64M\n"
+    "output_limit 1M\nmax_output_limit 64M\nmax_artifacts 16\nartifact_limit 16M\n"
     "uid 1000\ngid 1000\nhost_id_range 1879048192 65536\nhostname sandbox\n"
     "inotify_instances 16\ninotify_watches 8192\nfanotify_groups 0\nfanotify_marks 0\nnamespaces 2\n"
     "sigpending 1024\nmsgqueue 128K\nmemlock 1M\n"
@@ -108,6 +108,7 @@ static void test_valid(void)
   CHECK(p->limits.memory_bytes == 512ULL << 20);
   CHECK(p->max.memory_bytes == 4ULL << 30);
   CHECK(p->limits.cpus_milli == 1000);
+  CHECK(p->limits.artifacts == 16 && p->limits.artifact_bytes == 16ULL << 20);
   CHECK(p->uid == 1000 && p->host_id_start == 1879048192 && p->host_id_count == 65536);
   CHECK(p->budgets.inotify_instances == 16 && p->budgets.inotify_watches == 8192 &&
         p->budgets.fanotify_groups == 0);
@@ -124,7 +125,7 @@ static void test_valid(void)
 static void test_errors(void)
 {
   /* Each error names file:line. */
-  CHECK(fails_with("bogus_key 1\n", "t.policy:47: unknown key `bogus_key`"));
+  CHECK(fails_with("bogus_key 1\n", "t.policy:49: unknown key `bogus_key`"));
   CHECK(fails_with("host_uid 65534\n", "`host_uid` was replaced by `host_id_range START COUNT`"));
   CHECK(fails_with("timeout 10s\n", "`timeout` is defined twice"));
   CHECK(fails_with("env PATH=/x\n", "`env PATH` is defined twice"));
@@ -178,6 +179,8 @@ static void test_errors(void)
   CHECK(replaced_fails_with("sigpending 1024", "sigpending lots", "bad count"));
   CHECK(replaced_fails_with("namespaces 2", "namespaces 1", "at least 2"));
   CHECK(replaced_fails_with("msgqueue 128K", "msgqueue 1Q", "bad size"));
+  CHECK(replaced_fails_with("artifact_limit 16M", "artifact_limit lots", "bad size"));
+  CHECK(replaced_fails_with("max_artifacts 16\n", "", "missing key `max_artifacts`"));
   CHECK(replaced_fails_with("fanotify_marks 0", "fanotify_groups 1", "defined twice"));
   {
     sbx_error_t e;
@@ -250,7 +253,7 @@ static void test_conditions(void)
   CHECK(p != NULL);
   if (p) {
     CHECK(seccomp_validate(p, &err) < 0 && strstr(err.msg, "unknown syscall `not_a_syscall`") &&
-          strstr(err.msg, "t.policy:48"));
+          strstr(err.msg, "t.policy:50"));
     policy_free(p);
   }
 }
@@ -271,6 +274,7 @@ static void test_roundtrip(void)
   CHECK(strstr(text, "\nsigpending         1024   # RLIMIT_SIGPENDING") != NULL);
   CHECK(strstr(text, "\nmsgqueue           128K   # RLIMIT_MSGQUEUE") != NULL);
   CHECK(strstr(text, "\nmemlock            1M   # RLIMIT_MEMLOCK") != NULL);
+  CHECK(strstr(text, "\nmax_artifacts      16\nartifact_limit     16M\n") != NULL);
   struct sbx_policy *q = NULL;
   CHECK(policy_parse_string(text, "show", ".", &q, &err) == 0);
   if (q) {

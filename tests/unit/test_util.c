@@ -1,5 +1,6 @@
 /* Unit tests for the checked bounded string builds (src/util.c bufprintf, bufcatf, bufprintf_cut). */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
@@ -51,5 +52,26 @@ int main(void)
   CHECK(strcmp(b, "abc") == 0);
   bufprintf_cut(b, 3, "%s", "abcdef");
   CHECK(strcmp(b, "ab") == 0);
+
+  /* base64: RFC 4648's test vectors, every padding case. */
+  static const char *const b64[][2] = {{"", ""},
+                                       {"f", "Zg=="},
+                                       {"fo", "Zm8="},
+                                       {"foo", "Zm9v"},
+                                       {"foob", "Zm9vYg=="},
+                                       {"fooba", "Zm9vYmE="},
+                                       {"foobar", "Zm9vYmFy"}};
+  for (size_t k = 0; k < sizeof b64 / sizeof *b64; k++) {
+    size_t n = 99;
+    char *e = base64_encode(b64[k][0], strlen(b64[k][0]), &n);
+    CHECK(e && n == strlen(b64[k][1]) && strcmp(e, b64[k][1]) == 0);
+    free(e);
+  }
+  /* Every byte value, high bits included. */
+  unsigned char bin[3] = {0xff, 0x00, 0xfe};
+  size_t bn;
+  char *be = base64_encode(bin, 3, &bn);
+  CHECK(be && strcmp(be, "/wD+") == 0);
+  free(be);
   return check_summary("test_util");
 }
