@@ -257,6 +257,48 @@ describe('--roots', () => {
     }
   });
 
+  test('of a longer list only the first 256 entries are looked at', async () => {
+    const ok = hostDir('examined/ok');
+    const late = hostDir('examined/late');
+    const list = Array.from({ length: 300 }, (_, i) => ({ uri: pathToFileURL(join(base, `absent-${i}`)).href }));
+    list[10] = { uri: pathToFileURL(ok).href };
+    list[299] = { uri: pathToFileURL(late).href };
+    const c = await rootsClient(['--roots', '--warm', '0'], () => list);
+    try {
+      await c.state.asked(1);
+      const r = await run(c.client, LIST_ROOTS);
+      assert.equal(stdoutOf(r), "['ok']\n", text(r));
+      assert.match(c.stderr(), /300 roots; only the first 32 usable ones \(of the first 256\) are bound/);
+      assert.match(c.stderr(), /roots\/list: 239 more roots skipped/); // 255 of the 256 looked at, 16 logged
+    } finally {
+      await c.client.close();
+    }
+  });
+
+  test('an unanswered roots/list is given up after 10 s; list_changed then asks again', { timeout: 30000 },
+    async () => {
+      const s = new RawServer(['--roots', '--warm', '0']);
+      try {
+        await s.send({ jsonrpc: '2.0', id: 'init', method: 'initialize',
+          params: { protocolVersion: '2025-06-18', clientInfo: { name: 'raw', version: '1' },
+            capabilities: { roots: {} } } });
+        await s.reply('init');
+        await s.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+        const first = await s.next((m) => m.method === 'roots/list');
+        await sleep(5000);
+        await s.send({ jsonrpc: '2.0', method: 'notifications/roots/list_changed' });
+        assert.ok(await s.alive('before'));
+        assert.ok(!s.lines.some((l) => JSON.parse(l).method === 'roots/list'), 'asked again within 10 s');
+        await sleep(5500);
+        await s.send({ jsonrpc: '2.0', method: 'notifications/roots/list_changed' });
+        const again = await s.next((m) => m.method === 'roots/list', 5000);
+        assert.notEqual(again.id, first.id);
+        assert.match(s.stderr, /the client did not answer roots\/list within 10s/);
+      } finally {
+        await s.close();
+      }
+    });
+
   test('a client without the roots capability is never asked; nor is one without --roots', async () => {
     for (const args of [['--roots'], []]) {
       const s = new RawServer([...args, '--warm', '0']);
