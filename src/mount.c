@@ -149,24 +149,31 @@ static int skeleton_entry(int dfd, const char *name, bool readonly, sbx_error_t 
 }
 
 /* A destination's directories and its leaf (a directory, or a file for a file's bind) in the
- * skeleton, which is read-only by the time the bind is made. */
+ * skeleton, which is read-only by the time the bind is made. Each directory is opened with
+ * O_NOFOLLOW before the next is made in it: nothing here follows a link (the rootfs could have
+ * gained one under that name since it was looked at). */
 static int skeleton_path(const char *rel, bool dir, sbx_error_t *err)
 {
-  char p[PATH_MAX];
-  if (bufprintf(p, sizeof p, err, "%s", rel) < 0)
-    return -1;
-  for (char *c = p;; c++) {
-    bool leaf = !*c;
-    if (*c != '/' && !leaf)
-      continue;
-    *c = '\0';
-    int r = !leaf || dir ? mkdirat(AT_FDCWD, p, 0755) : mknodat(AT_FDCWD, p, S_IFREG | 0444, 0);
+  _cleanup_close_ int fd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  char name[NAME_MAX + 1];
+  for (const char *c = rel; fd >= 0;) {
+    size_t n = strcspn(c, "/");
+    if (n > NAME_MAX)
+      return sbx_error_set(err, ENAMETOOLONG, "root skeleton `/%s`", rel);
+    memcpy(name, c, n);
+    name[n] = '\0';
+    bool leaf = !c[n];
+    int r = !leaf || dir ? mkdirat(fd, name, 0755) : mknodat(fd, name, S_IFREG | 0444, 0);
     if (r < 0 && errno != EEXIST)
-      return sbx_error_errno(err, "root skeleton `/%s`", p);
+      break;
     if (leaf)
       return 0;
-    *c = '/';
+    int next = openat(fd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    close(fd);
+    fd = next;
+    c += n + 1;
   }
+  return sbx_error_errno(err, "root skeleton `/%s`", rel);
 }
 
 int mount_enter_skeleton(int rootfs_fd, const char *path, unsigned uid, unsigned gid, int *ret_dirfd,
