@@ -134,25 +134,26 @@ static void write_annotations(json_writer_t *w)
   json_obj_end(w);
 }
 
-/* " Host files: /data: host directory, read-only; ...", or that there are none: the model learns
- * here, on every turn, what of the host it can read, within a budget. */
+/* " Host files, nothing else: /data: host directory, read-only; ...", or that there are none:
+ * the model learns here, on every turn, what of the host it can reach, within len (a part that
+ * does not fit, and all after it, become " ..."). */
 static void append_host_files(char *buf, size_t len, const struct bind_opts *binds, bool roots)
 {
-  /* Each part fits (len leaves room for the servers); a dst too long for it is cut ("..."). */
   if (!binds->n && !roots) {
     bufprintf_cut(buf + strlen(buf), len - strlen(buf), " No host files.");
     return;
   }
   bufprintf_cut(buf + strlen(buf), len - strlen(buf), " Host files, nothing else:");
-  for (size_t i = 0; i < binds->n; i++)
-    if (bufcatf(buf, len - 4, NULL, "%s %.200s: host directory, %s", i ? ";" : "", binds->binds[i].dst,
-                binds->binds[i].rw ? "writable" : "read-only") < 0) {
-      strcat(buf, " ..."); /* fits: buf stays within len - 4 */
+  for (size_t i = 0; i < binds->n + roots; i++) {
+    int r = i < binds->n ? bufcatf(buf, len - 5, NULL, "%s %.200s: host directory, %s", i ? ";" : "",
+                                   binds->binds[i].dst, binds->binds[i].rw ? "writable" : "read-only")
+                         : bufcatf(buf, len - 5, NULL,
+                                   "%s " ROOTS_DIR "/<name>: the client's roots, read-only", i ? ";" : "");
+    if (r < 0) {
+      strcat(buf, " ..."); /* fits: buf stays within len - 5, and the "." below */
       break;
     }
-  if (roots && bufcatf(buf, len - 1, NULL, "%s " ROOTS_DIR "/<name>: the client's roots, read-only",
-                       binds->n ? ";" : "") < 0)
-    strcat(buf, ";"); /* fits, as the "." below */
+  }
   strcat(buf, ".");
 }
 

@@ -165,6 +165,25 @@ static void test_write_binds(void)
     json_free(tool);
     json_writer_free(w);
   }
+  /* 32 long destinations: cut short with "...", the servers still named, the whole bounded. */
+  static char dst[200];
+  memset(dst, 'd', sizeof dst - 1);
+  dst[0] = '/';
+  b.n = BIND_OPTS_MAX;
+  for (size_t i = 0; i < b.n; i++)
+    b.binds[i] = (struct sbx_bind){.src = "/s", .dst = dst};
+  json_writer_t *w = json_writer_new();
+  mcp_tool_write(w, &policy, &cfg, &b, true);
+  size_t n;
+  const char *buf = json_writer_buf(w, &n);
+  json_node_t *tool = NULL;
+  sbx_error_t err;
+  CHECK(buf && json_parse(buf, n, &tool, &err) == 0);
+  const char *desc = json_as_string(json_get(tool, "description"), NULL);
+  CHECK(desc && strstr(desc, "read-only ....") && strstr(desc, " Servers: fs, memory.") &&
+        strlen(desc) < 2500);
+  json_free(tool);
+  json_writer_free(w);
 }
 
 int main(void)
