@@ -5,12 +5,12 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "binds.h"
 #include "error.h"
 #include "paths.h" /* rootfs_find */
 #include "policy.h"
 #include "sandbox.h"
 
-#define EXEC_MAX_BINDS 32
 #define EXEC_MAX_ENV 128
 
 struct exec_options {
@@ -27,8 +27,7 @@ struct exec_options {
   char **args;            /* arguments after FILE/CODE */
   int n_args;
   struct sbx_limits limits; /* requested; UINT64_MAX = not given */
-  struct sbx_bind binds[EXEC_MAX_BINDS];
-  size_t n_binds;
+  struct bind_opts binds;   /* --bind, --bind-rw; bind_opts_free */
   char *env[EXEC_MAX_ENV];
   size_t n_env;
   bool help;

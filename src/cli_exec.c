@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "audit.h"
+#include "binds.h"
 #include "cleanup.h"
 #include "host_servers.h"
 #include "hostfile.h"
@@ -74,51 +75,6 @@ enum {
   OPT_CONFIG,
   OPT_IMPORT_CLAUDE,
 };
-
-/* Absolute, not "/", and no empty, "." or ".." components. */
-static bool path_is_clean_abs(const char *p)
-{
-  if (p[0] != '/' || !p[1])
-    return false;
-  for (const char *c = p; *c;) {
-    const char *next = strchr(c + 1, '/');
-    size_t len = next ? (size_t) (next - c - 1) : strlen(c + 1);
-    if (len == 0 && next)
-      return false;
-    if ((len == 1 && c[1] == '.') || (len == 2 && c[1] == '.' && c[2] == '.'))
-      return false;
-    if (!next)
-      break;
-    c = next;
-  }
-  return true;
-}
-
-static int parse_bind(const char *arg, bool rw, struct exec_options *o, sbx_error_t *err)
-{
-  if (o->n_binds >= EXEC_MAX_BINDS)
-    return sbx_error_set(err, 0, "too many --bind options (at most %d)", EXEC_MAX_BINDS);
-  const char *colon = strrchr(arg, ':');
-  if (!colon || colon == arg || !colon[1])
-    return sbx_error_set(err, 0, "--bind%s `%s`: expected SRC:DST", rw ? "-rw" : "", arg);
-  const char *dst = colon + 1;
-  if (!path_is_clean_abs(dst))
-    return sbx_error_set(err, 0, "--bind `%s`: DST must be an absolute path without `..`, and not `/`", arg);
-  static char bufs[EXEC_MAX_BINDS][2][PATH_MAX];
-  size_t i = o->n_binds;
-  size_t slen = (size_t) (colon - arg);
-  if (slen >= PATH_MAX || strlen(dst) >= PATH_MAX)
-    return sbx_error_set(err, ENAMETOOLONG, "--bind `%s`", arg);
-  memcpy(bufs[i][0], arg, slen);
-  bufs[i][0][slen] = '\0';
-  strcpy(bufs[i][1], dst);
-  size_t dl = strlen(bufs[i][1]);
-  while (dl > 1 && bufs[i][1][dl - 1] == '/')
-    bufs[i][1][--dl] = '\0';
-  o->binds[i] = (struct sbx_bind){.src = bufs[i][0], .dst = bufs[i][1], .rw = rw};
-  o->n_binds++;
-  return 0;
-}
 
 static int parse_limit(int opt, const char *arg, struct sbx_limits *l, sbx_error_t *err)
 {
@@ -240,7 +196,7 @@ int exec_parse_args(int argc, char **argv, struct exec_options *o, sbx_error_t *
       break;
     case OPT_BIND:
     case OPT_BIND_RW:
-      if (parse_bind(optarg, c == OPT_BIND_RW, o, err) < 0)
+      if (bind_opts_add(&o->binds, optarg, c == OPT_BIND_RW, err) < 0)
         return -1;
       break;
     case OPT_ENV: {
@@ -502,7 +458,7 @@ struct exec_run {
   char **envp;
   struct image_config icfg;
   struct sbx_spec spec;
-  struct sbx_bind binds[EXEC_MAX_BINDS + 2];
+  struct sbx_bind binds[BIND_OPTS_MAX + 2];
   size_t n_binds;
   char *env[EXEC_MAX_ENV + HOST_SERVERS_N_ENV];
   struct exec_mcp mcp;
@@ -523,13 +479,11 @@ static void exec_run_free(struct exec_run *r)
 /* The host files this run writes are opened first, before anything runs: nothing the code
  * does during the run can change where they land, and a symlink an earlier run planted in a
  * tree this run's code can write (any --bind-rw source) is refused, not followed. */
-static int open_outputs(const struct exec_options *o, struct hostfile_tree trees[EXEC_MAX_BINDS],
+static int open_outputs(const struct exec_options *o, struct hostfile_tree trees[BIND_OPTS_MAX],
                         struct report_file *rf, sbx_error_t *err)
 {
   size_t n_trees = 0;
-  for (size_t i = 0; i < o->n_binds; i++)
-    if (o->binds[i].rw)
-      hostfile_guard_add(trees, &n_trees, o->binds[i].src);
+  bind_opts_writable_trees(&o->binds, trees, &n_trees);
   struct hostfile_guard guard = {.trees = trees, .n_trees = n_trees};
   audit_set_log_code(o->audit_code);
   if (audit_start(o->audit_log, &guard, err) < 0 || open_report(o->report, &guard, rf, err) < 0)
@@ -558,16 +512,12 @@ static int exec_prepare(const struct exec_options *o, const struct sbx_policy *p
 
 /* The binds, then the sandbox's argv: python3, FILE (bound read-only under /workspace) or -c CODE,
  * then the arguments. */
-static int exec_command(const struct exec_options *o, struct exec_run *r, sbx_error_t *err)
+static int exec_command(struct exec_options *o, struct exec_run *r, sbx_error_t *err)
 {
-  /* Bind sources must exist; they are opened by the sandbox itself. */
-  static char srcs[EXEC_MAX_BINDS][PATH_MAX];
-  for (size_t i = 0; i < o->n_binds; i++) {
-    if (!realpath(o->binds[i].src, srcs[i]))
-      return sbx_error_errno(err, "--bind source `%s`", o->binds[i].src);
-    r->binds[r->n_binds] = o->binds[i];
-    r->binds[r->n_binds++].src = srcs[i];
-  }
+  if (bind_opts_resolve(&o->binds, err) < 0)
+    return -1;
+  memcpy(r->binds, o->binds.binds, o->binds.n * sizeof *r->binds);
+  r->n_binds = o->binds.n;
   size_t nargv = 0;
   r->child_argv = calloc((size_t) o->n_args + 4, sizeof *r->child_argv);
   if (!r->child_argv)
@@ -645,33 +595,33 @@ static void log_outcome(const struct sbx_limits *l, const struct sbx_result *res
     log_warn("the code reached the process limit (%llu)", (unsigned long long) l->pids);
 }
 
-int cmd_exec(int argc, char **argv)
+/* cmd_exec once o is there: what it holds is freed by the caller, whichever way this returns. */
+static int exec_main(struct exec_options *o, int argc, char **argv)
 {
-  struct exec_options o;
   sbx_error_t err = {0};
   sbx_warn_set_handler(exec_warning);
-  if (exec_parse_args(argc, argv, &o, &err) < 0) {
+  if (exec_parse_args(argc, argv, o, &err) < 0) {
     log_sbx_error(&err);
     return SBX_EXIT_SETUP;
   }
-  if (o.help) {
+  if (o->help) {
     fputs(exec_usage, stdout);
     return 0;
   }
-  struct hostfile_tree trees[EXEC_MAX_BINDS];
+  struct hostfile_tree trees[BIND_OPTS_MAX];
   struct report_file rf = {.dirfd = -1};
-  if (open_outputs(&o, trees, &rf, &err) < 0)
-    return fail(&o, &rf, NULL, &err);
+  if (open_outputs(o, trees, &rf, &err) < 0)
+    return fail(o, &rf, NULL, &err);
   struct sbx_policy *p = NULL;
   /* Syscall names are checked when the filter is compiled (or were, when it was cached). */
-  if (policy_load(o.policy, &p, &err) < 0)
-    return fail(&o, &rf, NULL, &err);
+  if (policy_load(o->policy, &p, &err) < 0)
+    return fail(o, &rf, NULL, &err);
 
   int rc;
   struct exec_run r = {.mcp = {.sandbox_fd = -1}};
   struct sbx_result res;
-  if (exec_prepare(&o, p, &r, &err) < 0 || exec_command(&o, &r, &err) < 0 ||
-      exec_host_servers(&o, p, &r, &err) < 0)
+  if (exec_prepare(o, p, &r, &err) < 0 || exec_command(o, &r, &err) < 0 ||
+      exec_host_servers(o, p, &r, &err) < 0)
     goto out_fail;
   struct sbx_run_hooks hooks = {.fill = exec_mcp_fill, .dispatch = exec_mcp_dispatch, .ctx = &r.mcp};
   int run = sandbox_run_hooks(&r.spec, r.mcp.proxy ? &hooks : NULL, &res, &err);
@@ -683,7 +633,7 @@ int cmd_exec(int argc, char **argv)
   write_report(&rf, p, &res, NULL);
   report_file_close(&rf);
   char *calls = r.mcp.proxy ? proxy_calls_json(r.mcp.proxy) : NULL;
-  audit(&o, p, &r.spec.limits, &res, NULL, calls);
+  audit(o, p, &r.spec.limits, &res, NULL, calls);
   free(calls);
   rc = res.exit_code;
   exec_run_free(&r);
@@ -691,8 +641,16 @@ int cmd_exec(int argc, char **argv)
   return rc;
 
 out_fail:
-  rc = fail(&o, &rf, p, &err);
+  rc = fail(o, &rf, p, &err);
   exec_run_free(&r);
   policy_free(p);
+  return rc;
+}
+
+int cmd_exec(int argc, char **argv)
+{
+  struct exec_options o = {0};
+  int rc = exec_main(&o, argc, argv);
+  bind_opts_free(&o.binds);
   return rc;
 }

@@ -13,7 +13,9 @@
 #include <unistd.h>
 
 #include "audit.h"
+#include "binds.h"
 #include "cli.h"
+#include "hostfile.h"
 #include "jsonrpc.h"
 #include "log.h"
 #include "mcp_client.h"
@@ -69,6 +71,10 @@ static const char mcp_usage[] =
     "  --audit-log PATH|syslog|off   where audit records go (see sandboxd exec --help)\n"
     "  --output-dir DIR         save each call's /workspace/out files (and whole output) in\n"
     "                           DIR/<request_id>/ and return links to them\n"
+    "  --bind SRC:DST           bind host SRC read-only at DST in every sandbox (as exec)\n"
+    "  --bind-rw SRC:DST        the same, writable\n"
+    "  --roots                  bind the client's roots (if it has any) read-only under\n"
+    "                           " ROOTS_DIR "/NAME\n"
     "See sandboxd(1).\n";
 
 static int parse_count(const char *opt, const char *arg, size_t max, size_t *ret, sbx_error_t *err)
@@ -91,7 +97,10 @@ enum {
   OPT_AUDIT_LOG,
   OPT_WARM,
   OPT_TEXT_LIMIT,
-  OPT_OUTPUT_DIR
+  OPT_OUTPUT_DIR,
+  OPT_BIND,
+  OPT_BIND_RW,
+  OPT_ROOTS,
 };
 
 static int parse_args(int argc, char **argv, struct server *srv, const char **ret_policy,
@@ -109,6 +118,9 @@ static int parse_args(int argc, char **argv, struct server *srv, const char **re
       {"warm", required_argument, NULL, OPT_WARM},
       {"text-limit", required_argument, NULL, OPT_TEXT_LIMIT},
       {"output-dir", required_argument, NULL, OPT_OUTPUT_DIR},
+      {"bind", required_argument, NULL, OPT_BIND},
+      {"bind-rw", required_argument, NULL, OPT_BIND_RW},
+      {"roots", no_argument, NULL, OPT_ROOTS},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
@@ -163,6 +175,14 @@ static int parse_args(int argc, char **argv, struct server *srv, const char **re
                              MIN_TEXT_LIMIT, MAX_TEXT_LIMIT);
       srv->text_limit = (size_t) v;
       break;
+    case OPT_BIND:
+    case OPT_BIND_RW:
+      if (bind_opts_add(&srv->binds, optarg, c == OPT_BIND_RW, err) < 0)
+        return -1;
+      break;
+    case OPT_ROOTS:
+      srv->roots.enabled = true;
+      break;
     default:
       return sbx_error_set(err, 0, "unknown or incomplete option `%s` (see sandboxd mcp --help)",
                            argv[optind - 1]);
@@ -186,17 +206,36 @@ static int stdout_nonblocking(void)
   return flags;
 }
 
+/* --bind sources exist (resolved now, as exec does before its run), and with --roots no bind is
+ * at or under ROOTS_DIR: the roots' mount points would be made in it, on the host for --bind-rw. */
+static int setup_binds(struct server *srv, sbx_error_t *err)
+{
+  if (bind_opts_resolve(&srv->binds, err) < 0)
+    return -1;
+  const size_t rl = sizeof ROOTS_DIR - 1;
+  for (size_t i = 0; srv->roots.enabled && i < srv->binds.n; i++) {
+    const char *d = srv->binds.binds[i].dst;
+    if (strncmp(d, ROOTS_DIR, rl) == 0 && (d[rl] == '/' || !d[rl]))
+      return sbx_error_set(err, 0, "--bind `%s`: with --roots, DST must not be " ROOTS_DIR " or below it", d);
+  }
+  return 0;
+}
+
 /* Everything the server needs before it reads a request. Refuse to start rather than fail every
  * call: the client shows the server as failed, and stderr says why. *ret_masked: the signal mask
  * was changed (old holds the previous one). */
 static int setup(struct server *srv, const char *policy_name, const char *rootfs, const char *output_dir,
                  sigset_t *old, bool *ret_masked, sbx_error_t *err)
 {
-  /* Before any sandbox runs: where calls save their files, checked once (mcp_files.c). */
-  if (output_dir && output_dir_open(output_dir, &srv->output_dirfd, &srv->output_dir, err) < 0)
-    return -1;
-  /* The audit log is opened before any sandbox runs (hostfile.h); a refused path is fatal. */
-  if (audit_start(srv->audit_log, NULL, err) < 0 || policy_load(policy_name, &srv->policy, err) < 0 ||
+  /* The audit log is opened before any sandbox runs (hostfile.h), not through the trees the
+   * sandboxes can write; a refused path is fatal. */
+  struct hostfile_tree trees[BIND_OPTS_MAX];
+  struct hostfile_guard guard = {.trees = trees};
+  bind_opts_writable_trees(&srv->binds, trees, &guard.n_trees);
+  if (setup_binds(srv, err) < 0 ||
+      /* Before any sandbox runs: where calls save their files, checked once (mcp_files.c). */
+      (output_dir && output_dir_open(output_dir, &guard, &srv->output_dirfd, &srv->output_dir, err) < 0) ||
+      audit_start(srv->audit_log, &guard, err) < 0 || policy_load(policy_name, &srv->policy, err) < 0 ||
       seccomp_validate(srv->policy, err) < 0 || rootfs_find(rootfs, &srv->rootfs, err) < 0 ||
       host_servers_load(&srv->hs, &srv->mcp_opts, err) < 0 ||
       host_servers_start(&srv->hs, srv->policy, STDERR_FILENO, err) < 0)
@@ -204,6 +243,7 @@ static int setup(struct server *srv, const char *policy_name, const char *rootfs
   sbx_error_t herr = {0};
   if (srv->hs.cfg->n && host_servers_find_helpers(&srv->hs, &herr) < 0)
     log_warn("%s: calls with `servers` will fail", herr.msg);
+  mcp_binds_rebuild(srv);
 
   /* Take the stop signals through a signalfd. The sandbox's code starts with an empty mask. */
   sigset_t mask;
@@ -242,6 +282,8 @@ static void teardown(struct server *srv, const sigset_t *old)
   if (srv->output_dirfd >= 0)
     close(srv->output_dirfd);
   free(srv->output_dir);
+  bind_opts_free(&srv->binds);
+  mcp_roots_free(&srv->roots);
 }
 
 int cmd_mcp(int argc, char **argv)
@@ -260,13 +302,13 @@ int cmd_mcp(int argc, char **argv)
   const char *policy_name = NULL, *rootfs = NULL, *output_dir = NULL;
   bool help = false;
   sbx_error_t err = {0};
-  if (parse_args(argc, argv, &srv, &policy_name, &rootfs, &output_dir, &help, &err) < 0) {
-    log_sbx_error(&err);
-    return SBX_EXIT_SETUP;
-  }
-  if (help) {
-    fputs(mcp_usage, stdout);
-    return 0;
+  if (parse_args(argc, argv, &srv, &policy_name, &rootfs, &output_dir, &help, &err) < 0 || help) {
+    bind_opts_free(&srv.binds);
+    if (help)
+      fputs(mcp_usage, stdout);
+    else
+      log_sbx_error(&err);
+    return help ? 0 : SBX_EXIT_SETUP;
   }
   sigset_t old;
   bool masked = false;

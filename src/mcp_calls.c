@@ -437,7 +437,7 @@ static void relay_progress(void *ctx, const char *server, const char *tool, cons
  * run with servers) the environment differ. The `mcp` package is mounted whenever it exists, so a
  * warm sandbox (which may get a run with servers) looks the same from inside as a cold one. */
 void base_spec(struct server *srv, const struct sbx_limits *limits, char **argv, int devnull, int out_w,
-               int err_w, struct sbx_bind *bind, struct sbx_spec *spec)
+               int err_w, struct sbx_spec *spec)
 {
   *spec = (struct sbx_spec){
       .policy = srv->policy,
@@ -449,11 +449,10 @@ void base_spec(struct server *srv, const struct sbx_limits *limits, char **argv,
       .stderr_fd = err_w,
       .bridge_fd = -1,
       .keep_workspace = true, /* for /workspace/out (call_collect_files) */
+      /* The `mcp` package, --bind and the client's roots (mcp_binds.c). */
+      .binds = srv->spec_binds,
+      .n_binds = srv->n_spec_binds,
   };
-  if (host_servers_bind(&srv->hs, bind)) {
-    spec->binds = bind;
-    spec->n_binds = 1;
-  }
 }
 
 static int call_start_cold(struct server *srv, struct call *c, int bridge_fd, sbx_error_t *err);
@@ -518,8 +517,7 @@ static int call_start_cold(struct server *srv, struct call *c, int bridge_fd, sb
   /* python3 -c RUNNER CODE: the runner finds the code in sys.argv[1]. */
   char *argv[] = {PYTHON, "-c", (char *) mcp_runner_source, c->code, NULL};
   struct sbx_spec spec;
-  struct sbx_bind bind;
-  base_spec(srv, &c->limits, argv, devnull, out_w, err_w, &bind, &spec);
+  base_spec(srv, &c->limits, argv, devnull, out_w, err_w, &spec);
   char *env[HOST_SERVERS_N_ENV];
   _cleanup_close_ int done = -1;
   if (c->proxy) {

@@ -10,9 +10,11 @@
 #include <stdint.h>
 
 #include "artifacts.h"
+#include "binds.h"
 #include "host_servers.h"
 #include "json.h"
 #include "jsonrpc.h"
+#include "mcp_binds.h"
 #include "mcp_config.h"
 #include "mcp_tool.h"
 #include "sandbox.h"
@@ -49,7 +51,20 @@
  * takes milliseconds; this only bounds a stuck one). */
 #define PENDING_MAX_NS 2000000000ULL
 
+/* Requests the server sends the client (mcp_server.c). */
+#define MAX_REQUESTS 4
+#define REQUEST_TIMEOUT_NS ROOTS_REQUEST_TIMEOUT_NS
+
 /* ------------------------------------------------------------------ state */
+
+enum request_kind { REQUEST_NONE, REQUEST_ROOTS_LIST };
+
+struct request {
+  enum request_kind kind; /* REQUEST_NONE: a free slot */
+  char id[40];            /* canonical JSON */
+  const char *method;
+  uint64_t sent_ns;
+};
 
 /* A warm sandbox: spawned exactly like a cold one (sandbox_spawn, the same spec), but with the
  * runner started without code: it imports what it needs and waits for one job on its bridge socket
@@ -135,6 +150,14 @@ struct server {
   size_t n_warm;
   uint64_t warm_retry_ns; /* no new warm sandbox before this */
   uint64_t last_call_ns;  /* when the latest call started (WARM_DEFER_NS) */
+
+  struct bind_opts binds; /* --bind, --bind-rw */
+  struct mcp_roots roots; /* --roots: the client's */
+  /* What every sandbox gets (mcp_binds_rebuild): the `mcp` package, the binds, the roots. */
+  struct sbx_bind spec_binds[SBX_MAX_BINDS];
+  size_t n_spec_binds;
+  uint64_t next_request_id; /* our requests to the client (mcp_server.c) */
+  struct request requests[MAX_REQUESTS];
 };
 
 struct pollfd;
@@ -182,10 +205,12 @@ bool code_running(const struct server *srv);
 int open_pipe(int *ret_read, int *ret_write, sbx_error_t *err);
 /* The spec every sandbox of this server gets, cold or warm. */
 void base_spec(struct server *srv, const struct sbx_limits *limits, char **argv, int devnull, int out_w,
-               int err_w, struct sbx_bind *bind, struct sbx_spec *spec);
+               int err_w, struct sbx_spec *spec);
 
 /* mcp_files.c: --output-dir (opened once, at setup), and a call's files. */
-int output_dir_open(const char *path, int *ret_fd, char **ret_path, sbx_error_t *err);
+struct hostfile_guard;
+int output_dir_open(const char *path, const struct hostfile_guard *guard, int *ret_fd, char **ret_path,
+                    sbx_error_t *err);
 /* After the sandbox has ended: read /workspace/out, save it and the output under --output-dir. */
 void call_collect_files(struct server *srv, struct call *c);
 /* The result's content blocks for them (after the text block). */

@@ -23,6 +23,7 @@
 #include "json.h"
 #include "jsonrpc.h"
 #include "log.h"
+#include "mcp_binds.h"
 #include "mcp_client.h"
 #include "mcp_config.h"
 #include "mcp_internal.h"
@@ -188,6 +189,8 @@ const char *mcp_negotiate_version(const char *client_version)
 
 static void m_initialize(struct server *srv, const char *id, const json_node_t *params)
 {
+  /* Asked for once the client says it is initialized (roots_ask), and only with --roots. */
+  srv->roots.client_has = json_type(json_get(json_get(params, "capabilities"), "roots")) == JSON_OBJECT;
   const char *version = mcp_negotiate_version(json_as_string(json_get(params, "protocolVersion"), NULL));
   srv->protocol = version; /* what a result may hold (resource_link: mcp_files.c) */
   json_writer_t *w = json_writer_new();
@@ -235,7 +238,7 @@ static void m_tools_list(struct server *srv, const char *id, const json_node_t *
   json_obj_begin(w);
   json_key(w, "tools");
   json_arr_begin(w);
-  mcp_tool_write(w, srv->policy, srv->hs.cfg);
+  mcp_tool_write(w, srv->policy, srv->hs.cfg, &srv->binds, srv->roots.enabled && srv->roots.client_has);
   json_arr_end(w);
   json_obj_end(w);
   jsonrpc_end(w);
@@ -350,6 +353,7 @@ static void write_capabilities(struct server *srv, json_writer_t *w)
     json_obj_end(w);
   }
   json_arr_end(w);
+  mcp_binds_write_capabilities(srv, w);
   json_obj_end(w);
 }
 
@@ -466,6 +470,91 @@ static const struct method {
      * initialize), prompts/list, completion/complete. */
 };
 
+/* ------------------------------------------------------------------ requests to the client
+ *
+ * The server's own requests (today only roots/list) have ids of their own, "sandboxd-N", and at
+ * most MAX_REQUESTS are in flight; one not answered within REQUEST_TIMEOUT_NS is forgotten. An
+ * answer (a message with an id and a result or error but no method) is routed by its id; one
+ * to no request of ours is ignored, as the spec allows. Nothing waits for an answer: a call
+ * made meanwhile runs with what the server knows already. */
+
+static void expire_requests(struct server *srv, uint64_t now)
+{
+  for (size_t i = 0; i < MAX_REQUESTS; i++)
+    if (srv->requests[i].kind != REQUEST_NONE && now - srv->requests[i].sent_ns >= REQUEST_TIMEOUT_NS) {
+      log_warn("the client did not answer %s within %llus", srv->requests[i].method,
+               (unsigned long long) (REQUEST_TIMEOUT_NS / 1000000000ULL));
+      if (srv->requests[i].kind == REQUEST_ROOTS_LIST)
+        srv->roots.asking = false;
+      srv->requests[i].kind = REQUEST_NONE;
+    }
+}
+
+static int send_request(struct server *srv, const char *method, enum request_kind kind)
+{
+  uint64_t now = now_ns();
+  expire_requests(srv, now);
+  struct request *r = NULL;
+  for (size_t i = 0; i < MAX_REQUESTS && !r; i++)
+    if (srv->requests[i].kind == REQUEST_NONE)
+      r = &srv->requests[i];
+  if (!r) {
+    log_warn("%s not sent: %d requests to the client are unanswered", method, MAX_REQUESTS);
+    return -1;
+  }
+  json_writer_t *w = json_writer_new();
+  if (!w)
+    return -1;
+  char id[32];
+  bufprintf_cut(id, sizeof id, "sandboxd-%llu", (unsigned long long) ++srv->next_request_id);
+  bufprintf_cut(r->id, sizeof r->id, "\"%s\"", id); /* canonical, as jsonrpc_parse gives it */
+  r->kind = kind;
+  r->method = method;
+  r->sent_ns = now;
+  json_obj_begin(w);
+  json_kv_str(w, "jsonrpc", "2.0");
+  json_kv_str(w, "id", id);
+  json_kv_str(w, "method", method);
+  json_obj_end(w);
+  send_writer(srv, w);
+  return 0;
+}
+
+/* roots/list, with --roots and a client that has roots; while one is in flight, once more when
+ * it is answered (the list may have changed after the client read it). */
+static void roots_ask(struct server *srv)
+{
+  if (!srv->roots.enabled || !srv->roots.client_has)
+    return;
+  expire_requests(srv, now_ns());
+  if (srv->roots.asking) {
+    srv->roots.stale = true;
+    return;
+  }
+  if (send_request(srv, "roots/list", REQUEST_ROOTS_LIST) == 0) {
+    srv->roots.asking = true;
+    srv->roots.stale = false;
+  }
+}
+
+static void on_response(struct server *srv, const struct jsonrpc_message *m)
+{
+  struct request *r = NULL;
+  for (size_t i = 0; i < MAX_REQUESTS && !r; i++)
+    if (srv->requests[i].kind != REQUEST_NONE && strcmp(srv->requests[i].id, m->id) == 0)
+      r = &srv->requests[i];
+  if (!r)
+    return;
+  enum request_kind kind = r->kind;
+  r->kind = REQUEST_NONE;
+  if (kind == REQUEST_ROOTS_LIST) {
+    srv->roots.asking = false;
+    mcp_roots_update(srv, json_get(m->root, "result"), json_get(m->root, "error"));
+    if (srv->roots.stale)
+      roots_ask(srv);
+  }
+}
+
 static void on_cancelled(struct server *srv, const json_node_t *params)
 {
   _cleanup_free_ char *id = jsonrpc_id_canonical(json_get(params, "requestId"));
@@ -494,11 +583,14 @@ static void handle_message(struct server *srv, const char *line, size_t len)
     return;
   }
   if (m.kind == JSONRPC_RESPONSE) {
-    /* We send no requests, so no answer is expected; ignore it as the spec allows. */
+    on_response(srv, &m);
   } else if (m.kind == JSONRPC_NOTIFICATION) {
     if (strcmp(m.method, "notifications/cancelled") == 0)
       on_cancelled(srv, m.params);
-    /* notifications/initialized and anything else: nothing to do, never answered. */
+    else if (strcmp(m.method, "notifications/initialized") == 0 ||
+             strcmp(m.method, "notifications/roots/list_changed") == 0)
+      roots_ask(srv);
+    /* Anything else: nothing to do, never answered. */
   } else if (m.params && json_type(m.params) != JSON_OBJECT) {
     send_error(srv, m.id, JSONRPC_INVALID_PARAMS, "Invalid params: `params` must be an object");
   } else {

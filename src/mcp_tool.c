@@ -3,7 +3,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "binds.h"
 #include "json.h"
+#include "mcp_binds.h"
 #include "mcp_config.h"
 #include "mcp_internal.h"
 #include "mcp_tool.h"
@@ -14,7 +16,7 @@
 static const char tool_description[] =
     "Run Python 3 code in a fresh, disposable Linux sandbox and get back its stdout, stderr and exit "
     "status. Every call starts clean: files, variables and processes never carry over, so send "
-    "complete programs. No host files; the network is loopback-only; time, memory, processes and "
+    "complete programs. The network is loopback-only; time, memory, processes and "
     "output are limited (read resource " CAPABILITIES_URI " for the limits). Use print() for results; "
     "files written to /workspace/out/ come back (images as images). "
     "tracebacks go to stderr. Top-level `await` works. To use tools of host MCP servers, list them in "
@@ -170,21 +172,45 @@ static void write_annotations(json_writer_t *w)
   json_obj_end(w);
 }
 
-void mcp_tool_write(json_writer_t *w, const struct sbx_policy *policy, const struct mcp_config *cfg)
+/* " Host files, nothing else: /data: host directory, read-only; ...", or that there are none:
+ * the model learns here, on every turn, what of the host it can reach, within len (a part that
+ * does not fit, and all after it, become " ..."). */
+static void append_host_files(char *buf, size_t len, const struct bind_opts *binds, bool roots)
+{
+  if (!binds->n && !roots) {
+    bufprintf_cut(buf + strlen(buf), len - strlen(buf), " No host files.");
+    return;
+  }
+  bufprintf_cut(buf + strlen(buf), len - strlen(buf), " Host files, nothing else:");
+  for (size_t i = 0; i < binds->n + roots; i++) {
+    int r = i < binds->n ? bufcatf(buf, len - 5, NULL, "%s %.200s: host directory, %s", i ? ";" : "",
+                                   binds->binds[i].dst, binds->binds[i].rw ? "writable" : "read-only")
+                         : bufcatf(buf, len - 5, NULL,
+                                   "%s " ROOTS_DIR "/<name>: the client's roots, read-only", i ? ";" : "");
+    if (r < 0) {
+      strcat(buf, " ..."); /* fits: buf stays within len - 5, and the "." below */
+      break;
+    }
+  }
+  strcat(buf, ".");
+}
+
+void mcp_tool_write(json_writer_t *w, const struct sbx_policy *policy, const struct mcp_config *cfg,
+                    const struct bind_opts *binds, bool roots)
 {
   json_obj_begin(w);
   json_kv_str(w, "name", TOOL_NAME);
   json_kv_str(w, "title", "Run Python in a sandbox");
-  json_key(w, "description");
+  char desc[sizeof tool_description + 1536];
+  bufprintf_cut(desc, sizeof desc, "%s", tool_description);
+  append_host_files(desc, sizeof desc - 256, binds, roots);
   if (cfg->n) {
     /* Name the servers, within a budget: the description is read on every turn. */
-    char desc_servers[sizeof tool_description + 256];
-    bufprintf_cut(desc_servers, sizeof desc_servers, "%s Servers:", tool_description);
-    append_names(desc_servers, sizeof desc_servers - 1, cfg); /* and room for the "." */
-    strcat(desc_servers, ".");
-    json_str(w, desc_servers);
-  } else
-    json_str(w, tool_description);
+    bufprintf_cut(desc + strlen(desc), sizeof desc - strlen(desc), " Servers:");
+    append_names(desc, sizeof desc - 1, cfg); /* and room for the "." */
+    strcat(desc, ".");
+  }
+  json_kv_str(w, "description", desc);
 
   write_input_schema(w, policy);
   write_output_schema(w);

@@ -8,6 +8,7 @@
 
 #include "json.h"
 
+struct bind_opts;
 struct mcp_config;
 struct sbx_policy;
 
@@ -27,8 +28,10 @@ struct mcp_tool_args {
  * should fix in msg (it is answered as an isError result). */
 int mcp_tool_parse_args(const json_node_t *args, const struct sbx_policy *policy,
                         const struct mcp_config *cfg, struct mcp_tool_args *ret, char *msg, size_t msg_len);
-/* The tool object of tools/list; the description names the configured servers. */
-void mcp_tool_write(json_writer_t *w, const struct sbx_policy *policy, const struct mcp_config *cfg);
+/* The tool object of tools/list; the description names the host directories (--bind, and with
+ * roots ROOTS_DIR) and the configured servers. */
+void mcp_tool_write(json_writer_t *w, const struct sbx_policy *policy, const struct mcp_config *cfg,
+                    const struct bind_opts *binds, bool roots);
 /* "configured servers: a, b" (or that there are none), for messages. */
 void mcp_tool_server_names(const struct mcp_config *cfg, char *buf, size_t len);
 

@@ -1,5 +1,6 @@
 #include "mount.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -108,6 +109,122 @@ int mount_enter_rootfs(int rootfs_fd, const char *path, sbx_error_t *err)
   if (chdir(path) < 0)
     return sbx_error_errno(err, "enter rootfs `%s`", path);
   return 0;
+}
+
+/* One top-level entry of the rootfs (dfd) into the skeleton root (the current directory): a
+ * directory or file is bound (recursively: a user namespace may not reveal what submounts cover),
+ * a symlink copied; anything else is left out, as a device node in an image would be unusable. */
+static int skeleton_entry(int dfd, const char *name, bool readonly, sbx_error_t *err)
+{
+  struct stat st;
+  if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+    return sbx_error_errno(err, "rootfs `/%s`", name);
+  if (S_ISLNK(st.st_mode)) {
+    char target[PATH_MAX];
+    ssize_t n = readlinkat(dfd, name, target, sizeof target - 1);
+    if (n < 0)
+      return sbx_error_errno(err, "rootfs `/%s`", name);
+    target[n] = '\0';
+    if (symlinkat(target, AT_FDCWD, name) < 0)
+      return sbx_error_errno(err, "root skeleton `/%s`", name);
+    return 0;
+  }
+  if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
+    return 0;
+  if (S_ISDIR(st.st_mode) ? mkdirat(AT_FDCWD, name, 0755) < 0
+                          : mknodat(AT_FDCWD, name, S_IFREG | 0444, 0) < 0)
+    return sbx_error_errno(err, "root skeleton `/%s`", name);
+  _cleanup_close_ int fd = openat(dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+  char src[32];
+  struct stat fst;
+  if (fd < 0 || fstat(fd, &fst) < 0)
+    return sbx_error_errno(err, "rootfs `/%s`", name);
+  if ((fst.st_mode & S_IFMT) != (st.st_mode & S_IFMT)) /* replaced meanwhile */
+    return sbx_error_set(err, EBUSY, "rootfs `/%s` changed while the sandbox was built", name);
+  fd_path(fd, src);
+  if (mount(src, name, NO_FSTYPE, MS_BIND | MS_REC, NULL) < 0)
+    return sbx_error_errno(err, "bind rootfs `/%s`", name);
+  /* Linux < 5.12 has no recursive mount_setattr: each bind made read-only on its own. */
+  return readonly ? make_readonly_tree(name, 0, err) : 0;
+}
+
+/* A destination's directories and its leaf (a directory, or a file for a file's bind) in the
+ * skeleton, which is read-only by the time the bind is made. Each directory is opened with
+ * O_NOFOLLOW before the next is made in it: nothing here follows a link (the rootfs could have
+ * gained one under that name since it was looked at). */
+static int skeleton_path(const char *rel, bool dir, sbx_error_t *err)
+{
+  _cleanup_close_ int fd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  char name[NAME_MAX + 1];
+  for (const char *c = rel; fd >= 0;) {
+    size_t n = strcspn(c, "/");
+    if (n > NAME_MAX)
+      return sbx_error_set(err, ENAMETOOLONG, "root skeleton `/%s`", rel);
+    memcpy(name, c, n);
+    name[n] = '\0';
+    bool leaf = !c[n];
+    int r = !leaf || dir ? mkdirat(fd, name, 0755) : mknodat(fd, name, S_IFREG | 0444, 0);
+    if (r < 0 && errno != EEXIST)
+      break;
+    if (leaf)
+      return 0;
+    int next = openat(fd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    close(fd);
+    fd = next;
+    c += n + 1;
+  }
+  return sbx_error_errno(err, "root skeleton `/%s`", rel);
+}
+
+int mount_enter_skeleton(int rootfs_fd, const char *path, unsigned uid, unsigned gid, int *ret_dirfd,
+                         sbx_error_t *err)
+{
+  /* Owned by the uid the rest of the setup runs as, which fills it in (not by us: our host uid
+   * may be unmapped here, and then nobody could write it). */
+  char opts[96];
+  if (bufprintf(opts, sizeof opts, err, "size=1M,mode=0755,uid=%u,gid=%u", uid, gid) < 0)
+    return -1;
+  /* Opened before the tmpfs covers path: it still names the rootfs below. */
+  _cleanup_close_ int dfd = openat(rootfs_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0)
+    return sbx_error_errno(err, "open rootfs `%s`", path);
+  if (mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
+    return sbx_error_errno(err, "mount the root skeleton on `%s`", path);
+  if (chdir(path) < 0)
+    return sbx_error_errno(err, "enter the root skeleton `%s`", path);
+  *ret_dirfd = TAKE_FD(dfd);
+  return 0;
+}
+
+int mount_fill_skeleton(int dirfd, const char *const *extra, const bool *dir, size_t n_extra, bool readonly,
+                        sbx_error_t *err)
+{
+  DIR *d = fdopendir(dirfd);
+  if (!d) {
+    close(dirfd);
+    return sbx_error_errno(err, "read rootfs");
+  }
+  int r = -1;
+  struct dirent *e;
+  errno = 0;
+  while ((e = readdir(d))) {
+    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+      continue;
+    if (skeleton_entry(dirfd, e->d_name, readonly, err) < 0)
+      goto out;
+    errno = 0;
+  }
+  if (errno) {
+    sbx_error_errno(err, "read rootfs");
+    goto out;
+  }
+  for (size_t i = 0; i < n_extra; i++)
+    if (skeleton_path(extra[i], dir[i], err) < 0)
+      goto out;
+  r = 0;
+out:
+  closedir(d);
+  return r;
 }
 
 int mount_tmpfs(const char *rel, uint64_t size, unsigned mode, bool noexec, sbx_error_t *err)
@@ -391,8 +508,8 @@ static int bind_target_error(const char *dst, sbx_error_t *err)
 {
   if (errno == EROFS)
     return sbx_error_set(err, ENOENT,
-                         "bind target `%s` does not exist in the read-only rootfs: bind below /workspace, "
-                         "/tmp or /mnt, or onto an existing path",
+                         "bind target `%s` does not exist in the read-only rootfs: bind onto an existing "
+                         "path, below /workspace or /tmp, or at a new top-level directory such as /data",
                          dst);
   return sbx_error_errno(err, "bind target `%s`", dst);
 }

@@ -4,6 +4,7 @@
 #define SBX_MOUNT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "error.h"
@@ -13,6 +14,16 @@
 int mount_make_private(sbx_error_t *err);
 /* Bind the rootfs (an O_PATH fd) onto itself and chdir into it: it becomes the root-to-be. */
 int mount_enter_rootfs(int rootfs_fd, const char *path, sbx_error_t *err);
+/* Or, for a bind at a new top-level directory (/data) in a read-only rootfs, a skeleton root: a
+ * small tmpfs on path, entered; *ret_dirfd reads the rootfs below it. Then, once the setup runs
+ * as the sandbox's uid (entries on a tmpfs must belong to a mapped uid), mount_fill_skeleton
+ * puts the rootfs's top-level entries in (directories and files bound, symlinks copied) and the
+ * paths extra[] names (each a directory if dir[i], else a file, with its parents); it closes dirfd. A mount
+ * per top-level entry: only for a sandbox that needs it. */
+int mount_enter_skeleton(int rootfs_fd, const char *path, unsigned uid, unsigned gid, int *ret_dirfd,
+                         sbx_error_t *err);
+int mount_fill_skeleton(int dirfd, const char *const *extra, const bool *dir, size_t n_extra, bool readonly,
+                        sbx_error_t *err);
 /* Size-limited tmpfs, nosuid+nodev. */
 int mount_tmpfs(const char *rel, uint64_t size, unsigned mode, bool noexec, sbx_error_t *err);
 /* A minimal /dev: null zero full random urandom, fd/stdio links, and a size-limited /dev/shm. */

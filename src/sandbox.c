@@ -53,6 +53,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <limits.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -229,6 +230,29 @@ static int arrange_fds(const struct sbx_spec *spec, int *sync_fd)
   return bridge_fd;
 }
 
+/* The bind destinations whose first component the rootfs lacks (into extra[], without the
+ * leading "/"), and whether each is a directory (its source is): the skeleton root holds them. */
+static size_t missing_tops(int rootfs_fd, const struct sbx_spec *spec, const int *bind_fds,
+                           const char **extra, bool *dir)
+{
+  size_t n = 0;
+  for (size_t i = 0; i < spec->n_binds; i++) {
+    const char *d = spec->binds[i].dst + 1; /* absolute and normalised (check_spec) */
+    char name[NAME_MAX + 1];
+    size_t len = strcspn(d, "/");
+    struct stat st;
+    if (len > NAME_MAX || fstat(bind_fds[i], &st) < 0)
+      continue; /* mount_bind_fd says what is wrong with it */
+    memcpy(name, d, len);
+    name[len] = '\0';
+    if (faccessat(rootfs_fd, name, F_OK, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT)
+      continue;
+    extra[n] = d;
+    dir[n++] = S_ISDIR(st.st_mode);
+  }
+  return n;
+}
+
 static _Noreturn void sandbox_child(const struct child_args *a)
 {
   const struct sbx_spec *spec = a->spec;
@@ -269,19 +293,22 @@ static _Noreturn void sandbox_child(const struct child_args *a)
   _cleanup_close_ int rootfs_fd = open(spec->rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (rootfs_fd < 0)
     sync_fail(sync_fd, (sbx_error_errno(&err, "open rootfs `%s`", spec->rootfs), &err));
-  int bind_fds[64];
+  int bind_fds[SBX_MAX_BINDS];
   if (spec->n_binds > sizeof bind_fds / sizeof *bind_fds)
     sync_fail(sync_fd, (sbx_error_set(&err, E2BIG, "too many binds"), &err));
   for (size_t i = 0; i < spec->n_binds; i++)
     if ((bind_fds[i] = open(spec->binds[i].src, O_PATH | O_CLOEXEC)) < 0)
       sync_fail(sync_fd, (sbx_error_errno(&err, "open bind source `%s`", spec->binds[i].src), &err));
-  if (mount_enter_rootfs(rootfs_fd, spec->rootfs, &err) < 0)
+  /* A bind at a new top-level directory (/data) needs a skeleton root to make it in; every other
+   * sandbox enters the rootfs as it is, with one bind. */
+  const char *extra[SBX_MAX_BINDS];
+  bool extra_dir[SBX_MAX_BINDS];
+  size_t n_extra = missing_tops(rootfs_fd, spec, bind_fds, extra, extra_dir);
+  int skeleton_fd = -1;
+  if ((n_extra ? mount_enter_skeleton(rootfs_fd, spec->rootfs, p->uid, p->gid, &skeleton_fd, &err)
+               : mount_enter_rootfs(rootfs_fd, spec->rootfs, &err)) < 0)
     sync_fail(sync_fd, &err);
   close(TAKE_FD(rootfs_fd));
-  /* Read-only now, before the writable mounts go on top: every mount point they need exists
-   * in the rootfs, and binds are only created under the tmpfs mounts. */
-  if (p->readonly_root && mount_root_readonly(&err) < 0)
-    sync_fail(sync_fd, &err);
 
   /* Become the sandbox uid now, keeping our capabilities in the new user namespace: files the
    * setup creates in the tmpfs mounts must be owned by a mapped uid (else EOVERFLOW). From
@@ -297,6 +324,14 @@ static _Noreturn void sandbox_child(const struct child_args *a)
   char peek;
   if (recv(sync_fd, &peek, 1, MSG_PEEK | MSG_DONTWAIT) == 0)
     _exit(SBX_EXIT_SETUP);
+
+  if (skeleton_fd >= 0 &&
+      mount_fill_skeleton(skeleton_fd, extra, extra_dir, n_extra, p->readonly_root, &err) < 0)
+    sync_fail(sync_fd, &err);
+  /* Read-only now, before the writable mounts go on top: every mount point they need exists
+   * in the rootfs (or the skeleton), and binds are only created under the tmpfs mounts. */
+  if (p->readonly_root && mount_root_readonly(&err) < 0)
+    sync_fail(sync_fd, &err);
 
   /* The writable places, then /dev and /proc, then binds into them. */
   if (mount_tmpfs("tmp", spec->limits.tmp_bytes, 01777, false, &err) < 0 ||

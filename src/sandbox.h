@@ -14,6 +14,9 @@
 /* The fd at which the bridge socket (if any) appears inside the sandbox. */
 #define SBX_BRIDGE_FD 3
 
+/* The most binds one sandbox gets: --bind (32), the MCP client's roots (32), sandboxd's own. */
+#define SBX_MAX_BINDS 96
+
 struct sbx_bind {
   const char *src; /* host path */
   const char *dst; /* absolute path inside */

@@ -64,8 +64,7 @@ static int warm_spawn(struct server *srv, sbx_error_t *err)
   /* python3 -c RUNNER with no code: the runner's warm mode. */
   char *argv[] = {PYTHON, "-c", (char *) mcp_runner_source, NULL};
   struct sbx_spec spec;
-  struct sbx_bind bind;
-  base_spec(srv, &limits, argv, devnull, out_w, err_w, &bind, &spec);
+  base_spec(srv, &limits, argv, devnull, out_w, err_w, &spec);
   spec.bridge_fd = inside;
   struct warm *w = calloc(1, sizeof *w);
   if (!w)

@@ -362,23 +362,46 @@ def test_setup_error_is_reported_every_time(host_dir):
     child's own error. Forty tries: the error is the child's every time, never a generic one."""
     seen = set()
     for _ in range(40):
-        r = code("pass", opts=["--bind", f"{host_dir}:/no-such-dir-in-rootfs"], want_report=False)
+        r = code("pass", opts=["--bind", f"{host_dir}:/usr/no-such-dir-in-rootfs"], want_report=False)
         assert r.rc == 125, r.describe()
         seen.add(r.stderr.strip().split(":")[1].strip() if ":" in r.stderr else r.stderr)
-    assert seen == {"bind target `/no-such-dir-in-rootfs` does not exist in the read-only rootfs"}, seen
+    assert seen == {"bind target `/usr/no-such-dir-in-rootfs` does not exist in the read-only rootfs"}, seen
 
 
 def test_bind_to_new_path_outside_tmpfs(host_dir):
-    """A DST missing from the read-only rootfs cannot be created there: a usage error that says
-    where binds can go (sandboxd(1), --bind)."""
+    """A DST missing from the read-only rootfs cannot be created inside it: a usage error that
+    says where binds can go (sandboxd(1), --bind)."""
     (host_dir / "f").write_text("x")
-    r = code("print(open('/data/f').read())", opts=["--bind", f"{host_dir}:/data"])
+    r = code("print(open('/usr/data/f').read())", opts=["--bind", f"{host_dir}:/usr/data"])
     assert_usage_error(r, "--bind to a path missing from the rootfs")
-    assert "below /workspace, /tmp or /mnt" in r.stderr, r.describe()
+    assert "onto an existing path, below /workspace or /tmp, or at a new top-level directory" in r.stderr, \
+        r.describe()
     r = code("print(open('/mnt/data/f').read())", opts=["--bind", f"{host_dir}:/mnt"])
     assert r.rc != 0  # /mnt itself is the mount point: /mnt/data does not exist
     r = code("print(open('/mnt/f').read())", opts=["--bind", f"{host_dir}:/mnt"])
     assert r.rc == 0 and r.stdout.strip() == "x", r.describe()
+
+
+def test_bind_at_new_top_level_dir(host_dir):
+    """A DST whose first component the rootfs lacks (/data, /a/b/c) is made in a skeleton root: the
+    rest of the rootfs is there as before and as read-only, the bind is read-only, nothing lands
+    in the rootfs on the host, and a sandbox without such a bind has no skeleton."""
+    (host_dir / "f").write_text("x")
+    check = ("import os\nprint(open('/data/f').read(), open('/a/b/c/f').read(), os.readlink('/bin'),\n"
+             "      os.path.exists('/usr/bin/python3'), sorted(os.listdir('/a')))\n"
+             "for p in ('/data/new', '/newtop', '/usr/new', '/a/new'):\n"
+             "    try:\n        open(p, 'w')\n        print('wrote', p)\n"
+             "    except OSError as e:\n        print(e.errno == 30)\n"
+             "print(sum(' / / ' in l and ' tmpfs ' in l for l in open('/proc/self/mountinfo')))\n")
+    r = code(check, opts=["--bind", f"{host_dir}:/data", "--bind", f"{host_dir}:/a/b/c"])
+    assert r.rc == 0, r.describe()
+    assert r.stdout.split() == ["x", "x", "usr/bin", "True", "['b']", "True", "True", "True", "True", "1"], \
+        r.describe()
+    for p in ("data", "a"):
+        assert not os.path.lexists(os.path.join(sbx.ROOTFS, p)), f"made /{p} in the rootfs on the host"
+    r = code("print(sum(' / / ' in l and ' tmpfs ' in l for l in open('/proc/self/mountinfo')))",
+             opts=["--bind", f"{host_dir}:/workspace/d"])
+    assert r.rc == 0 and r.stdout.strip() == "0", r.describe()
 
 
 def test_workdir():

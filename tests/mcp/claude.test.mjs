@@ -36,9 +36,11 @@ test('claude mcp add + claude mcp list shows sandboxd Connected', { skip, timeou
   try {
     const env = { ...process.env, HOME: home, XDG_CONFIG_HOME: join(home, '.config'), DISABLE_AUTOUPDATER: '1' };
     const opts = { cwd: home, env, encoding: 'utf8', timeout: 90000 };
-    execFileSync(CLAUDE, ['mcp', 'add', 'sandboxd', '--', SANDBOXD, 'mcp'], opts);
+    // With the options that shape what the server offers (host directories, the client's roots).
+    execFileSync(CLAUDE, ['mcp', 'add', 'sandboxd', '--', SANDBOXD, 'mcp', '--bind', `${home}:/data`, '--roots'],
+      opts);
     const out = execFileSync(CLAUDE, ['mcp', 'list'], opts);
-    assert.match(out, /sandboxd: .*sandboxd mcp - ✔ Connected/, out);
+    assert.match(out, /sandboxd: .*sandboxd mcp --bind \S+:\/data --roots - ✔ Connected/, out);
     // With --output-dir (files out, #14) too.
     mkdirSync(join(home, 'out'));
     execFileSync(CLAUDE, ['mcp', 'add', 'sandboxd-files', '--', SANDBOXD, 'mcp', '--output-dir', join(home, 'out')], opts);

@@ -419,6 +419,31 @@ describe('files out: --output-dir refused at start', () => {
     assert.deepEqual(readdirSync(real), []);
   });
 
+  test('inside a --bind-rw tree, or reached through a link in one', () => {
+    // A later sandbox could replace what an earlier call saved before the client reads it.
+    const tree = join(work, 'rw-tree');
+    mkdirSync(join(tree, 'deep', 'out'), { recursive: true });
+    for (const d of [tree, join(tree, 'deep', 'out')]) {
+      const p = spawnSync(SANDBOXD, [...SERVER_ARGS, '--bind-rw', `${tree}:/workspace/rw`, '--output-dir', d],
+        { input: '', encoding: 'utf8' });
+      assert.equal(p.status, 125, p.stderr);
+      assert.match(p.stderr, /--output-dir `[^`]*` is inside a --bind-rw tree; the sandboxes could change saved files/);
+      assert.equal(p.stderr.trim().split('\n').length, 1, p.stderr);
+    }
+    // A directory link the code could have planted in the tree is not followed to a safe place.
+    const safe = join(work, 'safe-out');
+    mkdirSync(safe);
+    symlinkSync(work, join(tree, 'escape'));
+    const p = spawnSync(SANDBOXD, [...SERVER_ARGS, '--bind-rw', `${tree}:/workspace/rw`, '--output-dir',
+      join(tree, 'escape', 'safe-out')], { input: '', encoding: 'utf8' });
+    assert.equal(p.status, 125, p.stderr);
+    assert.equal(p.stderr.trim().split('\n').length, 1, p.stderr);
+    // Beside the tree: fine.
+    const ok = spawnSync(SANDBOXD, [...SERVER_ARGS, '--bind-rw', `${tree}:/workspace/rw`, '--output-dir', safe],
+      { input: '', encoding: 'utf8' });
+    assert.equal(ok.status, 0, ok.stderr);
+  });
+
   test('not a directory, or missing', () => {
     const file = join(work, 'a-file');
     writeFileSync(file, '');

@@ -126,6 +126,23 @@ def test_symlinked_parent_resolves_inside(tmp_path, hostile, host_target, link):
     assert r.stdout.strip() == token, r.describe()
 
 
+@pytest.mark.parametrize("link", ["abs", "rel", "mid", "chain"])
+def test_symlinked_parent_resolves_inside_a_skeleton_root(tmp_path, hostile, host_target, link):
+    """The same beside a bind at a new top-level directory, which gives the sandbox a skeleton
+    root (the image's top-level entries bound, its links copied): the links still lead inside,
+    and the new directory is made in the skeleton, neither on the host nor in the image."""
+    token = f"token-{link}"
+    src = source_file(tmp_path, token)
+    r = run_in(hostile, [("--bind", src, "/newtop/a/y"), ("--bind", src, f"/{link}/sub/y")],
+               "import sys; print(open(sys.argv[1]).read(), open(sys.argv[2]).read())", f"/{link}/sub/y",
+               "/newtop/a/y")
+    assert host_left(host_target) == [], f"created on the host through /{link}: {host_left(host_target)}\n" \
+                                         + r.describe()
+    assert not os.path.lexists(hostile / "newtop"), "made /newtop in the image on the host"
+    assert r.rc == 0, r.describe()
+    assert r.stdout.split() == [token, token], r.describe()
+
+
 def test_debian_var_lock(tmp_path, hostile):
     """/var/lock -> /run/lock: the bind lands in the sandbox's own /run (a fresh tmpfs, where
     /run/lock is created), not in the host's /run/lock."""

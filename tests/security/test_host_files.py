@@ -181,3 +181,22 @@ def test_mcp_refuses_an_audit_log_it_would_have_to_follow(host_dir):
     assert p.returncode == 125 and p.stdout == "", (p.returncode, p.stdout, p.stderr)
     assert len(lines) == 1 and str(log) in lines[0] and "symlink" in lines[0], lines
     assert target.read_text() == PRECIOUS
+
+
+def test_mcp_audit_log_through_a_bind_rw_tree_is_refused(host_dir):
+    """`sandboxd mcp --bind-rw` guards its audit log as exec does: a directory symlink an earlier
+    sandbox planted in the tree (unprivileged: owned by the user, so only the tree rule tells it
+    from the user's own) stops the server with 125 and one line; nothing is created through it."""
+    import subprocess
+    state = rw_dir(host_dir, "state")
+    elsewhere = host_dir / "elsewhere"
+    elsewhere.mkdir()
+    bind = ["--bind-rw", f"{state}:/workspace/state"]
+    plant(f"import os\nos.symlink({str(elsewhere)!r}, '/workspace/state/sandboxd')", bind + ["--audit-log", "off"])
+    log = state / "sandboxd" / "sub" / "audit.log"
+    p = subprocess.run([sbx.SANDBOXD, "mcp", "--rootfs", sbx.ROOTFS, "--warm", "0", *bind, "--audit-log", str(log)],
+                       input="", capture_output=True, text=True, timeout=30)
+    lines = [l for l in p.stderr.splitlines() if l.strip()]
+    assert p.returncode == 125 and p.stdout == "", (p.returncode, p.stdout, p.stderr)
+    assert len(lines) == 1 and "symlink" in lines[0], lines
+    assert os.listdir(elsewhere) == []

@@ -50,8 +50,9 @@ int main(void)
         o.limits.fsize_bytes == 1024 && o.limits.nofile == 64);
 
   CHECK(PARSE(&o, &e, "--bind", "/a:/data", "--bind-rw", "/b/c:/workspace/out/", "-c", "x") == 0);
-  CHECK(o.n_binds == 2 && !o.binds[0].rw && o.binds[1].rw && strcmp(o.binds[0].src, "/a") == 0 &&
-        strcmp(o.binds[1].dst, "/workspace/out") == 0);
+  CHECK(o.binds.n == 2 && !o.binds.binds[0].rw && o.binds.binds[1].rw &&
+        strcmp(o.binds.binds[0].src, "/a") == 0 && strcmp(o.binds.binds[1].dst, "/workspace/out") == 0);
+  bind_opts_free(&o.binds);
   CHECK(PARSE(&o, &e, "--env", "A=1", "--env", "B=", "--policy", "strict", "--report", "r.json", "-c", "x") ==
         0);
   CHECK(o.n_env == 2 && strcmp(o.env[1], "B=") == 0 && strcmp(o.policy, "strict") == 0 &&

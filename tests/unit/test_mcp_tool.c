@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "binds.h"
 #include "check.h"
 #include "json.h"
 #include "mcp_config.h"
@@ -14,6 +15,7 @@ static struct mcp_server_config server_cfgs[2] = {{.name = "fs", .description = 
                                                   {.name = "memory", .description = ""}};
 static struct mcp_config cfg = {.servers = server_cfgs, .n = 2};
 static struct mcp_config no_servers = {.servers = NULL, .n = 0};
+static struct bind_opts no_binds;
 
 static struct mcp_tool_args args;
 static char msg[1024];
@@ -120,7 +122,7 @@ static void test_write(void)
 {
   for (int with = 0; with <= 1; with++) {
     json_writer_t *w = json_writer_new();
-    mcp_tool_write(w, &policy, with ? &cfg : &no_servers);
+    mcp_tool_write(w, &policy, with ? &cfg : &no_servers, &no_binds, false);
     size_t n;
     const char *buf = json_writer_buf(w, &n);
     json_node_t *tool = NULL;
@@ -148,6 +150,51 @@ static void test_write(void)
   }
 }
 
+/* The description names each host directory, read-only or writable, and the roots' place; or
+ * says there are none. */
+static void test_write_binds(void)
+{
+  struct bind_opts b = {
+      .n = 2, .binds = {{.src = "/home/u/data", .dst = "/data"}, {.src = "/o", .dst = "/out", .rw = true}}};
+  const char *want[] = {
+      "No host files.",
+      "Host files, nothing else: /data: host directory, read-only; /out: host directory, writable; "
+      "/roots/<name>: the client's roots, read-only. Servers: fs, memory.",
+      "Host files, nothing else: /roots/<name>: the client's roots, read-only."};
+  for (int i = 0; i < 3; i++) {
+    json_writer_t *w = json_writer_new();
+    mcp_tool_write(w, &policy, i == 1 ? &cfg : &no_servers, i == 1 ? &b : &no_binds, i > 0);
+    size_t n;
+    const char *buf = json_writer_buf(w, &n);
+    json_node_t *tool = NULL;
+    sbx_error_t err;
+    CHECK(buf && json_parse(buf, n, &tool, &err) == 0);
+    const char *desc = json_as_string(json_get(tool, "description"), NULL);
+    CHECK(desc && strstr(desc, want[i]) && !strstr(desc, "/home/u"));
+    json_free(tool);
+    json_writer_free(w);
+  }
+  /* 32 long destinations: cut short with "...", the servers still named, the whole bounded. */
+  static char dst[200];
+  memset(dst, 'd', sizeof dst - 1);
+  dst[0] = '/';
+  b.n = BIND_OPTS_MAX;
+  for (size_t i = 0; i < b.n; i++)
+    b.binds[i] = (struct sbx_bind){.src = "/s", .dst = dst};
+  json_writer_t *w = json_writer_new();
+  mcp_tool_write(w, &policy, &cfg, &b, true);
+  size_t n;
+  const char *buf = json_writer_buf(w, &n);
+  json_node_t *tool = NULL;
+  sbx_error_t err;
+  CHECK(buf && json_parse(buf, n, &tool, &err) == 0);
+  const char *desc = json_as_string(json_get(tool, "description"), NULL);
+  CHECK(desc && strstr(desc, "read-only ....") && strstr(desc, " Servers: fs, memory.") &&
+        strlen(desc) < 2500);
+  json_free(tool);
+  json_writer_free(w);
+}
+
 int main(void)
 {
   policy.limits.timeout_ms = 30000;
@@ -156,5 +203,6 @@ int main(void)
   test_code_limit();
   test_accepted();
   test_write();
+  test_write_binds();
   return check_summary("test_mcp_tool");
 }
