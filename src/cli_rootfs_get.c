@@ -244,16 +244,16 @@ int rootfs_build(const struct rootfs_build_options *o)
   printf("rootfs build: profile %s into %s (recipe %s; log %s)\n", o->profile, outdir, recipe, log);
   fflush(stdout);
   catch_signals();
+  struct follow f = {.log = log};
+  /* What the log holds before the recipe starts is the last build's (it starts the log afresh). */
+  struct stat st;
+  if (stat(log, &st) == 0)
+    f.off = st.st_size;
   pid_t pid;
   if (spawn(argv, envp, -1, &pid, &err) < 0) {
     log_sbx_error(&err);
     return SBX_EXIT_SETUP;
   }
-  struct follow f = {.log = log};
-  /* The recipe truncates its log when it starts: what is there now is the last build's. */
-  struct stat st;
-  if (stat(log, &st) == 0)
-    f.off = st.st_size;
   int rc = wait_child(pid, 250, follow_tick, &f);
   if (got_signal)
     return 128 + got_signal;
