@@ -165,22 +165,41 @@ static void follow_tick(void *userdata)
   }
 }
 
-/* Whether the recipe knows --profile (the data profile's recipe says so in its usage line). */
+/* Whether the recipe knows --profile (the data profile's recipe says so in its usage line). Its
+ * output is read through a pipe until EOF, for at most 5 s. */
 static bool recipe_has_profiles(const char *recipe)
 {
-  char out[] = "/tmp/sandboxd-recipe-help.XXXXXX";
-  _cleanup_close_ int fd = mkostemp(out, O_CLOEXEC);
-  if (fd < 0)
+  int p[2];
+  if (pipe2(p, O_CLOEXEC) < 0)
     return false;
-  unlink(out);
   char *argv[] = {(char *) recipe, (char *) "--help", NULL};
   pid_t pid;
-  if (spawn(argv, environ, fd, &pid, NULL) < 0)
+  int r = spawn(argv, environ, p[1], &pid, NULL);
+  close(p[1]);
+  if (r < 0) {
+    close(p[0]);
     return false;
-  wait_child(pid, 0, NULL, NULL);
+  }
   char buf[4096];
-  ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
-  buf[n > 0 ? n : 0] = '\0';
+  size_t len = 0;
+  uint64_t deadline = now_ns() + 5000000000ULL;
+  for (;;) {
+    struct pollfd pf = {.fd = p[0], .events = POLLIN};
+    uint64_t now = now_ns();
+    if (now >= deadline || poll(&pf, 1, (int) ((deadline - now) / 1000000) + 1) <= 0)
+      break;
+    char chunk[1024];
+    ssize_t n = read(p[0], chunk, sizeof chunk);
+    if (n <= 0)
+      break;
+    size_t keep = (size_t) n < sizeof buf - 1 - len ? (size_t) n : sizeof buf - 1 - len;
+    memcpy(buf + len, chunk, keep);
+    len += keep;
+  }
+  close(p[0]);
+  kill(pid, SIGKILL); /* gone already, unless it hung */
+  wait_child(pid, 0, NULL, NULL);
+  buf[len] = '\0';
   return strstr(buf, "--profile") != NULL;
 }
 
