@@ -203,12 +203,38 @@ static bool recipe_has_profiles(const char *recipe)
   return strstr(buf, "--profile") != NULL;
 }
 
+/* What the recipe runs, by the Debian package that has it: checked here so that an installed user
+ * is told an apt-get line (the recipe itself says `scripts/install-deps`, a source-tree script). */
+static int recipe_tools_missing(char *out, size_t len)
+{
+  static const char *const tools[][2] = {
+      {"mmdebstrap", "mmdebstrap"}, {"python3", "python3"}, {"zstd", "zstd"}, /* oci-pack */
+  };
+  char path[PATH_MAX];
+  out[0] = '\0';
+  /* (The names fit: a cut list would still be non-empty.) */
+  for (size_t i = 0; i < ARRAY_SIZE(tools); i++)
+    if (find_program(tools[i][0], path) < 0 && bufcatf(out, len, NULL, " %s", tools[i][1]) < 0)
+      return -1;
+  /* The recipe's KEYRING: the archive key mmdebstrap checks the mirror against. */
+  if (access("/usr/share/keyrings/debian-archive-keyring.gpg", R_OK) < 0 &&
+      bufcatf(out, len, NULL, " %s", "debian-archive-keyring") < 0)
+    return -1;
+  return out[0] ? -1 : 0;
+}
+
 int rootfs_build(const struct rootfs_build_options *o)
 {
   sbx_error_t err = {0};
-  char recipe[PATH_MAX], exe[PATH_MAX];
+  char recipe[PATH_MAX], exe[PATH_MAX], missing[160];
   if (paths_rootfs_recipe(recipe, &err) < 0 || paths_exe(exe, &err) < 0) {
     log_sbx_error(&err);
+    return SBX_EXIT_SETUP;
+  }
+  if (recipe_tools_missing(missing, sizeof missing) < 0) {
+    log_error("rootfs build: the recipe needs what is not installed; run `apt-get install%s` (or pull an "
+              "image instead: `sandboxd rootfs fetch`)",
+              missing);
     return SBX_EXIT_SETUP;
   }
   bool profiles = recipe_has_profiles(recipe);

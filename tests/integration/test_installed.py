@@ -33,9 +33,11 @@ def root(tmp_path):
     return r
 
 
-def run(root, *args, timeout=60, cwd=None):
+def run(root, *args, timeout=60, cwd=None, path=None):
     env = {k: v for k, v in os.environ.items() if not k.startswith("SANDBOXD_")}
     env["SANDBOXD_AUDIT_LOG"] = "off"  # not a layout variable: keeps the test off the user's log
+    if path is not None:
+        env["PATH"] = path
     return subprocess.run([str(root / "usr/bin/sandboxd"), *args], env=env, capture_output=True, text=True,
                           timeout=timeout, stdin=subprocess.DEVNULL, cwd=cwd)
 
@@ -146,3 +148,15 @@ def test_rootfs_build_into_a_store_it_cannot_write_says_so(root, tmp_path):
     r = run(root, "rootfs", "build", "--dir", str(store))
     assert r.returncode == 125 and r.stderr.count("\n") == 1, r.stderr
     assert "not writable" in r.stderr and "--dir" in r.stderr, r.stderr
+
+
+def test_rootfs_build_names_the_packages_its_recipe_needs(root, tmp_path):
+    """Without mmdebstrap, python3 or zstd on PATH, the installed user gets an apt-get line, not the
+    recipe's `scripts/install-deps` (a source-tree script), and nothing runs."""
+    stub_recipe(root, profiles=False)
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    r = run(root, "rootfs", "build", "--dir", str(tmp_path / "s"), path=str(empty))
+    assert r.returncode == 125 and r.stderr.count("\n") == 1, r.stderr
+    assert "apt-get install mmdebstrap python3 zstd" in r.stderr and "install-deps" not in r.stderr, r.stderr
+    assert not (tmp_path / "s").exists()
