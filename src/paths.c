@@ -82,12 +82,13 @@ int paths_rootfs_store(char out[PATH_MAX], sbx_error_t *err)
   if (first_dir_beside_binary(rels, ARRAY_SIZE(rels), out))
     return 0;
   /* ROOT/usr/bin/sandboxd (the package, or its contents unpacked under ROOT): ROOT/var/lib/...,
-   * which for ROOT=/ is the system store below. */
-  char usr[PATH_MAX], bin[PATH_MAX], cand[PATH_MAX];
-  if (paths_bindir(bin, NULL) == 0 && bufprintf(cand, sizeof cand, NULL, "%s/..", bin) == 0 &&
-      realpath(cand, usr) && !strcmp(strrchr(usr, '/'), "/usr")) {
-    *strrchr(usr, '/') = '\0';
-    if (bufprintf(cand, sizeof cand, NULL, "%s" PATHS_SYSTEM_STORE, usr) == 0 && is_dir(cand))
+   * which for ROOT=/ is the system store below. The binary's directory is already real (it is
+   * /proc/self/exe's), so a lexical test does: one stat, and none for "/usr/bin" itself. */
+  char bin[PATH_MAX], cand[PATH_MAX];
+  size_t n;
+  if (paths_bindir(bin, NULL) == 0 && (n = strlen(bin)) > 8 && !strcmp(bin + n - 8, "/usr/bin")) {
+    bin[n - 8] = '\0';
+    if (bufprintf(cand, sizeof cand, NULL, "%s" PATHS_SYSTEM_STORE, bin) == 0 && is_dir(cand))
       return bufprintf(out, PATH_MAX, err, "%s", cand);
   }
   return bufprintf(out, PATH_MAX, err, PATHS_SYSTEM_STORE);
