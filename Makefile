@@ -27,7 +27,7 @@ UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
 ROOTFS  ?= rootfs/python-3.14-slim
 
-.PHONY: all clean check check-unit check-integration lint asan rootfs install uninstall bench format format-check demo fuzz fuzz-build soak
+.PHONY: all clean check check-unit check-integration lint asan rootfs install uninstall deb bench format format-check demo fuzz fuzz-build soak
 all: $(BUILD)/sandboxd
 
 $(BUILD)/sandboxd: $(OBJS)
@@ -116,12 +116,12 @@ lint:
 # Everything (tests/run): unit tests, the integration suite as root and as an unprivileged user,
 # then docs, OCI images, valgrind, the integration suite under ASan+UBSan, fuzz replay and a
 # short fuzzing pass, and the MCP suite (tests/suites.sh).
-check: all $(UNIT_BINS) format-check rootfs asan fuzz-build
+check: all $(UNIT_BINS) format-check rootfs asan fuzz-build deb
 	tests/run --build $(BUILD)
 
 # The rootfs store: where `sandboxd rootfs import|list` and exec's default rootfs look when the
-# binary is installed (src/cli_rootfs.c store_dir, src/cli_exec.c rootfs_find). Fixed in the code
-# today, so not a knob here.
+# binary is installed (src/paths.c, the one place that knows the layout). Fixed in the code, so not
+# a knob here.
 ROOTFS_STORE = /var/lib/sandboxd/rootfs
 MANS := $(wildcard man/*.[1-9])
 
@@ -134,16 +134,29 @@ install: all
 	for m in man/*.[1-9]; do [ -e "$$m" ] || continue; s=$${m##*.}; \
 	  install -D -m 0644 $$m $(DESTDIR)$(PREFIX)/share/man/man$$s/$${m##*/}; done
 	install -d -m 0755 $(DESTDIR)$(ROOTFS_STORE)
+	install -D -m 0755 scripts/build-rootfs $(DESTDIR)$(PREFIX)/libexec/sandboxd/build-rootfs
+	install -m 0755 scripts/oci-pack $(DESTDIR)$(PREFIX)/libexec/sandboxd/oci-pack
+	sed 's|/usr/local/bin/sandboxd|$(PREFIX)/bin/sandboxd|g' policy/apparmor.d/sandboxd >$(BUILD)/apparmor.sandboxd
+	install -D -m 0644 $(BUILD)/apparmor.sandboxd $(DESTDIR)/etc/apparmor.d/sandboxd
 
 # What install put there. The rootfs store goes only if empty: imported trees are the user's data
 # (remove them with rm -rf $(ROOTFS_STORE)/NAME*).
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/sandboxd
 	rm -f $(patsubst policy/%,$(DESTDIR)$(PREFIX)/share/sandboxd/policy/%,$(wildcard policy/*.policy policy/*.inc))
-	rm -rf $(DESTDIR)$(PREFIX)/share/sandboxd/python
+	rm -rf $(DESTDIR)$(PREFIX)/share/sandboxd/python $(DESTDIR)$(PREFIX)/libexec/sandboxd
+	rm -f $(DESTDIR)/etc/apparmor.d/sandboxd
+	-rmdir --ignore-fail-on-non-empty $(DESTDIR)$(PREFIX)/libexec $(if $(DESTDIR),$(DESTDIR)/etc/apparmor.d $(DESTDIR)/etc)
 	-rmdir --ignore-fail-on-non-empty $(DESTDIR)$(PREFIX)/share/sandboxd/policy $(DESTDIR)$(PREFIX)/share/sandboxd
 	rm -f $(foreach m,$(MANS),$(DESTDIR)$(PREFIX)/share/man/man$(subst .,,$(suffix $(m)))/$(notdir $(m)))
 	-rmdir --ignore-fail-on-non-empty $(DESTDIR)$(ROOTFS_STORE) $(DESTDIR)$(dir $(ROOTFS_STORE))
+
+# The Debian package build/sandboxd_VERSION_ARCH.deb: a staged `make install PREFIX=/usr`, Depends
+# from dpkg-shlibdeps plus the dlopen'ed libarchive (scripts/deb/build-deb). make check lints it.
+DEB_VERSION = $(shell sed -n 's/^\#define SANDBOXD_VERSION "\(.*\)"/\1/p' src/version.h)
+DEB_ARCH = $(shell dpkg --print-architecture 2>/dev/null)
+deb: all
+	scripts/deb/build-deb $(BUILD) $(BUILD)/sandboxd_$(DEB_VERSION)_$(DEB_ARCH).deb
 
 # BENCH_USER: an unprivileged user to also run bwrap and sandboxd as (default: sbxtest, if it exists).
 BENCH_USER ?= $(shell id -u sbxtest >/dev/null 2>&1 && echo sbxtest)

@@ -1,4 +1,5 @@
-/* `sandboxd rootfs import|list|verify`: root filesystem trees in a store directory. */
+/* `sandboxd rootfs build|fetch|import|list|verify|remove`: root filesystem trees in a store
+ * directory. build and fetch run their host tool in cli_rootfs_get.c. */
 #include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
@@ -12,25 +13,38 @@
 
 #include "cleanup.h"
 #include "cli.h"
+#include "cli_rootfs.h"
 #include "image.h"
 #include "json.h"
 #include "log.h"
 #include "util.h"
 
 static const char rootfs_usage[] =
-    "usage: sandboxd rootfs import SRC [--name NAME] [OPTIONS]\n"
+    "usage: sandboxd rootfs build [--profile slim|data] [--name NAME] [--force] [--dir DIR]\n"
+    "       sandboxd rootfs fetch [IMAGE] [--name NAME] [--timeout SECS] [--tls-verify=false] [OPTIONS]\n"
+    "       sandboxd rootfs import SRC [--name NAME] [OPTIONS]\n"
     "       sandboxd rootfs list [--dir DIR]\n"
     "       sandboxd rootfs verify NAME [--dir DIR]\n"
+    "       sandboxd rootfs remove NAME [--dir DIR]\n"
     "\n"
+    "build   build the Debian-based Python tree offline (mmdebstrap; the recipe ships with sandboxd)\n"
+    "        as DIR/NAME (default python-3.14-PROFILE), a line per phase; --force rebuilds it\n"
+    "fetch   pull IMAGE (default " ROOTFS_FETCH_DEFAULT_IMAGE ") with skopeo and import it\n"
+    "        as DIR/NAME (default: the image's last path component, `:` as `-`: python-3.14-slim)\n"
     "import  unpack an OCI image layout directory, an oci-archive or a docker-archive (`docker save`)\n"
     "        into DIR/NAME, atomically; metadata (digest, Env, WorkingDir, platform...) goes to\n"
     "        DIR/NAME.json and a manifest of every file's digest to DIR/NAME.files\n"
     "list    show the trees in DIR\n"
     "verify  check that DIR/NAME still matches what was imported (exit 1 if not)\n"
+    "remove  remove DIR/NAME and its metadata; a sandbox starting meanwhile finds all of it or none\n"
     "\n"
-    "  --dir DIR          the store (default: $SANDBOXD_ROOTFS_DIR, else rootfs/ next to the build or\n"
-    "                     share/sandboxd/rootfs next to the installed binary, else "
-    "/var/lib/sandboxd/rootfs)\n"
+    "  --dir DIR          the store (default: $SANDBOXD_ROOTFS_DIR, else rootfs/ next to the build,\n"
+    "                     else " PATHS_SYSTEM_STORE "); exec's default rootfs is DIR/" PATHS_DEFAULT_ROOTFS
+    "\n"
+    "  --profile P        build: slim (python:3.14-slim's equivalent, the default) or data (+ numpy,\n"
+    "                     pandas, matplotlib; needs a recipe with profiles)\n"
+    "  --timeout SECS     fetch: give up when the registry does not answer within SECS (default 3)\n"
+    "  --tls-verify=false fetch: plain HTTP or unverified TLS (a local registry)\n"
     "  --name NAME        tree name (default: SRC's file name without .tar/.oci)\n"
     "  --max-size SIZE    refuse images that unpack to more than SIZE (default 16G)\n"
     "  --max-files N      refuse images with more than N archive entries (default 1000000)\n"
@@ -103,7 +117,19 @@ static void on_signal(int sig)
   interrupted = 1;
 }
 
-enum { OPT_DIR = 256, OPT_NAME, OPT_MAX_SIZE, OPT_MAX_FILES, OPT_KEEP, OPT_SOURCE, OPT_HELP };
+enum {
+  OPT_DIR = 256,
+  OPT_NAME,
+  OPT_MAX_SIZE,
+  OPT_MAX_FILES,
+  OPT_KEEP,
+  OPT_SOURCE,
+  OPT_HELP,
+  OPT_PROFILE,
+  OPT_FORCE,
+  OPT_TIMEOUT,
+  OPT_TLS_VERIFY,
+};
 static const struct option rootfs_options[] = {
     {"dir", required_argument, NULL, OPT_DIR},
     {"name", required_argument, NULL, OPT_NAME},
@@ -112,6 +138,10 @@ static const struct option rootfs_options[] = {
     {"keep-setuid", no_argument, NULL, OPT_KEEP},
     {"source", required_argument, NULL, OPT_SOURCE},
     {"help", no_argument, NULL, OPT_HELP},
+    {"profile", required_argument, NULL, OPT_PROFILE},
+    {"force", no_argument, NULL, OPT_FORCE},
+    {"timeout", required_argument, NULL, OPT_TIMEOUT},
+    {"tls-verify", required_argument, NULL, OPT_TLS_VERIFY},
     {NULL, 0, NULL, 0},
 };
 
@@ -239,6 +269,46 @@ static int cmd_list(const char *store)
   return 0;
 }
 
+/* "docker.io/library/python:3.14-slim@sha256:..." -> "python-3.14-slim". */
+static void name_from_image(const char *image, char out[IMAGE_NAME_MAX + 1])
+{
+  const char *base = strrchr(image, '/') ? strrchr(image, '/') + 1 : image;
+  if (bufprintf(out, IMAGE_NAME_MAX + 1, NULL, "%s", base) < 0) {
+    out[0] = '\0';
+    return;
+  }
+  out[strcspn(out, "@")] = '\0';
+  for (char *c = out; *c; c++)
+    if (*c == ':')
+      *c = '-';
+}
+
+static int cmd_fetch(const struct rootfs_fetch_options *fo, struct image_import_options *o)
+{
+  sbx_error_t err = {0};
+  struct rootfs_fetched f = {0};
+  if (rootfs_fetch_pull(fo, &f, &err) < 0) {
+    log_sbx_error(&err);
+    return 1;
+  }
+  o->src = f.layout;
+  o->source_ref = f.source;
+  int rc = cmd_import(o);
+  rootfs_fetched_free(&f);
+  return rc;
+}
+
+static int cmd_remove(const char *store, const char *name)
+{
+  sbx_error_t err = {0};
+  if (image_remove(store, name, &err) < 0) {
+    log_sbx_error(&err);
+    return err.errnum == ENOENT ? SBX_EXIT_SETUP : 1;
+  }
+  printf("removed %s/%s\n", store, name);
+  return 0;
+}
+
 int cmd_rootfs(int argc, char **argv)
 {
   if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
@@ -247,8 +317,10 @@ int cmd_rootfs(int argc, char **argv)
   }
   const char *sub = argv[1];
   struct image_import_options o = {0};
-  const char *dir = NULL;
+  const char *dir = NULL, *profile = "slim";
   char name[IMAGE_NAME_MAX + 1] = "";
+  bool force = false, tls_verify = true;
+  uint64_t timeout_ms = ROOTFS_FETCH_TIMEOUT_MS;
   int c;
   optind = 1;
   opterr = 0;
@@ -275,6 +347,23 @@ int cmd_rootfs(int argc, char **argv)
       break;
     case OPT_SOURCE:
       o.source_ref = optarg;
+      break;
+    case OPT_PROFILE:
+      if (strcmp(optarg, "slim") && strcmp(optarg, "data"))
+        return usage_error("--profile `%s`: slim or data", optarg);
+      profile = optarg;
+      break;
+    case OPT_FORCE:
+      force = true;
+      break;
+    case OPT_TIMEOUT:
+      if (parse_duration_ms(optarg, &timeout_ms) < 0 || !timeout_ms || timeout_ms > 600000)
+        return usage_error("--timeout `%s`: seconds, more than 0 and at most 600", optarg);
+      break;
+    case OPT_TLS_VERIFY:
+      if (strcmp(optarg, "true") && strcmp(optarg, "false"))
+        return usage_error("--tls-verify=`%s`: true or false", optarg);
+      tls_verify = !strcmp(optarg, "true");
       break;
     case 'h':
     case OPT_HELP:
@@ -316,5 +405,46 @@ int cmd_rootfs(int argc, char **argv)
       return usage_error("%s", "usage: sandboxd rootfs verify NAME [--dir DIR]");
     return cmd_verify(store, rest[0]);
   }
-  return usage_error("rootfs: unknown subcommand `%s` (import, list, verify)", sub);
+  if (!strcmp(sub, "build")) {
+    if (nrest != 0)
+      return usage_error("%s",
+                         "usage: sandboxd rootfs build [--profile slim|data] [--name NAME] [--dir DIR]");
+    char def[IMAGE_NAME_MAX + 1];
+    bufprintf_cut(def, sizeof def, "python-3.14-%s", profile);
+    struct rootfs_build_options bo = {
+        .store = store, .name = name[0] ? name : def, .profile = profile, .force = force};
+    return rootfs_build(&bo);
+  }
+  if (!strcmp(sub, "fetch")) {
+    if (nrest > 1)
+      return usage_error("%s",
+                         "usage: sandboxd rootfs fetch [IMAGE] [--name NAME] (see sandboxd rootfs --help)");
+    const char *image = nrest ? rest[0] : ROOTFS_FETCH_DEFAULT_IMAGE;
+    if (!strncmp(image, "docker://", 9))
+      image += 9;
+    if (!*image || strchr(image, ' ') || strstr(image, "://") || image[0] == '-')
+      return usage_error("rootfs fetch: `%s` is not an image reference like HOST/NAME:TAG", image);
+    if (!name[0]) {
+      name_from_image(image, name);
+      if (!image_name_valid(name))
+        return usage_error("cannot derive a rootfs name from `%s`: pass --name NAME", image);
+    }
+    struct rootfs_fetch_options fo = {.image = image,
+                                      .store = store,
+                                      .name = name,
+                                      .tls_verify = tls_verify,
+                                      .timeout_ms = (unsigned) timeout_ms};
+    o.name = name;
+    o.store = store;
+    return cmd_fetch(&fo, &o);
+  }
+  if (!strcmp(sub, "remove")) {
+    if (nrest != 1)
+      return usage_error("%s", "usage: sandboxd rootfs remove NAME [--dir DIR]");
+    if (!image_name_valid(rest[0]))
+      return usage_error("rootfs remove `%s`: not a rootfs name (letters, digits, `.`, `_`, `-`; no `/`)",
+                         rest[0]);
+    return cmd_remove(store, rest[0]);
+  }
+  return usage_error("rootfs: unknown subcommand `%s` (build, fetch, import, list, verify, remove)", sub);
 }

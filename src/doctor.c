@@ -91,8 +91,6 @@ int cmd_doctor(int argc, char **argv)
   sbx_error_t err = {0};
   bool have_rootfs = rootfs_find(NULL, &rootfs, &err) == 0;
   bad += report(have_rootfs, "rootfs", have_rootfs ? rootfs : err.msg,
-                paths_build_tree()
-                    ? "run `make rootfs` in the source tree"
-                    : "import an image: `sandboxd rootfs import IMAGE --name " PATHS_DEFAULT_ROOTFS "`");
+                paths_build_tree() ? "run `make rootfs` in the source tree" : PATHS_GET_ROOTFS);
   return bad ? 1 : 0;
 }

@@ -59,7 +59,8 @@ static int write_all_at(int dirfd, const char *file, const char *data, size_t le
   return 0;
 }
 
-/* Leftovers of an import that was killed: ".NAME.import-XXXXXX" and ".NAME.src-XXXXXX". */
+/* Leftovers of an import or a removal that was killed: ".NAME.import-XXXXXX", ".NAME.src-XXXXXX"
+ * and ".NAME.remove-XXXXXX". */
 static void remove_stale(int storefd, const char *name)
 {
   char **names;
@@ -73,7 +74,8 @@ static void remove_stale(int storefd, const char *name)
       continue;
     const char *kind = s + 2 + nl;
     if ((!strncmp(kind, "import-", 7) && l == 2 + nl + 7 + 6) ||
-        (!strncmp(kind, "src-", 4) && l == 2 + nl + 4 + 6))
+        (!strncmp(kind, "src-", 4) && l == 2 + nl + 4 + 6) ||
+        (!strncmp(kind, "remove-", 7) && l == 2 + nl + 7 + 6))
       fs_remove_tree(storefd, s);
   }
   fs_free_names(names, n);
@@ -306,5 +308,54 @@ int image_import(const struct image_import_options *o, struct image_import_stats
     return -1;
   /* is.tree now names the replaced tree (if any): removed by import_state_free. */
   *ret = st;
+  return 0;
+}
+
+/* ------------------------------------------------------------------ remove */
+
+/* The tree leaves its name in one rename, so an exec that looks it up finds the whole tree or
+ * nothing; only then do its metadata, its manifest and what `rootfs build` left beside it go, and
+ * is the renamed tree emptied. Under the store's lock: an import of the same name waits. */
+int image_remove(const char *store, const char *name, sbx_error_t *err)
+{
+  char b[160], gone[NAME_MAX + 1] = "";
+  if (!image_name_valid(name))
+    return sbx_error_set(err, EINVAL, "invalid rootfs name `%s` (letters, digits, `.`, `_`, `-`)",
+                         image_shown(name, b));
+  _cleanup_close_ int storefd = open(store, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (storefd < 0)
+    return sbx_error_errno(err, "open rootfs store `%s`", image_shown(store, b));
+  if (flock(storefd, LOCK_EX) < 0)
+    return sbx_error_errno(err, "lock rootfs store `%s`", image_shown(store, b));
+  remove_stale(storefd, name);
+  struct stat st;
+  if (fstatat(storefd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+    return sbx_error_errno(err, "remove rootfs `%s` from `%s`", name, image_shown(store, b));
+  if (!S_ISDIR(st.st_mode))
+    return sbx_error_set(err, ENOTDIR, "remove rootfs `%s`: not a tree in the store", name);
+  /* make_temp_dir's name, free for the rename: take it, then give it back. */
+  if (make_temp_dir(storefd, name, "remove", gone, err) < 0)
+    return -1;
+  if (unlinkat(storefd, gone, AT_REMOVEDIR) < 0 ||
+      renameat2(storefd, name, storefd, gone, RENAME_NOREPLACE) < 0)
+    return sbx_error_errno(err, "remove rootfs `%s`", name);
+  static const char *const beside[] = {".json", ".files", ".build.log"};
+  for (size_t i = 0; i < ARRAY_SIZE(beside); i++) {
+    char f[NAME_MAX + 1];
+    if (bufprintf(f, sizeof f, err, "%s%s", name, beside[i]) < 0)
+      return -1;
+    if (unlinkat(storefd, f, 0) < 0 && errno != ENOENT)
+      return sbx_error_errno(err, "remove `%s`", f);
+  }
+  char oci[NAME_MAX + 1];
+  if (bufprintf(oci, sizeof oci, err, "%s.oci", name) < 0)
+    return -1;
+  if (fs_remove_tree(storefd, oci) < 0)
+    return sbx_error_errno(err, "remove `%s`", oci);
+  if (fs_remove_tree(storefd, gone) < 0)
+    return sbx_error_errno(err,
+                           "remove the tree of `%s` (renamed to `%s`; the next import or removal "
+                           "of that name finishes it)",
+                           name, gone);
   return 0;
 }

@@ -57,6 +57,11 @@ struct image_import_stats {
  * tree of that name is untouched. */
 int image_import(const struct image_import_options *o, struct image_import_stats *ret, sbx_error_t *err);
 
+/* Remove STORE/NAME, its metadata and manifest (and what `rootfs build` keeps beside it: NAME.oci,
+ * NAME.build.log). The tree is renamed away first, in one step: a concurrent lookup finds all of
+ * it or nothing. A sandbox already running on it sees its files go. */
+int image_remove(const char *store, const char *name, sbx_error_t *err);
+
 /* NAME is usable as a tree name: [A-Za-z0-9][A-Za-z0-9._-]*, at most IMAGE_NAME_MAX bytes. */
 bool image_name_valid(const char *name);
 

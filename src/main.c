@@ -19,7 +19,7 @@ static const struct command commands[] = {
     {"exec", cmd_exec, "run a Python file or -c CODE in a fresh sandbox"},
     {"mcp", cmd_mcp, "serve run_python over the Model Context Protocol on stdio"},
     {"policy", cmd_policy, "check, show or diff policies"},
-    {"rootfs", cmd_rootfs, "import, list and verify root filesystems"},
+    {"rootfs", cmd_rootfs, "build, fetch, import, list, verify and remove root filesystems"},
     {"doctor", cmd_doctor, "say what this host supports and how to fix what is missing"},
 };
 

@@ -81,7 +81,36 @@ int paths_rootfs_store(char out[PATH_MAX], sbx_error_t *err)
   static const char *const rels[] = {"rootfs", "share/sandboxd/rootfs"};
   if (first_dir_beside_binary(rels, ARRAY_SIZE(rels), out))
     return 0;
-  return bufprintf(out, PATH_MAX, err, "/var/lib/sandboxd/rootfs");
+  /* ROOT/usr/bin/sandboxd (the package, or its contents unpacked under ROOT): ROOT/var/lib/...,
+   * which for ROOT=/ is the system store below. The binary's directory is already real (it is
+   * /proc/self/exe's), so a lexical test does: one stat, and none for "/usr/bin" itself. */
+  char bin[PATH_MAX], cand[PATH_MAX];
+  size_t n;
+  if (paths_bindir(bin, NULL) == 0 && (n = strlen(bin)) > 8 && !strcmp(bin + n - 8, "/usr/bin")) {
+    bin[n - 8] = '\0';
+    if (bufprintf(cand, sizeof cand, NULL, "%s" PATHS_SYSTEM_STORE, bin) == 0 && is_dir(cand))
+      return bufprintf(out, PATH_MAX, err, "%s", cand);
+  }
+  return bufprintf(out, PATH_MAX, err, PATHS_SYSTEM_STORE);
+}
+
+int paths_rootfs_recipe(char out[PATH_MAX], sbx_error_t *err)
+{
+  char bin[PATH_MAX];
+  if (paths_bindir(bin, err) < 0)
+    return -1;
+  /* build/sandboxd -> scripts/; PREFIX/bin/sandboxd -> PREFIX/libexec/sandboxd (make install). */
+  static const char *const rels[] = {"scripts/build-rootfs", "libexec/sandboxd/build-rootfs"};
+  for (size_t i = 0; i < ARRAY_SIZE(rels); i++) {
+    char cand[PATH_MAX];
+    struct stat st;
+    if (bufprintf(cand, sizeof cand, NULL, "%s/../%s", bin, rels[i]) == 0 && stat(cand, &st) == 0 &&
+        S_ISREG(st.st_mode) && realpath(cand, out))
+      return 0;
+  }
+  return sbx_error_set(err, ENOENT,
+                       "the rootfs recipe (build-rootfs) was not found next to sandboxd "
+                       "(scripts/ or libexec/sandboxd/)");
 }
 
 int rootfs_find(const char *requested, char **ret_path, sbx_error_t *err)
@@ -110,9 +139,8 @@ int rootfs_find(const char *requested, char **ret_path, sbx_error_t *err)
     }
     if (!have) {
       sbx_error_set(err, ENOENT, "rootfs `%s` has no python3 in /usr/local/bin or /usr/bin", real);
-      return sbx_error_hint(err, "%s",
-                            build ? "rebuild it with `make rootfs`"
-                                  : "import it again with `sandboxd rootfs import`");
+      return sbx_error_hint(
+          err, "%s", build ? "rebuild it with `make rootfs`" : "build it again with `sandboxd rootfs build`");
     }
     if (!(*ret_path = strdup(real)))
       return sbx_error_set(err, ENOMEM, "rootfs");
@@ -124,9 +152,7 @@ int rootfs_find(const char *requested, char **ret_path, sbx_error_t *err)
     return sbx_error_set(err, ENOENT, "rootfs `%s` ($SANDBOXD_ROOTFS) not found", env);
   sbx_error_set(err, ENOENT, "no rootfs found: `%s` in the rootfs store `%s`", PATHS_DEFAULT_ROOTFS, store);
   return sbx_error_hint(err, "%s or pass --rootfs DIR (see sandboxd doctor)",
-                        build ? "run `make rootfs`"
-                              : "import one with `sandboxd rootfs import IMAGE --name " PATHS_DEFAULT_ROOTFS
-                                "`");
+                        build ? "run `make rootfs`" : PATHS_GET_ROOTFS);
 }
 
 int paths_policy_search(char *buf, size_t len, sbx_error_t *err)

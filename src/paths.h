@@ -14,6 +14,13 @@
 /* The root filesystem `exec` and `mcp` use when neither --rootfs nor $SANDBOXD_ROOTFS names one. */
 #define PATHS_DEFAULT_ROOTFS "python-3.14-slim"
 
+/* The rootfs store of an installed sandboxd (`make install`, the package). */
+#define PATHS_SYSTEM_STORE "/var/lib/sandboxd/rootfs"
+/* What an installed user without the default rootfs runs (no `make` there). */
+#define PATHS_GET_ROOTFS                                                                                     \
+  "build one with `sandboxd rootfs build` (offline, from Debian packages) or pull one with `sandboxd "       \
+  "rootfs fetch`"
+
 /* Pretend the binary is in dir (unit tests); NULL: /proc/self/exe again. */
 void paths_set_bindir(const char *dir);
 /* The sandboxd executable (/proc/self/exe), and its directory (or the one paths_set_bindir set). */
@@ -23,10 +30,14 @@ int paths_bindir(char out[PATH_MAX], sbx_error_t *err);
  * `make rootfs`, else commands an installed user has. */
 bool paths_build_tree(void);
 
-/* The rootfs store (`rootfs import|list|verify` and the default rootfs): $SANDBOXD_ROOTFS_DIR,
- * else bindir/../rootfs (build tree) or bindir/../share/sandboxd/rootfs (installed), whichever
- * is a directory, else /var/lib/sandboxd/rootfs. */
+/* The rootfs store (`rootfs` subcommands and the default rootfs): $SANDBOXD_ROOTFS_DIR, else
+ * bindir/../rootfs (build tree) or bindir/../share/sandboxd/rootfs, whichever is a directory,
+ * else, for ROOT/usr/bin/sandboxd, ROOT/var/lib/sandboxd/rootfs if it is one (the package's
+ * contents unpacked under ROOT), else /var/lib/sandboxd/rootfs. */
 int paths_rootfs_store(char out[PATH_MAX], sbx_error_t *err);
+/* The offline rootfs recipe `rootfs build` runs: bindir/../scripts/build-rootfs (build tree), else
+ * bindir/../libexec/sandboxd/build-rootfs (installed; its oci-pack beside it). Made real. */
+int paths_rootfs_recipe(char out[PATH_MAX], sbx_error_t *err);
 /* The rootfs to run: requested (--rootfs), else $SANDBOXD_ROOTFS, else PATHS_DEFAULT_ROOTFS in
  * the store; it must hold python3 in /usr/local/bin or /usr/bin. *ret_path is malloc'd, real. */
 int rootfs_find(const char *requested, char **ret_path, sbx_error_t *err);

@@ -49,6 +49,17 @@ if [ -n "${py:-}" ]; then
   ! want build || run_pytest build SANDBOXD="$sandboxd" -- "$repo/tests/build"
   # Documentation: man pages lint clean and cover every key, option and group.
   ! want docs || run_pytest docs -- "$repo/tests/test_docs.py"
+  # The Debian package: make deb, then lintian and what the package holds (tests/deb); its
+  # files at work are tests/integration/test_installed.py, in the runs above.
+  if want deb; then
+    deb=$build/sandboxd_$(sed -n 's/^#define SANDBOXD_VERSION "\(.*\)"/\1/p' "$repo/src/version.h")_$(dpkg --print-architecture).deb
+    if make -s -C "$repo" deb BUILD="$build" >"$rundir/deb-build.log" 2>&1; then
+      run_pytest deb SANDBOXD="$sandboxd" SANDBOXD_DEB="$deb" -- "$repo/tests/deb"
+    else
+      tail -n 20 "$rundir/deb-build.log" >&2
+      fail "make deb failed"
+    fi
+  fi
   # OCI import: hostile layers, formats, and a local registry round trip (root: it runs a
   # registry and imports with ownership).
   if want image && [ "$(id -u)" -eq 0 ]; then

@@ -153,7 +153,7 @@ def test_every_seccomp_group_is_documented():
 def test_every_command_is_documented():
     page = read("man/sandboxd.1")
     for cmd in ["exec", "policy check", "policy show", "policy diff", "doctor", "version", "mcp",
-                "rootfs import", "rootfs list", "rootfs verify"]:
+                "rootfs build", "rootfs fetch", "rootfs import", "rootfs list", "rootfs verify", "rootfs remove"]:
         assert re.search(rf"^\.It Cm {re.escape(cmd)}\b", page, re.M), cmd
 
 

@@ -123,3 +123,31 @@ def test_fetch_fails_fast_without_registry(tmp_path):
     assert time.monotonic() - t < 5
     assert res.stderr.count("\n") == 1 and "cannot reach registry" in res.stderr
     assert os.listdir(tmp_path) == []
+
+
+def test_sandboxd_rootfs_fetch_pulls_pins_and_imports(registry, built_layout, tmp_path):
+    """`sandboxd rootfs fetch` (no script: what an installed user has): skopeo into a temporary OCI
+    layout in the store, the safe import, the digest pulled recorded as the source, the layout gone."""
+    ref = f"{registry}/python:3.14-slim"
+    push = subprocess.run(["skopeo", "copy", "--dest-tls-verify=false", f"oci:{built_layout}", f"docker://{ref}"],
+                          capture_output=True, text=True, timeout=300)
+    assert push.returncode == 0, push.stderr
+    store = tmp_path / "store"
+    fetch = subprocess.run([sbx.SANDBOXD, "rootfs", "fetch", ref, "--tls-verify=false", "--dir", str(store)],
+                           capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+    assert fetch.returncode == 0, fetch.stdout + fetch.stderr
+    assert f"pulling {ref}" in fetch.stdout and "imported" in fetch.stdout, fetch.stdout
+    meta = json.load(open(store / "python-3.14-slim.json"))  # the name: the reference's last component
+    assert meta["source"].startswith(f"docker://{registry}/python@sha256:"), meta["source"]
+    assert meta["WorkingDir"] == "/workspace"
+    assert sorted(os.listdir(store)) == ["python-3.14-slim", "python-3.14-slim.files", "python-3.14-slim.json"]
+    assert imagelib.rootfs_cmd("verify", "python-3.14-slim", "--dir", str(store)).returncode == 0
+    # --name, and a tag that does not exist: skopeo's reason in one line, nothing left behind.
+    bad = subprocess.run([sbx.SANDBOXD, "rootfs", "fetch", f"{registry}/python:nope", "--tls-verify=false",
+                          "--name", "other", "--dir", str(store)], capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 1 and bad.stderr.count("\n") == 1 and "skopeo copy" in bad.stderr, bad.stderr
+    assert sorted(os.listdir(store)) == ["python-3.14-slim", "python-3.14-slim.files", "python-3.14-slim.json"]
+    # And it goes again with remove.
+    rm = subprocess.run([sbx.SANDBOXD, "rootfs", "remove", "python-3.14-slim", "--dir", str(store)],
+                        capture_output=True, text=True, timeout=60)
+    assert rm.returncode == 0 and os.listdir(store) == [], rm.stderr

@@ -55,11 +55,12 @@ def test_installed_without_rootfs_names_commands_an_installed_user_has(tmp_path)
     r = run(prefix / "bin" / "sandboxd", "exec", "-c", "pass",
             env_extra={"SANDBOXD_ROOTFS_DIR": str(tmp_path / "no-store")})
     sbx.assert_usage_error(sbx.Result(r.args, r.returncode, r.stdout.encode(), r.stderr.encode(), 0), "no rootfs")
-    assert "sandboxd rootfs import" in r.stderr and "make rootfs" not in r.stderr, r.stderr
+    assert "sandboxd rootfs build" in r.stderr and "make rootfs" not in r.stderr, r.stderr
     # What to do comes last, after why (the errno text), not between them.
-    assert r.stderr.rstrip("\n").endswith(": No such file or directory; import one with "
-                                          "`sandboxd rootfs import IMAGE --name python-3.14-slim` or pass "
-                                          "--rootfs DIR (see sandboxd doctor)"), r.stderr
+    assert r.stderr.rstrip("\n").endswith(": No such file or directory; build one with "
+                                          "`sandboxd rootfs build` (offline, from Debian packages) or pull "
+                                          "one with `sandboxd rootfs fetch` or pass --rootfs DIR (see "
+                                          "sandboxd doctor)"), r.stderr
 
 
 def _exec_degraded(stderr):

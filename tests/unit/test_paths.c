@@ -85,7 +85,7 @@ static void test_rootfs(void)
   CHECK(bufprintf(bin, sizeof bin, NULL, "%s/noproc/bin", root) == 0);
   paths_set_bindir(bin);
   CHECK(rootfs_find(NULL, &found, &err) < 0 && err.errnum == ENOENT && strstr(err.msg, "has no python3") &&
-        strstr(err.msg, "sandboxd rootfs import") && !strstr(err.msg, "make rootfs"));
+        strstr(err.msg, "sandboxd rootfs build") && !strstr(err.msg, "make rootfs"));
   CHECK(bufprintf(bin, sizeof bin, NULL, "%s/none/bin", root) == 0);
   paths_set_bindir(bin);
   /* (The system store, not this host's: /var/lib/sandboxd/rootfs may hold one.) */
@@ -95,9 +95,24 @@ static void test_rootfs(void)
   /* The hint follows the errno text. */
   CHECK(strstr(err.msg,
                "no rootfs found: `python-3.14-slim` in the rootfs store `/nonexistent-store`: No such "
-               "file or directory; import one with `sandboxd rootfs import") &&
+               "file or directory; build one with `sandboxd rootfs build` (offline, from Debian packages) "
+               "or pull one with `sandboxd rootfs fetch` or pass --rootfs DIR") &&
         strstr(err.msg, "(see sandboxd doctor)") == err.msg + strlen(err.msg) - 21);
   unsetenv("SANDBOXD_ROOTFS_DIR");
+
+  /* The package's contents unpacked under ROOT (dpkg -x): ROOT/usr/bin/sandboxd uses
+   * ROOT/var/lib/sandboxd/rootfs once it exists, and only for a binary in a usr/bin. */
+  make("pkg/usr/bin", 0);
+  CHECK(bufprintf(bin, sizeof bin, NULL, "%s/pkg/usr/bin", root) == 0);
+  paths_set_bindir(bin);
+  CHECK(paths_rootfs_store(store, &err) == 0 && strcmp(store, "/var/lib/sandboxd/rootfs") == 0);
+  make("pkg/var/lib/sandboxd/rootfs", 0);
+  CHECK(paths_rootfs_store(store, &err) == 0 && under(store, "pkg/var/lib/sandboxd/rootfs"));
+  make("notusr/bin", 0);
+  make("var/lib/sandboxd/rootfs", 0);
+  CHECK(bufprintf(bin, sizeof bin, NULL, "%s/notusr/bin", root) == 0);
+  paths_set_bindir(bin);
+  CHECK(paths_rootfs_store(store, &err) == 0 && strcmp(store, "/var/lib/sandboxd/rootfs") == 0);
   CHECK(rootfs_find("/nonexistent-rootfs", &found, &err) < 0 &&
         strstr(err.msg, "`/nonexistent-rootfs` not found"));
 
@@ -152,6 +167,21 @@ static void test_policy_and_python(void)
   CHECK(paths_python_dir(&dir, &err) == 0 && under(dir, "clone/src/sandbox"));
   free(dir);
   clean_env();
+}
+
+/* build-rootfs: scripts/ in the build tree, libexec/sandboxd/ when installed, nothing else. */
+static void test_recipe(void)
+{
+  char bin[PATH_MAX], out[PATH_MAX];
+  sbx_error_t err = {0};
+  make("rcp/bin", 0);
+  CHECK(bufprintf(bin, sizeof bin, NULL, "%s/rcp/bin", root) == 0);
+  paths_set_bindir(bin);
+  CHECK(paths_rootfs_recipe(out, &err) < 0 && err.errnum == ENOENT && strstr(err.msg, "libexec/sandboxd"));
+  make("rcp/libexec/sandboxd/build-rootfs", 1);
+  CHECK(paths_rootfs_recipe(out, &err) == 0 && under(out, "rcp/libexec/sandboxd/build-rootfs"));
+  make("rcp/scripts/build-rootfs", 1);
+  CHECK(paths_rootfs_recipe(out, &err) == 0 && under(out, "rcp/scripts/build-rootfs"));
 }
 
 static void test_state_and_cache(void)
@@ -210,6 +240,7 @@ int main(void)
   clean_env();
   test_rootfs();
   test_policy_and_python();
+  test_recipe();
   test_state_and_cache();
   paths_set_bindir(NULL);
   char bin[PATH_MAX];
