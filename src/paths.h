@@ -27,8 +27,11 @@ bool paths_build_tree(void);
  * else bindir/../rootfs (build tree) or bindir/../share/sandboxd/rootfs (installed), whichever
  * is a directory, else /var/lib/sandboxd/rootfs. */
 int paths_rootfs_store(char out[PATH_MAX], sbx_error_t *err);
-/* The rootfs to run: requested (--rootfs), else $SANDBOXD_ROOTFS, else PATHS_DEFAULT_ROOTFS in
- * the store; it must hold python3 in /usr/local/bin or /usr/bin. *ret_path is malloc'd, real. */
+/* Whether s is a rootfs name in the store ([A-Za-z0-9._-]+, not . or ..), not a path. */
+bool paths_rootfs_is_name(const char *s);
+/* The rootfs to run: requested (--rootfs: a path if it has a slash, else a name in the store),
+ * else $SANDBOXD_ROOTFS (a path), else PATHS_DEFAULT_ROOTFS in the store; it must hold python3
+ * in /usr/local/bin or /usr/bin. *ret_path is malloc'd, real. */
 int rootfs_find(const char *requested, char **ret_path, sbx_error_t *err);
 
 /* Named policies' search path, colon-separated: $SANDBOXD_POLICY_DIR, bindir/../policy,
