@@ -53,5 +53,6 @@ print("main ok")
 @pytest.mark.parametrize("policy", [None, "strict"])
 def test_stopped_and_continued_waits_resume(policy):
     sbx.require_sandboxd()
-    r = sbx.code(STOP_CONT, policy=policy, opts=["--env", "PYTHONWARNINGS=ignore::DeprecationWarning"])
+    r = sbx.code(STOP_CONT, policy=policy and sbx.shipped_policy(policy),
+                 opts=["--env", "PYTHONWARNINGS=ignore::DeprecationWarning"])
     assert r.rc == 0 and r.stdout == "thread True\nmain ok\n", r.describe()
