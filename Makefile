@@ -153,10 +153,11 @@ uninstall:
 
 # BENCH_USER: an unprivileged user to also run bwrap and sandboxd as (default: sbxtest, if it exists).
 BENCH_USER ?= $(shell id -u sbxtest >/dev/null 2>&1 && echo sbxtest)
-bench: all rootfs
+bench: all rootfs rootfs-data
 	bench/run $(if $(BENCH_USER),--user $(BENCH_USER))
 	bench/idle
 	bench/mcp 100
+	bench/data
 
 # 10,000 run_python calls (ok, failing, timing out, cancelled); sandboxd's fds, RSS, cgroups and
 # the host's mounts must stay flat. SOAK_CALLS=N for another count.
