@@ -108,7 +108,10 @@ def _sandboxd_run():
         # closes them. Costs nothing where the code did not use pyplot with that backend.
         plots = sys.modules.get("sandboxd.plots") if "matplotlib.pyplot" in sys.modules else None
         if plots is not None:
-            plots.save_at_exit()
+            try:
+                plots.save_at_exit()
+            except Exception as e:  # only if the code replaced the module: still finish the run
+                print("sandboxd: figures not saved: %s: %s" % (type(e).__name__, e), file=sys.stderr)
         import atexit
 
         atexit._run_exitfuncs()

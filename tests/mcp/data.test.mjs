@@ -95,6 +95,27 @@ describe('data rootfs: plots', { skip }, () => {
     assert.deepEqual(Object.keys(filesOf(r)), ['figure-1.png']);
   });
 
+  test('/workspace/out not a directory: show() raises, a figure left open is one line', async () => {
+    const code = [
+      'import os, shutil',
+      'shutil.rmtree("/workspace/out", ignore_errors=True)',
+      'open("/workspace/out", "w").write("not a directory")',
+      'import matplotlib.pyplot as plt',
+      'plt.plot([1])',
+      'try:',
+      '    plt.show()',
+      'except OSError as e:',
+      '    print("show:", type(e).__name__)',
+      'plt.plot([2])',
+      'print("open", plt.get_fignums())',
+    ].join('\n');
+    const r = await run(conn.client, { code, ...SERVERS });
+    assert.equal(r.isError, false, JSON.stringify(r.content));
+    assert.equal(r.structuredContent.exit_code, 0);
+    assert.equal(stdoutOf(r), 'show: FileExistsError\nopen [1]\n');
+    assert.equal(stderrOf(r), 'sandboxd: figure 1 not saved: FileExistsError: [Errno 17] File exists: \'/workspace/out\'\n');
+  });
+
   // LEAD: enable once files-out (#14 item 3) is merged: it runs by itself when run_python's
   // output schema has `files`, and is skipped (saying so) until then.
   test('files out: the figures come back as image blocks and in structuredContent.files', async (t) => {
