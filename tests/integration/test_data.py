@@ -181,3 +181,36 @@ def test_rootfs_by_name_from_the_store():
         p = subprocess.run([sbx.SANDBOXD, "exec", "--rootfs", bad, "-c", "pass"],
                            capture_output=True, text=True, timeout=60, env=env)
         assert p.returncode == 125 and "not a rootfs name" in p.stderr and p.stderr.count("\n") == 1, p
+
+
+def test_mcp_rootfs_by_name():
+    store = os.path.dirname(sbx.DATA_ROOTFS)
+    env = dict(os.environ, SANDBOXD_ROOTFS_DIR=store, SANDBOXD_AUDIT_LOG="off")
+    p = subprocess.run([sbx.SANDBOXD, "mcp", "--rootfs", "no-such-rootfs"], stdin=subprocess.DEVNULL,
+                       capture_output=True, text=True, timeout=30, env=env)
+    assert p.returncode == 125 and p.stdout == "" and p.stderr.count("\n") == 1, p
+    assert "--rootfs `no-such-rootfs`: no such rootfs in the store" in p.stderr, p
+    msgs = [{"jsonrpc": "2.0", "id": 1, "method": "initialize",
+             "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}},
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+             "params": {"name": "run_python", "arguments": {"code": "import numpy, pandas; print(numpy.int64(6) * 7)"}}}]
+    srv = subprocess.Popen([sbx.SANDBOXD, "mcp", "--rootfs", os.path.basename(sbx.DATA_ROOTFS)], env=env,
+                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        srv.stdin.write("".join(json.dumps(m) + "\n" for m in msgs))
+        srv.stdin.flush()
+        for line in srv.stdout:
+            reply = json.loads(line)
+            if reply.get("id") == 2:
+                break
+        assert reply["result"]["structuredContent"]["status"] == "ok", reply
+        assert reply["result"]["content"][0]["text"] == "42\n", reply
+    finally:
+        srv.stdin.close()  # EOF: sandboxd mcp ends its sandboxes and exits
+        try:
+            assert srv.wait(timeout=20) == 0
+        finally:
+            if srv.poll() is None:
+                srv.kill()
+                srv.wait()
