@@ -102,35 +102,45 @@ static int cmp_names(const void *a, const void *b)
 }
 
 /* What the store holds, for the error: the trees `rootfs list` shows (NAME.json beside a
- * directory NAME), sorted, ", "-separated, at most the first 32 names read; "" if none. */
+ * directory NAME), the first 32 read, sorted, ", "-separated, ", ..." when there are more or
+ * they do not fit; "" if none. */
 static void store_names(const char *store, char *out, size_t len)
 {
   out[0] = '\0';
   DIR *d = opendir(store);
-  if (!d)
+  if (!d || len < 8) {
+    if (d)
+      closedir(d);
     return;
+  }
   char *names[32];
   size_t n = 0;
+  bool more = false;
   struct dirent *de;
-  while (n < ARRAY_SIZE(names) && (de = readdir(d))) {
+  while ((de = readdir(d))) {
     size_t l = strlen(de->d_name);
     char dir[PATH_MAX];
     if (l <= 5 || strcmp(de->d_name + l - 5, ".json") || de->d_name[0] == '.' ||
         bufprintf(dir, sizeof dir, NULL, "%s/%.*s", store, (int) (l - 5), de->d_name) < 0 || !is_dir(dir))
       continue;
+    if (n == ARRAY_SIZE(names)) {
+      more = true;
+      break;
+    }
     if ((names[n] = strndup(de->d_name, l - 5)))
       n++;
   }
   closedir(d);
   qsort(names, n, sizeof *names, cmp_names);
-  bool full = false;
+  /* The names in len - 5 bytes, so that ", ..." always fits after them. */
+  bool cut = false;
   for (size_t i = 0; i < n; i++) {
-    if (!full && bufcatf(out, len, NULL, "%s%s", i ? ", " : "", names[i]) < 0)
-      if ((full = true) && bufcatf(out, len, NULL, ", ...") < 0) {
-        /* no room for the mark either: the list stays as it is */
-      }
+    cut = cut || bufcatf(out, len - 5, NULL, "%s%s", i ? ", " : "", names[i]) < 0;
     free(names[i]);
   }
+  more = more || cut;
+  if (more && bufcatf(out, len, NULL, "%s...", out[0] ? ", " : "") < 0)
+    out[0] = '\0'; /* cannot happen: the room was kept */
 }
 
 int rootfs_find(const char *requested, char **ret_path, sbx_error_t *err)
@@ -149,7 +159,7 @@ int rootfs_find(const char *requested, char **ret_path, sbx_error_t *err)
     if (bufprintf(cand, PATH_MAX, err, "%s/%s", store, requested) < 0)
       return sbx_error_prefix(err, "--rootfs");
     if (!is_dir(cand)) {
-      char have[1024];
+      char have[160]; /* the message is one line of at most 480 bytes (error.h) */
       store_names(store, have, sizeof have);
       return sbx_error_set(err, ENOENT, "--rootfs `%s`: no such rootfs in the store `%s` (%s%s)", requested,
                            store, have[0] ? "it has: " : "it has none", have);

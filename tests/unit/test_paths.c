@@ -132,6 +132,16 @@ static void test_rootfs(void)
         strstr(err.msg, "/clone/rootfs` (it has: python-3.14-data, python-3.14-slim)") &&
         !strchr(err.msg, '\n'));
   CHECK(rootfs_find("python-3.14-slim.json", &found, &err) < 0 && strstr(err.msg, "no such rootfs"));
+  /* At most 32 names, then ", ...". */
+  char many[PATH_MAX * 2];
+  for (int i = 0; i < 40; i++) {
+    CHECK(bufprintf(many, sizeof many, NULL, "clone/rootfs/t%02d/usr/bin/python3", i) == 0);
+    make(many, 1);
+    CHECK(bufprintf(many, sizeof many, NULL, "clone/rootfs/t%02d.json", i) == 0);
+    make(many, 1);
+  }
+  CHECK(rootfs_find("python-3.13-slim", &found, &err) < 0 && strstr(err.msg, ", ...)") &&
+        strlen(strstr(err.msg, "(it has: ")) < 200);
   setenv("SANDBOXD_ROOTFS_DIR", "/nonexistent-store", 1);
   CHECK(rootfs_find("python-3.14-data", &found, &err) < 0 &&
         strstr(err.msg, "`/nonexistent-store` (it has none)"));
