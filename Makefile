@@ -26,8 +26,10 @@ UNIT_SRCS := $(wildcard tests/unit/*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
 ROOTFS  ?= rootfs/python-3.14-slim
+# The data rootfs: the slim tree plus numpy, pandas and matplotlib (scripts/build-rootfs --profile data).
+ROOTFS_DATA ?= rootfs/python-3.14-data
 
-.PHONY: all clean check check-unit check-integration lint asan rootfs install uninstall deb bench format format-check demo fuzz fuzz-build soak
+.PHONY: all clean check check-unit check-integration lint asan rootfs rootfs-data install uninstall deb bench format format-check demo fuzz fuzz-build soak
 all: $(BUILD)/sandboxd
 
 $(BUILD)/sandboxd: $(OBJS)
@@ -104,6 +106,10 @@ rootfs: $(BUILD)/sandboxd
 	else echo "rootfs: fetch failed; falling back to scripts/build-rootfs (offline build)"; \
 	  SANDBOXD=$(BUILD)/sandboxd scripts/build-rootfs $(ROOTFS) && echo "rootfs: used scripts/build-rootfs"; fi
 
+# Offline only (no registry ships this one); rebuilt when scripts/build-rootfs changes, like the slim tree.
+rootfs-data: $(BUILD)/sandboxd
+	@SANDBOXD=$(BUILD)/sandboxd scripts/build-rootfs --profile data $(ROOTFS_DATA)
+
 check-unit: $(UNIT_BINS) lint
 	@set -e; for t in $(UNIT_BINS); do $$t; done
 
@@ -116,7 +122,7 @@ lint:
 # Everything (tests/run): unit tests, the integration suite as root and as an unprivileged user,
 # then docs, OCI images, valgrind, the integration suite under ASan+UBSan, fuzz replay and a
 # short fuzzing pass, and the MCP suite (tests/suites.sh).
-check: all $(UNIT_BINS) format-check rootfs asan fuzz-build deb
+check: all $(UNIT_BINS) format-check rootfs rootfs-data asan fuzz-build deb
 	tests/run --build $(BUILD)
 
 # The rootfs store: where `sandboxd rootfs import|list` and exec's default rootfs look when the
@@ -160,10 +166,11 @@ deb: all
 
 # BENCH_USER: an unprivileged user to also run bwrap and sandboxd as (default: sbxtest, if it exists).
 BENCH_USER ?= $(shell id -u sbxtest >/dev/null 2>&1 && echo sbxtest)
-bench: all rootfs
+bench: all rootfs rootfs-data
 	bench/run $(if $(BENCH_USER),--user $(BENCH_USER))
 	bench/idle
 	bench/mcp 100
+	bench/data
 
 # 10,000 run_python calls (ok, failing, timing out, cancelled); sandboxd's fds, RSS, cgroups and
 # the host's mounts must stay flat. SOAK_CALLS=N for another count.

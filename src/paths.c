@@ -2,6 +2,7 @@
  * build tree, then the installed layout, then the system default. */
 #include "paths.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,11 +114,86 @@ int paths_rootfs_recipe(char out[PATH_MAX], sbx_error_t *err)
                        "(scripts/ or libexec/sandboxd/)");
 }
 
+bool paths_rootfs_is_name(const char *s)
+{
+  if (!*s || !strcmp(s, ".") || !strcmp(s, ".."))
+    return false;
+  for (; *s; s++)
+    if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') || *s == '.' ||
+          *s == '_' || *s == '-'))
+      return false;
+  return true;
+}
+
+static int cmp_names(const void *a, const void *b)
+{
+  return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+/* What the store holds, for the error: the trees `rootfs list` shows (NAME.json beside a
+ * directory NAME), the first 32 read, sorted, ", "-separated, ", ..." when there are more or
+ * they do not fit; "" if none. */
+static void store_names(const char *store, char *out, size_t len)
+{
+  out[0] = '\0';
+  DIR *d = opendir(store);
+  if (!d || len < 8) {
+    if (d)
+      closedir(d);
+    return;
+  }
+  char *names[32];
+  size_t n = 0;
+  bool more = false;
+  struct dirent *de;
+  while ((de = readdir(d))) {
+    size_t l = strlen(de->d_name);
+    char dir[PATH_MAX];
+    if (l <= 5 || strcmp(de->d_name + l - 5, ".json") || de->d_name[0] == '.' ||
+        bufprintf(dir, sizeof dir, NULL, "%s/%.*s", store, (int) (l - 5), de->d_name) < 0 || !is_dir(dir))
+      continue;
+    if (n == ARRAY_SIZE(names)) {
+      more = true;
+      break;
+    }
+    if ((names[n] = strndup(de->d_name, l - 5)))
+      n++;
+  }
+  closedir(d);
+  qsort(names, n, sizeof *names, cmp_names);
+  /* The names in len - 5 bytes, so that ", ..." always fits after them. */
+  bool cut = false;
+  for (size_t i = 0; i < n; i++) {
+    cut = cut || bufcatf(out, len - 5, NULL, "%s%s", i ? ", " : "", names[i]) < 0;
+    free(names[i]);
+  }
+  more = more || cut;
+  if (more && bufcatf(out, len, NULL, "%s...", out[0] ? ", " : "") < 0)
+    out[0] = '\0'; /* cannot happen: the room was kept */
+}
+
 int rootfs_find(const char *requested, char **ret_path, sbx_error_t *err)
 {
   char cand[PATH_MAX], store[PATH_MAX] = "";
   const char *env = getenv("SANDBOXD_ROOTFS");
-  if (requested) {
+  if (requested && !strchr(requested, '/')) {
+    /* A name: the tree of that name in the store (a path has a slash: ./NAME for one here). */
+    if (!paths_rootfs_is_name(requested))
+      return sbx_error_set(err, 0,
+                           "--rootfs `%s`: not a rootfs name ([A-Za-z0-9._-], not . or ..) nor a path "
+                           "(a path has a `/`)",
+                           requested);
+    if (paths_rootfs_store(store, err) < 0)
+      return -1;
+    if (bufprintf(cand, PATH_MAX, err, "%s/%s", store, requested) < 0)
+      return sbx_error_prefix(err, "--rootfs");
+    if (!is_dir(cand)) {
+      char have[160]; /* the message is one line of at most 480 bytes (error.h) */
+      store_names(store, have, sizeof have);
+      return sbx_error_set(err, ENOENT, "--rootfs `%s`: no such rootfs in the store `%s` (%s%s)", requested,
+                           store, have[0] ? "it has: " : "it has none", have);
+    }
+  } else if (requested) {
     if (bufprintf(cand, PATH_MAX, err, "%s", requested) < 0)
       return sbx_error_prefix(err, "--rootfs");
   } else if (env && *env) {

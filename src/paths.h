@@ -38,8 +38,11 @@ int paths_rootfs_store(char out[PATH_MAX], sbx_error_t *err);
 /* The offline rootfs recipe `rootfs build` runs: bindir/../scripts/build-rootfs (build tree), else
  * bindir/../libexec/sandboxd/build-rootfs (installed; its oci-pack beside it). Made real. */
 int paths_rootfs_recipe(char out[PATH_MAX], sbx_error_t *err);
-/* The rootfs to run: requested (--rootfs), else $SANDBOXD_ROOTFS, else PATHS_DEFAULT_ROOTFS in
- * the store; it must hold python3 in /usr/local/bin or /usr/bin. *ret_path is malloc'd, real. */
+/* Whether s is a rootfs name in the store ([A-Za-z0-9._-]+, not . or ..), not a path. */
+bool paths_rootfs_is_name(const char *s);
+/* The rootfs to run: requested (--rootfs: a path if it has a slash, else a name in the store),
+ * else $SANDBOXD_ROOTFS (a path), else PATHS_DEFAULT_ROOTFS in the store; it must hold python3
+ * in /usr/local/bin or /usr/bin. *ret_path is malloc'd, real. */
 int rootfs_find(const char *requested, char **ret_path, sbx_error_t *err);
 
 /* Named policies' search path, colon-separated: $SANDBOXD_POLICY_DIR, bindir/../policy,

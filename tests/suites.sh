@@ -32,7 +32,7 @@ run_node() {
     return
   fi
   env SANDBOXD="$sandboxd" SANDBOXD_ROOTFS="$rootfs" SANDBOXD_POLICY_DIR="${pdir_root:-$repo/policy}" \
-    SANDBOXD_AUDIT_LOG=off "$@" "$dir/run" ${k_expr:+--test-name-pattern="$k_expr"} >"$log" 2>&1
+    SANDBOXD_DATA_ROOTFS="${data_rootfs:-}" SANDBOXD_AUDIT_LOG=off "$@" "$dir/run" ${k_expr:+--test-name-pattern="$k_expr"} >"$log" 2>&1
   local np nf ns
   read -r np nf ns < <(awk '/^ℹ pass /{p=$3} /^ℹ fail /{f=$3} /^ℹ skipped /{s=$3} END{print p+0, f+0, s+0}' "$log")
   [ "$nf" -eq 0 ] || grep -E '✖|not ok|Error|ERROR: AddressSanitizer|runtime error' "$log" | head -n 30 >&2

@@ -73,6 +73,10 @@ def _sandboxd_run():
     if os.environ.get("SANDBOXD_MCP_SERVERS"):
         from mcp import runtime
         runtime.install(main)
+    # Plots: where the helpers are importable, matplotlib (if the rootfs has it, and only when the
+    # code picks no backend) saves figures to /workspace/out (src/inside/sandboxd/plots.py).
+    if "MPLBACKEND" not in os.environ and "/run/sandboxd/python" in sys.path:
+        os.environ["MPLBACKEND"] = "module://sandboxd.plots"
     status = 0
     try:
         co = compile(code, name, "exec", flags=PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
@@ -100,6 +104,14 @@ def _sandboxd_run():
         threading = sys.modules.get("threading")
         if threading is not None:
             threading._shutdown()
+        # Figures still open are saved as plt.show() saves them; before atexit, where matplotlib
+        # closes them. Costs nothing where the code did not use pyplot with that backend.
+        plots = sys.modules.get("sandboxd.plots") if "matplotlib.pyplot" in sys.modules else None
+        if plots is not None:
+            try:
+                plots.save_at_exit()
+            except Exception as e:  # only if the code replaced the module: still finish the run
+                print("sandboxd: figures not saved: %s: %s" % (type(e).__name__, e), file=sys.stderr)
         import atexit
 
         atexit._run_exitfuncs()

@@ -5,6 +5,7 @@ copies of the shipped policy.
 Environment:
   SANDBOXD            the binary (default: build/sandboxd in the repository)
   SANDBOXD_ROOTFS     the root filesystem (default: rootfs/python-3.14-slim)
+  SANDBOXD_DATA_ROOTFS the data rootfs (default: python-3.14-data beside SANDBOXD_ROOTFS)
   SANDBOXD_POLICY_SRC directory holding default.policy and syscalls.policy (default: policy/)
   SANDBOXD_TEST_WORK  scratch directory for generated policies and reports (default: tests/.work,
                       or a fresh temporary directory when that is not writable)
@@ -37,6 +38,9 @@ SANDBOXD = _abs(os.environ.get("SANDBOXD") or "build/sandboxd")
 ROOTFS = _abs(os.environ.get("SANDBOXD_ROOTFS") or "rootfs/python-3.14-slim")
 POLICY_SRC = _abs(os.environ.get("SANDBOXD_POLICY_SRC") or "policy")
 CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+# The data rootfs (make rootfs-data): $SANDBOXD_DATA_ROOTFS, else beside the rootfs.
+DATA_ROOTFS = _abs(os.environ.get("SANDBOXD_DATA_ROOTFS") or
+                   os.path.join(os.path.dirname(ROOTFS), "python-3.14-data"))
 
 
 def _work_dir():
@@ -114,6 +118,17 @@ def require_sandboxd():
             if CI:
                 pytest.fail("CI=true and missing " + what)
             pytest.skip("missing " + what)
+
+
+def require_data_rootfs():
+    """The binary and the data rootfs; without the latter a developer gets a skip, CI a failure
+    (make check builds it)."""
+    require_sandboxd()
+    if not os.access(os.path.join(DATA_ROOTFS, "usr/bin/python3"), os.X_OK):
+        what = f"data rootfs {DATA_ROOTFS} (run make rootfs-data)"
+        if CI:
+            pytest.fail("CI=true and missing " + what)
+        pytest.skip("missing " + what)
 
 
 def errno_name(e):

@@ -126,6 +126,52 @@ static void test_rootfs(void)
   make("clone/rootfs/python-3.14-slim/usr/local/bin/python3", 1);
   CHECK(paths_rootfs_store(store, &err) == 0 && under(store, "clone/rootfs"));
   CHECK(rootfs_find(NULL, &found, &err) == 0 && under(found, "clone/rootfs/python-3.14-slim"));
+  free(found), found = NULL;
+
+  /* --rootfs NAME: a tree in the store (the build tree's rootfs/ here, $SANDBOXD_ROOTFS_DIR
+   * alike); a path has a slash, so ./NAME is the directory here, not the store's. */
+  make("clone/rootfs/python-3.14-data/usr/bin/python3", 1);
+  make("clone/rootfs/python-3.14-data.json", 1);
+  make("clone/rootfs/python-3.14-slim.json", 1);
+  make("clone/rootfs/python-3.14-slim.oci", 0);
+  make("clone/rootfs/stray.json", 1);
+  CHECK(rootfs_find("python-3.14-data", &found, &err) == 0 && under(found, "clone/rootfs/python-3.14-data"));
+  free(found), found = NULL;
+  setenv("SANDBOXD_ROOTFS", "/nonexistent-rootfs", 1); /* --rootfs wins, as for a path */
+  CHECK(rootfs_find("python-3.14-slim", &found, &err) == 0 && under(found, "clone/rootfs/python-3.14-slim"));
+  free(found), found = NULL;
+  unsetenv("SANDBOXD_ROOTFS");
+  /* An unknown name: one line listing what the store has (trees with metadata, sorted). */
+  CHECK(rootfs_find("python-3.13-slim", &found, &err) < 0 && err.errnum == ENOENT && !found);
+  CHECK(strstr(err.msg, "--rootfs `python-3.13-slim`: no such rootfs in the store `") &&
+        strstr(err.msg, "/clone/rootfs` (it has: python-3.14-data, python-3.14-slim)") &&
+        !strchr(err.msg, '\n'));
+  CHECK(rootfs_find("python-3.14-slim.json", &found, &err) < 0 && strstr(err.msg, "no such rootfs"));
+  /* At most 32 names, then ", ...". */
+  char many[PATH_MAX * 2];
+  for (int i = 0; i < 40; i++) {
+    CHECK(bufprintf(many, sizeof many, NULL, "clone/rootfs/t%02d/usr/bin/python3", i) == 0);
+    make(many, 1);
+    CHECK(bufprintf(many, sizeof many, NULL, "clone/rootfs/t%02d.json", i) == 0);
+    make(many, 1);
+  }
+  CHECK(rootfs_find("python-3.13-slim", &found, &err) < 0 && strstr(err.msg, ", ...)") &&
+        strlen(strstr(err.msg, "(it has: ")) < 200);
+  setenv("SANDBOXD_ROOTFS_DIR", "/nonexistent-store", 1);
+  CHECK(rootfs_find("python-3.14-data", &found, &err) < 0 &&
+        strstr(err.msg, "`/nonexistent-store` (it has none)"));
+  unsetenv("SANDBOXD_ROOTFS_DIR");
+  /* Not a name, not a path: refused before any lookup. */
+  static const char *const bad[] = {".", "..", "", "a b", "x\n", "data;rm", "\xc3\xa9"};
+  for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+    CHECK(!paths_rootfs_is_name(bad[i]));
+    CHECK(rootfs_find(bad[i], &found, &err) < 0 && strstr(err.msg, "not a rootfs name") && !found);
+  }
+  CHECK(paths_rootfs_is_name("...") && paths_rootfs_is_name("A-z_0.9"));
+  /* A slash makes it a path: `..`-relative and ./ paths are as before. */
+  CHECK(chdir(root) == 0);
+  CHECK(rootfs_find("./clone/rootfs/python-3.14-data", &found, &err) == 0 &&
+        under(found, "clone/rootfs/python-3.14-data"));
   free(found);
 }
 

@@ -1,0 +1,175 @@
+// run_python on the data rootfs (make rootfs-data): matplotlib figures shown with plt.show() and
+// figures left open when the code ends are saved to /workspace/out (src/inside/sandboxd/plots.py
+// and the runner's end-of-run hook), and nothing changes where matplotlib is absent.
+// Skipped without the data rootfs, except with CI=true (make check builds it).
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { connect, REPO } from './helpers.mjs';
+import { stderrOf, stdoutOf } from './output.mjs';
+
+const SLIM = process.env.SANDBOXD_ROOTFS || resolve(REPO, 'rootfs/python-3.14-slim');
+const DATA = process.env.SANDBOXD_DATA_ROOTFS || join(dirname(SLIM), 'python-3.14-data');
+const CI = ['1', 'true', 'yes'].includes((process.env.CI || '').toLowerCase());
+const haveData = existsSync(join(DATA, 'usr/bin/python3'));
+if (!haveData && CI) assert.fail(`CI=true and the data rootfs ${DATA} is missing (make rootfs-data)`);
+const skip = haveData ? false : `no data rootfs at ${DATA} (make rootfs-data)`;
+
+const run = (client, args) => client.callTool({ name: 'run_python', arguments: args });
+
+// Today the helpers (and so the backend) are bound only for runs that list servers: a config with
+// one server that is never started gives the calls that. Once every run has them (#14 item 8),
+// the same code works without `servers` (the last test checks which is the case).
+let cfgDir;
+const SERVERS = { servers: ['none'] };
+function config() {
+  cfgDir = mkdtempSync(join(tmpdir(), 'sandboxd-data-'));
+  const file = join(cfgDir, 'servers.json');
+  writeFileSync(file, JSON.stringify({ mcpServers: { none: { command: '/bin/false', description: 'never started' } } }));
+  return file;
+}
+
+// Printed by an atexit handler, which runs after the runner's end-of-run hook: what is in
+// /workspace/out then, each file's size, PNG magic and IHDR width and height.
+const REPORT = `
+import atexit, json, os, struct
+def _report():
+    out = {}
+    d = "/workspace/out"
+    for n in sorted(os.listdir(d)) if os.path.isdir(d) else []:
+        b = open(os.path.join(d, n), "rb").read(24)
+        out[n] = [os.path.getsize(os.path.join(d, n)), b[:8].hex(), *struct.unpack(">II", b[16:24])]
+    print("FILES " + json.dumps(out))
+atexit.register(_report)
+`;
+const filesOf = (r) => JSON.parse(stdoutOf(r).split('\n').find((l) => l.startsWith('FILES ')).slice(6));
+const PNG = '89504e470d0a1a0a';
+
+const PLOTS = `${REPORT}
+import matplotlib.pyplot as plt
+print("backend", plt.get_backend())
+plt.figure(figsize=(4, 3), dpi=100); plt.plot([1, 2, 3], [1, 4, 9])
+plt.show()                       # figure-1.png, closed
+plt.figure(figsize=(2, 1), dpi=100); plt.bar([1, 2], [3, 4])
+print("open", plt.get_fignums())  # (number 1 again) left open: figure-2.png at the end
+`;
+
+describe('data rootfs: plots', { skip }, () => {
+  let conn;
+  before(async () => { conn = await connect(['--rootfs', DATA, '--config', config()]); });
+  after(async () => {
+    await conn?.client.close();
+    if (cfgDir) rmSync(cfgDir, { recursive: true, force: true });
+    assert.doesNotMatch(conn?.stderr() ?? '', /Sanitizer|runtime error/);
+  });
+
+  test('plt.show() saves the figure; one left open is saved when the code ends', async () => {
+    const r = await run(conn.client, { code: PLOTS, ...SERVERS });
+    assert.equal(r.isError, false, JSON.stringify(r.content));
+    assert.match(stdoutOf(r), /^backend module:\/\/sandboxd\.plots\nopen \[1\]\n/);
+    // no font scan, no cache-directory warning: the list built into the image is used
+    assert.equal(stderrOf(r), '');
+    const files = filesOf(r);
+    assert.deepEqual(Object.keys(files), ['figure-1.png', 'figure-2.png']);
+    assert.deepEqual(files['figure-1.png'].slice(1), [PNG, 400, 300]);
+    assert.deepEqual(files['figure-2.png'].slice(1), [PNG, 200, 100]);
+    assert.ok(files['figure-1.png'][0] > 1000, JSON.stringify(files));
+  });
+
+  test('a backend the code picks is kept; nothing saved then', async () => {
+    const code = `${REPORT}\nimport matplotlib\nmatplotlib.use("agg")\nimport matplotlib.pyplot as plt\nplt.plot([1]); plt.show()\nprint("backend", plt.get_backend())`;
+    const r = await run(conn.client, { code, ...SERVERS });
+    assert.equal(r.isError, false, JSON.stringify(r.content));
+    assert.match(stdoutOf(r), /^backend agg\n/);
+    assert.deepEqual(filesOf(r), {});
+  });
+
+  test('an error in the code: open figures are still saved, the status is the error', async () => {
+    const code = `${REPORT}\nimport matplotlib.pyplot as plt\nplt.plot([1, 2])\nraise ValueError("after plotting")`;
+    const r = await run(conn.client, { code, ...SERVERS });
+    assert.equal(r.isError, true);
+    assert.equal(r.structuredContent.exit_code, 1);
+    assert.match(stderrOf(r), /ValueError: after plotting/);
+    assert.deepEqual(Object.keys(filesOf(r)), ['figure-1.png']);
+  });
+
+  test('/workspace/out not a directory: show() raises, a figure left open is one line', async () => {
+    const code = [
+      'import os, shutil',
+      'shutil.rmtree("/workspace/out", ignore_errors=True)',
+      'open("/workspace/out", "w").write("not a directory")',
+      'import matplotlib.pyplot as plt',
+      'plt.plot([1])',
+      'try:',
+      '    plt.show()',
+      'except OSError as e:',
+      '    print("show:", type(e).__name__)',
+      'plt.plot([2])',
+      'print("open", plt.get_fignums())',
+    ].join('\n');
+    const r = await run(conn.client, { code, ...SERVERS });
+    assert.equal(r.isError, false, JSON.stringify(r.content));
+    assert.equal(r.structuredContent.exit_code, 0);
+    assert.equal(stdoutOf(r), 'show: FileExistsError\nopen [1]\n');
+    assert.equal(stderrOf(r), 'sandboxd: figure 1 not saved: FileExistsError: [Errno 17] File exists: \'/workspace/out\'\n');
+  });
+
+  // LEAD: enable once files-out (#14 item 3) is merged: it runs by itself when run_python's
+  // output schema has `files`, and is skipped (saying so) until then.
+  test('files out: the figures come back as image blocks and in structuredContent.files', async (t) => {
+    const { tools } = await conn.client.listTools();
+    if (!tools[0].outputSchema?.properties?.files) {
+      t.skip('files-out (#14 item 3) not merged: run_python has no structuredContent.files yet');
+      return;
+    }
+    const r = await run(conn.client, { code: PLOTS, ...SERVERS });
+    assert.equal(r.isError, false, JSON.stringify(r.content));
+    const images = r.content.filter((c) => c.type === 'image');
+    assert.equal(images.length, 2, JSON.stringify(r.content.map((c) => c.type)));
+    const dims = images.map((c) => {
+      assert.equal(c.mimeType, 'image/png');
+      const b = Buffer.from(c.data, 'base64');
+      assert.equal(b.subarray(0, 8).toString('hex'), PNG);
+      return [b.readUInt32BE(16), b.readUInt32BE(20)];
+    });
+    assert.deepEqual(dims.sort(), [[200, 100], [400, 300]]);
+    const files = r.structuredContent.files;
+    assert.deepEqual(files.map((f) => f.path).sort(), ['figure-1.png', 'figure-2.png']);
+    for (const f of files) {
+      assert.equal(f.mime_type, 'image/png');
+      assert.match(f.sha256, /^[0-9a-f]{64}$/);
+      assert.ok(f.size > 0 && !f.omitted, JSON.stringify(f));
+    }
+  });
+
+  test('without servers: plots work once every run has the helpers (#14 item 8)', async (t) => {
+    const probe = await run(conn.client, { code: 'import sys; print("/run/sandboxd/python" in sys.path)' });
+    if (stdoutOf(probe) !== 'True\n') {
+      t.skip('the helpers are bound only for runs with servers (discovery, #14 item 8, not merged)');
+      return;
+    }
+    const r = await run(conn.client, { code: PLOTS });
+    assert.equal(r.isError, false, JSON.stringify(r.content));
+    assert.deepEqual(Object.keys(filesOf(r)), ['figure-1.png', 'figure-2.png']);
+  });
+});
+
+describe('slim rootfs: no matplotlib, no effect', () => {
+  let conn;
+  before(async () => { conn = await connect(['--rootfs', SLIM, '--config', config()]); });
+  after(async () => {
+    await conn?.client.close();
+    if (cfgDir) rmSync(cfgDir, { recursive: true, force: true });
+  });
+
+  test('the backend is named but nothing imports matplotlib or writes /workspace/out', async () => {
+    const code = `${REPORT}\nimport os, sys\nprint(os.environ.get("MPLBACKEND"), "matplotlib" in sys.modules)`;
+    const r = await run(conn.client, { code, ...SERVERS });
+    assert.equal(r.isError, false, JSON.stringify(r.content));
+    assert.match(stdoutOf(r), /^module:\/\/sandboxd\.plots False\n/);
+    assert.equal(stderrOf(r), '');
+    assert.deepEqual(filesOf(r), {});
+  });
+});
