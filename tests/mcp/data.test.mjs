@@ -4,9 +4,11 @@
 // Skipped without the data rootfs, except with CI=true (make check builds it).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { connect, REPO } from './helpers.mjs';
 import { stderrOf, stdoutOf } from './output.mjs';
 
@@ -171,5 +173,68 @@ describe('slim rootfs: no matplotlib, no effect', () => {
     assert.match(stdoutOf(r), /^module:\/\/sandboxd\.plots False\n/);
     assert.equal(stderrOf(r), '');
     assert.deepEqual(filesOf(r), {});
+  });
+});
+
+// The README's worked example, as Claude Code meets it: a CSV in a host directory bound at /data,
+// read with pandas, charted with matplotlib; the chart comes back as an image block (decoded
+// here), and with --output-dir both files are saved on the host with the sha256 reported.
+describe('data rootfs: a chart of a CSV from a bound directory (README)', { skip }, () => {
+  let conn, dir;
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'sandboxd-readme-'));
+    mkdirSync(join(dir, 'data'));
+    mkdirSync(join(dir, 'reports'));
+    const rows = ['month,region,revenue'];
+    for (const [m, n, s] of [['2026-01', 120, 95], ['2026-02', 135, 101], ['2026-03', 150, 99]])
+      rows.push(`${m},north,${n}`, `${m},south,${s}`);
+    writeFileSync(join(dir, 'data', 'sales.csv'), rows.join('\n') + '\n');
+    conn = await connect(['--rootfs', DATA, '--bind', `${join(dir, 'data')}:/data`,
+      '--output-dir', join(dir, 'reports')]);
+  });
+  after(async () => {
+    await conn?.client.close();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+    assert.doesNotMatch(conn?.stderr() ?? '', /Sanitizer|runtime error/);
+  });
+
+  test('pandas reads it, the chart is an image block, both files saved with their sha256', async () => {
+    const { tools } = await conn.client.listTools();
+    assert.match(tools.find((t) => t.name === 'run_python').description, /\/data: host directory, read-only/);
+    const code = [
+      'import pandas as pd',
+      'import matplotlib.pyplot as plt',
+      'df = pd.read_csv("/data/sales.csv")',
+      'pivot = df.pivot(index="month", columns="region", values="revenue")',
+      'print(pivot.to_string())',
+      'pivot.plot(marker="o", title="Revenue by region", figsize=(6, 4))',
+      'plt.savefig("/workspace/out/revenue.png", dpi=80)',
+      'pivot.to_csv("/workspace/out/pivot.csv")',
+    ].join('\n');
+    const r = await run(conn.client, { code });
+    assert.equal(r.isError, false, JSON.stringify(r.content).slice(0, 500));
+    assert.match(stdoutOf(r), /2026-02\s+135\s+101/);
+    const [img] = r.content.filter((c) => c.type === 'image');
+    assert.equal(img.mimeType, 'image/png');
+    const png = Buffer.from(img.data, 'base64');
+    assert.equal(png.subarray(0, 8).toString('hex'), PNG);
+    assert.deepEqual([png.readUInt32BE(16), png.readUInt32BE(20)], [480, 320]);
+    const files = Object.fromEntries(r.structuredContent.files.map((f) => [f.path, f]));
+    assert.deepEqual(Object.keys(files).sort(), ['pivot.csv', 'revenue.png']);
+    for (const f of Object.values(files)) {
+      const host = fileURLToPath(f.uri);
+      assert.ok(host.startsWith(join(dir, 'reports') + '/'), host);
+      const bytes = readFileSync(host);
+      assert.equal(bytes.length, f.size);
+      assert.equal(createHash('sha256').update(bytes).digest('hex'), f.sha256);
+    }
+    assert.equal(readFileSync(fileURLToPath(files['pivot.csv'].uri), 'utf8'),
+      'month,north,south\n2026-01,120,95\n2026-02,135,101\n2026-03,150,99\n');
+    assert.ok(png.equals(readFileSync(fileURLToPath(files['revenue.png'].uri))));
+    const links = r.content.filter((c) => c.type === 'resource_link').map((l) => l.name).sort();
+    assert.deepEqual(links, ['pivot.csv', 'revenue.png']);
+    // The bound directory is read-only.
+    const w = await run(conn.client, { code: 'open("/data/x", "w")' });
+    assert.match(stderrOf(w), /OSError: \[Errno 30\] Read-only file system/);
   });
 });
