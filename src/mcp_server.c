@@ -535,7 +535,9 @@ static void read_stdin(struct server *srv)
       handle_message(srv, line, len);
     } else {
       struct jsonrpc_failure fail;
-      jsonrpc_oversize(line, len, srv->max_message, &fail);
+      size_t tail_len;
+      const char *tail = jsonrpc_framer_tail(&srv->framer, &tail_len);
+      jsonrpc_oversize(line, len, tail, tail_len, srv->max_message, &fail);
       log_warn("dropped a message larger than %zu bytes (--max-message-size)", srv->max_message);
       send_error(srv, fail.id, fail.code, fail.detail.msg);
       jsonrpc_failure_clear(&fail);
