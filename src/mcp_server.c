@@ -328,7 +328,8 @@ static void write_capabilities(struct server *srv, json_writer_t *w)
   json_obj_begin(w);
   json_kv_uint(w, "max_concurrent", srv->max_concurrent);
   json_kv_uint(w, "max_queue", srv->max_queue);
-  json_kv_uint(w, "max_code_bytes", MAX_CODE_BYTES);
+  /* The code has no limit of its own: the request that carries it does (mcp_job.c). */
+  json_kv_uint(w, "max_code_bytes", srv->max_message);
   json_kv_uint(w, "max_message_bytes", srv->max_message);
   /* Sandboxes built ahead of the calls (--warm); each still serves exactly one call. */
   json_kv_uint(w, "warm_pool", srv->warm_target);
@@ -576,10 +577,11 @@ static size_t call_pollfds(struct server *srv, struct pollfd *pfds, struct call 
       owners[n] = c;
       pfds[n++] = (struct pollfd){.fd = fds[i], .events = POLLIN};
     }
-    /* The bridge with servers, else the done channel. */
+    /* The job while it is written, then the bridge, or else the done channel. */
     owners[n] = c;
-    pfds[n++] = c->proxy ? (struct pollfd){.fd = proxy_fd(c->proxy), .events = proxy_events(c->proxy)}
-                         : (struct pollfd){.fd = c->done_fd, .events = POLLIN};
+    pfds[n++] = c->job.fd >= 0 ? (struct pollfd){.fd = c->job.fd, .events = POLLOUT}
+                : c->proxy     ? (struct pollfd){.fd = proxy_fd(c->proxy), .events = proxy_events(c->proxy)}
+                               : (struct pollfd){.fd = c->done_fd, .events = POLLIN};
   }
   return n;
 }
@@ -594,7 +596,9 @@ static void calls_dispatch(struct server *srv, const struct pollfd *pfds, struct
       drain_pipe(c, &c->out_fd, &c->out);
     if (pfds[i + 2].revents && c->err_fd >= 0)
       drain_pipe(c, &c->err_fd, &c->err);
-    if (pfds[i + 3].revents && c->proxy && pfds[i + 3].fd == proxy_fd(c->proxy))
+    if (pfds[i + 3].revents && c->job.fd >= 0 && pfds[i + 3].fd == c->job.fd)
+      call_job_ready(srv, c, false);
+    else if (pfds[i + 3].revents && c->proxy && pfds[i + 3].fd == proxy_fd(c->proxy))
       proxy_handle(c->proxy, pfds[i + 3].revents);
     else if (pfds[i + 3].revents && !c->proxy && c->done_fd >= 0 && pfds[i + 3].fd == c->done_fd)
       call_done(srv, c);
