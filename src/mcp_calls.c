@@ -54,6 +54,7 @@ void call_free(struct call *c)
 void call_unlink(struct server *srv, struct call *c)
 {
   slist_unlink(&srv->calls, c);
+  srv->code_bytes -= c->code_len;
   if (c->state == CALL_RUNNING)
     srv->n_running--;
   else
@@ -683,5 +684,6 @@ int call_enqueue(struct server *srv, const char *id, const struct mcp_tool_args 
   c->state = CALL_QUEUED;
   slist_append(&srv->calls, c);
   srv->n_queued++;
+  srv->code_bytes += c->code_len;
   return 0;
 }

@@ -26,6 +26,10 @@
 /* Stop reading requests while this much output waits for the client to read it. */
 #define OUTQ_HIGH_WATER (64u << 20)
 
+/* The code of the calls queued and running, together, is at most this many times the message
+ * limit (64 MiB by default): sandboxd holds each call's code until its audit record. */
+#define CODE_HELD_MESSAGES 16
+
 #define DEFAULT_MAX_CONCURRENT 4
 #define DEFAULT_MAX_QUEUE 64
 #define DEFAULT_MAX_MESSAGE (4u << 20)
@@ -111,6 +115,7 @@ struct server {
 
   struct call *calls; /* in arrival order */
   size_t n_running, n_queued;
+  size_t code_bytes; /* of the calls' code, together (CODE_HELD_MESSAGES) */
 
   jsonrpc_framer_t framer;
   strbuf_t outq; /* replies not yet written to stdout */

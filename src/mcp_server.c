@@ -271,6 +271,13 @@ static void m_tools_call(struct server *srv, const char *id, const json_node_t *
                     srv->n_running, srv->n_queued);
     return;
   }
+  if (srv->code_bytes + args.code_len > CODE_HELD_MESSAGES * srv->max_message) {
+    send_tool_error(srv, id,
+                    "sandboxd is busy: the calls running and queued hold %zu bytes of code, and this one "
+                    "(%zu bytes) would pass the limit of %zu; try again later",
+                    srv->code_bytes, args.code_len, CODE_HELD_MESSAGES * srv->max_message);
+    return;
+  }
 
   if (call_enqueue(srv, id, &args, json_get(json_get(params, "_meta"), "progressToken")) < 0) {
     send_error(srv, id, JSONRPC_INTERNAL_ERROR, "Internal error: out of memory");

@@ -13,6 +13,11 @@ import { stdoutOf } from './output.mjs';
 
 assert.ok(existsSync(SANDBOXD), `${SANDBOXD} is missing: run make`);
 
+// Close a server and check it reported no sanitizer error (ASan runs of the suite) on the way.
+async function close(conn) {
+  await conn?.client.close();
+  assert.doesNotMatch(conn?.stderr() ?? '', /Sanitizer|runtime error/);
+}
 const run = (client, args, opts) => client.callTool({ name: 'run_python', arguments: args }, undefined, opts);
 const text = (r) => r.content.filter((c) => c.type === 'text').map((c) => c.text).join('');
 const lastJson = (r) => {
@@ -62,7 +67,7 @@ for (const warm of [0, 2]) {
   describe(`code of any size, --warm ${warm}`, () => {
     let conn;
     before(async () => { conn = await connect(['--warm', String(warm), '--config', empty]); });
-    after(async () => { await conn?.client.close(); });
+    after(() => close(conn));
 
     test('1 MiB of code runs whole (argv took at most 128 KiB)', async () => {
       const { code, expect } = bigCode(1 << 20);
@@ -93,7 +98,29 @@ test('--max-message-size bounds the code: a call just over it is refused, one un
     const { contents } = await conn.client.readResource({ uri: 'sandboxd://capabilities' });
     assert.equal(JSON.parse(contents[0].text).concurrency.max_code_bytes, 65536);
   } finally {
-    await conn.client.close();
+    await close(conn);
+  }
+});
+
+test('the code of the calls held at once is bounded: 16 times --max-message-size', async () => {
+  // 64K messages: at most 1 MiB of code running and queued. One call runs (it sleeps), 16 of 62 KiB
+  // wait behind it; the 17th would pass the bound and is refused, not queued.
+  const conn = await connect(['--warm', '0', '--max-concurrent', '1', '--max-message-size', '64K', '--config', empty]);
+  try {
+    const nap = 'import time; time.sleep(2); print("slept")';
+    const sleeper = run(conn.client, { code: nap });
+    const { code, expect } = bigCode(62 * 1024);
+    const queued = Array.from({ length: 16 }, () => run(conn.client, { code }));
+    const refused = await run(conn.client, { code });
+    assert.equal(refused.isError, true);
+    assert.equal(text(refused), `sandboxd is busy: the calls running and queued hold ${code.length * 16 + nap.length} bytes of code, ` +
+      `and this one (${code.length} bytes) would pass the limit of 1048576; try again later`);
+    assert.equal(stdoutOf(await sleeper), 'slept\n');
+    for (const r of await Promise.all(queued)) assert.equal(stdoutOf(r), expect);
+    // Given back as the calls end: the same call is taken now.
+    assert.equal(stdoutOf(await run(conn.client, { code })), expect);
+  } finally {
+    await close(conn);
   }
 });
 
@@ -117,7 +144,7 @@ for (const warm of [0, 2]) {
   describe(`discovery in every run, --warm ${warm}`, () => {
     let conn;
     before(async () => { conn = await connect(['--warm', String(warm), '--config', config]); });
-    after(async () => { await conn?.client.close(); });
+    after(() => close(conn));
 
     test('without `servers`: every configured server, its tools, ranked search; calls refused', async () => {
       const o = lastJson(await run(conn.client, { code: DISCOVER }));
@@ -194,7 +221,7 @@ from mcp import runtime
 print(json.dumps([runtime.discovered_servers(), runtime.search_tool_docs_sync("weather"), "SANDBOXD_MCP_SERVERS" in os.environ]))` }));
     assert.deepEqual(o, [[], [], false]);
   } finally {
-    await conn.client.close();
+    await close(conn);
   }
 });
 
@@ -223,7 +250,7 @@ print(json.dumps(out))` }));
     assert.deepEqual(o, [['beta'], ['beta', 'beta'], 'server `alpha` is not configured, or the policy does not allow it']);
     assert.deepEqual(readFileSync(started, 'utf8').trim().split('\n'), [join(dir, 'beta.json')]);
   } finally {
-    await conn.client.close();
+    await close(conn);
   }
 });
 
@@ -246,7 +273,7 @@ print(json.dumps(out))` }));
         'no host MCP servers are configured for this sandbox (see sandboxd-mcp(7))',
         'no host MCP servers are configured for this sandbox (see sandboxd-mcp(7))']);
     } finally {
-      await conn.client.close();
+      await close(conn);
     }
   });
 }
