@@ -474,7 +474,7 @@ static void job_sent(struct call *c)
   job_free(&c->job);
 }
 
-int call_deliver(struct call *c, int fd, sbx_error_t *err)
+int call_deliver(struct call *c, int fd, const char *kind, sbx_error_t *err)
 {
   const char *servers = c->proxy ? strchr(proxy_env(c->proxy), '=') + 1 : NULL;
   if (job_begin(&c->job, fd, servers, c->code, c->code_len, err) < 0)
@@ -487,6 +487,11 @@ int call_deliver(struct call *c, int fd, sbx_error_t *err)
   }
   if (r == 1)
     job_sent(c);
+  if (c->srv->log_level == 0) { /* debug: which kind of sandbox served the call */
+    char msg[200];
+    bufprintf_cut(msg, sizeof msg, "call %.100s: its code went to a %s sandbox", c->id, kind);
+    mcp_log(c->srv, 0, msg);
+  }
   return 0;
 }
 
@@ -539,7 +544,7 @@ static int call_start_cold(struct server *srv, struct call *c, sbx_error_t *err)
   /* Our copies of the write ends must go, or the pipes never reach EOF. */
   c->out_fd = TAKE_FD(out_r);
   c->err_fd = TAKE_FD(err_r);
-  return call_deliver(c, TAKE_FD(job), err);
+  return call_deliver(c, TAKE_FD(job), "cold", err);
 }
 
 static void call_start_failed(struct server *srv, struct call *c, const sbx_error_t *err)

@@ -94,7 +94,7 @@ int call_start_warm(struct call *c, struct warm *w, sbx_error_t *err)
   /* The call's clock and deadline start at delivery, as a cold one's start at its spawn. */
   sandbox_start_clock(w->sb);
   sandbox_set_deadline(w->sb, now_ns() + c->limits.timeout_ms * 1000000ULL);
-  if (call_deliver(c, TAKE_FD(w->job_fd), err) < 0) {
+  if (call_deliver(c, TAKE_FD(w->job_fd), "warm", err) < 0) {
     warm_free(w);
     return -1;
   }
