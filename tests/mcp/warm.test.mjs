@@ -32,7 +32,7 @@ function descendants(pid) {
     catch { return { pid: p, cmd: [] }; }
   });
 }
-// Idle warm runners: python3 -c RUNNER with no code argument.
+// Runners: python3 -c RUNNER (no code argument, cold or warm): idle warm ones while no call runs.
 const idleWarm = (pid) => descendants(pid).filter((d) => d.cmd.length === 3 && d.cmd[2].includes('_sandboxd_run'));
 async function waitPool(pid, n, ms = 10000) {
   // n for 100 ms in a row: a runner that served a call keeps its argv (the job came over a socket)
