@@ -499,8 +499,8 @@ void call_job_ready(struct server *srv, struct call *c, bool timed_out)
 {
   (void) srv;
   sbx_error_t err = {0};
-  int r = timed_out ? sbx_error_set(&err, ETIMEDOUT, "it read %zu of %zu bytes in %d ms", c->job.sent,
-                                    c->job.total, JOB_SEND_TIMEOUT_MS)
+  int r = timed_out ? sbx_error_set(&err, ETIMEDOUT, "it read %zu of %zu bytes, then nothing for %d ms",
+                                    c->job.sent, c->job.total, JOB_SEND_TIMEOUT_MS)
                     : job_write(&c->job, &err);
   if (r == 1) {
     job_sent(c);

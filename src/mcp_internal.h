@@ -41,8 +41,8 @@
  * the call for the CPUs: the pool is topped up once no call runs, or this long after the latest
  * call started (a long call does not keep the pool empty). */
 #define WARM_DEFER_NS 20000000ULL
-/* How long delivering a job (mcp_job.c) may take: the runner reads it at once; only a stuck one
- * waits, and then the call fails. */
+/* How long delivering a job (mcp_job.c) may go without the runner reading any of it: it reads at
+ * once (a cold one once Python has started); only a stuck one waits, and then the call fails. */
 #define JOB_SEND_TIMEOUT_MS 1000
 /* How long a call waits for a warm sandbox still being built before starting a cold one (setup
  * takes milliseconds; this only bounds a stuck one). */

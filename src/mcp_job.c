@@ -3,7 +3,8 @@
  * bridge; SERVERS, "a,b", are the ones the code may call) or "done" (fd 3 goes on as the done
  * channel). The code never passes through argv (the kernel's limit on one argument is 128 KiB);
  * it is bound only by --max-message-size. Written without blocking: what the socket takes now,
- * the rest as the loop sees POLLOUT, within JOB_SEND_TIMEOUT_MS. */
+ * the rest as the loop sees POLLOUT; a runner that takes none of it for JOB_SEND_TIMEOUT_MS is
+ * given up (the call's own deadline bounds the whole). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +44,7 @@ int job_begin(struct job *j, int fd, const char *servers, const char *code, size
 
 int job_write(struct job *j, sbx_error_t *err)
 {
+  size_t before = j->sent;
   while (j->sent < j->total) {
     struct iovec iov[3] = {{.iov_base = j->hdr, .iov_len = 4},
                            {.iov_base = j->head, .iov_len = j->head_len},
@@ -59,8 +61,11 @@ int job_write(struct job *j, sbx_error_t *err)
     ssize_t n = sendmsg(j->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n < 0 && errno == EINTR)
       continue;
-    if (n < 0 && errno == EAGAIN)
+    if (n < 0 && errno == EAGAIN) {
+      if (j->sent > before) /* the runner is reading: it gets the time again */
+        j->deadline_ns = now_ns() + JOB_SEND_TIMEOUT_MS * 1000000ULL;
       return 0;
+    }
     if (n < 0)
       return sbx_error_errno(err, "send the code to the sandbox");
     j->sent += (size_t) n;
