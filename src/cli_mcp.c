@@ -242,8 +242,10 @@ static int setup(struct server *srv, const char *policy_name, const char *rootfs
       host_servers_start(&srv->hs, srv->policy, STDERR_FILENO, err) < 0)
     return -1;
   sbx_error_t herr = {0};
-  if (srv->hs.cfg->n && host_servers_find_helpers(&srv->hs, &herr) < 0)
-    log_warn("%s: calls with `servers` will fail", herr.msg);
+  /* Every sandbox gets the package (base_spec), with host servers or without. */
+  if (host_servers_find_helpers(&srv->hs, &herr) < 0)
+    log_warn("%s: `from mcp import runtime` will fail%s", herr.msg,
+             srv->hs.cfg->n ? ", and so will calls with `servers`" : "");
   mcp_binds_rebuild(srv);
 
   /* Take the stop signals through a signalfd. The sandbox's code starts with an empty mask. */

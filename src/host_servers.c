@@ -6,6 +6,7 @@
 
 #include "mcp_client.h"
 #include "paths.h"
+#include "policy.h"
 #include "proxy.h"
 #include "sandbox.h"
 
@@ -41,6 +42,14 @@ size_t host_servers_env(const struct proxy *proxy, char **env)
   env[0] = "PYTHONPATH=" PROXY_PYTHON_DST;
   env[1] = (char *) proxy_env(proxy);
   return HOST_SERVERS_N_ENV;
+}
+
+bool host_servers_discovery(const struct host_servers *hs)
+{
+  for (size_t i = 0; hs->python_dir && hs->cfg && i < hs->cfg->n; i++)
+    if (!hs->policy || policy_allows_server(hs->policy, hs->cfg->servers[i].name))
+      return true;
+  return false;
 }
 
 size_t host_servers_bind(const struct host_servers *hs, struct sbx_bind *bind)

@@ -4,6 +4,7 @@
 #ifndef SBX_HOST_SERVERS_H
 #define SBX_HOST_SERVERS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "error.h"
@@ -33,13 +34,17 @@ int host_servers_find_helpers(struct host_servers *hs, sbx_error_t *err);
  * the policy's proxy_servers (policy must outlive hs). */
 int host_servers_start(struct host_servers *hs, const struct sbx_policy *policy, int log_fd,
                        sbx_error_t *err);
-/* The bridge for one run that may call the n named servers: *ret_sandbox_fd is the sandbox's end
- * (sbx_spec.bridge_fd). Fails if the `mcp` package was not found. */
+/* The bridge for one run that may call the n named servers (n may be 0: discovery only):
+ * *ret_sandbox_fd is the sandbox's end (sbx_spec.bridge_fd); with ret_sandbox_fd NULL the caller
+ * brings the socket (proxy_adopt_fd). Fails if the `mcp` package was not found. */
 int host_servers_proxy(const struct host_servers *hs, const char *const *names, size_t n, int *ret_sandbox_fd,
                        struct proxy **ret, sbx_error_t *err);
 /* Write what a run with proxy adds to its environment (PYTHONPATH for the `mcp` package, the
  * servers it has) to env[0..HOST_SERVERS_N_ENV); returns HOST_SERVERS_N_ENV. */
 size_t host_servers_env(const struct proxy *proxy, char **env);
+/* Whether a run that lists no servers still gets a bridge, for discovery: some configured server
+ * is allowed by the policy and the `mcp` package was found. */
+bool host_servers_discovery(const struct host_servers *hs);
 /* The `mcp` package's read-only bind at PROXY_PYTHON_DST in *bind: 1, or 0 if it was not found. */
 size_t host_servers_bind(const struct host_servers *hs, struct sbx_bind *bind);
 /* Stops the servers (after the proxies using them are gone). */

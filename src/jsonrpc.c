@@ -22,15 +22,49 @@ void jsonrpc_framer_free(jsonrpc_framer_t *f)
   *f = (jsonrpc_framer_t){0};
 }
 
+/* Keep the last JSONRPC_OVERSIZE_KEEP bytes of an oversize line as they go by. */
+static void keep_tail(jsonrpc_framer_t *f, const char *data, size_t n)
+{
+  if (n >= sizeof f->tail) {
+    memcpy(f->tail, data + n - sizeof f->tail, sizeof f->tail);
+    f->tail_len = sizeof f->tail;
+    return;
+  }
+  size_t keep = f->tail_len + n > sizeof f->tail ? sizeof f->tail - n : f->tail_len;
+  memmove(f->tail, f->tail + f->tail_len - keep, keep);
+  memcpy(f->tail + keep, data, n);
+  f->tail_len = keep + n;
+}
+
+/* An oversize line starts with line[0..n): keep its first bytes, and its last ones so far. */
+static void oversize_start(jsonrpc_framer_t *f, const char *line, size_t n)
+{
+  f->head_len = n < sizeof f->head ? n : sizeof f->head;
+  if (f->head_len > f->max_message)
+    f->head_len = f->max_message;
+  memcpy(f->head, line, f->head_len);
+  f->tail_len = 0;
+  keep_tail(f, line, n);
+}
+
+const char *jsonrpc_framer_tail(const jsonrpc_framer_t *f, size_t *ret_len)
+{
+  *ret_len = f->tail_len;
+  return f->tail;
+}
+
 int jsonrpc_framer_push(jsonrpc_framer_t *f, const char *data, size_t n, sbx_error_t *err)
 {
   if (f->discarding) {
     const char *nl = memchr(data, '\n', n);
+    size_t upto = nl ? (size_t) (nl - data) : n;
+    keep_tail(f, data, upto);
     if (!nl)
       return 0;
-    n -= (size_t) (nl + 1 - data);
+    n -= upto + 1;
     data = nl + 1;
     f->discarding = false;
+    f->oversize_ready = true; /* reported at its end, when its last bytes (maybe its id) are here */
   }
   if (f->start > 0) {
     memmove(f->buf, f->buf + f->start, f->len - f->start);
@@ -62,6 +96,12 @@ static bool blank(const char *s, size_t n)
 
 enum jsonrpc_frame jsonrpc_framer_next(jsonrpc_framer_t *f, const char **ret, size_t *ret_len)
 {
+  if (f->oversize_ready) {
+    f->oversize_ready = false;
+    *ret = f->head;
+    *ret_len = f->head_len;
+    return JSONRPC_FRAME_OVERSIZE;
+  }
   if (!f->buf) /* nothing pushed yet (and NULL + 0 is undefined) */
     return JSONRPC_FRAME_NONE;
   for (;;) {
@@ -72,20 +112,21 @@ enum jsonrpc_frame jsonrpc_framer_next(jsonrpc_framer_t *f, const char **ret, si
       f->scanned = avail;
       if (avail <= f->max_message)
         return JSONRPC_FRAME_NONE;
-      /* No newline within the limit: report the line now and drop the rest of it as it arrives. */
+      /* No newline within the limit: drop the line as it arrives, keeping its two ends, and
+       * report it at its newline (jsonrpc_framer_push). */
+      oversize_start(f, line, avail);
       f->start = f->len;
       f->scanned = 0;
       f->discarding = true;
-      *ret = line;
-      *ret_len = f->max_message;
-      return JSONRPC_FRAME_OVERSIZE;
+      return JSONRPC_FRAME_NONE;
     }
     size_t n = (size_t) (nl - line);
     f->start += n + 1;
     f->scanned = 0;
     if (n > f->max_message) {
-      *ret = line;
-      *ret_len = f->max_message;
+      oversize_start(f, line, n);
+      *ret = f->head;
+      *ret_len = f->head_len;
       return JSONRPC_FRAME_OVERSIZE;
     }
     if (blank(line, n))
@@ -218,16 +259,75 @@ out:
   return r;
 }
 
-void jsonrpc_oversize(const char *prefix, size_t len, size_t max_message, struct jsonrpc_failure *fail)
+static size_t ws_back(const char *s, size_t n)
+{
+  while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r'))
+    n--;
+  return n;
+}
+
+/* Where the value that ends at s[n) starts: a string without escapes or an integer, at most
+ * 128 bytes; SIZE_MAX if it is neither. */
+static size_t scalar_back(const char *s, size_t n)
+{
+  size_t i = n;
+  if (n && s[n - 1] == '"') {
+    for (i = n - 1; i > 0 && s[i - 1] != '"'; i--)
+      if (s[i - 1] == '\\' || n - i > 130)
+        return SIZE_MAX;
+    return i > 0 ? i - 1 : SIZE_MAX;
+  }
+  while (i > 0 && ((s[i - 1] >= '0' && s[i - 1] <= '9') || s[i - 1] == '-') && n - i < 20)
+    i--;
+  return i < n ? i : SIZE_MAX;
+}
+
+/* The id of a message whose last bytes are s[0..n), if it is its last top-level member, or the
+ * last but "jsonrpc": an integer or a string without escapes. Inside a string every quote is
+ * escaped, so a `"key": value` just before the very last closing brace is a member. */
+static char *tail_id(const char *s, size_t n)
+{
+  n = ws_back(s, n);
+  if (!n || s[n - 1] != '}')
+    return NULL;
+  n--;
+  for (int member = 0; member < 2; member++) {
+    size_t vend = ws_back(s, n), vstart = scalar_back(s, vend);
+    if (vstart == SIZE_MAX)
+      return NULL;
+    size_t k = ws_back(s, vstart);
+    if (!k || s[k - 1] != ':')
+      return NULL;
+    size_t kend = ws_back(s, k - 1), kstart = scalar_back(s, kend);
+    if (kstart == SIZE_MAX || s[kstart] != '"')
+      return NULL;
+    size_t before = ws_back(s, kstart);
+    if (!before || (s[before - 1] != ',' && s[before - 1] != '{'))
+      return NULL;
+    const char *key = s + kstart + 1;
+    size_t key_len = kend - kstart - 2;
+    if (key_len == 2 && memcmp(key, "id", 2) == 0)
+      return strndup(s + vstart, vend - vstart);
+    if (key_len != 7 || memcmp(key, "jsonrpc", 7) != 0 || s[before - 1] != ',')
+      return NULL;
+    n = before - 1;
+  }
+  return NULL;
+}
+
+void jsonrpc_oversize(const char *prefix, size_t len, const char *tail, size_t tail_len, size_t max_message,
+                      struct jsonrpc_failure *fail)
 {
   *fail = (struct jsonrpc_failure){.code = JSONRPC_INVALID_REQUEST};
-  /* Clients write "id" before "params", so the id is usually in the part we kept. */
+  /* Some clients write "id" before "params" (it is then in the first bytes), others last. */
   char *id = NULL;
   if (json_peek_member(prefix, len, "id", &id) == 0 && strcmp(id, "null") != 0 && id[0] != 't' &&
       id[0] != 'f')
     fail->id = id;
-  else
+  else {
     free(id);
+    fail->id = tail ? tail_id(tail, tail_len) : NULL;
+  }
   sbx_error_set(&fail->detail, 0, "Invalid Request: message larger than the limit of %zu bytes", max_message);
 }
 

@@ -19,18 +19,26 @@ enum {
 
 /* ---- framing: one message per line, each at most max_message bytes ---- */
 
+/* How much of an oversize line is kept, at each end, to answer its id: clients put the id first
+ * (before params) or last (the TypeScript SDK: {...request, jsonrpc, id}). */
+#define JSONRPC_OVERSIZE_KEEP 256
+
 typedef struct jsonrpc_framer {
   char *buf;
   size_t start, len, cap; /* unconsumed bytes are buf[start..len) */
   size_t scanned;         /* of those, how many are known to hold no newline */
   size_t max_message;
-  bool discarding; /* inside an oversize line: drop bytes up to its newline */
+  bool discarding;     /* inside an oversize line: drop bytes up to its newline */
+  bool oversize_ready; /* an oversize line has ended: the next event reports it */
+  char head[JSONRPC_OVERSIZE_KEEP], tail[JSONRPC_OVERSIZE_KEEP]; /* its first and last bytes */
+  size_t head_len, tail_len;
 } jsonrpc_framer_t;
 
 enum jsonrpc_frame {
   JSONRPC_FRAME_NONE,     /* need more input */
   JSONRPC_FRAME_MESSAGE,  /* one line, without its "\n" or "\r\n" */
-  JSONRPC_FRAME_OVERSIZE, /* a line above max_message was dropped; the bytes given are its start */
+  JSONRPC_FRAME_OVERSIZE, /* a line above max_message was dropped, reported at its end: the bytes
+                           * given are its start (jsonrpc_framer_tail() its end) */
 };
 
 void jsonrpc_framer_init(jsonrpc_framer_t *f, size_t max_message);
@@ -42,6 +50,8 @@ int jsonrpc_framer_push(jsonrpc_framer_t *f, const char *data, size_t n, sbx_err
 enum jsonrpc_frame jsonrpc_framer_next(jsonrpc_framer_t *f, const char **ret, size_t *ret_len);
 /* At end of input: an unterminated last line as MESSAGE, else NONE. */
 enum jsonrpc_frame jsonrpc_framer_finish(jsonrpc_framer_t *f, const char **ret, size_t *ret_len);
+/* The last bytes of the oversize line just reported (up to JSONRPC_OVERSIZE_KEEP). */
+const char *jsonrpc_framer_tail(const jsonrpc_framer_t *f, size_t *ret_len);
 
 /* ---- messages ---- */
 
@@ -69,8 +79,11 @@ struct jsonrpc_failure {
 
 /* Parse and validate one message. On failure fill *fail (release it with jsonrpc_failure_clear). */
 int jsonrpc_parse(const char *buf, size_t len, struct jsonrpc_message *ret, struct jsonrpc_failure *fail);
-/* The failure for an oversize message whose first bytes are prefix: answers the id if it is there. */
-void jsonrpc_oversize(const char *prefix, size_t len, size_t max_message, struct jsonrpc_failure *fail);
+/* The failure for an oversize message whose first bytes are prefix and last bytes tail (may be
+ * NULL): answers its id if either holds it (a top-level "id" first, or last before the closing
+ * brace, perhaps followed by "jsonrpc":"2.0"). */
+void jsonrpc_oversize(const char *prefix, size_t len, const char *tail, size_t tail_len, size_t max_message,
+                      struct jsonrpc_failure *fail);
 void jsonrpc_message_clear(struct jsonrpc_message *m);
 void jsonrpc_failure_clear(struct jsonrpc_failure *f);
 /* Canonical JSON of an id node (integer or string; other numbers as written), or NULL if the node

@@ -32,8 +32,8 @@ void call_free(struct call *c)
   sandbox_free(c->sb);
   if (c->pending)
     warm_free(c->pending);
-  if (c->pending_bridge >= 0)
-    close(c->pending_bridge);
+  job_free(&c->job);
+  free(c->job_error);
   if (c->out_fd >= 0)
     close(c->out_fd);
   if (c->err_fd >= 0)
@@ -57,6 +57,7 @@ void call_free(struct call *c)
 void call_unlink(struct server *srv, struct call *c)
 {
   slist_unlink(&srv->calls, c);
+  srv->code_bytes -= c->code_len;
   if (c->state == CALL_RUNNING)
     srv->n_running--;
   else
@@ -308,6 +309,8 @@ void call_finish(struct server *srv, struct call *c)
   /* The answer first; the audit record and removing the cgroup (call_free) come after it. */
   if (c->cancelled || c->answered)
     ; /* the client cancelled: it expects no answer */
+  else if (c->job_error)
+    send_tool_error(srv, c->id, "sandboxd could not give the sandbox its code: %s", c->job_error);
   else if (r < 0)
     send_tool_error(srv, c->id, "sandboxd: %s", err.msg);
   else
@@ -316,7 +319,7 @@ void call_finish(struct server *srv, struct call *c)
   struct audit_record rec = {
       .mode = "mcp",
       .code = c->code,
-      .code_len = strlen(c->code),
+      .code_len = c->code_len,
       .request_id = c->request_id,
       .policy = srv->policy,
       .limits = &c->limits,
@@ -339,26 +342,17 @@ static bool readable(int fd)
   return poll(&(struct pollfd){.fd = fd, .events = POLLIN}, 1, 0) > 0;
 }
 
-/* The runner's done byte: the run is over and all its output is in the pipes. Answer now, from the
- * cgroup's counters, and kill the sandbox (the runner is exiting anyway; anything the code left
- * running ends with it, as when the runner exits): the answer does not wait for the processes to
- * exit and the namespaces to be torn down, which is most of a warm call's time. Code that writes
- * to fd 3 itself ends its own run early, as os._exit() would. Without a cgroup, or on EOF (the
- * code closed fd 3, or the runner died), the call ends when the sandbox has (call_finish). So does
- * a run that left files in /workspace/out (one fstatat tells): they are read once nothing can
- * write them any more. */
-void call_done(struct server *srv, struct call *c)
+/* The runner's done byte (or, with a bridge, its done frame): the run is over and all its output
+ * is in the pipes. Answer now, from the cgroup's counters, and kill the sandbox (the runner is
+ * exiting anyway; anything the code left running ends with it, as when the runner exits): the
+ * answer does not wait for the processes to exit and the namespaces to be torn down, which is most
+ * of a warm call's time. Code that writes to fd 3 itself ends its own run early, as os._exit()
+ * would. Without a cgroup, or on EOF (the code closed fd 3, or the runner died), the call ends
+ * when the sandbox has (call_finish). So does a run that left files in /workspace/out (one fstatat
+ * tells): they are read once nothing can write them any more. */
+static void call_answer_done(struct server *srv, struct call *c, unsigned char status)
 {
-  unsigned char status;
-  ssize_t n;
-  do
-    n = read(c->done_fd, &status, 1);
-  while (n < 0 && errno == EINTR);
-  if (n < 0 && errno == EAGAIN)
-    return;
-  close(c->done_fd);
-  c->done_fd = -1;
-  if (n != 1 || c->killed || c->cancelled)
+  if (c->killed || c->cancelled || c->answered)
     return;
   struct sbx_result res;
   if (sandbox_result_now(c->sb, status, &res) < 0)
@@ -384,6 +378,28 @@ void call_done(struct server *srv, struct call *c)
   if (srv->output_dirfd >= 0)
     call_collect_files(srv, c); /* no files: only output too long to show */
   send_call_result(srv, c, &res);
+}
+
+void call_done(struct server *srv, struct call *c)
+{
+  unsigned char status;
+  ssize_t n;
+  do
+    n = read(c->done_fd, &status, 1);
+  while (n < 0 && errno == EINTR);
+  if (n < 0 && errno == EAGAIN)
+    return;
+  close(c->done_fd);
+  c->done_fd = -1;
+  if (n == 1)
+    call_answer_done(srv, c, status);
+}
+
+/* The proxy's done frame (proxy_on_done). */
+static void bridge_done(void *ctx, int status)
+{
+  struct call *c = ctx;
+  call_answer_done(c->srv, c, (unsigned char) status);
 }
 
 int open_pipe(int *ret_read, int *ret_write, sbx_error_t *err)
@@ -422,7 +438,7 @@ static void notify_progress(struct server *srv, struct call *c, const char *msg)
 static void relay_progress(void *ctx, const char *server, const char *tool, const json_node_t *params)
 {
   struct call *c = ctx;
-  if (!c->progress_token || c->cancelled)
+  if (!c->progress_token || c->cancelled || c->answered)
     return;
   char msg[300];
   const char *m = json_as_string(json_get(params, "message"), NULL);
@@ -433,9 +449,9 @@ static void relay_progress(void *ctx, const char *server, const char *tool, cons
   notify_progress(c->srv, c, msg);
 }
 
-/* The spec every sandbox of this server gets, cold or warm; only argv, the bridge and (for a
- * run with servers) the environment differ. The `mcp` package is mounted whenever it exists, so a
- * warm sandbox (which may get a run with servers) looks the same from inside as a cold one. */
+/* The spec every sandbox of this server gets, cold or warm alike (what differs is in the job):
+ * the runner, and the `mcp` package mounted and on PYTHONPATH whenever it was found, so that
+ * `from mcp import runtime` (and the package's matplotlib backend) works in every run. */
 void base_spec(struct server *srv, const struct sbx_limits *limits, char **argv, int devnull, int out_w,
                int err_w, struct sbx_spec *spec)
 {
@@ -453,9 +469,15 @@ void base_spec(struct server *srv, const struct sbx_limits *limits, char **argv,
       .binds = srv->spec_binds,
       .n_binds = srv->n_spec_binds,
   };
+  /* With the package bound (spec_binds[0], mcp_binds.c): on the path of every run. */
+  static char *const python_env[] = {"PYTHONPATH=" PROXY_PYTHON_DST};
+  if (srv->n_spec_binds && strcmp(srv->spec_binds[0].dst, PROXY_PYTHON_DST) == 0) {
+    spec->extra_env = python_env;
+    spec->n_extra_env = ARRAY_SIZE(python_env);
+  }
 }
 
-static int call_start_cold(struct server *srv, struct call *c, int bridge_fd, sbx_error_t *err);
+static int call_start_cold(struct server *srv, struct call *c, sbx_error_t *err);
 
 static int call_start(struct server *srv, struct call *c, sbx_error_t *err)
 {
@@ -466,16 +488,16 @@ static int call_start(struct server *srv, struct call *c, sbx_error_t *err)
   if (policy_resolve_limits(srv->policy, &req, &c->limits, err) < 0)
     return -1;
 
-  /* With servers: the bridge at fd 3, the `mcp` package read-only, and the runner told which
-   * servers it has (it then defines mcp_<alias> and friends). */
-  _cleanup_close_ int bridge = -1;
-  if (c->n_servers) {
-    if (host_servers_proxy(&srv->hs, (const char *const *) c->servers, c->n_servers, &bridge, &c->proxy,
-                           err) < 0)
+  /* With servers, or any configured server to discover: fd 3 goes on as the bridge after the job,
+   * which tells the runner the servers it may call (it then defines mcp_<alias> and friends). */
+  c->srv = srv;
+  if (c->n_servers || host_servers_discovery(&srv->hs)) {
+    if (host_servers_proxy(&srv->hs, (const char *const *) c->servers, c->n_servers, NULL, &c->proxy, err) <
+        0)
       return -1;
     proxy_on_progress(c->proxy, relay_progress, c);
+    proxy_on_done(c->proxy, bridge_done, c);
   }
-  c->srv = srv;
 
   /* A ready warm sandbox if there is one. Else one still being built, which the call waits for
    * (call_pending_ready): it is further along than a cold one started now would be, and
@@ -489,7 +511,6 @@ static int call_start(struct server *srv, struct call *c, sbx_error_t *err)
     warm_unlink(srv, w);
     if (!w->ready) {
       c->pending = w;
-      c->pending_bridge = TAKE_FD(bridge);
       c->pending_until = now_ns() + PENDING_MAX_NS;
       return 0;
     }
@@ -498,14 +519,63 @@ static int call_start(struct server *srv, struct call *c, sbx_error_t *err)
       return 0;
     log_warn("%s; starting a cold sandbox instead", werr.msg);
   }
-  return call_start_cold(srv, c, TAKE_FD(bridge), err);
+  return call_start_cold(srv, c, err);
 }
 
-/* A sandbox built for this call, with its code on the command line. Takes bridge (with servers:
- * the sandbox's end of the proxy's socket). */
-static int call_start_cold(struct server *srv, struct call *c, int bridge_fd, sbx_error_t *err)
+/* What fd 3 becomes once the job is written: the bridge, or the done channel. */
+static void job_sent(struct call *c)
 {
-  _cleanup_close_ int bridge = bridge_fd;
+  if (c->proxy)
+    proxy_adopt_fd(c->proxy, TAKE_FD(c->job.fd));
+  else
+    c->done_fd = TAKE_FD(c->job.fd);
+  job_free(&c->job);
+}
+
+int call_deliver(struct call *c, int fd, const char *kind, sbx_error_t *err)
+{
+  const char *servers = c->proxy ? strchr(proxy_env(c->proxy), '=') + 1 : NULL;
+  if (job_begin(&c->job, fd, servers, c->code, c->code_len, err) < 0)
+    return -1;
+  /* Nothing is written yet if this fails (a warm sandbox that died idle: EPIPE). */
+  int r = job_write(&c->job, err);
+  if (r < 0) {
+    job_free(&c->job);
+    return -1;
+  }
+  if (r == 1)
+    job_sent(c);
+  if (c->srv->log_level == 0) { /* debug: which kind of sandbox served the call */
+    char msg[200];
+    bufprintf_cut(msg, sizeof msg, "call %.100s: its code went to a %s sandbox", c->id, kind);
+    mcp_log(c->srv, 0, msg);
+  }
+  return 0;
+}
+
+void call_job_ready(struct server *srv, struct call *c, bool timed_out)
+{
+  (void) srv;
+  sbx_error_t err = {0};
+  int r = timed_out ? sbx_error_set(&err, ETIMEDOUT, "it read %zu of %zu bytes, then nothing for %d ms",
+                                    c->job.sent, c->job.total, JOB_SEND_TIMEOUT_MS)
+                    : job_write(&c->job, &err);
+  if (r == 1) {
+    job_sent(c);
+  } else if (r < 0) {
+    /* The runner is stuck or gone: end the sandbox, and say so when it has ended (call_finish). */
+    log_warn("a sandbox did not take its code: %s", err.msg);
+    job_free(&c->job);
+    c->job_error = strdup(err.msg);
+    c->killed = true;
+    sandbox_signal(c->sb, SIGKILL);
+  }
+}
+
+/* A sandbox built for this call: the runner started without code, which it then reads from fd 3
+ * like a warm one (call_deliver). */
+static int call_start_cold(struct server *srv, struct call *c, sbx_error_t *err)
+{
   _cleanup_close_ int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
   if (devnull < 0)
     return sbx_error_errno(err, "open `/dev/null`");
@@ -514,34 +584,24 @@ static int call_start_cold(struct server *srv, struct call *c, int bridge_fd, sb
   if (open_pipe(&out_r, &out_w, err) < 0 || open_pipe(&err_r, &err_w, err) < 0)
     return -1;
 
-  /* python3 -c RUNNER CODE: the runner finds the code in sys.argv[1]. */
-  char *argv[] = {PYTHON, "-c", (char *) mcp_runner_source, c->code, NULL};
+  /* python3 -c RUNNER: the code comes on fd 3, never in argv. */
+  char *argv[] = {PYTHON, "-c", (char *) mcp_runner_source, NULL};
   struct sbx_spec spec;
   base_spec(srv, &c->limits, argv, devnull, out_w, err_w, &spec);
-  char *env[HOST_SERVERS_N_ENV];
-  _cleanup_close_ int done = -1;
-  if (c->proxy) {
-    spec.extra_env = env;
-    spec.n_extra_env = host_servers_env(c->proxy, env);
-    spec.bridge_fd = bridge;
-  } else {
-    /* The done channel at fd 3, as a warm sandbox's job socket becomes. */
-    int sv[2];
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
-      return sbx_error_errno(err, "done socketpair");
-    done = sv[0];
-    bridge = sv[1];
-    if (fcntl(done, F_SETFL, O_NONBLOCK) < 0)
-      return sbx_error_errno(err, "done socket");
-    spec.bridge_fd = bridge;
-  }
+  /* The job socket at fd 3. Our end never blocks the loop; the runner's blocks in its read. */
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+    return sbx_error_errno(err, "job socketpair");
+  _cleanup_close_ int job = sv[0], inside = sv[1];
+  if (fcntl(job, F_SETFL, O_NONBLOCK) < 0)
+    return sbx_error_errno(err, "job socket");
+  spec.bridge_fd = inside;
   if (sandbox_spawn(&spec, &c->sb, err) < 0)
     return -1;
-  c->done_fd = TAKE_FD(done);
   /* Our copies of the write ends must go, or the pipes never reach EOF. */
   c->out_fd = TAKE_FD(out_r);
   c->err_fd = TAKE_FD(err_r);
-  return 0;
+  return call_deliver(c, TAKE_FD(job), "cold", err);
 }
 
 static void call_start_failed(struct server *srv, struct call *c, const sbx_error_t *err)
@@ -558,23 +618,19 @@ static void call_start_failed(struct server *srv, struct call *c, const sbx_erro
 void call_pending_ready(struct server *srv, struct call *c, bool give_up)
 {
   struct warm *w = TAKE_PTR(c->pending);
-  int bridge = TAKE_FD(c->pending_bridge);
   sbx_error_t werr = {0}, err = {0};
   if (give_up) {
     sbx_error_set(&werr, ETIMEDOUT, "a warm sandbox was not built in time");
     warm_free(w);
   } else if (sandbox_spawn_finish(w->sb, &werr) == 0) {
     w->ready = true;
-    if (call_start_warm(c, w, &werr) == 0) {
-      if (bridge >= 0)
-        close(bridge);
+    if (call_start_warm(c, w, &werr) == 0)
       return;
-    }
   } else {
     warm_free(w);
   }
   log_warn("%s; starting a cold sandbox instead", werr.msg);
-  if (call_start_cold(srv, c, bridge, &err) < 0)
+  if (call_start_cold(srv, c, &err) < 0)
     call_start_failed(srv, c, &err);
 }
 
@@ -624,6 +680,13 @@ int run_timers(struct server *srv)
       if (timeout < 0 || t < timeout)
         timeout = t;
     }
+    if (c->job.fd >= 0 && now >= c->job.deadline_ns) {
+      call_job_ready(srv, c, true);
+    } else if (c->job.fd >= 0) {
+      int t = ms_until(c->job.deadline_ns, now);
+      if (timeout < 0 || t < timeout)
+        timeout = t;
+    }
     if (c->state == CALL_RUNNING && c->sb && !c->killed) {
       uint64_t deadline = sandbox_deadline_ns(c->sb);
       if (now >= deadline) {
@@ -662,7 +725,8 @@ int call_enqueue(struct server *srv, const char *id, const struct mcp_tool_args 
   if (!c)
     return -1;
   /* Before anything can fail: call_free closes these, and 0 would be stdin. */
-  c->out_fd = c->err_fd = c->done_fd = c->pending_bridge = -1;
+  c->out_fd = c->err_fd = c->done_fd = c->job.fd = -1;
+  c->code_len = a->code_len;
   if (!(c->id = strdup(id)) || !(c->code = strndup(a->code, a->code_len))) {
     call_free(c);
     return -1;
@@ -683,5 +747,6 @@ int call_enqueue(struct server *srv, const char *id, const struct mcp_tool_args 
   c->state = CALL_QUEUED;
   slist_append(&srv->calls, c);
   srv->n_queued++;
+  srv->code_bytes += c->code_len;
   return 0;
 }

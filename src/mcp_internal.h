@@ -29,6 +29,10 @@
 /* Stop reading requests while this much output waits for the client to read it. */
 #define OUTQ_HIGH_WATER (64u << 20)
 
+/* The code of the calls queued and running, together, is at most this many times the message
+ * limit (64 MiB by default): sandboxd holds each call's code until its audit record. */
+#define CODE_HELD_MESSAGES 16
+
 #define DEFAULT_MAX_CONCURRENT 4
 #define DEFAULT_MAX_QUEUE 64
 #define DEFAULT_MAX_MESSAGE (4u << 20)
@@ -45,7 +49,8 @@
  * the call for the CPUs: the pool is topped up once no call runs, or this long after the latest
  * call started (a long call does not keep the pool empty). */
 #define WARM_DEFER_NS 20000000ULL
-/* How long delivering a job to a warm sandbox may take before it is given up for a cold one. */
+/* How long delivering a job (mcp_job.c) may go without the runner reading any of it: it reads at
+ * once (a cold one once Python has started); only a stuck one waits, and then the call fails. */
 #define JOB_SEND_TIMEOUT_MS 1000
 /* How long a call waits for a warm sandbox still being built before starting a cold one (setup
  * takes milliseconds; this only bounds a stuck one). */
@@ -77,6 +82,18 @@ struct warm {
   int job_fd;         /* our end of the socket at SBX_BRIDGE_FD inside */
 };
 
+/* The job on its way to the runner (mcp_job.c): the frame's parts and how much is written. */
+struct job {
+  int fd; /* our end of the socket at fd 3 inside, until all is written; else -1 */
+  unsigned char hdr[4];
+  char *head; /* "bridge a,b\n" or "done\n" */
+  size_t head_len;
+  const char *code; /* the call's own copy (struct call), not owned */
+  size_t code_len;
+  size_t sent, total;
+  uint64_t deadline_ns;
+};
+
 enum call_state { CALL_QUEUED, CALL_RUNNING };
 
 struct call {
@@ -98,9 +115,10 @@ struct call {
   bool killed;    /* sandbox_kill() sent (deadline or cancel) */
   bool cancelled; /* the client cancelled: kill, and never answer */
 
-  int done_fd;            /* without servers: the runner's done channel (runner.py), or -1 */
+  struct job job;         /* while the code is being written to fd 3 (job.fd >= 0) */
+  char *job_error;        /* why the sandbox did not take its code (it is killed), or NULL */
+  int done_fd;            /* without a bridge: the runner's done channel (runner.py), or -1 */
   struct warm *pending;   /* a warm sandbox still being built that this call waits for, or NULL */
-  int pending_bridge;     /* while pending, with servers: the bridge end a cold start would use */
   uint64_t pending_until; /* then it gives up on that sandbox and starts a cold one */
   bool answered;          /* answered at the runner's done byte; reaped and audited when it has ended */
   struct sbx_result res;  /* what was answered, for the audit record */
@@ -118,7 +136,8 @@ struct call {
   struct server *srv;
   char **servers; /* host MCP servers the code may call (`servers`), or NULL */
   size_t n_servers;
-  struct proxy *proxy; /* the bridge, while running with servers */
+  size_t code_len;
+  struct proxy *proxy; /* the bridge: with servers, or for discovery (host_servers_discovery) */
 };
 
 struct server {
@@ -129,6 +148,7 @@ struct server {
 
   struct call *calls; /* in arrival order */
   size_t n_running, n_queued;
+  size_t code_bytes; /* of the calls' code, together (CODE_HELD_MESSAGES) */
 
   jsonrpc_framer_t framer;
   strbuf_t outq; /* replies not yet written to stdout */
@@ -190,6 +210,12 @@ int drain_pipe(struct call *c, int *fd, strbuf_t *sb);
 void call_finish(struct server *srv, struct call *c);
 /* The runner's done byte is readable. */
 void call_done(struct server *srv, struct call *c);
+/* Hand the call's sandbox (kind: "warm" or "cold", for the debug log) its code on fd (our end of
+ * fd 3 inside, taken): what fits now, the rest from the loop (call_job_ready). -1 if fd takes
+ * nothing (the sandbox is gone). */
+int call_deliver(struct call *c, int fd, const char *kind, sbx_error_t *err);
+/* The job's socket is writable (or its deadline passed: timed_out). */
+void call_job_ready(struct server *srv, struct call *c, bool timed_out);
 /* The warm sandbox a call waited for is built, or failed, or took too long (give_up). */
 void call_pending_ready(struct server *srv, struct call *c, bool give_up);
 /* A new call at the end of the queue (args checked, mcp_tool.c). -1: out of memory. */
@@ -215,6 +241,13 @@ int output_dir_open(const char *path, const struct hostfile_guard *guard, int *r
 void call_collect_files(struct server *srv, struct call *c);
 /* The result's content blocks for them (after the text block). */
 void call_write_file_blocks(struct server *srv, struct call *c, json_writer_t *w);
+
+/* mcp_job.c: the job frame (fd is taken, even on failure). job_write: 1 once all is written, 0
+ * when the socket is full (wait for POLLOUT), -1 on error. */
+int job_begin(struct job *j, int fd, const char *servers, const char *code, size_t code_len,
+              sbx_error_t *err);
+int job_write(struct job *j, sbx_error_t *err);
+void job_free(struct job *j);
 
 /* warm_pool.c */
 void warm_free(struct warm *w);

@@ -274,6 +274,13 @@ static void m_tools_call(struct server *srv, const char *id, const json_node_t *
                     srv->n_running, srv->n_queued);
     return;
   }
+  if (srv->code_bytes + args.code_len > CODE_HELD_MESSAGES * srv->max_message) {
+    send_tool_error(srv, id,
+                    "sandboxd is busy: the calls running and queued hold %zu bytes of code, and this one "
+                    "(%zu bytes) would pass the limit of %zu; try again later",
+                    srv->code_bytes, args.code_len, CODE_HELD_MESSAGES * srv->max_message);
+    return;
+  }
 
   if (call_enqueue(srv, id, &args, json_get(json_get(params, "_meta"), "progressToken")) < 0) {
     send_error(srv, id, JSONRPC_INTERNAL_ERROR, "Internal error: out of memory");
@@ -339,7 +346,8 @@ static void write_capabilities(struct server *srv, json_writer_t *w)
   json_obj_begin(w);
   json_kv_uint(w, "max_concurrent", srv->max_concurrent);
   json_kv_uint(w, "max_queue", srv->max_queue);
-  json_kv_uint(w, "max_code_bytes", MAX_CODE_BYTES);
+  /* The code has no limit of its own: the request that carries it does (mcp_job.c). */
+  json_kv_uint(w, "max_code_bytes", srv->max_message);
   json_kv_uint(w, "max_message_bytes", srv->max_message);
   /* Sandboxes built ahead of the calls (--warm); each still serves exactly one call. */
   json_kv_uint(w, "warm_pool", srv->warm_target);
@@ -635,7 +643,9 @@ static void read_stdin(struct server *srv)
       handle_message(srv, line, len);
     } else {
       struct jsonrpc_failure fail;
-      jsonrpc_oversize(line, len, srv->max_message, &fail);
+      size_t tail_len;
+      const char *tail = jsonrpc_framer_tail(&srv->framer, &tail_len);
+      jsonrpc_oversize(line, len, tail, tail_len, srv->max_message, &fail);
       log_warn("dropped a message larger than %zu bytes (--max-message-size)", srv->max_message);
       send_error(srv, fail.id, fail.code, fail.detail.msg);
       jsonrpc_failure_clear(&fail);
@@ -674,10 +684,11 @@ static size_t call_pollfds(struct server *srv, struct pollfd *pfds, struct call 
       owners[n] = c;
       pfds[n++] = (struct pollfd){.fd = fds[i], .events = POLLIN};
     }
-    /* The bridge with servers, else the done channel. */
+    /* The job while it is written, then the bridge, or else the done channel. */
     owners[n] = c;
-    pfds[n++] = c->proxy ? (struct pollfd){.fd = proxy_fd(c->proxy), .events = proxy_events(c->proxy)}
-                         : (struct pollfd){.fd = c->done_fd, .events = POLLIN};
+    pfds[n++] = c->job.fd >= 0 ? (struct pollfd){.fd = c->job.fd, .events = POLLOUT}
+                : c->proxy     ? (struct pollfd){.fd = proxy_fd(c->proxy), .events = proxy_events(c->proxy)}
+                               : (struct pollfd){.fd = c->done_fd, .events = POLLIN};
   }
   return n;
 }
@@ -692,7 +703,9 @@ static void calls_dispatch(struct server *srv, const struct pollfd *pfds, struct
       drain_pipe(c, &c->out_fd, &c->out);
     if (pfds[i + 2].revents && c->err_fd >= 0)
       drain_pipe(c, &c->err_fd, &c->err);
-    if (pfds[i + 3].revents && c->proxy && pfds[i + 3].fd == proxy_fd(c->proxy))
+    if (pfds[i + 3].revents && c->job.fd >= 0 && pfds[i + 3].fd == c->job.fd)
+      call_job_ready(srv, c, false);
+    else if (pfds[i + 3].revents && c->proxy && pfds[i + 3].fd == proxy_fd(c->proxy))
       proxy_handle(c->proxy, pfds[i + 3].revents);
     else if (pfds[i + 3].revents && !c->proxy && c->done_fd >= 0 && pfds[i + 3].fd == c->done_fd)
       call_done(srv, c);

@@ -21,7 +21,7 @@ static const char tool_description[] =
     "files written to /workspace/out/ come back (images as images). "
     "tracebacks go to stderr. Top-level `await` works. To use tools of host MCP servers, list them in "
     "`servers`; the code then calls them with `await mcp_<server>.<tool>(arg=...)` (helpers in "
-    "`from mcp import runtime`).";
+    "`from mcp import runtime`; its discovered_servers() and search_tool_docs() work without `servers`).";
 
 static void schema_prop(json_writer_t *w, const char *name, const char *type, const char *description)
 {
@@ -253,13 +253,8 @@ int mcp_tool_parse_args(const json_node_t *args, const struct sbx_policy *policy
     bufprintf_cut(msg, msg_len, "`code` contains a NUL character, which Python source cannot hold");
     return -1;
   }
-  if (code_len > MAX_CODE_BYTES) {
-    bufprintf_cut(msg, msg_len,
-                  "code too large: %zu bytes, the limit is %d; write less code, or generate "
-                  "data inside the sandbox",
-                  code_len, MAX_CODE_BYTES);
-    return -1;
-  }
+  /* No limit of its own: the code is bound by the message that carries it (--max-message-size),
+   * and reaches the sandbox on fd 3, not in argv (mcp_job.c). */
   uint64_t timeout_ms = UINT64_MAX;
   const json_node_t *tn = json_get(args, "timeout");
   if (tn && json_type(tn) != JSON_NULL) {

@@ -13,8 +13,6 @@ struct mcp_config;
 struct sbx_policy;
 
 #define TOOL_NAME "run_python"
-/* execve() refuses any single argument longer than MAX_ARG_STRLEN (32 pages), NUL included. */
-#define MAX_CODE_BYTES (32 * 4096 - 1)
 
 /* A call's arguments once checked. Pointers are into the arguments' tree. */
 struct mcp_tool_args {

@@ -45,6 +45,7 @@ struct record {
 
 struct proxy {
   struct mcp_hosts *hosts;
+  const struct sbx_policy *policy; /* proxy_servers, or NULL: every configured server */
   char **servers;
   size_t n_servers;
   strbuf_t env; /* SANDBOXD_MCP_SERVERS=a,b: sized from the names */
@@ -62,6 +63,8 @@ struct proxy {
   size_t n_records;
   void (*progress_fn)(void *ctx, const char *server, const char *tool, const json_node_t *params);
   void *progress_ctx;
+  void (*done_fn)(void *ctx, int status);
+  void *done_ctx;
 };
 
 /* ------------------------------------------------------------------ output */
@@ -294,6 +297,14 @@ static bool allowed(const struct proxy *p, const char *server)
   return false;
 }
 
+/* Discovery (servers/list, tools/list) covers every configured server the policy allows, listed
+ * in `servers` or not: learning a server's tools may start it, calling one needs `allowed`. */
+static bool discoverable(const struct proxy *p, const char *server)
+{
+  return mcp_config_find(mcp_hosts_config(p->hosts), server) &&
+         (!p->policy || policy_allows_server(p->policy, server));
+}
+
 static void list_servers(struct proxy *p, const char *id)
 {
   json_writer_t *w = json_writer_new();
@@ -304,11 +315,15 @@ static void list_servers(struct proxy *p, const char *id)
   json_obj_begin(w);
   json_key(w, "servers");
   json_arr_begin(w);
-  for (size_t i = 0; i < p->n_servers; i++) {
-    const struct mcp_server_config *s = mcp_config_find(cfg, p->servers[i]);
+  /* In config order, which is the order of ties in the package's search_tool_docs. */
+  for (size_t i = 0; i < cfg->n; i++) {
+    const struct mcp_server_config *s = &cfg->servers[i];
+    if (!discoverable(p, s->name))
+      continue;
     json_obj_begin(w);
-    json_kv_str(w, "name", p->servers[i]);
-    json_kv_str(w, "description", s ? s->description : "");
+    json_kv_str(w, "name", s->name);
+    json_kv_str(w, "description", s->description ? s->description : "");
+    json_kv_bool(w, "callable", allowed(p, s->name));
     json_obj_end(w);
   }
   json_arr_end(w);
@@ -339,12 +354,16 @@ static void forward(struct proxy *p, const char *id, const char *method, const j
   }
   /* The access check comes first, and the record keeps bounded copies of the names: a denied
    * call costs no more than an allowed one, whatever names it carries. */
-  bool ok = allowed(p, server);
+  bool ok = call ? allowed(p, server) : discoverable(p, server);
   size_t rec = call ? record_start(p, server, tool) : SIZE_MAX;
   if (!ok) {
     record_end(p, rec, OUT_DENIED);
-    send_error(p, id, JSONRPC_INVALID_PARAMS,
-               "server `%.100s` is not available to this run (list it in `servers`)", server);
+    if (call || discoverable(p, server))
+      send_error(p, id, JSONRPC_INVALID_PARAMS,
+                 "server `%.100s` is not available to this run (list it in `servers`)", server);
+    else
+      send_error(p, id, JSONRPC_INVALID_PARAMS,
+                 "server `%.100s` is not configured, or the policy does not allow it", server);
     return;
   }
   if (call && strlen(tool) > PROXY_MAX_TOOL_NAME) {
@@ -438,7 +457,14 @@ static void handle_frame(struct proxy *p, const char *frame, size_t len)
   _cleanup_free_ char *id = jsonrpc_id_canonical(json_get(root, "id"));
   const char *method = json_as_string(json_get(root, "method"), NULL);
   const json_node_t *params = json_get(root, "params");
-  if (id && strlen(id) > PROXY_MAX_ID)
+  long long status;
+  if (!id && method && strcmp(method, PROXY_DONE_METHOD) == 0 && p->done_fn &&
+      json_as_int(json_get(params, "status"), &status) == 0 && status >= 0 && status <= 255) {
+    /* The run is over: nothing more from this bridge is served (the sandbox is killed now). */
+    close(p->fd);
+    p->fd = -1;
+    p->done_fn(p->done_ctx, (int) status);
+  } else if (id && strlen(id) > PROXY_MAX_ID)
     send_error(p, NULL, JSONRPC_INVALID_REQUEST, "Invalid Request: the id is longer than %d bytes",
                PROXY_MAX_ID);
   else if (json_type(root) != JSON_OBJECT || !id || !method)
@@ -476,6 +502,7 @@ int proxy_new(struct mcp_hosts *hosts, const struct sbx_policy *policy, const ch
   }
   p->fd = -1;
   p->hosts = hosts;
+  p->policy = policy;
   static const char var[] = "SANDBOXD_MCP_SERVERS=";
   if (strbuf_append(&p->env, var, sizeof var - 1) < 0) {
     proxy_free(p);
@@ -502,6 +529,10 @@ int proxy_new(struct mcp_hosts *hosts, const struct sbx_policy *policy, const ch
   p->call_timeout_ms = lim && lim->call_timeout_ms ? lim->call_timeout_ms : PROXY_DEFAULT_CALL_TIMEOUT_MS;
   p->max_calls = lim && lim->max_calls ? lim->max_calls : PROXY_DEFAULT_MAX_CALLS;
   bridge_reader_init(&p->reader, p->max_frame < PROXY_MAX_REQUEST ? p->max_frame : PROXY_MAX_REQUEST);
+  if (!ret_sandbox_fd) { /* the caller brings the socket (proxy_adopt_fd) */
+    *ret = p;
+    return 0;
+  }
   int sv[2];
   /* SOCK_STREAM: frames carry their own length; no fds are ever received (no control buffer). */
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv) < 0) {
@@ -562,6 +593,12 @@ void proxy_on_progress(struct proxy *p, void (*fn)(void *, const char *, const c
   p->progress_ctx = ctx;
 }
 
+void proxy_on_done(struct proxy *p, void (*fn)(void *ctx, int status), void *ctx)
+{
+  p->done_fn = fn;
+  p->done_ctx = ctx;
+}
+
 int proxy_fd(const struct proxy *p)
 {
   return p->fd;
@@ -615,6 +652,8 @@ void proxy_handle(struct proxy *p, short revents)
       if (ev == BRIDGE_FRAME) {
         handle_frame(p, frame, flen);
         free(frame);
+        if (p->fd < 0) /* the done notification: what follows it is not served */
+          return;
       } else if (ev == BRIDGE_OVERSIZE) {
         _cleanup_free_ char *id = peek_id(frame, flen);
         send_error(p, id, MCP_ERR_TOO_LARGE, "the request is %u bytes, above the bridge's limit of %u bytes",

@@ -4,8 +4,12 @@
  * frames the answers back. Every tools/call is recorded for the audit record.
  *
  * Requests (JSON-RPC 2.0 shapes; `jsonrpc` is optional):
- *   {"id":I,"method":"servers/list"}                        -> {"servers":[{"name","description"}]}
+ *   {"id":I,"method":"servers/list"}                        ->
+ * {"servers":[{"name","description","callable"}]}
  *   {"id":I,"method":"tools/list","params":{"server":S}}     -> {"tools":[...]} (the server's own list)
+ *   {"method":"sandboxd/done","params":{"status":N}}        (no answer: the run is over, see proxy_on_done)
+ * servers/list and tools/list cover every configured server the policy allows (discovery);
+ * tools/call only the run's own servers (`callable`).
  *   {"id":I,"method":"tools/call","params":{"server":S,"name":T,"arguments":{...},"progress":true}}
  *                                                             -> the CallToolResult, unchanged
  * Answers are {"id":I,"result":R} or {"id":I,"error":{"code","message"}}; with "progress":true, the
@@ -66,7 +70,8 @@ struct sbx_policy;
 
 /* servers: the names this run may call (each must be configured in hosts and, unless policy is
  * NULL, allowed by the policy's proxy_servers). On success *ret_sandbox_fd is the other end of the
- * socketpair, for sbx_spec.bridge_fd: close it once the sandbox is spawned. */
+ * socketpair, for sbx_spec.bridge_fd: close it once the sandbox is spawned. With ret_sandbox_fd
+ * NULL no socketpair is made: the caller brings its socket with proxy_adopt_fd(). */
 int proxy_new(struct mcp_hosts *hosts, const struct sbx_policy *policy, const char *const *servers,
               size_t n_servers, const struct proxy_limits *lim, int *ret_sandbox_fd, struct proxy **ret,
               sbx_error_t *err);
@@ -80,6 +85,10 @@ void proxy_free(struct proxy *p);
 void proxy_on_progress(struct proxy *p,
                        void (*fn)(void *ctx, const char *server, const char *tool, const json_node_t *params),
                        void *ctx);
+/* The runner's last frame (PROXY_DONE_METHOD): its exit status, once the run is over and its
+ * output flushed. The bridge is closed before fn is called. Without fn the frame is an error. */
+#define PROXY_DONE_METHOD "sandboxd/done"
+void proxy_on_done(struct proxy *p, void (*fn)(void *ctx, int status), void *ctx);
 /* The fd and events to poll; fd -1 once the sandbox has closed its end. */
 int proxy_fd(const struct proxy *p);
 short proxy_events(const struct proxy *p);

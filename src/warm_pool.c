@@ -8,13 +8,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "bridge.h"
 #include "cleanup.h"
 #include "log.h"
 #include "mcp_internal.h"
 #include "mcp_server.h"
 #include "policy.h"
-#include "proxy.h"
 #include "sandbox.h"
 #include "slist.h"
 #include "util.h"
@@ -89,67 +87,19 @@ void warm_unlink(struct server *srv, struct warm *w)
     srv->n_warm--;
 }
 
-/* Frame the job (runner.py: the servers, "a,b" or nothing, a newline, the code) and send it
- * whole. */
-static int send_job(int fd, const char *code, const char *servers, sbx_error_t *err)
-{
-  if (!servers)
-    servers = "";
-  size_t slen = strlen(servers), clen = strlen(code);
-  unsigned char hdr[4];
-  if (bridge_header(slen + 1 + clen, BRIDGE_DEFAULT_MAX_FRAME, hdr, err) < 0)
-    return -1;
-  struct iovec iov[4] = {{.iov_base = hdr, .iov_len = 4},
-                         {.iov_base = (void *) servers, .iov_len = slen},
-                         {.iov_base = "\n", .iov_len = 1},
-                         {.iov_base = (void *) code, .iov_len = clen}};
-  struct msghdr mh = {.msg_iov = iov, .msg_iovlen = 4};
-  uint64_t give_up = now_ns() + JOB_SEND_TIMEOUT_MS * 1000000ULL;
-  while (mh.msg_iovlen) {
-    ssize_t n = sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n < 0 && errno == EAGAIN) {
-      uint64_t now = now_ns();
-      if (now < give_up && poll(&(struct pollfd){.fd = fd, .events = POLLOUT}, 1, ms_until(give_up, now)) > 0)
-        continue;
-      return sbx_error_set(err, ETIMEDOUT, "warm sandbox: the job was not taken");
-    }
-    if (n < 0)
-      return sbx_error_errno(err, "warm sandbox: send the job");
-    size_t done = (size_t) n;
-    while (mh.msg_iovlen && done >= mh.msg_iov[0].iov_len) {
-      done -= mh.msg_iov[0].iov_len;
-      mh.msg_iov++;
-      mh.msg_iovlen--;
-    }
-    if (mh.msg_iovlen) {
-      mh.msg_iov[0].iov_base = (char *) mh.msg_iov[0].iov_base + done;
-      mh.msg_iov[0].iov_len -= done;
-    }
-  }
-  return 0;
-}
-
 /* Give the call a warm sandbox. On failure the warm sandbox is gone and the call gets a cold one. */
 int call_start_warm(struct call *c, struct warm *w, sbx_error_t *err)
 {
-  const char *servers = c->proxy ? strchr(proxy_env(c->proxy), '=') + 1 : NULL;
   /* The call's clock and deadline start at delivery, as a cold one's start at its spawn. */
   sandbox_start_clock(w->sb);
   sandbox_set_deadline(w->sb, now_ns() + c->limits.timeout_ms * 1000000ULL);
-  if (send_job(w->job_fd, c->code, servers, err) < 0) {
+  if (call_deliver(c, TAKE_FD(w->job_fd), "warm", err) < 0) {
     warm_free(w);
     return -1;
   }
   c->sb = TAKE_PTR(w->sb);
   c->out_fd = TAKE_FD(w->out_fd);
   c->err_fd = TAKE_FD(w->err_fd);
-  /* With servers, the job socket goes on as the bridge; without, as the done channel. */
-  if (c->proxy)
-    proxy_adopt_fd(c->proxy, TAKE_FD(w->job_fd));
-  else
-    c->done_fd = TAKE_FD(w->job_fd);
   warm_free(w);
   return 0;
 }

@@ -1,13 +1,15 @@
 # sandboxd run_python entry point: runs the code as the __main__ module, with top-level await.
 # sandboxd passes this file's text to `python3 -c`, so keep it self-contained (the build links
 # this file into the binary: src/mcp_runner.c).
-# Cold: the code is sys.argv[1]. Warm (no argument): started ahead of the call, the runner waits
-# for one job on the bridge at fd 3 (a 4-byte big-endian length, then that many bytes of UTF-8:
-# the servers, "a,b" or nothing, a newline, the code); with servers the same socket goes on as the
-# bridge.
-# Without servers, fd 3 (warm or cold) is the done channel: once the run is over and its output
-# flushed, one byte, the exit status, lets sandboxd answer without waiting for this process and
-# the sandbox to be torn down. sandboxd then kills the sandbox.
+# The code never comes in argv (the kernel limits one argument to 128 KiB): the runner, cold or
+# warm (started ahead of the call), reads one job from fd 3 (src/mcp_job.c): a 4-byte big-endian
+# length, then that many bytes of UTF-8: "bridge SERVERS" or "bridge" or "done", a newline, the
+# code. "bridge": fd 3 goes on as the bridge to host MCP servers (src/inside/mcp), and SERVERS,
+# "a,b", are the ones the code may call (with none listed, for discovery); the runner's last frame
+# on it, sandboxd/done, carries the exit status. "done": no bridge (no host server is
+# configured), fd 3 is the done channel, and the runner's last byte on it is the exit status.
+# Either lets sandboxd answer once the run is over and its output flushed, without waiting for
+# this process and the sandbox to be torn down. sandboxd then kills the sandbox.
 def _sandboxd_run():
     # Only what every run needs: asyncio and traceback cost tens of milliseconds to import, so
     # they are imported when the code awaits or fails.
@@ -16,46 +18,46 @@ def _sandboxd_run():
     PyCF_ALLOW_TOP_LEVEL_AWAIT = 0x2000  # ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
     CO_COROUTINE = 0x80  # inspect.CO_COROUTINE
 
-    if len(sys.argv) > 1:
-        code = sys.argv[1]
-    else:
-        def read(n, buf=b""):
-            while len(buf) < n:
-                chunk = os.read(3, n - len(buf))
-                if not chunk:  # sandboxd dropped this sandbox before giving it a job
-                    os._exit(0)
-                buf += chunk
-            return buf
+    def read(n, first=b""):
+        buf = bytearray(n)
+        buf[: len(first)] = first
+        view, got = memoryview(buf), len(first)
+        while got < n:  # one copy, however large the code (up to --max-message-size)
+            k = os.readv(3, [view[got:]])
+            if not k:  # sandboxd dropped this sandbox before giving it a job
+                os._exit(0)
+            got += k
+        return buf
 
-        # A call that took this sandbox while it was being built is waiting already: serve it at
-        # once. Otherwise, while idle, import the common modules and pay first-call costs (the
-        # first compile() of a process takes a millisecond or more) off the call's clock.
-        os.set_blocking(3, False)
-        try:
-            head = os.read(3, 4)
-        except BlockingIOError:
-            head = None
-        os.set_blocking(3, True)
-        if head is None:
-            import json
+    # A call waiting already (cold, or a warm sandbox taken while it was being built): serve it at
+    # once. Otherwise, while idle, import the common modules and pay first-call costs (the first
+    # compile() of a process takes a millisecond or more) off the call's clock.
+    os.set_blocking(3, False)
+    try:
+        head = os.read(3, 4)
+    except BlockingIOError:
+        head = None
+    os.set_blocking(3, True)
+    if head is None:
+        import json
 
-            json.loads('{"warm": "up"}')
-            compile("pass", "<warm-up>", "exec", flags=PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
-            del json
-            head = b""
-        elif not head:
-            os._exit(0)
-        head = read(4, head)
-        job = read(int.from_bytes(head, "big")).decode("utf-8", "surrogateescape")
-        servers, _, code = job.partition("\n")
-        if servers:
-            # What the cold path puts in the environment for a run with servers.
-            os.environ["PYTHONPATH"] = "/run/sandboxd/python"
-            os.environ["SANDBOXD_MCP_SERVERS"] = servers
-            sys.path.insert(1, "/run/sandboxd/python")
-        del read, head, job, servers
+        json.loads('{"warm": "up"}')
+        compile("pass", "<warm-up>", "exec", flags=PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
+        del json
+        head = b""
+    elif not head:
+        os._exit(0)
+    job = read(int.from_bytes(read(4, head), "big"))
+    line, _, code = job.decode("utf-8", "surrogateescape").partition("\n")
+    mode, _, servers = line.partition(" ")
+    del read, head, job, line
+    bridge = mode == "bridge"
     done_fd = None
-    if not os.environ.get("SANDBOXD_MCP_SERVERS"):
+    if bridge:
+        # The servers this run may call (src/inside/mcp/runtime.py); set, even empty, it says fd 3
+        # is the bridge.
+        os.environ["SANDBOXD_MCP_SERVERS"] = servers
+    else:
         try:
             os.set_inheritable(3, False)  # not into programs the code runs
             done_fd = 3
@@ -68,15 +70,18 @@ def _sandboxd_run():
     # A killed run still shows what it printed up to then.
     sys.stdout.reconfigure(line_buffering=True)
     main = sys.modules["__main__"].__dict__
+    # Ours, out of the code's namespace (the code cannot replace them by defining those names).
+    exit_status, done_frame = main.pop("_exit_status"), main.pop("_done_frame")
     main.pop("_sandboxd_run", None)
     # With `servers`: mcp_<alias> and mcp_servers for the host MCP servers (src/inside/mcp).
-    if os.environ.get("SANDBOXD_MCP_SERVERS"):
+    if servers:
         from mcp import runtime
         runtime.install(main)
     # Plots: where the helpers are importable, matplotlib (if the rootfs has it, and only when the
     # code picks no backend) saves figures to /workspace/out (src/inside/sandboxd/plots.py).
     if "MPLBACKEND" not in os.environ and "/run/sandboxd/python" in sys.path:
         os.environ["MPLBACKEND"] = "module://sandboxd.plots"
+    del mode, servers
     status = 0
     try:
         co = compile(code, name, "exec", flags=PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
@@ -87,7 +92,7 @@ def _sandboxd_run():
         else:
             exec(co, main)
     except SystemExit as e:
-        status = _exit_status(e.code)
+        status = exit_status(e.code)
     except BaseException as e:
         # Drop this runner's (and asyncio's) frames: the traceback starts in the user's code.
         import traceback
@@ -116,7 +121,7 @@ def _sandboxd_run():
 
         atexit._run_exitfuncs()
     except SystemExit as e:
-        status = _exit_status(e.code)
+        status = exit_status(e.code)
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
@@ -127,7 +132,26 @@ def _sandboxd_run():
             os.write(done_fd, bytes([status & 0xFF]))
         except OSError:  # the code closed or replaced fd 3: sandboxd waits for the exit instead
             pass
+    elif bridge:
+        done_frame(status & 0xFF)
     os._exit(status)
+
+
+def _done_frame(status):
+    """The bridge's last frame: after the package's own (whole) frames, never inside one, and
+    without blocking (a bridge sandboxd stopped reading means the call ends at the exit instead)."""
+    import os, sys
+
+    body = b'{"jsonrpc":"2.0","method":"sandboxd/done","params":{"status":%d}}' % status
+    b = getattr(sys.modules.get("mcp._bridge"), "_bridge", None)
+    lock = getattr(b, "_send_lock", None)
+    if lock is not None and not lock.acquire(timeout=1):
+        return
+    try:
+        os.set_blocking(3, False)
+        os.write(3, len(body).to_bytes(4, "big") + body)
+    except OSError:  # the code closed or replaced fd 3, or the socket is full
+        pass
 
 
 def _exit_status(code):

@@ -41,7 +41,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         parse_one(msg, len);
       } else {
         struct jsonrpc_failure f;
-        jsonrpc_oversize(msg, len, 4096, &f);
+        size_t tail_len;
+        const char *tail = jsonrpc_framer_tail(&fr, &tail_len);
+        jsonrpc_oversize(msg, len, tail, tail_len, 4096, &f);
         jsonrpc_failure_clear(&f);
       }
     }

@@ -189,7 +189,8 @@ def test_mcp_records_a_run_killed_at_shutdown(tmp_path):
     marker = f"sbx-shutdown-{os.getpid()}"
     p = _mcp_session(log, warm="0")
     try:
-        _call(p, 1, f"import time; print({marker!r}, flush=True); time.sleep(30)")
+        # The code is not in any command line (it comes on fd 3): a child of it carries the marker.
+        _call(p, 1, f"import subprocess, sys; subprocess.run([sys.executable, '-c', 'import time; time.sleep(30)', {marker!r}])")
         deadline = time.monotonic() + 10
         while not sbx.processes_with(marker) and time.monotonic() < deadline:
             time.sleep(0.02)

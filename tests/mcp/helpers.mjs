@@ -136,7 +136,6 @@ export class RawServer {
 }
 
 // Code that sleeps for a minute in a process whose command line carries marker (for
-// processesWith): a warm sandbox gets its code over the bridge, so only a cold one shows the code
-// itself in /proc/PID/cmdline.
+// processesWith): the code itself is in no command line (it comes over fd 3, cold or warm).
 export const sleeperCode = (marker) =>
   `import os\nos.execv("/usr/bin/python3", ["python3", "-c", "import time; time.sleep(60)", "${marker}"])`;

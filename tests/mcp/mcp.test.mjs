@@ -115,7 +115,7 @@ describe('sdk client', () => {
     const t0 = Date.now();
     const r = await run(conn.client, { code: [
       'import os, subprocess, time',
-      `subprocess.Popen(["sleep", "60", "${marker}"], start_new_session=True)`,
+      `subprocess.Popen(["python3", "-c", "import time; time.sleep(60)", "${marker}"], start_new_session=True)`,
       'print("before", flush=True)',
       'os.write(3, bytes([7]))  # what the runner writes when the run is over: exit status 7',
       'time.sleep(30)',
@@ -165,9 +165,6 @@ describe('sdk client', () => {
       assert.ok(text(r).length > 0);
       assert.equal(r.structuredContent, undefined);
     }
-    const big = await run(conn.client, { code: '#' + 'x'.repeat(200 * 1024) });
-    assert.equal(big.isError, true);
-    assert.match(text(big), /code too large/);
   });
 
   test('unknown tool is -32602', async () => {

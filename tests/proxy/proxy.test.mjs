@@ -192,7 +192,8 @@ print(json.dumps(answers))`, ['everything']);
     assert.equal(a[4].error.code, -32601);
     assert.match(a[6].error.message, /above the bridge's limit/);
     assert.equal(a[7].id, 10);
-    assert.deepEqual(a[7].result.servers.map((s) => s.name), ['everything']);
+    // Discovery lists every configured server; only the run's own are callable.
+    assert.deepEqual(a[7].result.servers.map((s) => [s.name, s.callable]), [['everything', true], ['memory', false]]);
     assert.equal(a[8].result.content[0].text, 'Echo: still here');
     assert.ok(await conn.client.ping());
     const again = await run(conn.client, 'print((await mcp_everything.echo(message="ok"))["content"][0]["text"])', ['everything']);
@@ -280,9 +281,9 @@ print(json.dumps(out))`);
     assert.equal(o.proxy_list, true);
   });
 
-  test('without servers nothing changes: no bridge, no mcp globals', async () => {
-    const r = await run(conn.client, 'import os\nprint("mcp_everything" in globals(), os.environ.get("SANDBOXD_MCP_SERVERS"))', []);
-    assert.equal(stdoutOf(r), 'False None\n');
+  test('without servers: no mcp globals, and a bridge for discovery only', async () => {
+    const r = await run(conn.client, 'import os\nprint("mcp_everything" in globals(), repr(os.environ.get("SANDBOXD_MCP_SERVERS")))', []);
+    assert.equal(stdoutOf(r), "False ''\n");
   });
 
   test('the audit record lists every proxied call', async () => {

@@ -213,15 +213,25 @@ static void test_framer(void)
   CHECK(next(&f, buf, sizeof buf) == JSONRPC_FRAME_MESSAGE && streq(buf, "0123456789abcdef"));
   CHECK(next(&f, buf, sizeof buf) == JSONRPC_FRAME_OVERSIZE && streq(buf, "0123456789abcdef"));
   CHECK(next(&f, buf, sizeof buf) == JSONRPC_FRAME_MESSAGE && streq(buf, "1"));
+  /* A line without a newline within the limit is dropped as it arrives and reported at its end,
+   * with its first bytes and (jsonrpc_framer_tail) its last ones, where some clients put the id. */
   push(&f, "{\"id\":3,\"params\":");
-  CHECK(next(&f, buf, sizeof buf) == JSONRPC_FRAME_OVERSIZE && streq(buf, "{\"id\":3,\"params\""));
   CHECK(next(&f, buf, sizeof buf) == JSONRPC_FRAME_NONE);
   for (int i = 0; i < 1000; i++)
     push(&f, "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx");
   CHECK(f.cap <= 4096); /* dropped bytes are not buffered */
   CHECK(next(&f, buf, sizeof buf) == JSONRPC_FRAME_NONE);
-  push(&f, "xx}\n{\"c\":3}\n");
+  push(&f, "xx,\"id\":9}\n{\"c\":3}\n");
+  CHECK(next(&f, buf, sizeof buf) == JSONRPC_FRAME_OVERSIZE && streq(buf, "{\"id\":3,\"params\""));
+  size_t tl;
+  const char *tail = jsonrpc_framer_tail(&f, &tl);
+  CHECK(tl == JSONRPC_OVERSIZE_KEEP && memcmp(tail + tl - 11, "xxx,\"id\":9}", 11) == 0);
   CHECK(next(&f, buf, sizeof buf) == JSONRPC_FRAME_MESSAGE && streq(buf, "{\"c\":3}"));
+  /* Ended within one push: the tail is that line's end. */
+  push(&f, "{\"method\":\"x\",\"params\":\"yyyyyyyy\",\"id\":\"q\"}\n");
+  CHECK(next(&f, buf, sizeof buf) == JSONRPC_FRAME_OVERSIZE && streq(buf, "{\"method\":\"x\",\"p"));
+  tail = jsonrpc_framer_tail(&f, &tl);
+  CHECK(tl == 43 && memcmp(tail + tl - 10, ",\"id\":\"q\"}", 10) == 0);
 
   /* Byte at a time */
   const char *msg = "{\"d\":4}\n";
@@ -357,17 +367,39 @@ static void test_oversize(void)
   struct jsonrpc_failure f;
   const char *m =
       "{\"jsonrpc\":\"2.0\",\"id\":17,\"method\":\"tools/call\",\"params\":{\"arguments\":{\"code\":\"xx";
-  jsonrpc_oversize(m, strlen(m), 1024, &f);
+  jsonrpc_oversize(m, strlen(m), NULL, 0, 1024, &f);
   CHECK(f.code == JSONRPC_INVALID_REQUEST && streq(f.id, "17") && strstr(f.detail.msg, "1024"));
   jsonrpc_failure_clear(&f);
   m = "{\"jsonrpc\":\"2.0\",\"method\":\"x\",\"params\":{\"id\":3";
-  jsonrpc_oversize(m, strlen(m), 1024, &f);
+  jsonrpc_oversize(m, strlen(m), NULL, 0, 1024, &f);
   CHECK(f.id == NULL);
   jsonrpc_failure_clear(&f);
   m = "{\"id\":null,";
-  jsonrpc_oversize(m, strlen(m), 1024, &f);
+  jsonrpc_oversize(m, strlen(m), NULL, 0, 1024, &f);
   CHECK(f.id == NULL);
   jsonrpc_failure_clear(&f);
+  /* The TypeScript SDK writes the id last ({...request, jsonrpc, id}): it is found in the tail. */
+  m = "{\"method\":\"tools/call\",\"params\":{\"arguments\":{\"code\":\"xx";
+  static const struct {
+    const char *tail, *id;
+  } tails[] = {
+      {"xx\"}},\"jsonrpc\":\"2.0\",\"id\":5}", "5"},
+      {"xx\"}}, \"id\": \"a-1\" , \"jsonrpc\": \"2.0\" }\r", "\"a-1\""},
+      {"xx\"}},\"id\":-3,\"jsonrpc\":\"2.0\"}", "-3"},
+      {"xx\"}}}", NULL},                                /* no id */
+      {"xx\"},\"id\":5}}", NULL},                       /* nested: not the message's own */
+      {"x\\\",\\\"id\\\":5}\"}}", NULL},                /* inside a string, its quotes escaped */
+      {"\"code\":\"a\\\"b\",\"id\":\"a\\\"b\"}", NULL}, /* an escape in the id: not taken */
+      {"xx\"}},\"id\":true}", NULL},
+      {"xx\"}},\"x\":1,\"id\":7}", "7"},
+      {"xx\"}},\"id\":7,\"x\":1}", NULL}, /* only "jsonrpc" may follow it */
+      {"id\":7}", NULL},                  /* cut: no separator before the key */
+  };
+  for (size_t i = 0; i < sizeof tails / sizeof tails[0]; i++) {
+    jsonrpc_oversize(m, strlen(m), tails[i].tail, strlen(tails[i].tail), 1024, &f);
+    CHECK(tails[i].id ? f.id && streq(f.id, tails[i].id) : f.id == NULL);
+    jsonrpc_failure_clear(&f);
+  }
 }
 
 static void test_replies(void)

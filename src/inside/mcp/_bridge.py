@@ -170,9 +170,17 @@ _bridge = None
 _bridge_lock = threading.Lock()
 
 
+def present():
+    """Whether this run has a bridge: sandboxd sets SANDBOXD_MCP_SERVERS (maybe empty) exactly
+    then. Without one, fd 3 is not ours to write to (in run_python it is the done channel)."""
+    return "SANDBOXD_MCP_SERVERS" in os.environ
+
+
 def get():
     global _bridge
     with _bridge_lock:
         if _bridge is None:
+            if not present():
+                raise MCPError("no host MCP servers are configured for this sandbox (see sandboxd-mcp(7))")
             _bridge = Bridge(int(os.environ.get("SANDBOXD_BRIDGE_FD", BRIDGE_FD)))
         return _bridge

@@ -1,7 +1,7 @@
 """Host MCP servers from inside a sandboxd sandbox (compatible with mcp-server-code-execution-mode).
 
     from mcp import runtime
-    runtime.discovered_servers()                      # ('everything', 'memory')
+    runtime.discovered_servers()                      # ('everything', 'memory'): every configured one
     await runtime.query_tool_docs("everything")        # what its tools take
     await runtime.search_tool_docs("add numbers")      # ranked across servers
     r = await mcp_everything.get_sum(a=1, b=2)         # the CallToolResult as a dict
@@ -12,6 +12,12 @@ than A-Z, a-z, 0-9 and _ with _, prefixing _ if it starts with a digit, and appe
 keyword ("get-sum" -> get_sum, "my.server" -> mcp_my_server, "2fa" -> _2fa, "class" -> class_).
 Two names with the same alias get _2, _3, ... in the order the server lists them. Lookups accept
 the alias, the original name, and (if unambiguous) the alias in any letter case.
+
+Discovery (discovered_servers, list_tools, query_tool_docs, search_tool_docs, describe_server)
+covers every host server configured for sandboxd that the policy allows, whether or not the
+run_python call lists it in `servers` (sandboxd may start a server to learn its tools); calling a
+tool needs the server listed in `servers`, else MCPError. With no host server configured there is
+no bridge: discovery finds nothing, and a call raises MCPError.
 
 Results are never filtered: a tool returns its whole CallToolResult (content, structuredContent,
 isError, _meta) as a dict; a tool's own failure is a result with isError true. Failures of the call
@@ -56,23 +62,30 @@ def _aliases(names):
 # ------------------------------------------------------------------ servers
 
 def _server_names():
+    """The servers this run may call (run_python's `servers`)."""
     raw = os.environ.get("SANDBOXD_MCP_SERVERS", "")
     return tuple(n for n in raw.split(",") if n)
 
 
-_descriptions = None
+_info = None
 
 
 def _server_info():
-    global _descriptions
-    if _descriptions is None:
-        res = _bridge.get().request("servers/list").result(_TIMEOUT)
-        _descriptions = {s["name"]: s.get("description", "") for s in res.get("servers", [])}
-    return _descriptions
+    """{name: {name, description, callable}} for every server there is to discover, in config
+    order; {} without a bridge (no host server is configured)."""
+    global _info
+    if _info is None:
+        info = {}
+        if _bridge.present():
+            res = _bridge.get().request("servers/list").result(_TIMEOUT)
+            for srv in res.get("servers", []):
+                if isinstance(srv, dict) and isinstance(srv.get("name"), str):
+                    info[srv["name"]] = srv
+        _info = info
+    return _info
 
 
-def _resolve_server(name):
-    names = _server_names()
+def _match(name, names):
     if name in names:
         return name
     amap = _aliases(names)
@@ -80,20 +93,28 @@ def _resolve_server(name):
         if a == name or "mcp_" + a == name:
             return n
     folded = [n for n, a in amap.items() if a.lower() == str(name).lower()]
-    if len(folded) == 1:
-        return folded[0]
+    return folded[0] if len(folded) == 1 else None
+
+
+def _resolve_server(name):
+    found = _match(name, _server_names())
+    if found is None and _bridge.present():  # one this run may not call, for discovery
+        found = _match(name, tuple(_server_info()))
     # Unknown here: let sandboxd answer, so the error is the same as for a raw call.
-    return name
+    return name if found is None else found
 
 
 def discovered_servers(detailed=False):
-    """The servers this run may call: a tuple of names, or of {name, alias, description}."""
-    names = _server_names()
+    """Every host server there is to discover (configured and allowed by the policy, listed in
+    `servers` or not): a tuple of names, or of {name, alias, description, callable}, where
+    callable says whether this run may call its tools."""
+    info = _server_info()
+    names = tuple(info)
     if not detailed:
         return names
-    info = _server_info()
     amap = _aliases(names)
-    return tuple({"name": n, "alias": amap[n], "description": info.get(n, "")} for n in names)
+    return tuple({"name": n, "alias": amap[n], "description": info[n].get("description") or "",
+                  "callable": bool(info[n].get("callable"))} for n in names)
 
 
 def list_servers_sync():
@@ -185,39 +206,52 @@ def _words(text):
 
 
 def search_tool_docs_sync(query, limit=5, detail="summary"):
-    """Tools of every server this run may call, ranked by how well they match query (name and
-    title count most, then description and parameter names); each result has a "score"."""
-    terms = _words(query)
+    """Tools of every server there is to discover (discovered_servers), ranked by how well they
+    match query: the whole query as the tool's name (or alias) > inside its name > each word in
+    its name > in its title or description > in its argument names; ties in config order. Each
+    result has a "score"; tools that match nothing are left out."""
     scored = []
-    for server in _server_names():
+    for server in _server_info():
         for t in list_tools_sync(server):
-            name = set(_words(t["name"])) | set(_words(t.get("title", "")))
-            desc = _words(t.get("description", ""))
-            params = set()
-            for p in ((t.get("inputSchema") or {}).get("properties") or {}):
-                params |= set(_words(p))
-            score = 0.0
-            for q in terms:
-                if q in name:
-                    score += 3
-                elif any(w.startswith(q) for w in name):
-                    score += 2
-                if q in params:
-                    score += 1
-                score += min(desc.count(q), 3) * 0.5 + (0.25 if any(w.startswith(q) and w != q for w in desc) else 0)
-                if q in _words(server):
-                    score += 0.5
-            if str(query).lower() in t["name"].lower():
-                score += 2
+            score = _score(str(query), t)
             if score > 0:
                 scored.append((score, server, t))
-    scored.sort(key=lambda x: (-x[0], x[1], x[2]["name"]))
+    scored.sort(key=lambda x: -x[0])  # stable: ties stay in config order
     out = []
     for score, server, t in scored[: max(0, int(limit))]:
         d = _doc(server, t, detail)
         d["score"] = score
         out.append(d)
     return out
+
+
+def _score(query, t):
+    q = query.strip().lower()
+    qa = alias(q).lower() if q else ""
+    name, al = t["name"].lower(), t["alias"].lower()
+    score = 0.0
+    if q and (q == name or qa == al):
+        score += 100
+    elif q and (q in name or qa in al):
+        score += 50
+    name_words = set(_words(t["name"]))
+    text_words = set(_words(t.get("title") or "")) | set(_words(t.get("description") or ""))
+    args = set()
+    props = (t.get("inputSchema") or {}).get("properties") or {}
+    for p in props if isinstance(props, dict) else ():
+        args |= set(_words(p))
+    for w in _words(q):
+        if w in name_words:
+            score += 10
+        elif any(x.startswith(w) for x in name_words):
+            score += 5
+        if w in text_words:
+            score += 3
+        elif any(x.startswith(w) for x in text_words):
+            score += 1.5
+        if w in args:
+            score += 1
+    return score
 
 
 async def search_tool_docs(query, limit=5, detail="summary"):
@@ -227,8 +261,9 @@ async def search_tool_docs(query, limit=5, detail="summary"):
 def describe_server(name):
     """{name, alias, description, tools: [{name, alias, signature, description}]}."""
     server = _resolve_server(name)
-    return {"name": server, "alias": _aliases(_server_names()).get(server, alias(server)),
-            "description": _server_info().get(server, ""),
+    info = _server_info()
+    return {"name": server, "alias": _aliases(tuple(info)).get(server, alias(server)),
+            "description": (info.get(server) or {}).get("description") or "",
             "tools": query_tool_docs_sync(server)}
 
 
@@ -356,15 +391,21 @@ def install(namespace):
 def capability_summary():
     """A short text on what this run can reach and how to call it."""
     names = _server_names()
-    if not names:
-        return "No host MCP servers are available to this run (pass `servers` to run_python)."
-    amap = _aliases(names)
     info = _server_info()
+    others = [n for n in info if n not in names]
+    more = ""
+    if others:
+        more = "\nOther host MCP servers (list them in run_python's `servers` to call them): %s." % ", ".join(others)
+    if not names:
+        if not info:
+            return "No host MCP servers are configured for this sandbox."
+        return "No host MCP servers are available to this run (pass `servers` to run_python)." + more
+    amap = _aliases(names)
     lines = ["Host MCP servers available to this run:"]
     for n in names:
-        d = info.get(n, "")
+        d = (info.get(n) or {}).get("description") or ""
         lines.append("- %s (mcp_%s)%s" % (n, amap[n], ": " + d if d else ""))
     lines.append("Call tools with `await mcp_<alias>.<tool>(arg=...)` or `await runtime.call_tool(server, tool, "
                  "args)`; results are CallToolResult dicts. Discover tools with runtime.query_tool_docs(server) "
                  "and runtime.search_tool_docs(query). Failures raise runtime.MCPError.")
-    return "\n".join(lines)
+    return "\n".join(lines) + more
