@@ -21,9 +21,9 @@ const skip = haveData ? false : `no data rootfs at ${DATA} (make rootfs-data)`;
 
 const run = (client, args) => client.callTool({ name: 'run_python', arguments: args });
 
-// Today the helpers (and so the backend) are bound only for runs that list servers: a config with
-// one server that is never started gives the calls that. Once every run has them (#14 item 8),
-// the same code works without `servers` (the last test checks which is the case).
+// The helpers (and so the backend) are in every run; these calls also list a configured server
+// (never started: the code calls none), as code that composes tools and plots would. The last
+// test of the first group runs without servers and without a config.
 let cfgDir;
 const SERVERS = { servers: ['none'] };
 function config() {
@@ -80,6 +80,17 @@ describe('data rootfs: plots', { skip }, () => {
     assert.ok(files['figure-1.png'][0] > 1000, JSON.stringify(files));
   });
 
+  test('a figure the code saved itself is not saved again at the end; one never saved is', async () => {
+    const code = `${REPORT}\nimport matplotlib.pyplot as plt\nplt.figure(figsize=(3, 2), dpi=100); plt.plot([1, 2])\n` +
+      'plt.savefig("/workspace/out/mine.png")\nplt.figure(figsize=(2, 2), dpi=100); plt.plot([3])';
+    const r = await run(conn.client, { code });
+    assert.equal(r.isError, false, JSON.stringify(r.content));
+    const files = filesOf(r);
+    assert.deepEqual(Object.keys(files), ['figure-1.png', 'mine.png']);
+    assert.deepEqual(files['mine.png'].slice(1), [PNG, 300, 200]);
+    assert.deepEqual(files['figure-1.png'].slice(1), [PNG, 200, 200]);
+  });
+
   test('a backend the code picks is kept; nothing saved then', async () => {
     const code = `${REPORT}\nimport matplotlib\nmatplotlib.use("agg")\nimport matplotlib.pyplot as plt\nplt.plot([1]); plt.show()\nprint("backend", plt.get_backend())`;
     const r = await run(conn.client, { code, ...SERVERS });
@@ -118,14 +129,7 @@ describe('data rootfs: plots', { skip }, () => {
     assert.equal(stderrOf(r), 'sandboxd: figure 1 not saved: FileExistsError: [Errno 17] File exists: \'/workspace/out\'\n');
   });
 
-  // LEAD: enable once files-out (#14 item 3) is merged: it runs by itself when run_python's
-  // output schema has `files`, and is skipped (saying so) until then.
-  test('files out: the figures come back as image blocks and in structuredContent.files', async (t) => {
-    const { tools } = await conn.client.listTools();
-    if (!tools[0].outputSchema?.properties?.files) {
-      t.skip('files-out (#14 item 3) not merged: run_python has no structuredContent.files yet');
-      return;
-    }
+  test('files out: the figures come back as image blocks and in structuredContent.files', async () => {
     const r = await run(conn.client, { code: PLOTS, ...SERVERS });
     assert.equal(r.isError, false, JSON.stringify(r.content));
     const images = r.content.filter((c) => c.type === 'image');
@@ -146,11 +150,16 @@ describe('data rootfs: plots', { skip }, () => {
     }
   });
 
-  test('without servers: plots work once every run has the helpers (#14 item 8)', async (t) => {
-    const probe = await run(conn.client, { code: 'import sys; print("/run/sandboxd/python" in sys.path)' });
-    if (stdoutOf(probe) !== 'True\n') {
-      t.skip('the helpers are bound only for runs with servers (discovery, #14 item 8, not merged)');
-      return;
+  test('without servers (and without a config): the helpers are there, plots work', async () => {
+    const bare = await connect(['--rootfs', DATA]);
+    try {
+      const probe = await run(bare.client, { code: 'import sys; print("/run/sandboxd/python" in sys.path)' });
+      assert.equal(stdoutOf(probe), 'True\n');
+      const p = await run(bare.client, { code: PLOTS });
+      assert.equal(p.isError, false, JSON.stringify(p.content));
+      assert.deepEqual(Object.keys(filesOf(p)), ['figure-1.png', 'figure-2.png']);
+    } finally {
+      await bare.client.close();
     }
     const r = await run(conn.client, { code: PLOTS });
     assert.equal(r.isError, false, JSON.stringify(r.content));

@@ -34,12 +34,15 @@ def save_figure(figure):
         return path
 
 
-def save_open_figures():
-    """Save every open pyplot figure and close them all; returns (paths, errors)."""
+def save_open_figures(unsaved_only=False):
+    """Save every open pyplot figure (unsaved_only: those the code never saved itself) and close
+    them all; returns (paths, errors)."""
     from matplotlib._pylab_helpers import Gcf
 
     paths, errors = [], []
     for manager in Gcf.get_all_fig_managers():
+        if unsaved_only and getattr(manager.canvas.figure, "_sandboxd_saved", False):
+            continue
         try:
             paths.append(save_figure(manager.canvas.figure))
         except Exception as e:  # the others are still saved
@@ -56,11 +59,12 @@ def show(*args, **kwargs):
 
 
 def save_at_exit():
-    """The runner's end-of-run hook: figures still open are saved; failures are one line each."""
+    """The runner's end-of-run hook: figures still open are saved, unless the code saved them itself
+    (savefig: it chose their name); failures are one line each."""
     import sys
 
     try:
-        _, errors = save_open_figures()
+        _, errors = save_open_figures(unsaved_only=True)
     except Exception as e:
         errors = [("?", e)]
     for num, e in errors:
@@ -74,3 +78,8 @@ class FigureManager(FigureManagerBase):
 
 class FigureCanvas(FigureCanvasAgg):
     manager_class = FigureManager
+
+    def print_figure(self, *args, **kwargs):
+        # savefig() of the code's: the figure is where the code wanted it, not saved again at exit.
+        self.figure._sandboxd_saved = True
+        return super().print_figure(*args, **kwargs)
