@@ -14,12 +14,15 @@ import sbx
 
 
 def _deb():
-    debs = sorted(glob.glob(os.path.join(os.path.dirname(sbx.SANDBOXD), "sandboxd_*.deb")))
+    # Beside the binary under test, else build/ (make deb packs build/sandboxd; the ASan run
+    # tests build-asan/sandboxd, and the package's layout is the same).
+    dirs = [os.path.dirname(sbx.SANDBOXD), os.path.join(sbx.REPO, "build")]
+    debs = [d for dir_ in dirs for d in sorted(glob.glob(os.path.join(dir_, "sandboxd_*.deb")))[-1:]]
     if not debs:
         if sbx.CI:
-            pytest.fail("CI=true and no .deb beside %s (make check runs make deb)" % sbx.SANDBOXD)
-        pytest.skip("no .deb beside %s: run make deb" % sbx.SANDBOXD)
-    return debs[-1]
+            pytest.fail("CI=true and no .deb in %s (make check runs make deb)" % " or ".join(dirs))
+        pytest.skip("no .deb in %s: run make deb" % " or ".join(dirs))
+    return debs[0]
 
 
 @pytest.fixture
