@@ -97,20 +97,25 @@ int main(void)
   put("usr/local/bin/both", 0644);
   dir("usr/bin/adir");
   link_("/etc/passwd", "usr/bin/hostlink"); /* the host has one; this tree does not */
-  link_("../../../../../../usr/bin/bash", "usr/local/bin/climb");
+  put("usr/bin/only-in-tree", 0755);        /* the host has none: a climb out would miss it */
+  link_("../../../../../../usr/bin/only-in-tree", "usr/local/bin/climb");
 
   char *got = NULL;
   const char *path = "/usr/local/bin:/usr/bin:relative:/bin";
   CHECK(prog_find(root, path, "bash", &got, &e) == 0 && !strcmp(got, "/usr/bin/bash"));
   free(got);
+  got = NULL;
   CHECK(prog_find(root, path, "python3", &got, &e) == 0 && !strcmp(got, "/usr/bin/python3"));
   free(got);
+  got = NULL;
   /* A link that climbs out of the tree stays in it. */
   CHECK(prog_find(root, path, "climb", &got, &e) == 0 && !strcmp(got, "/usr/local/bin/climb"));
   free(got);
+  got = NULL;
   /* The first executable wins over an earlier non-executable one, as in a shell. */
   CHECK(prog_find(root, path, "both", &got, &e) == 0 && !strcmp(got, "/usr/bin/both"));
   free(got);
+  got = NULL;
   got = NULL;
   CHECK(prog_find(root, path, "nosuch", &got, &e) < 0 && e.status == 127 && !got &&
         strstr(e.msg, "`nosuch`: not found along the sandbox's PATH"));
