@@ -56,20 +56,43 @@ too_long:
   return -1;
 }
 
-/* 1: an executable regular file at abs in r; 0: something else there (directory, no x bit,
- * unreadable); -1 with errno: nothing there (ENOENT, ENOTDIR, ELOOP...). */
+#define MAX_LINKS 40 /* like the kernel's own limit */
+
+/* 1: an executable regular file at abs in r; 0: something else there (directory, device, no x
+ * bit); -1 with errno: nothing there (ENOENT, ENOTDIR, ELOOP...). Nothing is opened but
+ * directories (O_PATH): a device node an untrusted tree names is never opened on the host. */
 static int probe(struct fs_root *r, const char *abs)
 {
+  char cur[PATH_MAX], dir[PATH_MAX];
   while (*abs == '/')
     abs++;
-  _cleanup_close_ int fd = fs_root_open_file(r, abs);
-  struct stat st;
-  if (fd < 0)
-    return errno == EACCES || errno == EISDIR ? 0 : -1;
-  if (fstat(fd, &st) < 0)
+  if (bufprintf(cur, sizeof cur, NULL, "%s", abs) < 0)
     return -1;
-  /* Any x bit: the code's uid inside is root of its user namespace, as execve will check. */
-  return S_ISREG(st.st_mode) && (st.st_mode & 0111) ? 1 : 0;
+  for (int links = 0; links <= MAX_LINKS; links++) {
+    const char *base;
+    fs_split_path(cur, dir, &base);
+    if (!*base || !strcmp(base, ".") || !strcmp(base, ".."))
+      return 0; /* a directory */
+    _cleanup_close_ int pfd = fs_root_resolve_dir(r, dir);
+    struct stat st;
+    if (pfd < 0 || fstatat(pfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0)
+      return errno == EACCES ? 0 : -1;
+    if (!S_ISLNK(st.st_mode))
+      /* Any x bit: the code's uid inside is root of its user namespace, as execve will check. */
+      return S_ISREG(st.st_mode) && (st.st_mode & 0111) ? 1 : 0;
+    char target[PATH_MAX];
+    ssize_t n = readlinkat(pfd, base, target, sizeof target - 1);
+    if (n < 0)
+      return -1;
+    target[n] = '\0';
+    /* Resolved as inside the sandbox: relative to its directory, absolute from the tree's root. */
+    if (fs_join_in_root(dir, target, cur) < 0) {
+      errno = ENAMETOOLONG;
+      return -1;
+    }
+  }
+  errno = ELOOP;
+  return -1;
 }
 
 static int open_root(const char *rootfs, struct fs_root *r, sbx_error_t *err)

@@ -96,6 +96,10 @@ int main(void)
   put("usr/bin/both", 0755);
   put("usr/local/bin/both", 0644);
   dir("usr/bin/adir");
+  link_("loop2", "usr/bin/loop1");
+  link_("loop1", "usr/bin/loop2");
+  char fifo[PATH_MAX];
+  CHECK(bufprintf(fifo, sizeof fifo, NULL, "%s/usr/bin/fifo", root) == 0 && mkfifo(fifo, 0755) == 0);
   link_("/etc/passwd", "usr/bin/hostlink"); /* the host has one; this tree does not */
   put("usr/bin/only-in-tree", 0755);        /* the host has none: a climb out would miss it */
   link_("../../../../../../usr/bin/only-in-tree", "usr/local/bin/climb");
@@ -123,6 +127,9 @@ int main(void)
         strstr(e.msg, "not an executable"));
   CHECK(prog_find(root, path, "adir", &got, &e) < 0 && e.status == 126);
   CHECK(prog_find(root, path, "hostlink", &got, &e) < 0 && e.status == 127);
+  CHECK(prog_find(root, path, "loop1", &got, &e) < 0 && e.status == 127);
+  /* Not opened (nothing in the tree is, but directories): a FIFO neither hangs nor runs. */
+  CHECK(prog_find(root, path, "fifo", &got, &e) < 0 && e.status == 126);
   /* Only absolute PATH entries: a relative one would be the workdir, not the rootfs. */
   CHECK(prog_find(root, "usr/bin", "bash", &got, &e) < 0 && e.status == 127);
   CHECK(prog_find(root, "", "bash", &got, &e) < 0 && e.status == 127);
