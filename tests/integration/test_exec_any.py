@@ -260,7 +260,8 @@ def test_javascript_in_node_slim(tmp_path):
     assert r.rc == 0 and r.stdout.startswith("v") and "[ 'a b' ]" in r.stdout, r.describe()
     r = run(script(tmp_path, "m.mjs", "console.log(await Promise.resolve(42))\n"), rootfs=False, env=env)
     assert r.rc == 0 and r.stdout == "42\n", r.describe()
-    r = run("--lang", "javascript", "-c", "console.log(await 6 * 7, process.argv.slice(2))", "--x",
+    # node -e puts the arguments at process.argv[1:] (no script name), options included.
+    r = run("--lang", "javascript", "-c", "console.log(await 6 * 7, process.argv.slice(1))", "--x",
             rootfs=False, env=env)
     assert r.rc == 0 and r.stdout == "42 [ '--x' ]\n", r.describe()
     r = run(script(tmp_path, "nodetool", "#!/usr/bin/env node\nconsole.log('shebang-node')\n"), rootfs=False,
