@@ -386,6 +386,7 @@ static void audit(const struct exec_options *o, const struct sbx_policy *p, cons
       .limits = l,
       .result = res,
       .error = err ? err->msg : NULL,
+      .error_exit = err ? failure_status(err) : 0,
       .calls_json = calls,
   };
   audit_write(&r);

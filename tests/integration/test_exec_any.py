@@ -1,6 +1,7 @@
 """`sandboxd exec` for any program of the rootfs (issue #16 item 1): FILE by its extension or its
 #! line, --lang, -m MODULE, -- PROGRAM; everything resolved inside the rootfs, never on the host;
 127 for a program that is not there, 126 for one that cannot be executed."""
+import hashlib
 import json
 import os
 import shutil
@@ -178,10 +179,14 @@ def test_dashdash_path_in_a_bind_runs(tmp_path):
 
 
 def test_program_not_in_the_rootfs_is_127(tmp_path):
-    report = tmp_path / "r.json"
-    r = run("--", "no-such-program-xyz", "arg", report=report)
+    report, log = tmp_path / "r.json", tmp_path / "audit.log"
+    r = run("--audit-log", log, "--", "no-such-program-xyz", "arg", report=report)
     assert_one_line(r, 127, "`no-such-program-xyz`: not found along the sandbox's PATH")
     assert json.loads(report.read_text())["exit_code"] == 127
+    # The audit record says 127 too, and hashes the command line (one word per line).
+    rec = json.loads(log.read_text().splitlines()[-1])
+    assert rec["status"] == "setup_error" and rec["exit_code"] == 127, rec
+    assert rec["code_sha256"] == hashlib.sha256(b"no-such-program-xyz\narg").hexdigest(), rec
     r = run("--", "/no/such/program")
     assert_one_line(r, 127, "/no/such/program", "No such file or directory")
 
