@@ -102,12 +102,17 @@ static int open_root(const char *rootfs, struct fs_root *r, sbx_error_t *err)
   return 0;
 }
 
+static void fs_root_closep(struct fs_root *r)
+{
+  if (r->fd >= 0)
+    close(r->fd);
+}
+
 int prog_find(const char *rootfs, const char *path, const char *name, char **ret_path, sbx_error_t *err)
 {
-  struct fs_root r;
+  __attribute__((cleanup(fs_root_closep))) struct fs_root r = {.fd = -1};
   if (open_root(rootfs, &r, err) < 0)
     return -1;
-  _cleanup_close_ int rootfd = r.fd;
   _cleanup_free_ char *dirs = strdup(path);
   if (!dirs)
     return sbx_error_set(err, ENOMEM, "exec");
@@ -132,25 +137,6 @@ int prog_find(const char *rootfs, const char *path, const char *name, char **ret
     err->status = SBX_EXIT_CANNOT_EXEC;
   } else {
     sbx_error_set(err, 0, "`%s`: not found along the sandbox's PATH (%s) in rootfs `%s`", name, path, rootfs);
-    err->status = SBX_EXIT_NOT_FOUND;
-  }
-  return -1;
-}
-
-int prog_check(const char *rootfs, const char *abs, sbx_error_t *err)
-{
-  struct fs_root r;
-  if (open_root(rootfs, &r, err) < 0)
-    return -1;
-  _cleanup_close_ int rootfd = r.fd;
-  int k = probe(&r, abs);
-  if (k == 1)
-    return 0;
-  if (k == 0) {
-    sbx_error_set(err, EACCES, "`%s`: not an executable file in rootfs `%s`", abs, rootfs);
-    err->status = SBX_EXIT_CANNOT_EXEC;
-  } else {
-    sbx_error_set(err, errno, "`%s`: not found in rootfs `%s`", abs, rootfs);
     err->status = SBX_EXIT_NOT_FOUND;
   }
   return -1;

@@ -1,5 +1,5 @@
 /* What `sandboxd exec` runs, found inside the rootfs, never on the host: a program along the
- * image's PATH, an absolute path, and a script's #! line. A program that is not there is an
+ * image's PATH, and a script's #! line (a path is the kernel's, inside the sandbox). A program that is not there is an
  * error with status SBX_EXIT_NOT_FOUND (127), one that cannot be run SBX_EXIT_CANNOT_EXEC (126),
  * as shells and podman say. */
 #ifndef SBX_EXEC_PROG_H
@@ -28,8 +28,5 @@ int shebang_parse(const char *buf, size_t len, struct shebang *ret, sbx_error_t 
  * executable regular file. Else -1: status 127 if none exists, 126 if one exists but is not an
  * executable file. */
 int prog_find(const char *rootfs, const char *path, const char *name, char **ret_path, sbx_error_t *err);
-/* The absolute path abs in the tree at rootfs: 0 if it is an executable regular file there, else
- * -1 with status 127 or 126, as prog_find. */
-int prog_check(const char *rootfs, const char *abs, sbx_error_t *err);
 
 #endif
