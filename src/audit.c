@@ -221,7 +221,7 @@ static void write_record(json_writer_t *w, const struct audit_record *r)
   }
   const struct sbx_result *res = r->result;
   json_kv_str(w, "status", res ? sbx_status_name(res->status) : "setup_error");
-  json_kv_int(w, "exit_code", res ? res->exit_code : 125);
+  json_kv_int(w, "exit_code", res ? res->exit_code : r->error_exit ? r->error_exit : 125);
   json_kv_uint(w, "duration_ms", res ? res->execution_time_ms : 0);
   json_kv_uint(w, "memory_peak_bytes", res ? res->memory_peak_bytes : 0);
   json_kv_str(w, "enforcement", res && res->limits ? res->limits : "none");

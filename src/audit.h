@@ -21,6 +21,7 @@ struct audit_record {
   const struct sbx_limits *limits;
   const struct sbx_result *result; /* NULL if setup failed */
   const char *error;               /* setup error message, or NULL */
+  int error_exit;                  /* the exit status it gave (126, 127); 0: 125 */
   const char *calls_json;          /* proxied calls as a JSON array, or NULL */
 };
 

@@ -23,8 +23,11 @@ struct exec_options {
   bool audit_code;        /* put the code text itself into the audit record */
   const char *mcp_config; /* --config FILE: host MCP servers the code may call, or NULL */
   bool import_claude;     /* --import-claude: also Claude Code's servers */
-  const char *file;       /* FILE, or NULL with -c */
-  char **args;            /* arguments after FILE/CODE */
+  const char *file;       /* FILE, or NULL with -c, -m and -- */
+  const char *module;     /* -m MODULE: python3 -m MODULE, or NULL */
+  const char *program;    /* -- PROGRAM: a program of the rootfs, or NULL */
+  const char *lang;       /* --lang NAME (lang.h), or NULL: from FILE */
+  char **args;            /* arguments after FILE/CODE/MODULE/PROGRAM */
   int n_args;
   struct sbx_limits limits; /* requested; UINT64_MAX = not given */
   struct bind_opts binds;   /* --bind, --bind-rw; bind_opts_free */

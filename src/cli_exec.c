@@ -14,10 +14,12 @@
 #include "audit.h"
 #include "binds.h"
 #include "cleanup.h"
+#include "exec_prog.h"
 #include "host_servers.h"
 #include "hostfile.h"
 #include "image.h"
 #include "json.h"
+#include "lang.h"
 #include "log.h"
 #include "mcp_client.h"
 #include "mcp_config.h"
@@ -29,7 +31,12 @@
 static const char exec_usage[] =
     "usage: sandboxd exec [OPTIONS] FILE [ARG...]\n"
     "       sandboxd exec [OPTIONS] -c CODE [ARG...]\n"
-    "Run Python in a fresh sandbox. Options:\n"
+    "       sandboxd exec [OPTIONS] -m MODULE [ARG...]\n"
+    "       sandboxd exec [OPTIONS] -- PROGRAM [ARG...]\n"
+    "Run a script, Python code or module, or any program of the rootfs in a fresh sandbox. FILE runs\n"
+    "by its extension (.py python3, .sh bash, .js/.mjs node), else its #! line, else python3;\n"
+    "PROGRAM is found along the image's PATH inside the rootfs. Options:\n"
+    "  --lang python|bash|javascript   the language of FILE or -c CODE (and so its rootfs)\n"
     "  --policy NAME|PATH    policy to enforce (default: default)\n"
     "  --timeout SEC         wall-clock limit          --memory SIZE   memory limit (e.g. 256M)\n"
     "  --pids N              process/thread limit      --cpus F        CPU limit in cores\n"
@@ -52,7 +59,8 @@ static const char exec_usage[] =
     "  --import-claude       also the servers Claude Code would run here (~/.claude.json,\n"
     "                        and the approved ones of ./.mcp.json)\n"
     "Exit status: the code's own; 128+N if killed by signal N; 124 on timeout; 125 on usage,\n"
-    "policy or setup errors. See sandboxd(1).\n";
+    "policy or setup errors; 126 if the program cannot be executed; 127 if it is not in the\n"
+    "sandbox. See sandboxd(1).\n";
 
 enum {
   OPT_POLICY = 256,
@@ -75,6 +83,7 @@ enum {
   OPT_AUDIT_CODE,
   OPT_CONFIG,
   OPT_IMPORT_CLAUDE,
+  OPT_LANG,
 };
 
 static int parse_limit(int opt, const char *arg, struct sbx_limits *l, sbx_error_t *err)
@@ -151,6 +160,7 @@ int exec_parse_args(int argc, char **argv, struct exec_options *o, sbx_error_t *
       {"audit-code", no_argument, NULL, OPT_AUDIT_CODE},
       {"config", required_argument, NULL, OPT_CONFIG},
       {"import-claude", no_argument, NULL, OPT_IMPORT_CLAUDE},
+      {"lang", required_argument, NULL, OPT_LANG},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
@@ -158,14 +168,25 @@ int exec_parse_args(int argc, char **argv, struct exec_options *o, sbx_error_t *
   limits_unset(&o->limits);
   optind = 0; /* reset getopt, also across calls in unit tests */
   opterr = 0;
-  int c;
-  /* '+': options end at FILE, so the script's own options pass through untouched. */
-  while ((c = getopt_long(argc, argv, "+c:h", longopts, NULL)) != -1) {
+  int c, before;
+  bool dashdash = false;
+  /* '+': options end at FILE, so the script's own options pass through untouched. optind 0
+   * restarts getopt, which then starts at 1. */
+  while ((before = optind ? optind : 1), (c = getopt_long(argc, argv, "+c:m:h", longopts, NULL)) != -1) {
     switch (c) {
     case 'c':
       o->code = optarg;
       /* -c CODE ends option parsing, like python -c. */
       goto done;
+    case 'm':
+      o->module = optarg;
+      /* So does -m MODULE, like python -m. */
+      goto done;
+    case OPT_LANG:
+      if (!lang_by_name(optarg))
+        return sbx_error_set(err, 0, "--lang `%s`: expected one of %s", optarg, lang_names());
+      o->lang = optarg;
+      break;
     case 'h':
       o->help = true;
       return 0;
@@ -210,8 +231,8 @@ int exec_parse_args(int argc, char **argv, struct exec_options *o, sbx_error_t *
       break;
     }
     case '?':
-      if (optopt == 'c')
-        return sbx_error_set(err, 0, "-c needs CODE");
+      if (optopt == 'c' || optopt == 'm')
+        return sbx_error_set(err, 0, "-%c needs %s", optopt, optopt == 'c' ? "CODE" : "MODULE");
       if (optopt)
         return sbx_error_set(err, 0, "unknown option `-%c` (see sandboxd exec --help)", optopt);
       return sbx_error_set(err, 0, "unknown or incomplete option `%s` (see sandboxd exec --help)",
@@ -222,44 +243,25 @@ int exec_parse_args(int argc, char **argv, struct exec_options *o, sbx_error_t *
       break;
     }
   }
+  /* getopt stepped over a `--` of its own (not an option's argument): PROGRAM follows. */
+  dashdash = optind == before + 1 && !strcmp(argv[before], "--");
 done:
-  if (!o->code) {
+  if (o->module && (!o->module[0] || o->module[0] == '-'))
+    return sbx_error_set(err, 0, "-m `%s`: expected a module name", o->module);
+  if (o->module && o->lang && strcmp(o->lang, "python") != 0)
+    return sbx_error_set(err, 0, "-m runs a Python module: not with --lang %s", o->lang);
+  if (!o->code && !o->module) {
     if (optind >= argc)
-      return sbx_error_set(err, 0, "missing FILE or -c CODE (see sandboxd exec --help)");
-    o->file = argv[optind++];
-    if (!o->file[0])
-      return sbx_error_set(err, 0, "FILE is empty");
+      return sbx_error_set(err, 0,
+                           "missing FILE, -c CODE, -m MODULE or -- PROGRAM (see sandboxd exec --help)");
+    const char **what = dashdash ? &o->program : &o->file;
+    *what = argv[optind++];
+    if (!(*what)[0])
+      return sbx_error_set(err, 0, "%s is empty", dashdash ? "PROGRAM" : "FILE");
   }
   o->args = argv + optind;
   o->n_args = argc - optind;
   return 0;
-}
-
-/* python3 along PATH inside the rootfs (lstat on the host path: the name only has to exist;
- * execve inside resolves any symlink against the sandbox's root). */
-static int find_python(const char *rootfs, char **env, char **ret, sbx_error_t *err)
-{
-  const char *path = NULL;
-  for (char **e = env; *e; e++)
-    if (!strncmp(*e, "PATH=", 5))
-      path = *e + 5;
-  char buf[4096];
-  if (bufprintf(buf, sizeof buf, err, "%s", path ? path : "/usr/local/bin:/usr/bin") < 0)
-    return sbx_error_prefix(err, "the sandbox's PATH");
-  char *save = NULL;
-  for (char *dir = strtok_r(buf, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
-    char host[PATH_MAX * 2];
-    struct stat st;
-    if (dir[0] != '/' || strstr(dir, ".."))
-      continue;
-    if (bufprintf(host, sizeof host, NULL, "%s%s/python3", rootfs, dir) == 0 && lstat(host, &st) == 0) {
-      if (asprintf(ret, "%s/python3", dir) < 0)
-        return sbx_error_set(err, ENOMEM, "exec");
-      return 0;
-    }
-  }
-  return sbx_error_set(err, ENOENT, "no python3 on the sandbox's PATH (%s) in rootfs `%s`",
-                       path ? path : "unset", rootfs);
 }
 
 /* --report FILE: its directory, opened before the sandbox starts (open_report). */
@@ -287,6 +289,13 @@ static void report_file_close(struct report_file *rf)
   rf->dirfd = -1;
 }
 
+/* 127 and 126 (the program is not there, or cannot run) are the shell's; anything else is ours. */
+static int failure_status(const sbx_error_t *err)
+{
+  return err->status == SBX_EXIT_NOT_FOUND || err->status == SBX_EXIT_CANNOT_EXEC ? err->status
+                                                                                  : SBX_EXIT_SETUP;
+}
+
 static void write_report(const struct report_file *rf, const struct sbx_policy *p,
                          const struct sbx_result *res, const sbx_error_t *failure)
 {
@@ -297,7 +306,7 @@ static void write_report(const struct report_file *rf, const struct sbx_policy *
     return;
   json_obj_begin(w);
   json_kv_str(w, "status", failure ? "setup_error" : sbx_status_name(res->status));
-  json_kv_int(w, "exit_code", failure ? SBX_EXIT_SETUP : res->exit_code);
+  json_kv_int(w, "exit_code", failure ? failure_status(failure) : res->exit_code);
   json_key(w, "signal");
   if (!failure && res->signal)
     json_int(w, res->signal);
@@ -335,7 +344,8 @@ static void write_report(const struct report_file *rf, const struct sbx_policy *
     log_warn("cannot write report %s", err.msg);
 }
 
-/* The code as text for the audit hash: -c CODE, or FILE's contents (bounded). */
+/* The code as text for the audit hash: -c CODE, FILE's contents (bounded), or the command line
+ * (-m MODULE, -- PROGRAM) with its arguments, one per line. */
 static char *code_text(const struct exec_options *o, size_t *ret_len)
 {
   char *data = NULL;
@@ -343,8 +353,21 @@ static char *code_text(const struct exec_options *o, size_t *ret_len)
     *ret_len = strlen(o->code);
     return strdup(o->code);
   }
+  if (o->module || o->program) {
+    size_t len = strlen(o->module ? o->module : o->program) + (o->module ? 3 : 0);
+    for (int i = 0; i < o->n_args; i++)
+      len += 1 + strlen(o->args[i]);
+    if (!(data = malloc(len + 1)))
+      goto none;
+    char *p = stpcpy(stpcpy(data, o->module ? "-m " : ""), o->module ? o->module : o->program);
+    for (int i = 0; i < o->n_args; i++)
+      p = stpcpy(stpcpy(p, "\n"), o->args[i]);
+    *ret_len = len;
+    return data;
+  }
   if (o->file && read_file(o->file, 64 << 20, &data, ret_len, NULL) == 0)
     return data;
+none:
   *ret_len = 0;
   return NULL;
 }
@@ -363,6 +386,7 @@ static void audit(const struct exec_options *o, const struct sbx_policy *p, cons
       .limits = l,
       .result = res,
       .error = err ? err->msg : NULL,
+      .error_exit = err ? failure_status(err) : 0,
       .calls_json = calls,
   };
   audit_write(&r);
@@ -375,7 +399,7 @@ static int fail(const struct exec_options *o, struct report_file *rf, const stru
   write_report(rf, p, NULL, err);
   report_file_close(rf);
   audit(o, p, NULL, NULL, err, NULL);
-  return SBX_EXIT_SETUP;
+  return failure_status(err);
 }
 
 /* ------------------------------------------------------------------ host MCP servers */
@@ -453,7 +477,9 @@ static void exec_warning(enum sbx_warning kind, const char *msg)
 /* What one run builds before the sandbox starts; exec_run_free releases it. */
 struct exec_run {
   char *rootfs;
-  char *python;
+  const struct sbx_lang *lang; /* what runs FILE or CODE; NULL: FILE's #! line, or PROGRAM */
+  struct shebang shebang;      /* FILE's #! line, if it runs by it */
+  char *prog;                  /* argv[0]: the interpreter or PROGRAM, inside the sandbox */
   char *file_real, *file_dst;
   char **child_argv;
   char **envp;
@@ -470,7 +496,7 @@ static void exec_run_free(struct exec_run *r)
   exec_mcp_free(&r->mcp);
   image_config_free(&r->icfg);
   free(r->rootfs);
-  free(r->python);
+  free(r->prog);
   free(r->file_real);
   free(r->file_dst);
   free(r->child_argv);
@@ -492,15 +518,78 @@ static int open_outputs(const struct exec_options *o, struct hostfile_tree trees
   return 0;
 }
 
-/* Limits, rootfs, the image's config, the environment and python3 in it. */
+/* FILE (bound read-only under /workspace) and, when no language is given or known from its
+ * extension, its #! line. */
+static int exec_file(const struct exec_options *o, struct exec_run *r, sbx_error_t *err)
+{
+  struct stat st;
+  if (!(r->file_real = realpath(o->file, NULL)) || stat(r->file_real, &st) < 0)
+    return sbx_error_errno(err, "FILE `%s`", o->file);
+  if (!S_ISREG(st.st_mode))
+    return sbx_error_set(err, EINVAL, "FILE `%s` is not a regular file", o->file);
+  if (asprintf(&r->file_dst, "/workspace/%s", strrchr(r->file_real, '/') + 1) < 0) {
+    r->file_dst = NULL;
+    return sbx_error_set(err, ENOMEM, "exec");
+  }
+  /* The name given, then the file it links to (`run -> tool.py`). */
+  if (o->lang)
+    r->lang = lang_by_name(o->lang);
+  else if (!(r->lang = lang_by_file(o->file)))
+    r->lang = lang_by_file(r->file_real);
+  if (r->lang)
+    return 0;
+  char head[SHEBANG_MAX];
+  _cleanup_close_ int fd = open(r->file_real, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+  ssize_t n = fd < 0 ? -1 : read(fd, head, sizeof head);
+  if (n < 0)
+    return sbx_error_errno(err, "FILE `%s`", o->file);
+  int k = shebang_parse(head, (size_t) n, &r->shebang, err);
+  if (k < 0)
+    return sbx_error_prefix(err, "FILE `%s`", o->file);
+  /* Neither: Python, as exec has always run FILE. */
+  if (!k)
+    r->lang = lang_by_name("python");
+  return 0;
+}
+
+/* The language whose rootfs this run uses: what runs FILE or CODE, else what a #! line or
+ * PROGRAM names (`#!/usr/bin/env node`, `-- node app.js`), else none (the default rootfs). */
+static const struct sbx_lang *rootfs_lang(const struct exec_options *o, const struct exec_run *r)
+{
+  if (r->lang)
+    return r->lang;
+  if (o->program)
+    return lang_by_program(o->program);
+  const char *base = strrchr(r->shebang.interp, '/');
+  if (base && !strcmp(base, "/env") && r->shebang.arg[0] && r->shebang.arg[0] != '-')
+    return lang_by_program(r->shebang.arg);
+  return lang_by_program(r->shebang.interp);
+}
+
+/* Limits, the language, its rootfs, the image's config, the environment, and argv[0] along the
+ * resulting PATH inside the rootfs. */
 static int exec_prepare(const struct exec_options *o, const struct sbx_policy *p, struct exec_run *r,
                         sbx_error_t *err)
 {
   struct sbx_spec *spec = &r->spec;
-  if (policy_resolve_limits(p, &o->limits, &spec->limits, err) < 0 ||
-      rootfs_find(o->rootfs, &r->rootfs, err) < 0 || image_load_config(r->rootfs, &r->icfg, err) < 0)
+  if (policy_resolve_limits(p, &o->limits, &spec->limits, err) < 0)
     return -1;
-  /* The image's Env under the policy's, under --env; python3 found along the resulting PATH. */
+  if (o->file) {
+    if (exec_file(o, r, err) < 0)
+      return -1;
+  } else if (!o->program) {
+    r->lang = lang_by_name(o->lang ? o->lang : "python"); /* -c CODE, -m MODULE */
+  }
+  const struct sbx_lang *rl = o->lang ? lang_by_name(o->lang) : rootfs_lang(o, r);
+  if (rootfs_find_for(o->rootfs, rl ? rl->rootfs : NULL, NULL, &r->rootfs, err) < 0) {
+    if (rl && rl->rootfs && !o->rootfs)
+      return sbx_error_hint(err, "%s, or pass --rootfs (%s)",
+                            paths_build_tree() ? rl->build_hint : rl->installed_hint, rl->name);
+    return -1;
+  }
+  if (image_load_config(r->rootfs, &r->icfg, err) < 0)
+    return -1;
+  /* The image's Env under the policy's, under --env; the program found along the resulting PATH. */
   spec->policy = p;
   spec->extra_env = o->env;
   spec->n_extra_env = o->n_env;
@@ -508,11 +597,28 @@ static int exec_prepare(const struct exec_options *o, const struct sbx_policy *p
   spec->n_base_env = r->icfg.n_env;
   if (!(r->envp = sandbox_build_env(spec)))
     return sbx_error_set(err, ENOMEM, "exec");
-  return find_python(r->rootfs, r->envp, &r->python, err);
+  const char *path = "/usr/local/bin:/usr/bin:/bin";
+  for (char **e = r->envp; *e; e++)
+    if (!strncmp(*e, "PATH=", 5))
+      path = *e + 5;
+  const char *name = r->lang ? r->lang->program : o->program ? o->program : r->shebang.interp;
+  /* A path (a #! line's, or PROGRAM with a slash) is the kernel's to resolve inside the sandbox,
+   * where a bind may provide it: not there is 127, not executable 126, as for a name here. */
+  if (strchr(name, '/')) {
+    if (!(r->prog = strdup(name)))
+      return sbx_error_set(err, ENOMEM, "exec");
+    return 0;
+  }
+  if (!r->lang && !o->program) {
+    sbx_error_set(err, 0, "FILE `%s`: the #! line's interpreter `%s` is not an absolute path", o->file, name);
+    err->status = SBX_EXIT_NOT_FOUND;
+    return -1;
+  }
+  return prog_find(r->rootfs, path, name, &r->prog, err);
 }
 
-/* The binds, then the sandbox's argv: python3, FILE (bound read-only under /workspace) or -c CODE,
- * then the arguments. */
+/* The binds, then the sandbox's argv: the interpreter and FILE, CODE or MODULE, or PROGRAM, then
+ * the arguments. */
 static int exec_command(struct exec_options *o, struct exec_run *r, sbx_error_t *err)
 {
   if (bind_opts_resolve(&o->binds, err) < 0)
@@ -520,29 +626,36 @@ static int exec_command(struct exec_options *o, struct exec_run *r, sbx_error_t 
   memcpy(r->binds, o->binds.binds, o->binds.n * sizeof *r->binds);
   r->n_binds = o->binds.n;
   size_t nargv = 0;
-  r->child_argv = calloc((size_t) o->n_args + 4, sizeof *r->child_argv);
+  r->child_argv = calloc((size_t) o->n_args + 6, sizeof *r->child_argv);
   if (!r->child_argv)
     return sbx_error_set(err, ENOMEM, "exec");
-  r->child_argv[nargv++] = r->python;
+  char **a = r->child_argv;
+  a[nargv++] = r->prog;
+  const char *lang = r->lang ? r->lang->name : "";
   if (o->file) {
-    struct stat st;
-    if (!(r->file_real = realpath(o->file, NULL)) || stat(r->file_real, &st) < 0)
-      return sbx_error_errno(err, "FILE `%s`", o->file);
-    if (!S_ISREG(st.st_mode))
-      return sbx_error_set(err, EINVAL, "FILE `%s` is not a regular file", o->file);
-    const char *base = strrchr(r->file_real, '/') + 1;
-    if (asprintf(&r->file_dst, "/workspace/%s", base) < 0) {
-      r->file_dst = NULL;
-      return sbx_error_set(err, ENOMEM, "exec");
-    }
     r->binds[r->n_binds++] = (struct sbx_bind){.src = r->file_real, .dst = r->file_dst, .rw = false};
-    r->child_argv[nargv++] = r->file_dst;
-  } else {
-    r->child_argv[nargv++] = "-c";
-    r->child_argv[nargv++] = (char *) o->code;
+    /* As the kernel runs a #! script: the interpreter, the line's one argument, the script. */
+    if (!r->lang && r->shebang.arg[0])
+      a[nargv++] = r->shebang.arg;
+    a[nargv++] = r->file_dst;
+  } else if (o->module) {
+    a[nargv++] = "-m";
+    a[nargv++] = (char *) o->module;
+  } else if (o->code && !strcmp(lang, "javascript")) {
+    /* An ES module, as execute_code runs it (top-level await); `--` ends node's own options. */
+    a[nargv++] = "--input-type=module";
+    a[nargv++] = "-e";
+    a[nargv++] = (char *) o->code;
+    a[nargv++] = "--";
+  } else if (o->code) {
+    a[nargv++] = "-c";
+    a[nargv++] = (char *) o->code;
+    /* bash -c takes $0 first: the arguments are $1..., as for a script. */
+    if (!strcmp(lang, "bash"))
+      a[nargv++] = "bash";
   }
   for (int i = 0; i < o->n_args; i++)
-    r->child_argv[nargv++] = o->args[i];
+    a[nargv++] = o->args[i];
 
   struct sbx_spec *spec = &r->spec;
   spec->rootfs = r->rootfs;

@@ -14,7 +14,9 @@ typedef struct sbx_error {
 /* Exit statuses shared by every command (documented in sandboxd(1)). */
 enum {
   SBX_EXIT_TIMEOUT = 124,
-  SBX_EXIT_SETUP = 125, /* usage, policy or setup error */
+  SBX_EXIT_SETUP = 125,       /* usage, policy or setup error */
+  SBX_EXIT_CANNOT_EXEC = 126, /* the program is there but cannot be executed */
+  SBX_EXIT_NOT_FOUND = 127,   /* the program is not in the sandbox */
 };
 
 /* Set err: message from fmt, plus ": strerror(errnum)" when errnum != 0. Returns -1. */

@@ -79,8 +79,9 @@ static _Noreturn void exec_code(const struct sbx_spec *spec, char **envp, int br
     _exit(127);
   if (close_fds_except(bridge_fd >= 0 ? SBX_BRIDGE_FD : -1, high) < 0)
     _exit(127);
+  /* A failed chdir is sent negated: a setup error (125), not the program's 126/127. */
   if (chdir(spec->workdir ? spec->workdir : "/workspace") < 0) {
-    int e = errno;
+    int e = -errno;
     (void) !write(high, &e, sizeof e);
     _exit(127);
   }
@@ -168,9 +169,16 @@ _Noreturn void init_run(const struct sbx_spec *spec, char **envp, int sync_fd, i
     n = read(ep[0], &exec_errno, sizeof exec_errno);
   while (n < 0 && errno == EINTR);
   close(ep[0]);
+  if (n == sizeof exec_errno && exec_errno < 0) {
+    sbx_error_set(&err, -exec_errno, "workdir `%s` in the sandbox",
+                  spec->workdir ? spec->workdir : "/workspace");
+    sync_fail(sync_fd, &err);
+  }
   if (n == sizeof exec_errno) {
     sbx_error_set(&err, exec_errno, "exec `%s` in the sandbox (workdir `%s`)", spec->argv[0],
                   spec->workdir ? spec->workdir : "/workspace");
+    /* As a shell says it: not there 127, there but not runnable 126. */
+    err.status = exec_errno == ENOENT ? SBX_EXIT_NOT_FOUND : SBX_EXIT_CANNOT_EXEC;
     sync_fail(sync_fd, &err);
   }
   struct sync_msg m = {.type = MSG_READY};

@@ -174,9 +174,23 @@ static void store_names(const char *store, char *out, size_t len)
 
 int rootfs_find(const char *requested, char **ret_path, sbx_error_t *err)
 {
+  return rootfs_find_for(requested, NULL, "python3", ret_path, err);
+}
+
+int rootfs_find_for(const char *requested, const char *store_name, const char *need, char **ret_path,
+                    sbx_error_t *err)
+{
   char cand[PATH_MAX], store[PATH_MAX] = "";
   const char *env = getenv("SANDBOXD_ROOTFS");
-  if (requested && !strchr(requested, '/')) {
+  if (!requested && store_name) {
+    /* A language's own rootfs (lang.c): in the store, whatever $SANDBOXD_ROOTFS says. */
+    if (paths_rootfs_store(store, err) < 0)
+      return -1;
+    if (bufprintf(cand, PATH_MAX, err, "%s/%s", store, store_name) < 0)
+      return sbx_error_prefix(err, "rootfs `%s`", store_name);
+    if (!is_dir(cand))
+      return sbx_error_set(err, ENOENT, "rootfs `%s` not found in the rootfs store `%s`", store_name, store);
+  } else if (requested && !strchr(requested, '/')) {
     /* A name: the tree of that name in the store (a path has a slash: ./NAME for one here). */
     if (!paths_rootfs_is_name(requested))
       return sbx_error_set(err, 0,
@@ -208,13 +222,14 @@ int rootfs_find(const char *requested, char **ret_path, sbx_error_t *err)
   bool build = paths_build_tree();
   char real[PATH_MAX], py[PATH_MAX + 32];
   if (realpath(cand, real) && is_dir(real)) {
-    bool have = false;
+    bool have = !need;
     struct stat st;
     for (size_t d = 0; d < ARRAY_SIZE(python_dirs) && !have; d++) {
-      have = bufprintf(py, sizeof py, NULL, "%s%s/python3", real, python_dirs[d]) == 0 && lstat(py, &st) == 0;
+      have =
+          bufprintf(py, sizeof py, NULL, "%s%s/%s", real, python_dirs[d], need) == 0 && lstat(py, &st) == 0;
     }
     if (!have) {
-      sbx_error_set(err, ENOENT, "rootfs `%s` has no python3 in /usr/local/bin or /usr/bin", real);
+      sbx_error_set(err, ENOENT, "rootfs `%s` has no %s in /usr/local/bin or /usr/bin", real, need);
       return sbx_error_hint(
           err, "%s", build ? "rebuild it with `make rootfs`" : "build it again with `sandboxd rootfs build`");
     }

@@ -44,6 +44,11 @@ bool paths_rootfs_is_name(const char *s);
  * else $SANDBOXD_ROOTFS (a path), else PATHS_DEFAULT_ROOTFS in the store; it must hold python3
  * in /usr/local/bin or /usr/bin. *ret_path is malloc'd, real. */
 int rootfs_find(const char *requested, char **ret_path, sbx_error_t *err);
+/* The same for a language (lang.h): store_name (its own rootfs, a name in the store) replaces
+ * $SANDBOXD_ROOTFS and the default when --rootfs is not given; need (NULL: nothing) is the program
+ * the tree must hold in /usr/local/bin or /usr/bin. */
+int rootfs_find_for(const char *requested, const char *store_name, const char *need, char **ret_path,
+                    sbx_error_t *err);
 
 /* Named policies' search path, colon-separated: $SANDBOXD_POLICY_DIR, bindir/../policy,
  * bindir/../share/sandboxd/policy, /etc/sandboxd/policy. */

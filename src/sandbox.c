@@ -667,7 +667,9 @@ int sandbox_spawn_finish(struct sbx_sandbox *s, sbx_error_t *err)
   if (m.type == MSG_ERROR) {
     *err = m.err;
     err->msg[sizeof err->msg - 1] = '\0';
-    err->status = SBX_EXIT_SETUP;
+    /* pid 1 says 127/126 when the program was not there or could not run; all else is setup. */
+    if (err->status != SBX_EXIT_NOT_FOUND && err->status != SBX_EXIT_CANNOT_EXEC)
+      err->status = SBX_EXIT_SETUP;
     return -1;
   }
   if (m.type != MSG_READY)

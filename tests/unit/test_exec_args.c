@@ -79,5 +79,33 @@ int main(void)
   CHECK(parse(&o, &e, 1, (char *[]){"exec", NULL}) < 0 && strstr(e.msg, "missing FILE"));
   CHECK(PARSE(&o, &e, "-c") < 0);
   CHECK(PARSE(&o, &e, "") < 0);
+
+  /* -m MODULE ends the options, like -c; its arguments pass through. */
+  CHECK(PARSE(&o, &e, "--timeout", "2", "-m", "unittest", "-v", "--timeout", "x") == 0 &&
+        strcmp(o.module, "unittest") == 0 && !o.file && !o.code && !o.program && o.n_args == 3 &&
+        strcmp(o.args[1], "--timeout") == 0 && o.limits.timeout_ms == 2000);
+  CHECK(PARSE(&o, &e, "-m") < 0 && strstr(e.msg, "-m needs MODULE"));
+  CHECK(PARSE(&o, &e, "-m", "") < 0 && strstr(e.msg, "module name"));
+  CHECK(PARSE(&o, &e, "-m", "-x") < 0);
+  CHECK(PARSE(&o, &e, "--lang", "bash", "-m", "json.tool") < 0 && strstr(e.msg, "--lang bash"));
+  CHECK(PARSE(&o, &e, "--lang", "python", "-m", "json.tool") == 0 && strcmp(o.lang, "python") == 0);
+
+  /* -- PROGRAM: any program; what follows is its argv, options included. */
+  CHECK(PARSE(&o, &e, "--workdir", "/w", "--", "python3", "-m", "unittest", "--", "-c") == 0 &&
+        strcmp(o.program, "python3") == 0 && !o.file && !o.module && o.n_args == 4 &&
+        strcmp(o.args[2], "--") == 0 && strcmp(o.workdir, "/w") == 0);
+  CHECK(PARSE(&o, &e, "--", "x.py") == 0 && strcmp(o.program, "x.py") == 0 && !o.file);
+  CHECK(PARSE(&o, &e, "--") < 0 && strstr(e.msg, "-- PROGRAM"));
+  CHECK(PARSE(&o, &e, "--", "") < 0 && strstr(e.msg, "PROGRAM is empty"));
+  /* A `--` that is an option's argument is not the end of the options. */
+  CHECK(PARSE(&o, &e, "--policy", "--", "x.py") == 0 && strcmp(o.policy, "--") == 0 &&
+        strcmp(o.file, "x.py") == 0 && !o.program);
+  /* After FILE, a `--` is the script's. */
+  CHECK(PARSE(&o, &e, "x.sh", "--", "y") == 0 && strcmp(o.file, "x.sh") == 0 && o.n_args == 2);
+
+  /* --lang names a known language. */
+  CHECK(PARSE(&o, &e, "--lang", "javascript", "-c", "1") == 0 && strcmp(o.lang, "javascript") == 0);
+  CHECK(PARSE(&o, &e, "--lang", "ruby", "x.rb") < 0 && strstr(e.msg, "--lang `ruby`") &&
+        strstr(e.msg, "python|bash|javascript"));
   return check_summary("test_exec_args");
 }
