@@ -322,6 +322,7 @@ void call_finish(struct server *srv, struct call *c)
       .mode = "mcp",
       .code = c->code,
       .code_len = c->code_len,
+      .language = c->lang != MCP_LANG_PYTHON ? mcp_lang_name(c->lang) : NULL,
       .request_id = c->request_id,
       .policy = srv->policy,
       .limits = &c->limits,
