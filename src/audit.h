@@ -16,7 +16,8 @@ struct audit_record {
   const char *request_id; /* NULL: one is made up */
   const char *code;       /* the code (hashed; logged only with audit_set_log_code) */
   size_t code_len;
-  const char *file; /* exec FILE, or NULL for -c */
+  const char *file;     /* exec FILE, or NULL for -c */
+  const char *language; /* mcp execute_code's `language` other than python, or NULL */
   const struct sbx_policy *policy;
   const struct sbx_limits *limits;
   const struct sbx_result *result; /* NULL if setup failed */

@@ -53,15 +53,18 @@ static void shutdown_server(struct server *srv)
 
 static const char mcp_usage[] =
     "usage: sandboxd mcp [OPTIONS]\n"
-    "Serve the Model Context Protocol on stdin/stdout with one tool, run_python; every call runs in\n"
-    "a fresh sandbox. Logs go to stderr. Options:\n"
+    "Serve the Model Context Protocol on stdin/stdout with the tools run_python and execute_code\n"
+    "(python, bash, javascript); every call runs in a fresh sandbox. Logs go to stderr. Options:\n"
     "  --policy NAME|PATH       policy to enforce (default: default)\n"
     "  --rootfs NAME|DIR        root filesystem: a name in the rootfs store (`sandboxd rootfs list`)\n"
     "                           or a path with a `/` (default: the built python-3.14-slim)\n"
     "  --max-concurrent N       sandboxes running at once (default 4); further calls queue\n"
     "  --max-queue N            calls waiting beyond that (default 64); more are refused\n"
+    "  --tools LIST             the tools offered, of run_python,execute_code (default: both)\n"
     "  --warm N                 sandboxes kept built, with Python started, for the next calls\n"
     "                           (default 2, 0 disables); each serves one call\n"
+    "  --warm-lang LIST         the languages kept warm, N sandboxes each (default python); the\n"
+    "                           others start cold\n"
     "  --max-message-size SIZE  largest JSON-RPC message accepted (default 4M)\n"
     "  --text-limit N           characters of output a result's text shows (default 40000);\n"
     "                           beyond that its head and tail, and a line saying what was cut\n"
@@ -102,7 +105,31 @@ enum {
   OPT_BIND,
   OPT_BIND_RW,
   OPT_ROOTS,
+  OPT_TOOLS,
+  OPT_WARM_LANG,
 };
+
+/* --tools: "run_python,execute_code" or either. */
+static int parse_tools(const char *list, unsigned *ret, sbx_error_t *err)
+{
+  unsigned tools = 0;
+  for (const char *p = list;;) {
+    size_t n = strcspn(p, ",");
+    if (n == sizeof TOOL_NAME - 1 && strncmp(p, TOOL_NAME, n) == 0)
+      tools |= TOOL_RUN_PYTHON;
+    else if (n == sizeof EXEC_TOOL_NAME - 1 && strncmp(p, EXEC_TOOL_NAME, n) == 0)
+      tools |= TOOL_EXECUTE_CODE;
+    else
+      return sbx_error_set(
+          err, 0, "--tools `%s`: expected " TOOL_NAME ", " EXEC_TOOL_NAME " or both, separated by a comma",
+          list);
+    if (!p[n])
+      break;
+    p += n + 1;
+  }
+  *ret = tools;
+  return 0;
+}
 
 static int parse_args(int argc, char **argv, struct server *srv, const char **ret_policy,
                       const char **ret_rootfs, const char **ret_output_dir, bool *ret_help, sbx_error_t *err)
@@ -122,6 +149,8 @@ static int parse_args(int argc, char **argv, struct server *srv, const char **re
       {"bind", required_argument, NULL, OPT_BIND},
       {"bind-rw", required_argument, NULL, OPT_BIND_RW},
       {"roots", no_argument, NULL, OPT_ROOTS},
+      {"tools", required_argument, NULL, OPT_TOOLS},
+      {"warm-lang", required_argument, NULL, OPT_WARM_LANG},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
@@ -184,6 +213,14 @@ static int parse_args(int argc, char **argv, struct server *srv, const char **re
     case OPT_ROOTS:
       srv->roots.enabled = true;
       break;
+    case OPT_TOOLS:
+      if (parse_tools(optarg, &srv->tools, err) < 0)
+        return -1;
+      break;
+    case OPT_WARM_LANG:
+      if (mcp_lang_parse_list("--warm-lang", optarg, &srv->warm_langs, err) < 0)
+        return -1;
+      break;
     default:
       return sbx_error_set(err, 0, "unknown or incomplete option `%s` (see sandboxd mcp --help)",
                            argv[optind - 1]);
@@ -222,6 +259,28 @@ static int setup_binds(struct server *srv, sbx_error_t *err)
   return 0;
 }
 
+/* The languages present (their rootfs has the interpreter) and /dev/null, held for every run. A
+ * language kept warm (--warm-lang) must be present; python always is (rootfs_find checked). */
+static int setup_langs(struct server *srv, sbx_error_t *err)
+{
+  srv->devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (srv->devnull < 0)
+    return sbx_error_errno(err, "open `/dev/null`");
+  for (int l = 0; l < MCP_LANG_COUNT; l++) {
+    if (mcp_lang_rootfs((enum mcp_lang) l, srv->rootfs, &srv->lang_rootfs[l], err) < 0)
+      return -1;
+    if (srv->lang_rootfs[l])
+      srv->langs |= MCP_LANG_BIT(l);
+  }
+  for (int l = 0; l < MCP_LANG_COUNT; l++)
+    if ((srv->warm_langs & MCP_LANG_BIT(l)) && !srv->lang_rootfs[l])
+      return sbx_error_set(err, ENOENT, "--warm-lang %s: %s is not in its rootfs (%s)",
+                           mcp_lang_name((enum mcp_lang) l), mcp_lang_argv((enum mcp_lang) l)[0],
+                           l == MCP_LANG_JAVASCRIPT ? "build it with `make rootfs-node`"
+                                                    : "the server's --rootfs");
+  return 0;
+}
+
 /* Everything the server needs before it reads a request. Refuse to start rather than fail every
  * call: the client shows the server as failed, and stderr says why. *ret_masked: the signal mask
  * was changed (old holds the previous one). */
@@ -238,7 +297,7 @@ static int setup(struct server *srv, const char *policy_name, const char *rootfs
       (output_dir && output_dir_open(output_dir, &guard, &srv->output_dirfd, &srv->output_dir, err) < 0) ||
       audit_start(srv->audit_log, &guard, err) < 0 || policy_load(policy_name, &srv->policy, err) < 0 ||
       seccomp_validate(srv->policy, err) < 0 || rootfs_find(rootfs, &srv->rootfs, err) < 0 ||
-      host_servers_load(&srv->hs, &srv->mcp_opts, err) < 0 ||
+      setup_langs(srv, err) < 0 || host_servers_load(&srv->hs, &srv->mcp_opts, err) < 0 ||
       host_servers_start(&srv->hs, srv->policy, STDERR_FILENO, err) < 0)
     return -1;
   sbx_error_t herr = {0};
@@ -282,6 +341,10 @@ static void teardown(struct server *srv, const sigset_t *old)
   strbuf_free(&srv->outq);
   policy_free(srv->policy);
   free(srv->rootfs);
+  for (int l = 0; l < MCP_LANG_COUNT; l++)
+    free(srv->lang_rootfs[l]);
+  if (srv->devnull >= 0)
+    close(srv->devnull);
   if (srv->output_dirfd >= 0)
     close(srv->output_dirfd);
   free(srv->output_dir);
@@ -300,6 +363,9 @@ int cmd_mcp(int argc, char **argv)
       .stdout_flags = -1,
       .sigfd = -1,
       .output_dirfd = -1,
+      .devnull = -1,
+      .tools = TOOL_RUN_PYTHON | TOOL_EXECUTE_CODE,
+      .warm_langs = MCP_LANG_BIT(MCP_LANG_PYTHON),
       .log_level = 3, /* warning */
   };
   const char *policy_name = NULL, *rootfs = NULL, *output_dir = NULL;

@@ -17,7 +17,7 @@ struct command {
 
 static const struct command commands[] = {
     {"exec", cmd_exec, "run a Python file or -c CODE in a fresh sandbox"},
-    {"mcp", cmd_mcp, "serve run_python over the Model Context Protocol on stdio"},
+    {"mcp", cmd_mcp, "serve run_python and execute_code over the Model Context Protocol on stdio"},
     {"policy", cmd_policy, "check, show or diff policies"},
     {"rootfs", cmd_rootfs, "build, fetch, import, list, verify and remove root filesystems"},
     {"doctor", cmd_doctor, "say what this host supports and how to fix what is missing"},

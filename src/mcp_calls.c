@@ -1,5 +1,5 @@
-/* run_python calls: the queue and its scheduling, starting a call's sandbox (cold, or a warm one
- * from warm_pool.c), deadlines and progress, output capture, and the result. */
+/* Tool calls (run_python, execute_code): the queue and its scheduling, starting a call's sandbox
+ * (cold, or a warm one from warm_pool.c), deadlines and progress, output capture, and the result. */
 #include <errno.h>
 #include <fcntl.h>
 #include <malloc.h>
@@ -260,6 +260,7 @@ static void send_call_result(struct server *srv, struct call *c, const struct sb
   json_arr_end(w);
   json_key(w, "structuredContent");
   json_obj_begin(w);
+  json_kv_bool(w, "success", res->status == SBX_STATUS_OK);
   json_kv_str(w, "status", sbx_status_name(res->status));
   json_kv_int(w, "exit_code", res->exit_code);
   /* The same shaped streams as the text block (never a second full copy), and the sizes of the
@@ -273,6 +274,7 @@ static void send_call_result(struct server *srv, struct call *c, const struct sb
   json_kv_bool(w, "truncated", c->truncated);
   json_kv_uint(w, "execution_time_ms", res->execution_time_ms);
   json_kv_uint(w, "memory_peak_bytes", res->memory_peak_bytes);
+  json_kv_double(w, "memory_used_mb", (double) res->memory_peak_bytes / (1024.0 * 1024.0));
   /* How limits were enforced: "degraded" means rlimits only (no cgroup), as the policy allowed. */
   json_kv_str(w, "limits", res->limits ? res->limits : "none");
   artifacts_write_files(w, &c->arts);
@@ -320,6 +322,7 @@ void call_finish(struct server *srv, struct call *c)
       .mode = "mcp",
       .code = c->code,
       .code_len = c->code_len,
+      .language = c->lang != MCP_LANG_PYTHON ? mcp_lang_name(c->lang) : NULL,
       .request_id = c->request_id,
       .policy = srv->policy,
       .limits = &c->limits,
@@ -449,29 +452,61 @@ static void relay_progress(void *ctx, const char *server, const char *tool, cons
   notify_progress(c->srv, c, msg);
 }
 
-/* The spec every sandbox of this server gets, cold or warm alike (what differs is in the job):
- * the runner, and the `mcp` package mounted and on PYTHONPATH whenever it was found, so that
- * `from mcp import runtime` (and the package's matplotlib backend) works in every run. */
-void base_spec(struct server *srv, const struct sbx_limits *limits, char **argv, int devnull, int out_w,
+int code_channel(enum mcp_lang lang, int *ret_ours, int *ret_inside, sbx_error_t *err)
+{
+  int p[2];
+  if (lang == MCP_LANG_PYTHON) {
+    /* The job socket at fd 3. Our end never blocks the loop; the runner's blocks in its read. */
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, p) < 0)
+      return sbx_error_errno(err, "job socketpair");
+  } else if (pipe2(p, O_CLOEXEC) < 0) {
+    /* Another interpreter reads its stdin, blocking, to EOF: only our end is non-blocking. */
+    return sbx_error_errno(err, "code pipe");
+  } else {
+    int t = p[0]; /* pipe2 gives the read end first: ours is the write end */
+    p[0] = p[1];
+    p[1] = t;
+  }
+  if (fcntl(p[0], F_SETFL, O_NONBLOCK) < 0) {
+    int e = errno;
+    close(p[0]);
+    close(p[1]);
+    return sbx_error_set(err, e, "code channel");
+  }
+  *ret_ours = p[0];
+  *ret_inside = p[1];
+  return 0;
+}
+
+/* The spec every sandbox of this server gets for lang, cold or warm alike (what differs is in the
+ * job). Python: the runner (python3 -c RUNNER, its job on fd 3 and stdin /dev/null), and the `mcp`
+ * package mounted and on PYTHONPATH whenever it was found, so that `from mcp import runtime` (and
+ * the package's matplotlib backend) works in every run. Another language: its interpreter, in its
+ * rootfs, reading the code from stdin (mcp_lang.c); no package (it is Python's). The binds and
+ * roots are every language's. */
+void base_spec(struct server *srv, enum mcp_lang lang, const struct sbx_limits *limits, int inside, int out_w,
                int err_w, struct sbx_spec *spec)
 {
+  static char *python_argv[] = {PYTHON, "-c", (char *) mcp_runner_source, NULL};
+  bool python = lang == MCP_LANG_PYTHON;
+  /* With the package bound (spec_binds[0], mcp_binds.c). */
+  bool package = srv->n_spec_binds && strcmp(srv->spec_binds[0].dst, PROXY_PYTHON_DST) == 0;
   *spec = (struct sbx_spec){
       .policy = srv->policy,
       .limits = *limits,
-      .rootfs = srv->rootfs,
-      .argv = argv,
-      .stdin_fd = devnull,
+      .rootfs = srv->lang_rootfs[lang],
+      .argv = python ? python_argv : mcp_lang_argv(lang),
+      .stdin_fd = python ? srv->devnull : inside,
       .stdout_fd = out_w,
       .stderr_fd = err_w,
-      .bridge_fd = -1,
+      .bridge_fd = python ? inside : -1,
       .keep_workspace = true, /* for /workspace/out (call_collect_files) */
       /* The `mcp` package, --bind and the client's roots (mcp_binds.c). */
-      .binds = srv->spec_binds,
-      .n_binds = srv->n_spec_binds,
+      .binds = srv->spec_binds + (package && !python),
+      .n_binds = srv->n_spec_binds - (package && !python),
   };
-  /* With the package bound (spec_binds[0], mcp_binds.c): on the path of every run. */
   static char *const python_env[] = {"PYTHONPATH=" PROXY_PYTHON_DST};
-  if (srv->n_spec_binds && strcmp(srv->spec_binds[0].dst, PROXY_PYTHON_DST) == 0) {
+  if (package && python) {
     spec->extra_env = python_env;
     spec->n_extra_env = ARRAY_SIZE(python_env);
   }
@@ -491,7 +526,7 @@ static int call_start(struct server *srv, struct call *c, sbx_error_t *err)
   /* With servers, or any configured server to discover: fd 3 goes on as the bridge after the job,
    * which tells the runner the servers it may call (it then defines mcp_<alias> and friends). */
   c->srv = srv;
-  if (c->n_servers || host_servers_discovery(&srv->hs)) {
+  if (c->lang == MCP_LANG_PYTHON && (c->n_servers || host_servers_discovery(&srv->hs))) {
     if (host_servers_proxy(&srv->hs, (const char *const *) c->servers, c->n_servers, NULL, &c->proxy, err) <
         0)
       return -1;
@@ -503,10 +538,11 @@ static int call_start(struct server *srv, struct call *c, sbx_error_t *err)
    * (call_pending_ready): it is further along than a cold one started now would be, and
    * building both would split the CPUs between them. Only an empty pool (a burst) starts cold. */
   struct warm *w = srv->warm;
-  while (w && !w->ready)
+  while (w && (!w->ready || w->lang != c->lang))
     w = w->next;
-  if (!w)
-    w = srv->warm;
+  for (struct warm *p = srv->warm; !w && p; p = p->next)
+    if (p->lang == c->lang)
+      w = p;
   if (w) {
     warm_unlink(srv, w);
     if (!w->ready) {
@@ -525,7 +561,9 @@ static int call_start(struct server *srv, struct call *c, sbx_error_t *err)
 /* What fd 3 becomes once the job is written: the bridge, or the done channel. */
 static void job_sent(struct call *c)
 {
-  if (c->proxy)
+  if (c->job.raw)
+    ; /* closed below: the interpreter's EOF */
+  else if (c->proxy)
     proxy_adopt_fd(c->proxy, TAKE_FD(c->job.fd));
   else
     c->done_fd = TAKE_FD(c->job.fd);
@@ -535,7 +573,9 @@ static void job_sent(struct call *c)
 int call_deliver(struct call *c, int fd, const char *kind, sbx_error_t *err)
 {
   const char *servers = c->proxy ? strchr(proxy_env(c->proxy), '=') + 1 : NULL;
-  if (job_begin(&c->job, fd, servers, c->code, c->code_len, err) < 0)
+  if (c->lang != MCP_LANG_PYTHON)
+    job_begin_raw(&c->job, fd, c->code, c->code_len);
+  else if (job_begin(&c->job, fd, servers, c->code, c->code_len, err) < 0)
     return -1;
   /* Nothing is written yet if this fails (a warm sandbox that died idle: EPIPE). */
   int r = job_write(&c->job, err);
@@ -572,30 +612,19 @@ void call_job_ready(struct server *srv, struct call *c, bool timed_out)
   }
 }
 
-/* A sandbox built for this call: the runner started without code, which it then reads from fd 3
- * like a warm one (call_deliver). */
+/* A sandbox built for this call: the runner (or another language's interpreter) started without
+ * code, which it then reads like a warm one (call_deliver). */
 static int call_start_cold(struct server *srv, struct call *c, sbx_error_t *err)
 {
-  _cleanup_close_ int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
-  if (devnull < 0)
-    return sbx_error_errno(err, "open `/dev/null`");
   _cleanup_close_ int out_w = -1, err_w = -1;
   _cleanup_close_ int out_r = -1, err_r = -1;
   if (open_pipe(&out_r, &out_w, err) < 0 || open_pipe(&err_r, &err_w, err) < 0)
     return -1;
-
-  /* python3 -c RUNNER: the code comes on fd 3, never in argv. */
-  char *argv[] = {PYTHON, "-c", (char *) mcp_runner_source, NULL};
+  _cleanup_close_ int job = -1, inside = -1;
+  if (code_channel(c->lang, &job, &inside, err) < 0)
+    return -1;
   struct sbx_spec spec;
-  base_spec(srv, &c->limits, argv, devnull, out_w, err_w, &spec);
-  /* The job socket at fd 3. Our end never blocks the loop; the runner's blocks in its read. */
-  int sv[2];
-  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
-    return sbx_error_errno(err, "job socketpair");
-  _cleanup_close_ int job = sv[0], inside = sv[1];
-  if (fcntl(job, F_SETFL, O_NONBLOCK) < 0)
-    return sbx_error_errno(err, "job socket");
-  spec.bridge_fd = inside;
+  base_spec(srv, c->lang, &c->limits, inside, out_w, err_w, &spec);
   if (sandbox_spawn(&spec, &c->sb, err) < 0)
     return -1;
   /* Our copies of the write ends must go, or the pipes never reach EOF. */
@@ -732,6 +761,7 @@ int call_enqueue(struct server *srv, const char *id, const struct mcp_tool_args 
     return -1;
   }
   c->timeout_ms = a->timeout_ms;
+  c->lang = a->lang;
   audit_new_request_id(c->request_id);
   size_t ns = json_array_len(a->servers);
   if (ns && !(c->servers = calloc(ns, sizeof *c->servers))) {

@@ -16,6 +16,7 @@
 #include "jsonrpc.h"
 #include "mcp_binds.h"
 #include "mcp_config.h"
+#include "mcp_lang.h"
 #include "mcp_tool.h"
 #include "sandbox.h"
 #include "util.h"
@@ -56,6 +57,10 @@
  * takes milliseconds; this only bounds a stuck one). */
 #define PENDING_MAX_NS 2000000000ULL
 
+/* --tools: which tools are offered. */
+#define TOOL_RUN_PYTHON 1u
+#define TOOL_EXECUTE_CODE 2u
+
 /* Requests the server sends the client (mcp_server.c). */
 #define MAX_REQUESTS 4
 #define REQUEST_TIMEOUT_NS ROOTS_REQUEST_TIMEOUT_NS
@@ -77,9 +82,10 @@ struct request {
 struct warm {
   struct warm *next;
   struct sbx_sandbox *sb;
+  enum mcp_lang lang; /* what it runs (--warm-lang) */
   bool ready;         /* setup finished (sandbox_spawn_finish); until then it is being built */
   int out_fd, err_fd; /* read ends of its stdout/stderr, adopted by the call */
-  int job_fd;         /* our end of the socket at SBX_BRIDGE_FD inside */
+  int job_fd;         /* our end of the socket at SBX_BRIDGE_FD inside, or of its stdin pipe */
 };
 
 /* The job on its way to the runner (mcp_job.c): the frame's parts and how much is written. */
@@ -88,6 +94,7 @@ struct job {
   unsigned char hdr[4];
   char *head; /* "bridge a,b\n" or "done\n" */
   size_t head_len;
+  bool raw;         /* only the code, to a pipe at the interpreter's stdin (not python's runner) */
   const char *code; /* the call's own copy (struct call), not owned */
   size_t code_len;
   size_t sent, total;
@@ -102,6 +109,7 @@ struct call {
   char *id;             /* canonical JSON */
   char *progress_token; /* canonical JSON, or NULL */
   char *code;
+  enum mcp_lang lang;  /* python for run_python; execute_code's `language` */
   uint64_t timeout_ms; /* requested, or UINT64_MAX */
   uint64_t queued_ns, next_progress_ns;
   unsigned progress;
@@ -143,6 +151,11 @@ struct call {
 struct server {
   struct sbx_policy *policy;
   char *rootfs;
+  /* Each language's rootfs (mcp_lang_rootfs; python's is rootfs), or NULL when absent. */
+  char *lang_rootfs[MCP_LANG_COUNT];
+  unsigned langs;      /* the languages present (MCP_LANG_BIT), execute_code's enum */
+  unsigned tools;      /* --tools: TOOL_RUN_PYTHON, TOOL_EXECUTE_CODE */
+  unsigned warm_langs; /* --warm-lang: the languages kept warm (--warm of each) */
   size_t max_concurrent, max_queue, max_message;
   size_t text_limit; /* --text-limit: characters of output in a result's text */
 
@@ -163,6 +176,7 @@ struct server {
   const char *audit_log;
   const char *protocol; /* negotiated in initialize (static), or NULL before it */
   int output_dirfd;     /* --output-dir, held from the start; else -1 */
+  int devnull;          /* /dev/null, held from the start: the runner's stdin */
   char *output_dir;     /* its absolute path */
 
   size_t warm_target; /* --warm */
@@ -229,8 +243,11 @@ int run_timers(struct server *srv);
 bool code_running(const struct server *srv);
 /* A pipe whose read end does not block. */
 int open_pipe(int *ret_read, int *ret_write, sbx_error_t *err);
-/* The spec every sandbox of this server gets, cold or warm. */
-void base_spec(struct server *srv, const struct sbx_limits *limits, char **argv, int devnull, int out_w,
+/* Where a sandbox of lang takes its code: python's runner a socket at fd 3, another language a
+ * pipe at stdin. *ret_ours never blocks; *ret_inside is given to base_spec. */
+int code_channel(enum mcp_lang lang, int *ret_ours, int *ret_inside, sbx_error_t *err);
+/* The spec every sandbox of this server gets for lang, cold or warm; inside: code_channel's. */
+void base_spec(struct server *srv, enum mcp_lang lang, const struct sbx_limits *limits, int inside, int out_w,
                int err_w, struct sbx_spec *spec);
 
 /* mcp_files.c: --output-dir (opened once, at setup), and a call's files. */
@@ -246,6 +263,8 @@ void call_write_file_blocks(struct server *srv, struct call *c, json_writer_t *w
  * when the socket is full (wait for POLLOUT), -1 on error. */
 int job_begin(struct job *j, int fd, const char *servers, const char *code, size_t code_len,
               sbx_error_t *err);
+/* Only the code, to a pipe at an interpreter's stdin, closed once written (its EOF). */
+void job_begin_raw(struct job *j, int fd, const char *code, size_t code_len);
 int job_write(struct job *j, sbx_error_t *err);
 void job_free(struct job *j);
 

@@ -4,11 +4,13 @@
  * channel). The code never passes through argv (the kernel's limit on one argument is 128 KiB);
  * it is bound only by --max-message-size. Written without blocking: what the socket takes now,
  * the rest as the loop sees POLLOUT; a runner that takes none of it for JOB_SEND_TIMEOUT_MS is
- * given up (the call's own deadline bounds the whole). */
+ * given up (the call's own deadline bounds the whole). A language other than Python gets only the
+ * code, on a pipe at its interpreter's stdin, which EOF ends (mcp_lang.c). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "bridge.h"
@@ -42,11 +44,17 @@ int job_begin(struct job *j, int fd, const char *servers, const char *code, size
   return 0;
 }
 
+void job_begin_raw(struct job *j, int fd, const char *code, size_t code_len)
+{
+  *j = (struct job){.fd = fd, .raw = true, .code = code, .code_len = code_len, .total = code_len};
+  j->deadline_ns = now_ns() + JOB_SEND_TIMEOUT_MS * 1000000ULL;
+}
+
 int job_write(struct job *j, sbx_error_t *err)
 {
   size_t before = j->sent;
   while (j->sent < j->total) {
-    struct iovec iov[3] = {{.iov_base = j->hdr, .iov_len = 4},
+    struct iovec iov[3] = {{.iov_base = j->hdr, .iov_len = j->raw ? 0 : 4},
                            {.iov_base = j->head, .iov_len = j->head_len},
                            {.iov_base = (void *) j->code, .iov_len = j->code_len}};
     struct iovec *v = iov;
@@ -58,7 +66,9 @@ int job_write(struct job *j, sbx_error_t *err)
     v->iov_base = (char *) v->iov_base + skip;
     v->iov_len -= skip;
     struct msghdr mh = {.msg_iov = v, .msg_iovlen = (size_t) (iov + 3 - v)};
-    ssize_t n = sendmsg(j->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+    /* A pipe (raw) is non-blocking on our side, and SIGPIPE is blocked (cli_mcp.c): EPIPE. */
+    ssize_t n =
+        j->raw ? writev(j->fd, v, (int) mh.msg_iovlen) : sendmsg(j->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n < 0 && errno == EINTR)
       continue;
     if (n < 0 && errno == EAGAIN) {

@@ -1,4 +1,4 @@
-/* `sandboxd mcp`: MCP over stdio (https://modelcontextprotocol.io/specification), one tool.
+/* `sandboxd mcp`: MCP over stdio (https://modelcontextprotocol.io/specification), two tools.
  * The methods, and the only code that writes protocol to stdout (the output queue).
  *
  * One thread, one poll loop. It watches stdin (requests), stdout (when replies are waiting for a
@@ -221,7 +221,8 @@ static void m_initialize(struct server *srv, const char *id, const json_node_t *
   json_kv_str(w, "version", SANDBOXD_VERSION);
   json_obj_end(w);
   json_kv_str(w, "instructions",
-              "Use run_python to execute Python code in a fresh, isolated sandbox per call. "
+              "Use run_python to execute Python code, or execute_code for Python, bash or JavaScript, in "
+              "a fresh, isolated sandbox per call. "
               "Nothing persists between calls. Limits are in resource " CAPABILITIES_URI ".");
   json_obj_end(w);
   jsonrpc_end(w);
@@ -238,7 +239,11 @@ static void m_tools_list(struct server *srv, const char *id, const json_node_t *
   json_obj_begin(w);
   json_key(w, "tools");
   json_arr_begin(w);
-  mcp_tool_write(w, srv->policy, srv->hs.cfg, &srv->binds, srv->roots.enabled && srv->roots.client_has);
+  bool roots = srv->roots.enabled && srv->roots.client_has;
+  if (srv->tools & TOOL_RUN_PYTHON)
+    mcp_tool_write(w, srv->policy, srv->hs.cfg, &srv->binds, roots);
+  if (srv->tools & TOOL_EXECUTE_CODE)
+    mcp_exec_tool_write(w, srv->policy, srv->langs, &srv->binds, roots);
   json_arr_end(w);
   json_obj_end(w);
   jsonrpc_end(w);
@@ -252,15 +257,18 @@ static void m_tools_call(struct server *srv, const char *id, const json_node_t *
     send_error(srv, id, JSONRPC_INVALID_PARAMS, "Invalid params: `name` must be a string");
     return;
   }
-  if (strcmp(name, TOOL_NAME) != 0) {
+  /* A tool left out by --tools is unknown, as to tools/list. */
+  bool run_python = (srv->tools & TOOL_RUN_PYTHON) && strcmp(name, TOOL_NAME) == 0;
+  if (!run_python && !((srv->tools & TOOL_EXECUTE_CODE) && strcmp(name, EXEC_TOOL_NAME) == 0)) {
     send_errorf(srv, id, JSONRPC_INVALID_PARAMS, "Unknown tool: %.200s", name);
     return;
   }
   /* Bad arguments are the model's to fix: answer with an isError result it can read. */
   struct mcp_tool_args args;
   char msg[1024];
-  if (mcp_tool_parse_args(json_get(params, "arguments"), srv->policy, srv->hs.cfg, &args, msg, sizeof msg) <
-      0) {
+  const json_node_t *a = json_get(params, "arguments");
+  if ((run_python ? mcp_tool_parse_args(a, srv->policy, srv->hs.cfg, &args, msg, sizeof msg)
+                  : mcp_exec_parse_args(a, srv->policy, srv->langs, &args, msg, sizeof msg)) < 0) {
     send_tool_error(srv, id, "%s", msg);
     return;
   }
@@ -317,6 +325,20 @@ static void write_capabilities(struct server *srv, json_writer_t *w)
   json_obj_end(w);
   json_kv_str(w, "python", PYTHON);
   json_kv_str(w, "rootfs", srv->rootfs);
+  /* execute_code's languages: each one's interpreter and rootfs, and whether it is kept warm. */
+  json_key(w, "languages");
+  json_obj_begin(w);
+  for (int l = 0; l < MCP_LANG_COUNT; l++) {
+    if (!srv->lang_rootfs[l])
+      continue;
+    json_key(w, mcp_lang_name((enum mcp_lang) l));
+    json_obj_begin(w);
+    json_kv_str(w, "program", l == MCP_LANG_PYTHON ? PYTHON : mcp_lang_argv((enum mcp_lang) l)[0]);
+    json_kv_str(w, "rootfs", srv->lang_rootfs[l]);
+    json_kv_bool(w, "warm", (srv->warm_langs & MCP_LANG_BIT(l)) && srv->warm_target);
+    json_obj_end(w);
+  }
+  json_obj_end(w);
   json_key(w, "policy");
   json_obj_begin(w);
   json_kv_str(w, "name", p->name ? p->name : "");

@@ -1,5 +1,6 @@
-/* run_python's tool definition (tools/list: its description, input and output schemas and
- * annotations) and the checks of a call's arguments. Pure: JSON in and out, no system calls. */
+/* The tool definitions, run_python's and execute_code's (tools/list: their descriptions, input and
+ * output schemas and annotations), and the checks of a call's arguments. Pure: JSON in and out, no system
+ * calls. */
 #include <stdio.h>
 #include <string.h>
 
@@ -121,6 +122,7 @@ static void write_output_schema(json_writer_t *w)
   json_kv_str(w, "type", "object");
   json_key(w, "properties");
   json_obj_begin(w);
+  schema_prop(w, "success", "boolean", "the code ran and exited 0 (status ok)");
   json_key(w, "status");
   json_obj_begin(w);
   json_kv_str(w, "type", "string");
@@ -142,27 +144,37 @@ static void write_output_schema(json_writer_t *w)
   schema_prop(w, "truncated", "boolean", "output went over the limit and was cut");
   schema_prop(w, "execution_time_ms", "integer", NULL);
   schema_prop(w, "memory_peak_bytes", "integer", NULL);
+  schema_prop(w, "memory_used_mb", "number", "memory_peak_bytes in MiB");
   schema_prop(w, "limits", "string",
               "how limits were enforced: cgroup2, cgroup1, or degraded (rlimits only)");
   write_files_schema(w);
   json_obj_end(w);
   json_key(w, "required");
   json_arr_begin(w);
-  static const char *const required[] = {
-      "status",       "exit_code",         "stdout",           "stderr",
-      "stdout_bytes", "stderr_bytes",      "replaced_bytes",   "cut_characters",
-      "truncated",    "execution_time_ms", "memory_peak_bytes"};
+  static const char *const required[] = {"status",
+                                         "exit_code",
+                                         "stdout",
+                                         "stderr",
+                                         "stdout_bytes",
+                                         "stderr_bytes",
+                                         "replaced_bytes",
+                                         "cut_characters",
+                                         "truncated",
+                                         "execution_time_ms",
+                                         "memory_peak_bytes",
+                                         "success",
+                                         "memory_used_mb"};
   for (size_t i = 0; i < ARRAY_SIZE(required); i++)
     json_str(w, required[i]);
   json_arr_end(w);
   json_obj_end(w);
 }
 
-static void write_annotations(json_writer_t *w)
+static void write_annotations(json_writer_t *w, const char *title)
 {
   json_key(w, "annotations");
   json_obj_begin(w);
-  json_kv_str(w, "title", "Run Python in a sandbox");
+  json_kv_str(w, "title", title);
   json_kv_bool(w, "readOnlyHint", false);
   /* Nothing on the host changes: each sandbox is thrown away. */
   json_kv_bool(w, "destructiveHint", false);
@@ -214,7 +226,72 @@ void mcp_tool_write(json_writer_t *w, const struct sbx_policy *policy, const str
 
   write_input_schema(w, policy);
   write_output_schema(w);
-  write_annotations(w);
+  write_annotations(w, "Run Python in a sandbox");
+  json_obj_end(w);
+}
+
+static const char exec_description[] =
+    "Run code in a fresh, disposable Linux sandbox and get back its stdout, stderr, exit_code and "
+    "success. `language`: python (Python 3, top-level `await` works), bash (run as `bash -c CODE`, "
+    "like a user's shell), javascript (Node.js; the code runs as an ES module: `import`, not "
+    "`require`, and top-level `await` works). Every language gets the same sandbox, policy and "
+    "limits: every call starts clean (files, variables and processes never carry over), the network "
+    "is loopback-only, and time, memory, processes and output are limited (read resource " CAPABILITIES_URI
+    " for the limits). Files written to /workspace/out/ come back (images as images).";
+
+/* execute_code takes exactly language, code and timeout. */
+static void write_exec_input_schema(json_writer_t *w, const struct sbx_policy *policy, unsigned langs)
+{
+  char desc[160];
+  json_key(w, "inputSchema");
+  json_obj_begin(w);
+  json_kv_str(w, "type", "object");
+  json_key(w, "properties");
+  json_obj_begin(w);
+  json_key(w, "language");
+  json_obj_begin(w);
+  json_kv_str(w, "type", "string");
+  json_key(w, "enum");
+  json_arr_begin(w);
+  for (int l = 0; l < MCP_LANG_COUNT; l++)
+    if (langs & MCP_LANG_BIT(l))
+      json_str(w, mcp_lang_name((enum mcp_lang) l));
+  json_arr_end(w);
+  json_kv_str(w, "description", "The language of `code` (those whose rootfs is installed here).");
+  json_obj_end(w);
+  schema_prop(w, "code", "string",
+              "The program: a Python script, a bash command string, or a JavaScript ES module.");
+  bufprintf_cut(desc, sizeof desc, "Wall-clock limit in seconds (default %llu, at most %llu).",
+                (unsigned long long) (policy->limits.timeout_ms / 1000),
+                (unsigned long long) (policy->max.timeout_ms / 1000));
+  json_key(w, "timeout");
+  json_obj_begin(w);
+  json_kv_str(w, "type", "integer");
+  json_kv_int(w, "minimum", 1);
+  json_kv_str(w, "description", desc);
+  json_obj_end(w);
+  json_obj_end(w);
+  json_key(w, "required");
+  json_arr_begin(w);
+  json_str(w, "language");
+  json_str(w, "code");
+  json_arr_end(w);
+  json_obj_end(w);
+}
+
+void mcp_exec_tool_write(json_writer_t *w, const struct sbx_policy *policy, unsigned langs,
+                         const struct bind_opts *binds, bool roots)
+{
+  json_obj_begin(w);
+  json_kv_str(w, "name", EXEC_TOOL_NAME);
+  json_kv_str(w, "title", "Run code in a sandbox");
+  char desc[sizeof exec_description + 1536];
+  bufprintf_cut(desc, sizeof desc, "%s", exec_description);
+  append_host_files(desc, sizeof desc - 256, binds, roots);
+  json_kv_str(w, "description", desc);
+  write_exec_input_schema(w, policy, langs);
+  write_output_schema(w);
+  write_annotations(w, "Run code in a sandbox");
   json_obj_end(w);
 }
 
@@ -227,18 +304,15 @@ void mcp_tool_server_names(const struct mcp_config *cfg, char *buf, size_t len)
   append_names(buf, len, cfg);
 }
 
-int mcp_tool_parse_args(const json_node_t *args, const struct sbx_policy *policy,
-                        const struct mcp_config *cfg, struct mcp_tool_args *ret, char *msg, size_t msg_len)
+/* `code` (what = the language's name for messages) and `timeout`, shared by both tools. */
+static int parse_code_timeout(const json_node_t *args, const struct sbx_policy *policy, const char *what,
+                              struct mcp_tool_args *ret, char *msg, size_t msg_len)
 {
-  if (args && json_type(args) != JSON_OBJECT) {
-    bufprintf_cut(msg, msg_len, "arguments must be an object with `code` (string)");
-    return -1;
-  }
   const json_node_t *coden = json_get(args, "code");
   size_t code_len = 0;
   const char *code = json_as_string(coden, &code_len);
   if (!coden) {
-    bufprintf_cut(msg, msg_len, "missing `code`: pass the Python source to run as a string");
+    bufprintf_cut(msg, msg_len, "missing `code`: pass the %s source to run as a string", what);
     return -1;
   }
   if (!code) {
@@ -246,15 +320,15 @@ int mcp_tool_parse_args(const json_node_t *args, const struct sbx_policy *policy
     return -1;
   }
   if (code_len == 0 || strspn(code, " \t\r\n") == code_len) {
-    bufprintf_cut(msg, msg_len, "`code` is empty: pass the Python source to run");
+    bufprintf_cut(msg, msg_len, "`code` is empty: pass the %s source to run", what);
     return -1;
   }
   if (strlen(code) != code_len) {
-    bufprintf_cut(msg, msg_len, "`code` contains a NUL character, which Python source cannot hold");
+    bufprintf_cut(msg, msg_len, "`code` contains a NUL character, which %s source cannot hold", what);
     return -1;
   }
   /* No limit of its own: the code is bound by the message that carries it (--max-message-size),
-   * and reaches the sandbox on fd 3, not in argv (mcp_job.c). */
+   * and reaches the sandbox on fd 3 or stdin, not in argv (mcp_job.c). */
   uint64_t timeout_ms = UINT64_MAX;
   const json_node_t *tn = json_get(args, "timeout");
   if (tn && json_type(tn) != JSON_NULL) {
@@ -267,6 +341,20 @@ int mcp_tool_parse_args(const json_node_t *args, const struct sbx_policy *policy
     uint64_t max = policy->max.timeout_ms;
     timeout_ms = (uint64_t) t > max / 1000 ? max : (uint64_t) t * 1000;
   }
+  *ret = (struct mcp_tool_args){.code = code, .code_len = code_len, .timeout_ms = timeout_ms};
+  return 0;
+}
+
+int mcp_tool_parse_args(const json_node_t *args, const struct sbx_policy *policy,
+                        const struct mcp_config *cfg, struct mcp_tool_args *ret, char *msg, size_t msg_len)
+{
+  if (args && json_type(args) != JSON_OBJECT) {
+    bufprintf_cut(msg, msg_len, "arguments must be an object with `code` (string)");
+    return -1;
+  }
+  struct mcp_tool_args a;
+  if (parse_code_timeout(args, policy, "Python", &a, msg, msg_len) < 0)
+    return -1;
   const json_node_t *servers = json_get(args, "servers");
   if (servers && json_type(servers) != JSON_NULL) {
     if (json_type(servers) != JSON_ARRAY) {
@@ -287,9 +375,57 @@ int mcp_tool_parse_args(const json_node_t *args, const struct sbx_policy *policy
       }
     }
   }
-  *ret = (struct mcp_tool_args){.code = code,
-                                .code_len = code_len,
-                                .timeout_ms = timeout_ms,
-                                .servers = servers && json_type(servers) != JSON_NULL ? servers : NULL};
+  a.lang = MCP_LANG_PYTHON;
+  a.servers = servers && json_type(servers) != JSON_NULL ? servers : NULL;
+  *ret = a;
+  return 0;
+}
+
+/* "python, bash" for messages: the languages in mask. */
+static void lang_names(unsigned langs, char *buf, size_t len)
+{
+  buf[0] = '\0';
+  for (int l = 0; l < MCP_LANG_COUNT; l++)
+    if (langs & MCP_LANG_BIT(l))
+      if (bufcatf(buf, len, NULL, "%s%s", buf[0] ? ", " : "", mcp_lang_name((enum mcp_lang) l)) < 0)
+        return; /* 64 bytes hold all three */
+}
+
+int mcp_exec_parse_args(const json_node_t *args, const struct sbx_policy *policy, unsigned langs,
+                        struct mcp_tool_args *ret, char *msg, size_t msg_len)
+{
+  char have[64];
+  lang_names(langs, have, sizeof have);
+  if (args && json_type(args) != JSON_OBJECT) {
+    bufprintf_cut(msg, msg_len, "arguments must be an object with `language` (%s) and `code` (string)", have);
+    return -1;
+  }
+  const json_node_t *ln = json_get(args, "language");
+  const char *lang = json_as_string(ln, NULL);
+  enum mcp_lang l;
+  if (!ln) {
+    bufprintf_cut(msg, msg_len, "missing `language`: one of %s", have);
+    return -1;
+  }
+  if (!lang) {
+    bufprintf_cut(msg, msg_len, "`language` must be a string (one of %s), not %s", have,
+                  json_type_name(json_type(ln)));
+    return -1;
+  }
+  if (mcp_lang_parse(lang, &l) < 0) {
+    bufprintf_cut(msg, msg_len, "unknown `language` `%.40s`: one of %s", lang, have);
+    return -1;
+  }
+  if (!(langs & MCP_LANG_BIT(l))) {
+    bufprintf_cut(msg, msg_len,
+                  "`language` %s is not available here (its rootfs is not installed): one of %s", lang, have);
+    return -1;
+  }
+  static const char *const what[MCP_LANG_COUNT] = {"Python", "bash", "JavaScript"};
+  struct mcp_tool_args a;
+  if (parse_code_timeout(args, policy, what[l], &a, msg, msg_len) < 0)
+    return -1;
+  a.lang = l;
+  *ret = a;
   return 0;
 }

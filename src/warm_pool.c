@@ -1,5 +1,6 @@
-/* The warm pool (--warm): sandboxes built ahead of the calls, the runner started without code,
- * each waiting for one job on its bridge socket; a call takes one instead of building its own. */
+/* The warm pool (--warm, --warm-lang): sandboxes built ahead of the calls, the runner (or another
+ * language's interpreter) started without code, each waiting for one job on its bridge socket (or
+ * its stdin); a call of the same language takes one instead of building its own. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -34,7 +35,7 @@ void warm_free(struct warm *w)
 /* Start building one warm sandbox and add it to the pool, not ready yet: the loop finishes it
  * when its spawn fd turns readable (sandbox_spawn_start/finish), so building never blocks the
  * loop for longer than creating the process takes. */
-static int warm_spawn(struct server *srv, sbx_error_t *err)
+static int warm_spawn(struct server *srv, enum mcp_lang lang, sbx_error_t *err)
 {
   /* Its limits are the policy's defaults, but with the longest timeout a call may ask for: the
    * call sets its own deadline at delivery. (Only a degraded sandbox, with no cgroup, sees the
@@ -44,29 +45,20 @@ static int warm_spawn(struct server *srv, sbx_error_t *err)
   req.timeout_ms = srv->policy->max.timeout_ms;
   if (policy_resolve_limits(srv->policy, &req, &limits, err) < 0)
     return -1;
-  _cleanup_close_ int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
-  if (devnull < 0)
-    return sbx_error_errno(err, "open `/dev/null`");
   _cleanup_close_ int out_w = -1, err_w = -1;
   _cleanup_close_ int out_r = -1, err_r = -1;
   if (open_pipe(&out_r, &out_w, err) < 0 || open_pipe(&err_r, &err_w, err) < 0)
     return -1;
-  int sv[2];
-  /* Our end never blocks the loop; the runner's end blocks in its read of the job. */
-  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
-    return sbx_error_errno(err, "job socketpair");
-  _cleanup_close_ int job = sv[0], inside = sv[1];
-  if (fcntl(job, F_SETFL, O_NONBLOCK) < 0)
-    return sbx_error_errno(err, "job socket");
-
-  /* python3 -c RUNNER with no code: the runner's warm mode. */
-  char *argv[] = {PYTHON, "-c", (char *) mcp_runner_source, NULL};
+  /* Python's runner waits for its job on fd 3 (warm mode), another interpreter for its stdin. */
+  _cleanup_close_ int job = -1, inside = -1;
+  if (code_channel(lang, &job, &inside, err) < 0)
+    return -1;
   struct sbx_spec spec;
-  base_spec(srv, &limits, argv, devnull, out_w, err_w, &spec);
-  spec.bridge_fd = inside;
+  base_spec(srv, lang, &limits, inside, out_w, err_w, &spec);
   struct warm *w = calloc(1, sizeof *w);
   if (!w)
     return sbx_error_set(err, ENOMEM, "warm sandbox");
+  w->lang = lang;
   if (sandbox_spawn_start(&spec, &w->sb, err) < 0) {
     free(w);
     return -1;
@@ -120,11 +112,25 @@ static void warm_died(struct server *srv, struct warm *w, const char *why)
   srv->warm_retry_ns = now_ns() + WARM_RETRY_NS;
 }
 
+/* The language kept warm (--warm-lang) with the fewest sandboxes in the pool, if it is short. */
+static bool warm_short(const struct server *srv, enum mcp_lang *ret)
+{
+  size_t have[MCP_LANG_COUNT] = {0}, least = SIZE_MAX;
+  for (const struct warm *w = srv->warm; w; w = w->next)
+    have[w->lang]++;
+  for (int l = 0; l < MCP_LANG_COUNT; l++)
+    if ((srv->warm_langs & MCP_LANG_BIT(l)) && have[l] < srv->warm_target && have[l] < least) {
+      least = have[l];
+      *ret = (enum mcp_lang) l;
+    }
+  return least != SIZE_MAX;
+}
+
 /* Top the pool up by one. */
-static void warm_refill(struct server *srv)
+static void warm_refill(struct server *srv, enum mcp_lang lang)
 {
   sbx_error_t err = {0};
-  if (warm_spawn(srv, &err) < 0) {
+  if (warm_spawn(srv, lang, &err) < 0) {
     log_warn("warm sandbox: %s", err.msg);
     srv->warm_retry_ns = now_ns() + WARM_RETRY_NS;
   }
@@ -135,14 +141,15 @@ static void warm_refill(struct server *srv)
  * setup runs concurrently (warm_pool_dispatch). */
 void warm_pool_top_up(struct server *srv, int *timeout)
 {
-  if (srv->n_warm >= srv->warm_target)
+  enum mcp_lang lang;
+  if (!warm_short(srv, &lang))
     return;
   uint64_t now = now_ns(), at = srv->warm_retry_ns;
   if (code_running(srv) && srv->last_call_ns + WARM_DEFER_NS > at)
     at = srv->last_call_ns + WARM_DEFER_NS;
   int t = ms_until(at, now);
   if (t == 0)
-    warm_refill(srv);
+    warm_refill(srv, lang);
   else if (*timeout < 0 || t < *timeout)
     *timeout = t;
 }

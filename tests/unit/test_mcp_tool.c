@@ -128,7 +128,7 @@ static void test_write(void)
     const json_node_t *timeout = json_get(json_get(json_get(tool, "inputSchema"), "properties"), "timeout");
     const char *td = json_as_string(json_get(timeout, "description"), NULL);
     CHECK(td && strstr(td, "(default 30, at most 120)"));
-    CHECK(json_array_len(json_get(json_get(tool, "outputSchema"), "required")) == 11);
+    CHECK(json_array_len(json_get(json_get(tool, "outputSchema"), "required")) == 13);
     /* structuredContent.files: one object per file, path and size always there. */
     const json_node_t *files = json_get(json_get(json_get(tool, "outputSchema"), "properties"), "files");
     CHECK(!strcmp(json_as_string(json_get(files, "type"), NULL), "array"));
