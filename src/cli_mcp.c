@@ -276,8 +276,7 @@ static int setup_langs(struct server *srv, sbx_error_t *err)
     if ((srv->warm_langs & MCP_LANG_BIT(l)) && !srv->lang_rootfs[l])
       return sbx_error_set(err, ENOENT, "--warm-lang %s: %s is not in its rootfs (%s)",
                            mcp_lang_name((enum mcp_lang) l), mcp_lang_argv((enum mcp_lang) l)[0],
-                           l == MCP_LANG_JAVASCRIPT ? "build it with `make rootfs-node`"
-                                                    : "the server's --rootfs");
+                           mcp_lang_hint((enum mcp_lang) l));
   return 0;
 }
 

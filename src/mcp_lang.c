@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "lang.h"
 #include "paths.h"
 #include "util.h"
 
@@ -78,21 +79,31 @@ static bool has_program(const char *root, const char *program)
 
 int mcp_lang_rootfs(enum mcp_lang l, const char *server_rootfs, char **ret_path, sbx_error_t *err)
 {
-  char store[PATH_MAX], root[PATH_MAX];
-  const char *r = server_rootfs;
-  if (l == MCP_LANG_JAVASCRIPT) {
-    /* Its own tree (`make rootfs-node`); the language→rootfs mapping of exec will replace this. */
-    if (paths_rootfs_store(store, err) < 0 ||
-        bufprintf(root, sizeof root, err, "%s/" MCP_NODE_ROOTFS, store) < 0)
-      return -1;
-    r = root;
-  }
-  if (l != MCP_LANG_PYTHON &&
-      (!has_program(r, mcp_lang_argv(l)[0]) || (l == MCP_LANG_BASH && !has_program(r, "/usr/bin/cat")))) {
-    *ret_path = NULL;
-    return 0;
-  }
-  if (!(*ret_path = strdup(r)))
+  /* The rootfs of each language is lang.c's (the one table, exec's too): its own tree in the
+   * store, or none (the server's). */
+  const struct sbx_lang *sl = lang_by_name(names[l]);
+  char *path = NULL;
+  if (sl && sl->rootfs) {
+    sbx_error_t e = {0};
+    if (rootfs_find_for(NULL, sl->rootfs, sl->program, &path, &e) < 0) {
+      *ret_path = NULL; /* not built: the tool does not offer it */
+      return 0;
+    }
+  } else if (!(path = strdup(server_rootfs))) {
     return sbx_error_set(err, ENOMEM, "rootfs");
+  }
+  if (l != MCP_LANG_PYTHON && (!has_program(path, mcp_lang_argv(l)[0]) ||
+                               (l == MCP_LANG_BASH && !has_program(path, "/usr/bin/cat")))) {
+    free(path);
+    path = NULL;
+  }
+  *ret_path = path;
   return 0;
+}
+
+const char *mcp_lang_hint(enum mcp_lang l)
+{
+  const struct sbx_lang *sl = lang_by_name(names[l]);
+  return sl && sl->build_hint ? (paths_build_tree() ? sl->build_hint : sl->installed_hint)
+                              : "the server's --rootfs";
 }

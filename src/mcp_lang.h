@@ -18,11 +18,12 @@ int mcp_lang_parse_list(const char *opt, const char *list, unsigned *ret_mask, s
 /* What a sandbox of l runs, other than Python (whose runner takes a job on fd 3, mcp_job.c): its
  * interpreter, reading the code from stdin to EOF and only then running it (never in argv). */
 char **mcp_lang_argv(enum mcp_lang l);
-/* The rootfs l runs in: python and bash the server's (server_rootfs), javascript its own tree in
- * the store (MCP_NODE_ROOTFS). 0 with *ret_path (malloc'd), or NULL when that language's
+/* The rootfs l runs in: its own tree in the store if lang.c gives it one (javascript), else the
+ * server's (server_rootfs). 0 with *ret_path (malloc'd), or NULL when that language's
  * interpreter is not there (the tool does not offer it); -1 on error. */
 int mcp_lang_rootfs(enum mcp_lang l, const char *server_rootfs, char **ret_path, sbx_error_t *err);
 
-#define MCP_NODE_ROOTFS "node-slim"
+/* How to get l's rootfs, for messages (lang.c's hints). */
+const char *mcp_lang_hint(enum mcp_lang l);
 
 #endif
