@@ -82,8 +82,8 @@ def exec_bash(src, timeout_s=None):
     """(stdout, exit status, seconds) of bash -c SRC in a sandbox of `sandboxd exec`."""
     opts = ["--timeout", str(timeout_s)] if timeout_s else []
     start = time.monotonic()
-    r = sbx.code("import subprocess, sys; sys.exit(subprocess.run(['/usr/bin/bash', '-c', sys.argv[1]]).returncode)",
-                 src, opts=opts, timeout=60, want_report=False)
+    # bash itself as the sandbox's program (exec -- PROGRAM, found along the image's PATH).
+    r = sbx.run(("--", "bash", "-c", src), opts=opts, timeout=60, want_report=False)
     return r.stdout, r.rc, time.monotonic() - start
 
 
