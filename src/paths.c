@@ -11,9 +11,10 @@
 
 #include "util.h"
 
-/* Where python3 is looked for when the image's PATH does not say: python:3.14-slim has
- * /usr/local/bin/python3, Debian's python3 package /usr/bin/python3. */
+/* Where python3 (or node, in a JavaScript rootfs) is looked for when the image's PATH does not
+ * say: python:3.14-slim has /usr/local/bin/python3, Debian's python3 package /usr/bin/python3. */
 static const char *const python_dirs[] = {"/usr/local/bin", "/usr/bin"};
+static const char *const interpreters[] = {"python3", "node"};
 
 static char bindir_override[PATH_MAX];
 
@@ -210,11 +211,12 @@ int rootfs_find(const char *requested, char **ret_path, sbx_error_t *err)
   if (realpath(cand, real) && is_dir(real)) {
     bool have = false;
     struct stat st;
-    for (size_t d = 0; d < ARRAY_SIZE(python_dirs) && !have; d++) {
-      have = bufprintf(py, sizeof py, NULL, "%s%s/python3", real, python_dirs[d]) == 0 && lstat(py, &st) == 0;
-    }
+    for (size_t d = 0; d < ARRAY_SIZE(python_dirs) * ARRAY_SIZE(interpreters) && !have; d++)
+      have = bufprintf(py, sizeof py, NULL, "%s%s/%s", real, python_dirs[d / ARRAY_SIZE(interpreters)],
+                       interpreters[d % ARRAY_SIZE(interpreters)]) == 0 &&
+             lstat(py, &st) == 0;
     if (!have) {
-      sbx_error_set(err, ENOENT, "rootfs `%s` has no python3 in /usr/local/bin or /usr/bin", real);
+      sbx_error_set(err, ENOENT, "rootfs `%s` has no python3 or node in /usr/local/bin or /usr/bin", real);
       return sbx_error_hint(
           err, "%s", build ? "rebuild it with `make rootfs`" : "build it again with `sandboxd rootfs build`");
     }
