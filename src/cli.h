@@ -24,6 +24,7 @@ struct exec_options {
   const char *mcp_config; /* --config FILE: host MCP servers the code may call, or NULL */
   bool import_claude;     /* --import-claude: also Claude Code's servers */
   const char *file;       /* FILE, or NULL with -c */
+  const char *program;    /* -- PROGRAM: run it (along the image's PATH) instead of python3 */
   char **args;            /* arguments after FILE/CODE */
   int n_args;
   struct sbx_limits limits; /* requested; UINT64_MAX = not given */

@@ -159,8 +159,10 @@ int exec_parse_args(int argc, char **argv, struct exec_options *o, sbx_error_t *
   optind = 0; /* reset getopt, also across calls in unit tests */
   opterr = 0;
   int c;
+  const char *last_arg = NULL; /* getopt clears optarg on its last call */
   /* '+': options end at FILE, so the script's own options pass through untouched. */
   while ((c = getopt_long(argc, argv, "+c:h", longopts, NULL)) != -1) {
+    last_arg = optarg;
     switch (c) {
     case 'c':
       o->code = optarg;
@@ -223,7 +225,13 @@ int exec_parse_args(int argc, char **argv, struct exec_options *o, sbx_error_t *
     }
   }
 done:
-  if (!o->code) {
+  /* `-- PROGRAM [ARG...]`: getopt ate the `--` (unless it was the last option's argument). */
+  if (!o->code && optind > 1 && optind < argc && !strcmp(argv[optind - 1], "--") &&
+      argv[optind - 1] != last_arg) {
+    o->program = argv[optind++];
+    if (!o->program[0])
+      return sbx_error_set(err, 0, "PROGRAM is empty");
+  } else if (!o->code) {
     if (optind >= argc)
       return sbx_error_set(err, 0, "missing FILE or -c CODE (see sandboxd exec --help)");
     o->file = argv[optind++];
@@ -235,10 +243,16 @@ done:
   return 0;
 }
 
-/* python3 along PATH inside the rootfs (lstat on the host path: the name only has to exist;
- * execve inside resolves any symlink against the sandbox's root). */
-static int find_python(const char *rootfs, char **env, char **ret, sbx_error_t *err)
+/* name (python3, or PROGRAM) along PATH inside the rootfs (lstat on the host path: the name only
+ * has to exist; execve inside resolves any symlink against the sandbox's root); a name with a `/`
+ * is taken as it is. */
+static int find_program(const char *rootfs, char **env, const char *name, char **ret, sbx_error_t *err)
 {
+  if (strchr(name, '/')) {
+    if (!(*ret = strdup(name)))
+      return sbx_error_set(err, ENOMEM, "exec");
+    return 0;
+  }
   const char *path = NULL;
   for (char **e = env; *e; e++)
     if (!strncmp(*e, "PATH=", 5))
@@ -252,13 +266,13 @@ static int find_python(const char *rootfs, char **env, char **ret, sbx_error_t *
     struct stat st;
     if (dir[0] != '/' || strstr(dir, ".."))
       continue;
-    if (bufprintf(host, sizeof host, NULL, "%s%s/python3", rootfs, dir) == 0 && lstat(host, &st) == 0) {
-      if (asprintf(ret, "%s/python3", dir) < 0)
+    if (bufprintf(host, sizeof host, NULL, "%s%s/%s", rootfs, dir, name) == 0 && lstat(host, &st) == 0) {
+      if (asprintf(ret, "%s/%s", dir, name) < 0)
         return sbx_error_set(err, ENOMEM, "exec");
       return 0;
     }
   }
-  return sbx_error_set(err, ENOENT, "no python3 on the sandbox's PATH (%s) in rootfs `%s`",
+  return sbx_error_set(err, ENOENT, "no %s on the sandbox's PATH (%s) in rootfs `%s`", name,
                        path ? path : "unset", rootfs);
 }
 
@@ -508,7 +522,7 @@ static int exec_prepare(const struct exec_options *o, const struct sbx_policy *p
   spec->n_base_env = r->icfg.n_env;
   if (!(r->envp = sandbox_build_env(spec)))
     return sbx_error_set(err, ENOMEM, "exec");
-  return find_python(r->rootfs, r->envp, &r->python, err);
+  return find_program(r->rootfs, r->envp, o->program ? o->program : "python3", &r->python, err);
 }
 
 /* The binds, then the sandbox's argv: python3, FILE (bound read-only under /workspace) or -c CODE,
@@ -524,7 +538,9 @@ static int exec_command(struct exec_options *o, struct exec_run *r, sbx_error_t 
   if (!r->child_argv)
     return sbx_error_set(err, ENOMEM, "exec");
   r->child_argv[nargv++] = r->python;
-  if (o->file) {
+  if (o->program) {
+    /* -- PROGRAM: its arguments only. */
+  } else if (o->file) {
     struct stat st;
     if (!(r->file_real = realpath(o->file, NULL)) || stat(r->file_real, &st) < 0)
       return sbx_error_errno(err, "FILE `%s`", o->file);

@@ -79,5 +79,12 @@ int main(void)
   CHECK(parse(&o, &e, 1, (char *[]){"exec", NULL}) < 0 && strstr(e.msg, "missing FILE"));
   CHECK(PARSE(&o, &e, "-c") < 0);
   CHECK(PARSE(&o, &e, "") < 0);
+
+  /* -- PROGRAM [ARG...]; a `--` that is an option's argument is not the separator. */
+  CHECK(PARSE(&o, &e, "--timeout", "5", "--", "node", "-e", "1") == 0 && strcmp(o.program, "node") == 0 &&
+        !o.file && !o.code && o.n_args == 2 && strcmp(o.args[0], "-e") == 0);
+  CHECK(PARSE(&o, &e, "--policy", "--", "x.py") == 0 && !o.program && strcmp(o.file, "x.py") == 0);
+  CHECK(PARSE(&o, &e, "--", "") < 0 && strstr(e.msg, "PROGRAM"));
+  CHECK(PARSE(&o, &e, "x.py", "--", "y") == 0 && !o.program && o.n_args == 2);
   return check_summary("test_exec_args");
 }
