@@ -222,6 +222,21 @@ static int setup_binds(struct server *srv, sbx_error_t *err)
   return 0;
 }
 
+/* rootfs_find takes a tree with python3 or node; the server's runner is Python. */
+static int rootfs_has_python(const char *rootfs, sbx_error_t *err)
+{
+  char path[PATH_MAX + 32];
+  struct stat st;
+  if (bufprintf(path, sizeof path, err, "%s" PYTHON, rootfs) < 0)
+    return -1;
+  if (lstat(path, &st) == 0)
+    return 0;
+  return sbx_error_set(err, 0,
+                       "rootfs `%s` has no " PYTHON ": the server's runner is Python (a tree "
+                       "without it, such as node-slim, is for exec)",
+                       rootfs);
+}
+
 /* Everything the server needs before it reads a request. Refuse to start rather than fail every
  * call: the client shows the server as failed, and stderr says why. *ret_masked: the signal mask
  * was changed (old holds the previous one). */
@@ -238,7 +253,7 @@ static int setup(struct server *srv, const char *policy_name, const char *rootfs
       (output_dir && output_dir_open(output_dir, &guard, &srv->output_dirfd, &srv->output_dir, err) < 0) ||
       audit_start(srv->audit_log, &guard, err) < 0 || policy_load(policy_name, &srv->policy, err) < 0 ||
       seccomp_validate(srv->policy, err) < 0 || rootfs_find(rootfs, &srv->rootfs, err) < 0 ||
-      host_servers_load(&srv->hs, &srv->mcp_opts, err) < 0 ||
+      rootfs_has_python(srv->rootfs, err) < 0 || host_servers_load(&srv->hs, &srv->mcp_opts, err) < 0 ||
       host_servers_start(&srv->hs, srv->policy, STDERR_FILENO, err) < 0)
     return -1;
   sbx_error_t herr = {0};

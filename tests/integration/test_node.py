@@ -157,3 +157,10 @@ def test_node_rootfs_verifies_like_the_python_one():
         meta = json.load(f)
     assert meta["Labels"]["org.sandboxd.node-version"].startswith("24."), meta["Labels"]
     assert not os.path.exists(os.path.join(sbx.NODE_ROOTFS, "usr/bin/python3"))
+
+
+def test_mcp_refuses_the_node_rootfs_as_its_own():
+    """The server's runner is Python: a tree without it is refused at start, in one line."""
+    r = sbx.sandboxd("mcp", "--rootfs", sbx.NODE_ROOTFS, input=b"")
+    sbx.assert_usage_error(r, "mcp --rootfs node-slim")
+    assert "has no /usr/bin/python3" in r.stderr, r.describe()
