@@ -28,8 +28,10 @@ UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 ROOTFS  ?= rootfs/python-3.14-slim
 # The data rootfs: the slim tree plus numpy, pandas and matplotlib (scripts/build-rootfs --profile data).
 ROOTFS_DATA ?= rootfs/python-3.14-data
+# The JavaScript rootfs: Node.js from Debian sid, no Python (scripts/build-rootfs --profile node).
+ROOTFS_NODE ?= rootfs/node-slim
 
-.PHONY: all clean check check-unit check-integration lint asan rootfs rootfs-data install uninstall deb bench format format-check demo fuzz fuzz-build soak
+.PHONY: all clean check check-unit check-integration lint asan rootfs rootfs-data rootfs-node install uninstall deb bench format format-check demo fuzz fuzz-build soak
 all: $(BUILD)/sandboxd
 
 $(BUILD)/sandboxd: $(OBJS)
@@ -110,6 +112,10 @@ rootfs: $(BUILD)/sandboxd
 rootfs-data: $(BUILD)/sandboxd
 	@SANDBOXD=$(BUILD)/sandboxd scripts/build-rootfs --profile data $(ROOTFS_DATA)
 
+# Offline only too; it shares rootfs/.apt-cache (libc and the base system come from there).
+rootfs-node: $(BUILD)/sandboxd
+	@SANDBOXD=$(BUILD)/sandboxd scripts/build-rootfs --profile node $(ROOTFS_NODE)
+
 check-unit: $(UNIT_BINS) lint
 	@set -e; for t in $(UNIT_BINS); do $$t; done
 
@@ -122,7 +128,7 @@ lint:
 # Everything (tests/run): unit tests, the integration suite as root and as an unprivileged user,
 # then docs, OCI images, valgrind, the integration suite under ASan+UBSan, fuzz replay and a
 # short fuzzing pass, and the MCP suite (tests/suites.sh).
-check: all $(UNIT_BINS) format-check rootfs rootfs-data asan fuzz-build deb
+check: all $(UNIT_BINS) format-check rootfs rootfs-data rootfs-node asan fuzz-build deb
 	tests/run --build $(BUILD)
 
 # The rootfs store: where `sandboxd rootfs import|list` and exec's default rootfs look when the

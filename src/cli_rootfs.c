@@ -20,15 +20,15 @@
 #include "util.h"
 
 static const char rootfs_usage[] =
-    "usage: sandboxd rootfs build [--profile slim|data] [--name NAME] [--force] [--dir DIR]\n"
+    "usage: sandboxd rootfs build [--profile slim|data|node] [--name NAME] [--force] [--dir DIR]\n"
     "       sandboxd rootfs fetch [IMAGE] [--name NAME] [--timeout SECS] [--tls-verify=false] [OPTIONS]\n"
     "       sandboxd rootfs import SRC [--name NAME] [OPTIONS]\n"
     "       sandboxd rootfs list [--dir DIR]\n"
     "       sandboxd rootfs verify NAME [--dir DIR]\n"
     "       sandboxd rootfs remove NAME [--dir DIR]\n"
     "\n"
-    "build   build the Debian-based Python tree offline (mmdebstrap; the recipe ships with sandboxd)\n"
-    "        as DIR/NAME (default python-3.14-PROFILE), a line per phase; --force rebuilds it\n"
+    "build   build a Debian-based tree offline (mmdebstrap; the recipe ships with sandboxd) as\n"
+    "        DIR/NAME (default python-3.14-PROFILE, node-slim), a line per phase; --force rebuilds it\n"
     "fetch   pull IMAGE (default " ROOTFS_FETCH_DEFAULT_IMAGE ") with skopeo and import it\n"
     "        as DIR/NAME (default: the image's last path component, `:` as `-`: python-3.14-slim)\n"
     "import  unpack an OCI image layout directory, an oci-archive or a docker-archive (`docker save`)\n"
@@ -41,8 +41,8 @@ static const char rootfs_usage[] =
     "  --dir DIR          the store (default: $SANDBOXD_ROOTFS_DIR, else rootfs/ next to the build,\n"
     "                     else " PATHS_SYSTEM_STORE "); exec's default rootfs is DIR/" PATHS_DEFAULT_ROOTFS
     "\n"
-    "  --profile P        build: slim (python:3.14-slim's equivalent, the default) or data (+ numpy,\n"
-    "                     pandas, matplotlib; needs a recipe with profiles)\n"
+    "  --profile P        build: slim (python:3.14-slim's equivalent, the default), data (+ numpy,\n"
+    "                     pandas, matplotlib) or node (Node.js, no Python); needs a recipe with profiles\n"
     "  --timeout SECS     fetch: give up when the registry does not answer within SECS (default 3)\n"
     "  --tls-verify=false fetch: plain HTTP or unverified TLS (a local registry)\n"
     "  --name NAME        tree name (default: SRC's file name without .tar/.oci)\n"
@@ -349,8 +349,8 @@ int cmd_rootfs(int argc, char **argv)
       o.source_ref = optarg;
       break;
     case OPT_PROFILE:
-      if (strcmp(optarg, "slim") && strcmp(optarg, "data"))
-        return usage_error("--profile `%s`: slim or data", optarg);
+      if (strcmp(optarg, "slim") && strcmp(optarg, "data") && strcmp(optarg, "node"))
+        return usage_error("--profile `%s`: slim, data or node", optarg);
       profile = optarg;
       break;
     case OPT_FORCE:
@@ -408,9 +408,12 @@ int cmd_rootfs(int argc, char **argv)
   if (!strcmp(sub, "build")) {
     if (nrest != 0)
       return usage_error("%s",
-                         "usage: sandboxd rootfs build [--profile slim|data] [--name NAME] [--dir DIR]");
+                         "usage: sandboxd rootfs build [--profile slim|data|node] [--name NAME] [--dir DIR]");
     char def[IMAGE_NAME_MAX + 1];
-    bufprintf_cut(def, sizeof def, "python-3.14-%s", profile);
+    if (!strcmp(profile, "node"))
+      bufprintf_cut(def, sizeof def, "%s", "node-slim");
+    else
+      bufprintf_cut(def, sizeof def, "python-3.14-%s", profile);
     struct rootfs_build_options bo = {
         .store = store, .name = name[0] ? name : def, .profile = profile, .force = force};
     return rootfs_build(&bo);

@@ -115,7 +115,7 @@ static const struct phase {
     {"I: downloading packages with apt", "downloading packages"},
     {"I: extracting archives", "installing packages"},
     {"I: running --customize-hook",
-     "customizing: the sandbox user, slimming, precompiling the standard library"},
+     "customizing: the sandbox user, slimming (and Python's standard library precompiled)"},
     {"I: success in ", "verifying the tree and packing it as an OCI image"},
     {".oci.new: sha256:", "importing it into the store"},
 };

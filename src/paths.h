@@ -41,7 +41,7 @@ int paths_rootfs_recipe(char out[PATH_MAX], sbx_error_t *err);
 /* Whether s is a rootfs name in the store ([A-Za-z0-9._-]+, not . or ..), not a path. */
 bool paths_rootfs_is_name(const char *s);
 /* The rootfs to run: requested (--rootfs: a path if it has a slash, else a name in the store),
- * else $SANDBOXD_ROOTFS (a path), else PATHS_DEFAULT_ROOTFS in the store; it must hold python3
+ * else $SANDBOXD_ROOTFS (a path), else PATHS_DEFAULT_ROOTFS in the store; it must hold python3 (or node)
  * in /usr/local/bin or /usr/bin. *ret_path is malloc'd, real. */
 int rootfs_find(const char *requested, char **ret_path, sbx_error_t *err);
 /* The same for a language (lang.h): store_name (its own rootfs, a name in the store) replaces

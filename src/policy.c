@@ -555,6 +555,11 @@ static int parse_env(struct parser *ps, char **w, int n)
   if (n != 2 || !strchr(w[1], '=') || w[1][0] == '=')
     return perr(ps, "`env` takes one NAME=VALUE");
   size_t klen = (size_t) (strchr(w[1], '=') - w[1]);
+  /* `${` starts a variable, and the only one is the memory limit: no other expansion happens. */
+  for (const char *v = strstr(w[1], "${"); v; v = strstr(v + 2, "${"))
+    if (strncmp(v, POLICY_ENV_MEMORY_MIB, strlen(POLICY_ENV_MEMORY_MIB)))
+      return perr(ps, "`env %.*s`: `%.*s` is not a variable (the one is " POLICY_ENV_MEMORY_MIB ")",
+                  (int) klen, w[1], (int) strcspn(v, "}") + 1, v);
   for (size_t i = 0; i < ps->p->n_env; i++)
     if (strncmp(ps->p->env[i], w[1], klen + 1) == 0)
       return perr(ps, "`env %.*s` is defined twice", (int) klen, w[1]);

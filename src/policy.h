@@ -85,6 +85,10 @@ enum sbx_cgroup_policy {
   SBX_CGROUP_FALLBACK_RLIMIT, /* degrade to rlimits, warn, and say so in reports */
 };
 
+/* In an `env` value: the run's memory limit in MiB, written in when the sandbox starts (the one
+ * variable; sandboxd.policy(5)). */
+#define POLICY_ENV_MEMORY_MIB "${memory_mib}"
+
 struct sbx_policy {
   char *name;
   char *path; /* the top-level file */
@@ -105,7 +109,7 @@ struct sbx_policy {
   bool mask_proc;
   enum sbx_cgroup_policy cgroup;
 
-  char **env; /* NAME=VALUE, in order */
+  char **env; /* NAME=VALUE, in order; VALUE may name POLICY_ENV_MEMORY_MIB */
   size_t n_env;
   char **proc_masked; /* paths hidden behind /dev/null or an empty dir */
   size_t n_proc_masked;

@@ -131,6 +131,32 @@ def require_data_rootfs():
         pytest.skip("missing " + what)
 
 
+# The JavaScript rootfs (make rootfs-node): $SANDBOXD_NODE_ROOTFS, else beside the rootfs.
+NODE_ROOTFS = _abs(os.environ.get("SANDBOXD_NODE_ROOTFS") or os.path.join(os.path.dirname(ROOTFS), "node-slim"))
+
+
+def require_node_rootfs():
+    """The binary and the node rootfs; without the latter a developer gets a skip, CI a failure
+    (make check builds it)."""
+    require_sandboxd()
+    if not os.access(os.path.join(NODE_ROOTFS, "usr/bin/node"), os.X_OK):
+        what = f"node rootfs {NODE_ROOTFS} (run make rootfs-node)"
+        if CI:
+            pytest.fail("CI=true and missing " + what)
+        pytest.skip("missing " + what)
+
+
+def node(script, *args, **kw):
+    """Run tests/probes/SCRIPT.js (or ('-e', code)) with node in the node rootfs: `sandboxd exec
+    --rootfs NODE_ROOTFS -- node -e CODE ARGS...` (the code in argv: no file to bind)."""
+    if isinstance(script, tuple):
+        src = script[1]
+    else:
+        with open(os.path.join(PROBES, script + ".js")) as f:
+            src = f.read()
+    return run(("--", "node", "-e", src), *args, rootfs=kw.pop("rootfs", NODE_ROOTFS), **kw)
+
+
 def errno_name(e):
     return errno_mod.errorcode.get(e, str(e)) if e else None
 

@@ -313,7 +313,8 @@ def test_environment_is_exactly_the_policys():
     assert r.rc == 0, r.describe()
     assert json.loads(r.stdout) == {
         "PATH": "/usr/local/bin:/usr/local/sbin:/usr/sbin:/usr/bin:/sbin:/bin",
-        "HOME": "/workspace", "LANG": "C.UTF-8", "TMPDIR": "/tmp", "PYTHONDONTWRITEBYTECODE": "1"}
+        "HOME": "/workspace", "LANG": "C.UTF-8", "TMPDIR": "/tmp", "PYTHONDONTWRITEBYTECODE": "1",
+        "NODE_OPTIONS": "--max-old-space-size=512"}
 
 
 def test_env_option_adds_and_overrides():

@@ -139,8 +139,13 @@ def test_rootfs_build_data_profile_needs_a_recipe_that_has_it(root, tmp_path):
     assert r.returncode == 0, r.stderr
     args = (tmp_path / "s/python-3.14-data.args").read_text().splitlines()
     assert args[0] == "--profile data %s" % (tmp_path / "s/python-3.14-data"), args
+    # The node profile's tree is node-slim, not python-3.14-node.
+    r = run(root, "rootfs", "build", "--profile", "node", "--dir", str(tmp_path / "s"), timeout=30)
+    assert r.returncode == 0, r.stderr
+    args = (tmp_path / "s/node-slim.args").read_text().splitlines()
+    assert args[0] == "--profile node %s" % (tmp_path / "s/node-slim"), args
     bad = run(root, "rootfs", "build", "--profile", "huge")
-    assert bad.returncode == 125 and "slim or data" in bad.stderr
+    assert bad.returncode == 125 and "slim, data or node" in bad.stderr
 
 
 def test_rootfs_build_into_a_store_it_cannot_write_says_so(root, tmp_path):

@@ -248,7 +248,8 @@ def check_uts(run):
 def check_environment(run):
     env = run.facts()["env"]
     want = {"PATH": "/usr/local/bin:/usr/local/sbin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/workspace",
-            "LANG": "C.UTF-8", "TMPDIR": "/tmp", "PYTHONDONTWRITEBYTECODE": "1"}
+            "LANG": "C.UTF-8", "TMPDIR": "/tmp", "PYTHONDONTWRITEBYTECODE": "1",
+            "NODE_OPTIONS": "--max-old-space-size=512"}  # the policy's memory limit (test_node.py)
     return [] if env == want else [f"environment {env}, want {want}"]
 
 

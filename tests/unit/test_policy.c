@@ -129,6 +129,8 @@ static void test_errors(void)
   CHECK(fails_with("host_uid 65534\n", "`host_uid` was replaced by `host_id_range START COUNT`"));
   CHECK(fails_with("timeout 10s\n", "`timeout` is defined twice"));
   CHECK(fails_with("env PATH=/x\n", "`env PATH` is defined twice"));
+  CHECK(fails_with("env X=${HOME}\n", "`env X`: `${HOME}` is not a variable (the one is ${memory_mib})"));
+  CHECK(fails_with("env X=a${memory_mib}${memory\n", "`${memory` is not a variable"));
   CHECK(fails_with("allow read\n", "`read` already has a rule"));
   CHECK(fails_with("group io \"again\"\n", "group `io` is defined twice"));
   CHECK(replaced_fails_with("memory 512M", "memory lots", "bad size"));
