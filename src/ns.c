@@ -110,13 +110,13 @@ struct as_owner {
 
 static int become_owner(unsigned owner, struct as_owner *o)
 {
-  o->secbits = prctl(PR_GET_SECUREBITS);
-  o->dumpable = prctl(PR_GET_DUMPABLE);
-  if (o->secbits < 0 || prctl(PR_SET_SECUREBITS, o->secbits | SECBIT_NO_SETUID_FIXUP) < 0)
+  o->secbits = prctl(PR_GET_SECUREBITS, 0, 0, 0, 0);
+  o->dumpable = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
+  if (o->secbits < 0 || prctl(PR_SET_SECUREBITS, o->secbits | SECBIT_NO_SETUID_FIXUP, 0, 0, 0) < 0)
     return -1;
   if (syscall(SYS_setresuid, -1, owner, -1) < 0) {
     int e = errno;
-    prctl(PR_SET_SECUREBITS, o->secbits);
+    prctl(PR_SET_SECUREBITS, o->secbits, 0, 0, 0);
     errno = e;
     return -1;
   }
@@ -129,10 +129,10 @@ static void back_to_root(const struct as_owner *o)
   int e = errno;
   /* Back to euid and fsuid 0. Cannot fail: the real and saved uids are 0. */
   syscall(SYS_setresuid, -1, 0, -1);
-  prctl(PR_SET_SECUREBITS, o->secbits);
+  prctl(PR_SET_SECUREBITS, o->secbits, 0, 0, 0);
   /* An euid change made us non-dumpable (fs.suid_dumpable); be what we were. */
   if (o->dumpable > 0)
-    prctl(PR_SET_DUMPABLE, o->dumpable);
+    prctl(PR_SET_DUMPABLE, o->dumpable, 0, 0, 0);
   errno = e;
 }
 
