@@ -107,7 +107,8 @@ static void container_fix(char *buf, size_t len, bool seccomp, bool apparmor, bo
     return;
   }
   bufprintf_cut(buf, len,
-                "run the container with `docker run%s%s%s ...` (podman takes the same; the profile is %s in "
+                "run the container with `docker run%s%s%s ...` (podman: unmask=ALL for systempaths; the "
+                "profile is %s in "
                 "the package, %s in the source)",
                 seccomp ? " --security-opt seccomp=" DOCKER_SECCOMP_INSTALLED : "",
                 apparmor ? " --security-opt apparmor=unconfined" : "",
