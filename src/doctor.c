@@ -103,17 +103,15 @@ struct host {
 static void container_fix(char *buf, size_t len, bool seccomp, bool apparmor, bool systempaths)
 {
   if (!seccomp && !apparmor && !systempaths) {
-    bufprintf_cut(buf, len, "see CONTAINERS in sandboxd(1) for the docker run flags sandboxd needs");
+    bufprintf_cut(buf, len, "see Containers in sandboxd(1) for the docker run flags sandboxd needs");
     return;
   }
-  bufprintf_cut(buf, len,
-                "run the container with `docker run%s%s%s ...` (podman: unmask=ALL for systempaths; the "
-                "profile is %s in "
-                "the package, %s in the source)",
+  bufprintf_cut(buf, len, "run the container with `docker run%s%s%s ...`%s%s",
                 seccomp ? " --security-opt seccomp=" DOCKER_SECCOMP_INSTALLED : "",
                 apparmor ? " --security-opt apparmor=unconfined" : "",
-                systempaths ? " --security-opt systempaths=unconfined" : "", DOCKER_SECCOMP_INSTALLED,
-                DOCKER_SECCOMP_SOURCE);
+                systempaths ? " --security-opt systempaths=unconfined" : "",
+                seccomp ? " (the profile is also " DOCKER_SECCOMP_SOURCE " in the source)" : "",
+                systempaths ? " (podman: --security-opt unmask=ALL for systempaths)" : "");
 }
 
 /* Why the probe failed, and the fix, from what the host shows. */
@@ -157,7 +155,7 @@ static void diagnose(const struct host *h, enum probe_step step, int e, char *wh
     bufprintf_cut(why, wlen, "%s: %s: %s is mounted over part of /proc, so the kernel refuses a new one",
                   step_name[step], strerror(e), h->proc_over);
     if (h->container)
-      container_fix(fix, flen, false, aa_docker, true);
+      container_fix(fix, flen, h->seccomp == 2, aa_docker, true);
     else
       bufprintf_cut(fix, flen, "unmount %s (and every other mount under /proc)", h->proc_over);
   } else if (step == PROBE_CLONE && e == ENOSPC) {
@@ -272,13 +270,14 @@ int cmd_doctor(int argc, char **argv)
                   "or use a policy with `cgroup fallback-rlimit` (e.g. --policy ci) to run on rlimits");
   }
 
+  /* Information only: without clone3 sandboxd falls back to clone. */
   long clone3 = syscall(SYS_clone3, NULL, 0);
-  bool have_clone3 = !(clone3 < 0 && errno == ENOSYS);
-  report(have_clone3, "clone3",
-         have_clone3             ? "clone3 is available (CLONE_INTO_CGROUP)"
-         : kernel_at_least(5, 3) ? "clone3 is denied (ENOSYS) by the seccomp filter: falls back to clone"
-                                 : "no clone3 (Linux < 5.3): falls back to clone",
-         NULL);
+  if (!(clone3 < 0 && errno == ENOSYS))
+    report(true, "clone3", "clone3 is available (CLONE_INTO_CGROUP)", NULL);
+  else
+    info("clone3", h.seccomp == 2 && kernel_at_least(5, 3)
+                       ? "clone3 is denied (ENOSYS) by the seccomp filter: falls back to clone"
+                       : "no clone3 (Linux < 5.3): falls back to clone");
 
   _cleanup_free_ char *rootfs = NULL;
   sbx_error_t err = {0};
