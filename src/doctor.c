@@ -91,11 +91,11 @@ static bool kernel_at_least(int major, int minor)
 
 struct host {
   const char *container, *container_why;
-  int seccomp;      /* Seccomp: of /proc/self/status */
-  long aa_restrict; /* kernel.apparmor_restrict_unprivileged_userns, or -1 */
-  bool aa_enabled, aa_loaded;
-  char aa_label[128];  /* the AppArmor profile we run under, or "" */
-  char proc_over[256]; /* a mount hiding part of /proc, or "" */
+  int seccomp;                          /* Seccomp: of /proc/self/status */
+  long aa_restrict;                     /* kernel.apparmor_restrict_unprivileged_userns, or -1 */
+  bool aa_enabled, aa_loaded, aa_known; /* aa_known: the profile list was readable (root) */
+  char aa_label[128];                   /* the AppArmor profile we run under, or "" */
+  char proc_over[256];                  /* a mount hiding part of /proc, or "" */
   char *status;
 };
 
@@ -126,8 +126,9 @@ static void diagnose(const struct host *h, enum probe_step step, int e, char *wh
     bufprintf_cut(why, wlen,
                   "AppArmor restricts unprivileged user namespaces "
                   "(kernel.apparmor_restrict_unprivileged_userns=1) and %s",
-                  h->aa_loaded ? "the sandboxd profile is loaded but not for this binary"
-                               : "the sandboxd profile is not loaded");
+                  h->aa_loaded  ? "the sandboxd profile is loaded but not for this binary"
+                  : h->aa_known ? "the sandboxd profile is not loaded"
+                                : "this binary does not run under the sandboxd profile");
     if (!access(APPARMOR_PROFILE, R_OK) && strstr(exe, "/usr/bin/sandboxd"))
       bufprintf_cut(fix, flen,
                     "sudo apparmor_parser -r %s (or, for every program: sudo sysctl -w "
@@ -188,6 +189,7 @@ static void read_host(struct host *h)
   h->aa_restrict = hf_number(restrict_);
   h->aa_enabled = hf_apparmor_enabled(enabled);
   h->aa_loaded = hf_apparmor_loaded(profiles, "sandboxd");
+  h->aa_known = profiles != NULL;
   if (hf_apparmor_label(label, h->aa_label, sizeof h->aa_label) < 0)
     h->aa_label[0] = 0;
   struct stat st;
@@ -218,7 +220,10 @@ int cmd_doctor(int argc, char **argv)
   if (h.aa_enabled) {
     bufprintf_cut(detail, sizeof detail,
                   "restrict_unprivileged_userns=%ld; profile sandboxd %s; running as %s", h.aa_restrict,
-                  h.aa_loaded ? "loaded" : "not loaded", h.aa_label[0] ? h.aa_label : "?");
+                  h.aa_loaded  ? "loaded"
+                  : h.aa_known ? "not loaded"
+                               : "unknown (root can tell)",
+                  h.aa_label[0] ? h.aa_label : "?");
     info("apparmor", detail);
   }
 
