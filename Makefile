@@ -150,13 +150,14 @@ install: all
 	install -m 0755 scripts/oci-pack $(DESTDIR)$(PREFIX)/libexec/sandboxd/oci-pack
 	sed 's|/usr/local/bin/sandboxd|$(PREFIX)/bin/sandboxd|g' policy/apparmor.d/sandboxd >$(BUILD)/apparmor.sandboxd
 	install -D -m 0644 $(BUILD)/apparmor.sandboxd $(DESTDIR)/etc/apparmor.d/sandboxd
+	install -D -m 0644 scripts/docker/seccomp.json $(DESTDIR)$(PREFIX)/share/sandboxd/docker/seccomp.json
 
 # What install put there. The rootfs store goes only if empty: imported trees are the user's data
 # (remove them with rm -rf $(ROOTFS_STORE)/NAME*).
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/sandboxd
 	rm -f $(patsubst policy/%,$(DESTDIR)$(PREFIX)/share/sandboxd/policy/%,$(wildcard policy/*.policy policy/*.inc))
-	rm -rf $(DESTDIR)$(PREFIX)/share/sandboxd/python $(DESTDIR)$(PREFIX)/libexec/sandboxd
+	rm -rf $(DESTDIR)$(PREFIX)/share/sandboxd/python $(DESTDIR)$(PREFIX)/share/sandboxd/docker $(DESTDIR)$(PREFIX)/libexec/sandboxd
 	rm -f $(DESTDIR)/etc/apparmor.d/sandboxd
 	-rmdir --ignore-fail-on-non-empty $(DESTDIR)$(PREFIX)/libexec $(if $(DESTDIR),$(DESTDIR)/etc/apparmor.d $(DESTDIR)/etc)
 	-rmdir --ignore-fail-on-non-empty $(DESTDIR)$(PREFIX)/share/sandboxd/policy $(DESTDIR)$(PREFIX)/share/sandboxd

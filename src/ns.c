@@ -52,6 +52,17 @@ static int write_userns_budgets(const struct sbx_budgets *b, sbx_error_t *err)
   return 0;
 }
 
+int ns_net_make(const struct sbx_budgets *budgets, sbx_error_t *err)
+{
+  if (unshare(CLONE_NEWNET) < 0) {
+    sbx_error_errno(err, "cannot create the network namespace");
+    return sbx_error_hint(err, "see sandboxd doctor");
+  }
+  if (netlink_loopback_up(err) < 0)
+    return -1;
+  return write_userns_budgets(budgets, err);
+}
+
 /* The sandbox's network namespace is made by this helper, forked by the parent once the child
  * is on its way, instead of by clone: creating one is ~0.3 ms of kernel work (setup_net, most of
  * clone's cost), which then runs beside the child's mount setup rather than before it. The helper
@@ -79,15 +90,8 @@ _Noreturn void ns_net_helper(pid_t pid, int pidfd, int sync_fd, const struct sbx
     }
     close(ufd);
   }
-  if (unshare(CLONE_NEWNET) < 0) {
-    sbx_error_errno(&err, "cannot create the network namespace");
-    sbx_error_hint(&err, "see sandboxd doctor");
-    goto out;
-  }
-  if (netlink_loopback_up(&err) < 0)
-    goto out;
   /* Before MSG_NETNS: the code starts only after the child has it, so never without its budgets. */
-  if (write_userns_budgets(budgets, &err) < 0)
+  if (ns_net_make(budgets, &err) < 0)
     goto out;
   if ((fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC)) < 0)
     sbx_error_errno(&err, "network namespace: open /proc/thread-self/ns/net");
@@ -97,8 +101,45 @@ out:;
   _exit(fd >= 0 ? 0 : 1);
 }
 
-/* host_id: the sandbox's own host uid and gid (root), or 0: the invoking user's. */
-int ns_write_id_maps(pid_t pid, const struct sbx_policy *p, unsigned host_id, sbx_error_t *err)
+/* As root, this thread acts as the user namespace's owner for a moment (ns_clone_sandbox, the
+ * maps): only this thread's euid changes (raw syscalls; glibc's setresuid would change every
+ * thread's), SECBIT_NO_SETUID_FIXUP keeps our capabilities, and fsuid 0 opens host paths as root. */
+struct as_owner {
+  int secbits, dumpable;
+};
+
+static int become_owner(unsigned owner, struct as_owner *o)
+{
+  o->secbits = prctl(PR_GET_SECUREBITS, 0, 0, 0, 0);
+  o->dumpable = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
+  if (o->secbits < 0 || prctl(PR_SET_SECUREBITS, o->secbits | SECBIT_NO_SETUID_FIXUP, 0, 0, 0) < 0)
+    return -1;
+  if (syscall(SYS_setresuid, -1, owner, -1) < 0) {
+    int e = errno;
+    prctl(PR_SET_SECUREBITS, o->secbits, 0, 0, 0);
+    errno = e;
+    return -1;
+  }
+  syscall(SYS_setfsuid, 0); /* allowed: our real uid is 0 */
+  return 0;
+}
+
+static void back_to_root(const struct as_owner *o)
+{
+  int e = errno;
+  /* Back to euid and fsuid 0. Cannot fail: the real and saved uids are 0. */
+  syscall(SYS_setresuid, -1, 0, -1);
+  prctl(PR_SET_SECUREBITS, o->secbits, 0, 0, 0);
+  /* An euid change made us non-dumpable (fs.suid_dumpable); be what we were. */
+  if (o->dumpable > 0)
+    prctl(PR_SET_DUMPABLE, o->dumpable, 0, 0, 0);
+  errno = e;
+}
+
+/* host_id: the sandbox's own host uid and gid (root), or 0: the invoking user's. As root, written
+ * as the namespace's owner: a map of a namespace takes CAP_SYS_ADMIN over it, which root has only
+ * through CAP_SYS_ADMIN outside, which a container's root lacks (Docker drops it). */
+static int write_id_maps(pid_t pid, const struct sbx_policy *p, unsigned host_id, sbx_error_t *err)
 {
   char path[64], map[64];
   bool host_root = host_id != 0;
@@ -116,6 +157,18 @@ int ns_write_id_maps(pid_t pid, const struct sbx_policy *p, unsigned host_id, sb
       bufprintf(map, sizeof map, err, "%u %u 1\n", p->gid, host_gid) < 0)
     return -1;
   return write_file(path, map, err);
+}
+
+int ns_write_id_maps(pid_t pid, const struct sbx_policy *p, unsigned host_id, sbx_error_t *err)
+{
+  struct as_owner o;
+  if (host_id == 0)
+    return write_id_maps(pid, p, host_id, err);
+  if (become_owner(host_id, &o) < 0)
+    return sbx_error_errno(err, "act as host id %u", host_id);
+  int r = write_id_maps(pid, p, host_id, err);
+  back_to_root(&o);
+  return r;
 }
 
 /* clone3 with CLONE_INTO_CGROUP puts the child in its cgroup atomically (Linux 5.7); without it
@@ -154,26 +207,12 @@ pid_t ns_clone_sandbox(int cgroup_fd, unsigned owner, int *ret_pidfd, bool *ret_
 {
   if (owner == 0)
     return clone_namespaces(cgroup_fd, ret_pidfd, ret_in_cgroup);
-  int secbits = prctl(PR_GET_SECUREBITS), dumpable = prctl(PR_GET_DUMPABLE);
-  if (secbits < 0 || prctl(PR_SET_SECUREBITS, secbits | SECBIT_NO_SETUID_FIXUP) < 0)
+  struct as_owner o;
+  if (become_owner(owner, &o) < 0)
     return -1;
-  if (syscall(SYS_setresuid, -1, owner, -1) < 0) {
-    int e = errno;
-    prctl(PR_SET_SECUREBITS, secbits);
-    errno = e;
-    return -1;
-  }
-  syscall(SYS_setfsuid, 0); /* allowed: our real uid is 0 */
   pid_t pid = clone_namespaces(cgroup_fd, ret_pidfd, ret_in_cgroup);
   if (pid == 0)
     return 0; /* the child: its credentials are its own now */
-  int e = errno;
-  /* Back to euid and fsuid 0. Cannot fail: the real and saved uids are 0. */
-  syscall(SYS_setresuid, -1, 0, -1);
-  prctl(PR_SET_SECUREBITS, secbits);
-  /* An euid change made us non-dumpable (fs.suid_dumpable); be what we were. */
-  if (dumpable > 0)
-    prctl(PR_SET_DUMPABLE, dumpable);
-  errno = e;
+  back_to_root(&o);
   return pid;
 }

@@ -15,6 +15,9 @@
 pid_t ns_clone_sandbox(int cgroup_fd, unsigned owner, int *ret_pidfd, bool *ret_in_cgroup);
 /* Map the policy's uid and gid to host_id (root), or to our own ids when host_id is 0. */
 int ns_write_id_maps(pid_t pid, const struct sbx_policy *p, unsigned host_id, sbx_error_t *err);
+/* From inside the sandbox's user namespace: a new network namespace with loopback up, and the
+ * user namespace's kernel budgets (through any /proc mount not yet read-only). */
+int ns_net_make(const struct sbx_budgets *budgets, sbx_error_t *err);
 /* The network namespace helper, in a fork of the parent: never returns. */
 _Noreturn void ns_net_helper(pid_t pid, int pidfd, int sync_fd, const struct sbx_budgets *budgets);
 

@@ -40,6 +40,9 @@
  *   outside: the parent writes them, with its own credentials, then sends GO.
  * - A network namespace is most of what clone costs (~0.3 ms in setup_net): the helper makes it
  *   while pid 1 mounts, inside pid 1's user namespace so the sandbox owns it.
+ *   As root without CAP_SYS_ADMIN and CAP_SYS_PTRACE (a container's root) no helper could join
+ *   pid 1's user namespace (helper_can_join): there is none, and pid 1 makes its network
+ *   namespace itself right after GO (own_netns), so no NETNS comes.
  * - cgroup v1 has no CLONE_INTO_CGROUP: the parent creates the cgroup while pid 1 mounts, off
  *   its path, and pid 1 moves itself in (single-threaded, which makes that cheap on v1) before
  *   the code starts.
@@ -54,6 +57,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
+#include <linux/capability.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -105,6 +109,7 @@ struct child_args {
   int sync_fd;
   bool host_root;
   bool own_keyring; /* the policy lets the code call keyctl: leave it no inherited keyring */
+  bool own_netns;   /* no net helper could join us: make the network namespace ourselves */
 };
 
 static int set_rlimit(int res, uint64_t v, const char *name, sbx_error_t *err)
@@ -164,9 +169,8 @@ static int set_rlimits(const struct sbx_limits *l, const struct sbx_budgets *b, 
  * made (always), and on cgroup v1 the files to move ourselves into our cgroup through (the parent
  * creates it meanwhile). Without the namespace the code must not run: it would share the host's
  * network. */
-static int join_netns_and_cgroup(int sync_fd, bool want_cgroup, sbx_error_t *err)
+static int join_netns_and_cgroup(int sync_fd, bool netns, bool want_cgroup, sbx_error_t *err)
 {
-  bool netns = false;
   while (!netns || want_cgroup) {
     struct sync_msg m;
     int fds[MSG_MAX_FDS];
@@ -271,6 +275,9 @@ static _Noreturn void sandbox_child(const struct child_args *a)
     _exit(SBX_EXIT_SETUP);
 
   init_hide_host_argv();
+  /* No helper comes (own_netns): while the host's /proc is ours to write the budgets through. */
+  if (a->own_netns && ns_net_make(&p->budgets, &err) < 0)
+    sync_fail(sync_fd, &err);
   /* A policy that allows keyctl must not hand the code our session keyring (a login's links the
    * user's keyring, where sandboxd's secret is). The shipped policies deny keyctl: no cost there. */
   if (a->own_keyring && keyring_join_anonymous(&err) < 0)
@@ -368,7 +375,7 @@ static _Noreturn void sandbox_child(const struct child_args *a)
   /* Our network namespace and, on cgroup v1, our cgroup: both made by the parent side while we
    * set up the mounts. We move ourselves (single-threaded, which makes it cheap on v1; see
    * cgroup_attach_fds) before anything the limits are for: the code has not started. */
-  if (join_netns_and_cgroup(sync_fd, a->join == JOIN_BY_SELF, &err) < 0)
+  if (join_netns_and_cgroup(sync_fd, a->own_netns, a->join == JOIN_BY_SELF, &err) < 0)
     sync_fail(sync_fd, &err);
   if (set_rlimits(&spec->limits, &p->budgets, a->join == JOIN_NONE, &err) < 0)
     sync_fail(sync_fd, &err);
@@ -526,6 +533,21 @@ static int check_spec(const struct sbx_spec *spec, sbx_error_t *err)
 }
 
 /* Why the sandbox's clone failed (errno e). */
+/* Whether the net helper, root in our user namespace, can join a sandbox's user namespace, which
+ * (as root) its host id owns: setns checks ptrace access to pid 1 (not dumpable: CAP_SYS_PTRACE)
+ * and CAP_SYS_ADMIN over the namespace, which only its owner has without CAP_SYS_ADMIN here. A
+ * container's root has neither (Docker drops both); then pid 1 makes its own network namespace,
+ * on its path (~0.3 ms). Our capabilities do not change: read once. */
+static bool helper_can_join(unsigned host_id)
+{
+  static int can = -1;
+  if (host_id == 0)
+    return true;
+  if (can < 0)
+    can = caps_effective(CAP_SYS_ADMIN) && caps_effective(CAP_SYS_PTRACE);
+  return can;
+}
+
 static int clone_error(int e, unsigned host_id, const struct sbx_policy *p, sbx_error_t *err)
 {
   /* setresuid's EINVAL: sandboxd is "root" in a user namespace (a container) whose map lacks the id. */
@@ -581,6 +603,7 @@ int sandbox_spawn_start(const struct sbx_spec *spec, struct sbx_sandbox **ret, s
       .sync_fd = child_fd,
       .host_root = host_root,
       .own_keyring = !seccomp_policy_denies_keyrings(p),
+      .own_netns = !helper_can_join(host_id),
   };
   int pidfd = -1;
   bool in_cgroup;
@@ -613,12 +636,12 @@ int sandbox_spawn_start(const struct sbx_spec *spec, struct sbx_sandbox **ret, s
     goto fail;
   sync_send(parent_fd, &(struct sync_msg){.type = MSG_GO});
   /* Forked before anything is allocated here, so the helper's copy holds nothing of ours. */
-  helper = fork();
+  helper = a.own_netns ? 0 : fork();
   if (helper < 0) {
     sbx_error_errno(err, "sandbox: fork the network namespace helper");
     goto fail;
   }
-  if (helper == 0)
+  if (helper == 0 && !a.own_netns)
     ns_net_helper(pid, pidfd, parent_fd, &p->budgets);
 
   /* While the child sets up its mounts: create its cgroup (v1), and hand it the files to move
