@@ -566,8 +566,11 @@ static const struct sbx_lang *rootfs_lang(const struct exec_options *o, const st
   return lang_by_program(r->shebang.interp);
 }
 
+static int find_program(const struct exec_options *o, struct exec_run *r, const char *path, const char *name,
+                        sbx_error_t *err);
+
 /* Limits, the language, its rootfs, the image's config, the environment, and argv[0] along the
- * resulting PATH inside the rootfs. */
+ * resulting PATH inside the rootfs (or a bind over one of its directories). */
 static int exec_prepare(const struct exec_options *o, const struct sbx_policy *p, struct exec_run *r,
                         sbx_error_t *err)
 {
@@ -614,7 +617,53 @@ static int exec_prepare(const struct exec_options *o, const struct sbx_policy *p
     err->status = SBX_EXIT_NOT_FOUND;
     return -1;
   }
-  return prog_find(r->rootfs, path, name, &r->prog, err);
+  return find_program(o, r, path, name, err);
+}
+
+/* The --bind covering the sandbox directory dir (the longest destination that is dir or one of
+ * its ancestors), or NULL. */
+static const struct sbx_bind *covering_bind(const struct exec_options *o, const char *dir, size_t len)
+{
+  const struct sbx_bind *best = NULL;
+  for (size_t i = 0; i < o->binds.n; i++) {
+    const struct sbx_bind *b = &o->binds.binds[i];
+    size_t l = strlen(b->dst);
+    if (l <= len && !strncmp(dir, b->dst, l) && (l == len || dir[l] == '/') &&
+        (!best || l > strlen(best->dst)))
+      best = b;
+  }
+  return best;
+}
+
+/* name along PATH as the sandbox will see it: a PATH directory a --bind covers is looked up in
+ * that bind's source (the invoker's own files, as the kernel will find them inside), the others in
+ * the rootfs (prog_find: never following the image's links on the host). */
+static int find_program(const struct exec_options *o, struct exec_run *r, const char *path, const char *name,
+                        sbx_error_t *err)
+{
+  char rest[PATH_MAX] = "";
+  bool covered = false;
+  for (const char *d = path; *d;) {
+    size_t len = strcspn(d, ":");
+    const struct sbx_bind *b = len && d[0] == '/' ? covering_bind(o, d, len) : NULL;
+    if (b) {
+      covered = true;
+      char host[PATH_MAX], inside[PATH_MAX];
+      struct stat st;
+      size_t l = strlen(b->dst);
+      if (bufprintf(host, sizeof host, NULL, "%s%.*s/%s", b->src, (int) (len - l), d + l, name) == 0 &&
+          bufprintf(inside, sizeof inside, NULL, "%.*s/%s", (int) len, d, name) == 0 &&
+          stat(host, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0111)) {
+        if (!(r->prog = strdup(inside)))
+          return sbx_error_set(err, ENOMEM, "exec");
+        return 0;
+      }
+    } else if (len && bufcatf(rest, sizeof rest, NULL, "%s%.*s", rest[0] ? ":" : "", (int) len, d) < 0) {
+      return sbx_error_set(err, ENAMETOOLONG, "PATH");
+    }
+    d += len + (d[len] == ':');
+  }
+  return prog_find(r->rootfs, covered ? rest : path, name, &r->prog, err);
 }
 
 /* The binds, then the sandbox's argv: the interpreter and FILE, CODE or MODULE, or PROGRAM, then

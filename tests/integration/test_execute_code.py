@@ -139,6 +139,10 @@ def test_files_out_and_the_audit_record(tmp_path):
 @pytest.mark.parametrize("warm", ["0", "1"])
 def test_javascript_runs_as_an_es_module_from_stdin(warm):
     need_node()
+    if sbx.enforcement() == "degraded":
+        # A known limit, documented in sandboxd.policy(5) (Node.js): on rlimits the memory limit is
+        # address space, and V8 reserves ~1.3 GiB of it at start; the root run has a cgroup.
+        pytest.skip("no cgroup: node needs --memory 2G on rlimits, and the server's policy gives 512M")
     m = Mcp("--warm-lang", "javascript", warm=warm)
     big = "const s = `" + "x" * (1 << 20) + "`;\n"  # 1 MiB: more than one argument may hold
     r, _ = m.execute("javascript", big + "import { setTimeout as wait } from 'node:timers/promises';\n"

@@ -163,4 +163,4 @@ def test_mcp_refuses_the_node_rootfs_as_its_own():
     """The server's runner is Python: a tree without it is refused at start, in one line."""
     r = sbx.sandboxd("mcp", "--rootfs", sbx.NODE_ROOTFS, input=b"")
     sbx.assert_usage_error(r, "mcp --rootfs node-slim")
-    assert "has no /usr/bin/python3" in r.stderr, r.describe()
+    assert "has no python3 in /usr/local/bin or /usr/bin" in r.stderr, r.describe()
