@@ -1,7 +1,8 @@
 """The package on a clean machine (issue #15 item 7): a fresh Debian tree (mmdebstrap minbase of
 the host's release, cached under build/ by tests/vm/debian-root) booted in the test VM as a pure
 cgroup v2 guest with no network (tests/vm/run --root). In it (tests/vm/package-check), the CI
-action's script scripts/github-action/setup-sandboxd runs `apt-get install` of the .deb, which
+action's step (scripts/github-action/action.yml, its script setup-sandboxd) runs `apt-get
+install` of the .deb, which
 must resolve every Depends from the archive's lists (the .debs it needs were downloaded on the
 host by the same resolution; the guest cannot fetch anything else) and imports the built OCI
 image into the store; then `sandboxd doctor`, `sandboxd exec -c 'print(6*7)'` and an MCP session
@@ -15,16 +16,19 @@ CI=true. The archive is needed once per release and once per change of the .deb'
 import glob
 import os
 import re
+import shlex
 import subprocess
 import time
 
 import pytest
+import yaml
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 SANDBOXD = os.path.abspath(os.environ.get("SANDBOXD") or os.path.join(REPO, "build/sandboxd"))
 CACHE = os.environ.get("SANDBOXD_VM_DEBIAN_CACHE") or os.path.join(os.path.dirname(SANDBOXD), "vm-debian")
+ACTION_DIR = os.path.join(REPO, "scripts/github-action")
 USER = "alice"  # package-check's new user
 # What purging keeps, as sandboxd(1) FILES says: the audit log, and what sandboxd wrote in a
 # user's home, which is the user's: the audit log and the seccomp filter cache.
@@ -42,8 +46,24 @@ def host_env():
     return {k: v for k, v in os.environ.items() if not k.startswith("SANDBOXD_")}
 
 
+def action_step(path, inputs):
+    """The action's one step as a bash script, as GitHub would run it: ${{ inputs.X }} in its env
+    replaced by INPUTS or the input's default, GITHUB_ACTION_PATH set, then its run line."""
+    a = yaml.safe_load(open(os.path.join(ACTION_DIR, "action.yml")))
+    values = {k: str(v.get("default", "")) for k, v in a["inputs"].items()}
+    values.update(inputs)
+    (st,) = a["runs"]["steps"]
+    assert st["shell"] == "bash"
+    env = {k: re.sub(r"\$\{\{ inputs\.([a-z0-9-]+) \}\}", lambda m: values[m.group(1)], v) for k, v in st["env"].items()}
+    lines = [f"export GITHUB_ACTION_PATH={shlex.quote(ACTION_DIR)}"]
+    lines += [f"export {k}={shlex.quote(v)}" for k, v in env.items()]
+    with open(path, "w") as f:
+        f.write("\n".join(lines + [st["run"], ""]))
+    return path
+
+
 @pytest.fixture(scope="module")
-def run():
+def run(tmp_path_factory):
     if os.environ.get("SANDBOXD_SKIP_VM") == "1" and not CI:
         pytest.skip("SANDBOXD_SKIP_VM=1")
     if os.geteuid() != 0:
@@ -69,11 +89,12 @@ def run():
     t1 = time.monotonic()
     deb = os.path.realpath(deb)
     check = os.path.join(HERE, "package-check")
-    shares = [deb, oci, where["APT"], os.path.join(REPO, "scripts/github-action"), check]
+    step_sh = action_step(str(tmp_path_factory.mktemp("action") / "step.sh"), {"deb": deb, "rootfs": oci})
+    shares = [deb, oci, where["APT"], ACTION_DIR, check, step_sh]
     args = [os.path.join(HERE, "run"), "--timeout", "900", "--cgroup", "/", "--root", where["ROOT"]]
     for s in shares:
         args += ["--share", s]
-    p = subprocess.run(args + ["--", check, deb, oci, where["APT"], REPO], capture_output=True, text=True,
+    p = subprocess.run(args + ["--", check, deb, where["APT"], step_sh], capture_output=True, text=True,
                        timeout=960, env=host_env())
     t2 = time.monotonic()
     print(f"package VM: prepare {t1 - t0:.1f} s, VM {t2 - t1:.1f} s")
@@ -104,6 +125,10 @@ def test_install_resolves_dependencies_from_the_archive(run):
     resolved = {os.path.basename(d).split("_")[0] for d in glob.glob(os.path.join(run["apt"], "archives/*.deb"))}
     assert set(m.group(1).split()) == resolved | {"sandboxd"}
     assert {"libyajl2", "libmnl0"} <= resolved and resolved & {"libarchive13", "libarchive13t64"}, resolved
+
+
+def test_installed_version_is_the_debs(run):
+    step(run, "version")
 
 
 def test_oci_import_fills_the_store(run):
