@@ -141,6 +141,12 @@ def test_works_as(run, what, who):
     step(run, f"{what}-{who}")
 
 
+def test_without_a_delegated_cgroup_policy_ci_runs(run):
+    """A CI runner gives its job no delegated cgroup: the default refuses (exit 125, one line),
+    `--policy ci`, which the README's example jobs use, runs on rlimits."""
+    step(run, f"ci-policy-{USER}")
+
+
 def test_purge_leaves_only_what_the_docs_say(run):
     step(run, "purge")
     before, after = set(run["before"] or []), set(run["after"] or [])
