@@ -69,6 +69,14 @@ if [ -n "${py:-}" ]; then
       fail "make deb failed"
     fi
   fi
+  # The package on a clean machine: a fresh Debian tree booted in the VM installs the .deb,
+  # imports the OCI image and runs sandboxd as root and as a new user (tests/vm/test_package.py).
+  if want package; then
+    pkg_deb=$build/sandboxd_$(sed -n 's/^#define SANDBOXD_VERSION "\(.*\)"/\1/p' "$repo/src/version.h")_$(dpkg --print-architecture).deb
+    [ -f "$pkg_deb" ] || make -s -C "$repo" deb BUILD="$build" >"$rundir/deb-build.log" 2>&1 || fail "make deb failed"
+    run_pytest package SANDBOXD="$sandboxd" SANDBOXD_DEB="$pkg_deb" SANDBOXD_SKIP_VM="${SANDBOXD_SKIP_VM:-0}" \
+      -- "$repo/tests/vm/test_package.py"
+  fi
   # OCI import: hostile layers, formats, and a local registry round trip (root: it runs a
   # registry and imports with ownership).
   if want image && [ "$(id -u)" -eq 0 ]; then

@@ -84,3 +84,14 @@ def test_timeout_kills_the_vm():
     p = vm("--timeout", "12", "--", "sleep", "600")
     assert p.returncode == 124, p.stderr
     assert "timeout" in p.stderr
+
+
+def test_root_options_refused_where_they_cannot_apply():
+    # Refused before anything boots: --share without --root (the guest has the host's root),
+    # --user with --root (the tree has its own users), --root without bash for stage 2.
+    p = vm("--share", "/etc", "--", "true", timeout=30)
+    assert p.returncode == 125 and "--share needs --root" in p.stderr, p.stderr
+    p = vm("--root", "/", "--user", USER, "--", "true", timeout=30)
+    assert p.returncode == 125 and "--user with --root" in p.stderr, p.stderr
+    p = vm("--root", os.path.join(REPO, "tests"), "--", "true", timeout=30)
+    assert p.returncode == 125 and "no /bin/bash there" in p.stderr, p.stderr
