@@ -47,9 +47,24 @@ static void append_names(char *buf, size_t len, const struct mcp_config *cfg)
 }
 
 /* What run_python takes: code, servers, timeout (its default and ceiling from the policy). */
-static void write_input_schema(json_writer_t *w, const struct sbx_policy *policy)
+
+/* The `timeout` argument of both tools: seconds, with the policy's default and ceiling. */
+static void write_timeout_prop(json_writer_t *w, const struct sbx_policy *policy)
 {
   char desc[160];
+  bufprintf_cut(desc, sizeof desc, "Wall-clock limit in seconds (default %llu, at most %llu).",
+                (unsigned long long) (policy->limits.timeout_ms / 1000),
+                (unsigned long long) (policy->max.timeout_ms / 1000));
+  json_key(w, "timeout");
+  json_obj_begin(w);
+  json_kv_str(w, "type", "integer");
+  json_kv_int(w, "minimum", 1);
+  json_kv_str(w, "description", desc);
+  json_obj_end(w);
+}
+
+static void write_input_schema(json_writer_t *w, const struct sbx_policy *policy)
+{
   json_key(w, "inputSchema");
   json_obj_begin(w);
   json_kv_str(w, "type", "object");
@@ -65,15 +80,7 @@ static void write_input_schema(json_writer_t *w, const struct sbx_policy *policy
   json_obj_end(w);
   json_kv_str(w, "description", "Host MCP servers the code may call, by name.");
   json_obj_end(w);
-  bufprintf_cut(desc, sizeof desc, "Wall-clock limit in seconds (default %llu, at most %llu).",
-                (unsigned long long) (policy->limits.timeout_ms / 1000),
-                (unsigned long long) (policy->max.timeout_ms / 1000));
-  json_key(w, "timeout");
-  json_obj_begin(w);
-  json_kv_str(w, "type", "integer");
-  json_kv_int(w, "minimum", 1);
-  json_kv_str(w, "description", desc);
-  json_obj_end(w);
+  write_timeout_prop(w, policy);
   json_obj_end(w);
   json_key(w, "required");
   json_arr_begin(w);
@@ -242,7 +249,6 @@ static const char exec_description[] =
 /* execute_code takes exactly language, code and timeout. */
 static void write_exec_input_schema(json_writer_t *w, const struct sbx_policy *policy, unsigned langs)
 {
-  char desc[160];
   json_key(w, "inputSchema");
   json_obj_begin(w);
   json_kv_str(w, "type", "object");
@@ -261,15 +267,7 @@ static void write_exec_input_schema(json_writer_t *w, const struct sbx_policy *p
   json_obj_end(w);
   schema_prop(w, "code", "string",
               "The program: a Python script, a bash command string, or a JavaScript ES module.");
-  bufprintf_cut(desc, sizeof desc, "Wall-clock limit in seconds (default %llu, at most %llu).",
-                (unsigned long long) (policy->limits.timeout_ms / 1000),
-                (unsigned long long) (policy->max.timeout_ms / 1000));
-  json_key(w, "timeout");
-  json_obj_begin(w);
-  json_kv_str(w, "type", "integer");
-  json_kv_int(w, "minimum", 1);
-  json_kv_str(w, "description", desc);
-  json_obj_end(w);
+  write_timeout_prop(w, policy);
   json_obj_end(w);
   json_key(w, "required");
   json_arr_begin(w);
