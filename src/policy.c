@@ -170,7 +170,7 @@ struct parser {
   int line;
   int depth;
   bool seen[N_SCALAR_KEYS];
-  bool seen_default, seen_badarch, seen_proxy, seen_host_ids;
+  bool seen_default, seen_badarch, seen_proxy, seen_host_ids, seen_network, seen_max_network;
   long current_group; /* -1 before the first group line */
   sbx_error_t *err;
 };
@@ -590,6 +590,54 @@ static int parse_proxy_servers(struct parser *ps, char **w, int n)
   return 0;
 }
 
+static int parse_network(struct parser *ps, char **w, int n)
+{
+  /* network none|proxy, max_network none|proxy (sandboxd.policy(5), "Network"). */
+  bool max = w[0][0] == 'm';
+  bool *seen = max ? &ps->seen_max_network : &ps->seen_network;
+  if (*seen)
+    return perr(ps, "`%s` is defined twice", w[0]);
+  *seen = true;
+  if (n != 2 || (strcmp(w[1], "none") && strcmp(w[1], "proxy")))
+    return perr(ps, "`%s` takes `none` or `proxy`", w[0]);
+  *(max ? &ps->p->max_network : &ps->p->network) = strcmp(w[1], "none") ? SBX_NET_PROXY : SBX_NET_NONE;
+  return 0;
+}
+
+/* Append one allowlist entry, refusing duplicates and more than `cap` (messages without a place). */
+static int push_allow_host(struct sbx_policy *p, const char *pattern, const char *reason, size_t cap,
+                           sbx_error_t *err)
+{
+  struct egress_rule r;
+  if (egress_rule_parse(pattern, &r, err) < 0)
+    return sbx_error_prefix(err, "`%s`", pattern);
+  if (reason && bufprintf(r.reason, sizeof r.reason, NULL, "%s", reason) < 0)
+    return sbx_error_set(err, 0, "`%s`: the reason is longer than %d bytes", pattern, EGRESS_REASON_MAX);
+  for (size_t i = 0; i < p->n_allow_hosts; i++)
+    if (p->allow_hosts[i].kind == r.kind && p->allow_hosts[i].port == r.port &&
+        !strcmp(p->allow_hosts[i].host, r.host))
+      return sbx_error_set(err, 0, "`%s` is listed twice", pattern);
+  if (p->n_allow_hosts >= cap)
+    return sbx_error_set(err, 0, "`%s`: more than %zu hosts", pattern, cap);
+  struct egress_rule *a = realloc(p->allow_hosts, (p->n_allow_hosts + 1) * sizeof *a);
+  if (!a)
+    return sbx_error_set(err, ENOMEM, "allow_host");
+  p->allow_hosts = a;
+  a[p->n_allow_hosts++] = r;
+  return 0;
+}
+
+static int parse_allow_host(struct parser *ps, char **w, int n, const char *reason)
+{
+  /* allow_host PATTERN[:PORT]   # reason */
+  if (n != 2)
+    return perr(ps, "`allow_host` takes one PATTERN[:PORT] (and a `# reason`)");
+  sbx_error_t e = {0};
+  if (push_allow_host(ps->p, w[1], reason, SBX_POLICY_MAX_ALLOW_HOSTS, &e) < 0)
+    return perr(ps, "`allow_host`: %s", e.msg);
+  return 0;
+}
+
 static int parse_host_id_range(struct parser *ps, char **w, int n)
 {
   /* host_id_range START COUNT: host uids/gids START..START+COUNT-1, one per concurrent sandbox. */
@@ -645,6 +693,21 @@ static int parse_line(struct parser *ps, char *line, const char *dir)
     while (len && (rest[len - 1] == ' ' || rest[len - 1] == '\t'))
       rest[--len] = '\0';
   }
+  /* `allow_host`'s trailing comment is its reason, which `policy show` prints. */
+  char reasonbuf[EGRESS_REASON_MAX + 2], *reason = NULL;
+  if (strncmp(line, "allow_host", 10) == 0 && (line[10] == ' ' || line[10] == '\t') && strchr(line, '#')) {
+    char *r = strchr(line, '#') + 1;
+    while (*r == ' ' || *r == '\t')
+      r++;
+    size_t len = strlen(r);
+    while (len && (r[len - 1] == ' ' || r[len - 1] == '\t'))
+      len--;
+    if (len > EGRESS_REASON_MAX)
+      return perr(ps, "`allow_host`: the reason is longer than %d bytes", EGRESS_REASON_MAX);
+    memcpy(reasonbuf, r, len);
+    reasonbuf[len] = '\0';
+    reason = reasonbuf;
+  }
   if (tokenize(ps, line, w, (int) ARRAY_SIZE(w), &n) < 0)
     return -1;
   if (n == 0)
@@ -665,6 +728,10 @@ static int parse_line(struct parser *ps, char *line, const char *dir)
     return parse_proxy_servers(ps, w, n);
   if (!strcmp(w[0], "host_id_range"))
     return parse_host_id_range(ps, w, n);
+  if (!strcmp(w[0], "network") || !strcmp(w[0], "max_network"))
+    return parse_network(ps, w, n);
+  if (!strcmp(w[0], "allow_host"))
+    return parse_allow_host(ps, w, n, reason);
   if (!strcmp(w[0], "proc_mask") || !strcmp(w[0], "proc_readonly"))
     return parse_proc_paths(ps, w, n);
   for (size_t k = 0; k < N_SCALAR_KEYS; k++)
@@ -737,6 +804,14 @@ static int check_complete(struct parser *ps)
   if (!ps->seen_host_ids)
     return sbx_error_set(ps->err, 0, "%s: missing key `host_id_range` (every limit and switch is explicit)",
                          ps->file);
+  if (!ps->seen_network || !ps->seen_max_network)
+    return sbx_error_set(ps->err, 0, "%s: missing key `%s` (every limit and switch is explicit)", ps->file,
+                         ps->seen_network ? "max_network" : "network");
+  if (p->network > p->max_network)
+    return sbx_error_set(ps->err, 0, "%s: `network` is above `max_network`", ps->file);
+  /* An allowlist nothing can use would mislead an auditor. */
+  if (p->n_allow_hosts && p->max_network == SBX_NET_NONE)
+    return sbx_error_set(ps->err, 0, "%s: `allow_host` needs `network proxy` or `max_network proxy`", ps->file);
   if (!ps->seen_default || !ps->seen_badarch)
     return sbx_error_set(ps->err, 0, "%s: missing `%s`", ps->file,
                          ps->seen_default ? "seccomp_badarch" : "seccomp_default");
@@ -823,6 +898,7 @@ void policy_free(struct sbx_policy *p)
   free_strv(p->proc_masked, p->n_proc_masked);
   free_strv(p->proc_readonly, p->n_proc_readonly);
   free_strv(p->proxy_servers, p->n_proxy_servers);
+  free(p->allow_hosts);
   for (size_t i = 0; i < p->n_groups; i++) {
     free(p->groups[i].name);
     free(p->groups[i].reason);
@@ -885,5 +961,26 @@ int policy_resolve_limits(const struct sbx_policy *p, const struct sbx_limits *r
     *(uint64_t *) ((char *) &out + f[i].off) = want;
   }
   *ret = out;
+  return 0;
+}
+
+int policy_add_allow_host(struct sbx_policy *p, const char *option, const char *pattern, sbx_error_t *err)
+{
+  if (p->max_network == SBX_NET_NONE)
+    return sbx_error_set(err, 0, "%s %s: policy `%s` allows no network (max_network none)", option, pattern,
+                         p->name);
+  if (push_allow_host(p, pattern, NULL, SBX_POLICY_MAX_ALLOW_HOSTS + SBX_CLI_MAX_ALLOW_HOSTS, err) < 0)
+    return sbx_error_prefix(err, "%s", option);
+  p->network = SBX_NET_PROXY;
+  return 0;
+}
+
+int policy_check_network(const struct sbx_policy *p, sbx_error_t *err)
+{
+  /* The foundation of #17 only: refuse rather than run with a network that is not there. */
+  if (p->network == SBX_NET_PROXY)
+    return sbx_error_set(err, 0,
+                         "policy `%s`: network proxy: the egress proxy is not built yet (sandboxd.policy(5))",
+                         p->name);
   return 0;
 }

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "egress_rules.h"
 #include "error.h"
 
 #define SBX_POLICY_VERSION 1
@@ -85,6 +86,17 @@ enum sbx_cgroup_policy {
   SBX_CGROUP_FALLBACK_RLIMIT, /* degrade to rlimits, warn, and say so in reports */
 };
 
+/* Network (issue #17): `none` is loopback only; `proxy` is egress to the allow_host list through
+ * a host-side proxy, which is not built yet, so a run that asks for it is refused. */
+enum sbx_network {
+  SBX_NET_NONE,
+  SBX_NET_PROXY,
+};
+
+/* The most allow_host lines a policy may hold, and --allow-host options a command line may add. */
+#define SBX_POLICY_MAX_ALLOW_HOSTS 256
+#define SBX_CLI_MAX_ALLOW_HOSTS 64
+
 /* In an `env` value: the run's memory limit in MiB, written in when the sandbox starts (the one
  * variable; sandboxd.policy(5)). */
 #define POLICY_ENV_MEMORY_MIB "${memory_mib}"
@@ -117,6 +129,11 @@ struct sbx_policy {
   size_t n_proc_readonly;
   char **proxy_servers; /* host MCP servers code may call through the proxy; "*" = any configured */
   size_t n_proxy_servers;
+
+  enum sbx_network network;     /* what a run gets */
+  enum sbx_network max_network; /* the most --allow-host may ask: proxy, or none (refused) */
+  struct egress_rule *allow_hosts; /* the allowlist, in order: the policy's, then --allow-host's */
+  size_t n_allow_hosts;
 
   enum sbx_action default_action; /* for syscalls no rule names */
   int default_errno;
@@ -151,6 +168,12 @@ char *policy_format_canonical(const struct sbx_policy *p);
 
 /* May code under this policy call host MCP server `name` through the proxy? */
 bool policy_allows_server(const struct sbx_policy *p, const char *name);
+
+/* Add a command line's --allow-host PATTERN[:PORT]: only when max_network permits, which turns the
+ * run's network to proxy. `option` names the option in messages. */
+int policy_add_allow_host(struct sbx_policy *p, const char *option, const char *pattern, sbx_error_t *err);
+/* Refuse a network mode this sandboxd cannot provide yet (`network proxy`: no egress engine). */
+int policy_check_network(const struct sbx_policy *p, sbx_error_t *err);
 
 /* Constants a policy may name (AF_UNIX, CLONE_NEWUSER, TIOCSTI, EPERM...). */
 int policy_constant(const char *name, uint64_t *ret);

@@ -119,6 +119,14 @@ static char *format(const struct sbx_policy *p, bool comments)
   for (size_t i = 0; i < p->n_proxy_servers; i++)
     strbuf_printf(&sb, " %s", p->proxy_servers[i]);
   strbuf_printf(&sb, "%s\n", p->n_proxy_servers ? "" : " none");
+  strbuf_printf(&sb, "%-18s %s\n", "network", p->network == SBX_NET_PROXY ? "proxy" : "none");
+  strbuf_printf(&sb, "%-18s %s\n", "max_network", p->max_network == SBX_NET_PROXY ? "proxy" : "none");
+  for (size_t i = 0; i < p->n_allow_hosts; i++) {
+    char rule[EGRESS_HOST_MAX + 16];
+    egress_rule_format(&p->allow_hosts[i], rule, sizeof rule);
+    const char *reason = p->allow_hosts[i].reason;
+    strbuf_printf(&sb, "allow_host %s%s%s\n", rule, comments && reason[0] ? "   # " : "", comments ? reason : "");
+  }
   strbuf_printf(&sb, "seccomp_default ");
   fmt_action(&sb, p->default_action, p->default_errno);
   strbuf_printf(&sb, "\nseccomp_badarch ");

@@ -24,7 +24,7 @@ static const char base[] =
     "inotify_instances 16\ninotify_watches 8192\nfanotify_groups 0\nfanotify_marks 0\nnamespaces 2\n"
     "sigpending 1024\nmsgqueue 128K\nmemlock 1M\n"
     "no_new_privs yes\ndrop_capabilities yes\nreadonly_root yes\nmask_proc yes\ncgroup required\n"
-    "env PATH=/usr/bin\nproxy_servers *\n"
+    "env PATH=/usr/bin\nproxy_servers *\nnetwork none\nmax_network none\n"
     "seccomp_default errno ENOSYS\nseccomp_badarch kill\n"
     "group io \"basic io\"\n"
     "allow read write\n";
@@ -45,7 +45,7 @@ static struct sbx_policy *parse(const char *extra, sbx_error_t *err)
 /* base with one line replaced */
 static struct sbx_policy *parse_replaced(const char *old, const char *new, sbx_error_t *err)
 {
-  char text[sizeof base + 256];
+  char text[sizeof base + 16384];
   const char *at = strstr(base, old);
   if (!at)
     return NULL;
@@ -125,7 +125,7 @@ static void test_valid(void)
 static void test_errors(void)
 {
   /* Each error names file:line. */
-  CHECK(fails_with("bogus_key 1\n", "t.policy:49: unknown key `bogus_key`"));
+  CHECK(fails_with("bogus_key 1\n", "t.policy:51: unknown key `bogus_key`"));
   CHECK(fails_with("host_uid 65534\n", "`host_uid` was replaced by `host_id_range START COUNT`"));
   CHECK(fails_with("timeout 10s\n", "`timeout` is defined twice"));
   CHECK(fails_with("env PATH=/x\n", "`env PATH` is defined twice"));
@@ -255,7 +255,7 @@ static void test_conditions(void)
   CHECK(p != NULL);
   if (p) {
     CHECK(seccomp_validate(p, &err) < 0 && strstr(err.msg, "unknown syscall `not_a_syscall`") &&
-          strstr(err.msg, "t.policy:50"));
+          strstr(err.msg, "t.policy:52"));
     policy_free(p);
   }
 }
@@ -371,6 +371,136 @@ static void test_shipped(void)
   }
 }
 
+static void test_network(void)
+{
+  sbx_error_t err;
+  struct sbx_policy *p = parse("", &err);
+  CHECK(p && p->network == SBX_NET_NONE && p->max_network == SBX_NET_NONE && p->n_allow_hosts == 0);
+  /* Strict: --allow-host is a usage error, and nothing changed. */
+  CHECK(p && policy_add_allow_host(p, "--allow-host", "pypi.org", &err) < 0 &&
+        strstr(err.msg, "--allow-host pypi.org: policy `t` allows no network (max_network none)"));
+  CHECK(p && p->network == SBX_NET_NONE && p->n_allow_hosts == 0);
+  CHECK(p && policy_check_network(p, &err) == 0);
+  policy_free(p);
+
+  p = parse_replaced("max_network none\n",
+                     "max_network proxy\n"
+                     "allow_host PyPI.org.   # the package index\n"
+                     "allow_host *.pythonhosted.org\n"
+                     "allow_host 127.0.0.1:8080 # a test server\n"
+                     "allow_host [::1]:80\n",
+                     &err);
+  CHECK(p != NULL);
+  if (!p) {
+    fprintf(stderr, "  %s\n", err.msg);
+    return;
+  }
+  CHECK(p->n_allow_hosts == 4 && p->network == SBX_NET_NONE);
+  CHECK(p->n_allow_hosts == 4 && !strcmp(p->allow_hosts[0].host, "pypi.org") &&
+        !strcmp(p->allow_hosts[0].reason, "the package index") && p->allow_hosts[0].port == 443 &&
+        p->allow_hosts[1].kind == EGRESS_WILDCARD && p->allow_hosts[1].reason[0] == '\0' &&
+        !strcmp(p->allow_hosts[2].reason, "a test server"));
+  char *text = policy_format(p);
+  CHECK(strstr(text, "\nnetwork            none\nmax_network        proxy\n"
+                     "allow_host pypi.org:443   # the package index\n"
+                     "allow_host *.pythonhosted.org:443\n"
+                     "allow_host 127.0.0.1:8080   # a test server\n"
+                     "allow_host [::1]:80\n") != NULL);
+  /* policy show's text is a policy with the same hash; reasons are comments, outside it. */
+  struct sbx_policy *q = NULL;
+  CHECK(policy_parse_string(text, "show", ".", &q, &err) == 0);
+  CHECK(q && !strcmp(q->sha256, p->sha256) && q->n_allow_hosts == 4 &&
+        !strcmp(q->allow_hosts[0].reason, "the package index"));
+  policy_free(q);
+  free(text);
+  char *canon = policy_format_canonical(p);
+  CHECK(canon && strstr(canon, "allow_host pypi.org:443\n") && !strstr(canon, "package index"));
+  free(canon);
+  /* The command line adds hosts when max_network permits, and that asks for the proxy, which is
+   * refused until it exists. */
+  CHECK(policy_check_network(p, &err) == 0);
+  CHECK(policy_add_allow_host(p, "--allow-host", "Example.com:8443", &err) == 0);
+  CHECK(p->network == SBX_NET_PROXY && p->n_allow_hosts == 5 && !strcmp(p->allow_hosts[4].host, "example.com"));
+  CHECK(policy_add_allow_host(p, "--allow-host", "example.com:8443", &err) < 0 && strstr(err.msg, "listed twice"));
+  CHECK(policy_add_allow_host(p, "--allow-host", "a..b", &err) < 0 &&
+        strstr(err.msg, "--allow-host: `a..b`: `a..b`: empty label"));
+  CHECK(policy_check_network(p, &err) < 0 && strstr(err.msg, "the egress proxy is not built yet"));
+  /* A limit on what a command line adds. */
+  int added = 0;
+  for (int i = 0; i < SBX_POLICY_MAX_ALLOW_HOSTS + SBX_CLI_MAX_ALLOW_HOSTS + 1; i++) {
+    char h[32];
+    snprintf(h, sizeof h, "h%d.example", i);
+    if (policy_add_allow_host(p, "--allow-host", h, &err) < 0)
+      break;
+    added++;
+  }
+  CHECK(p->n_allow_hosts == SBX_POLICY_MAX_ALLOW_HOSTS + SBX_CLI_MAX_ALLOW_HOSTS && strstr(err.msg, "more than"));
+  CHECK(added == SBX_POLICY_MAX_ALLOW_HOSTS + SBX_CLI_MAX_ALLOW_HOSTS - 5);
+  /* Any change in the allowlist changes the hash. */
+  struct sbx_policy *r = parse_replaced("max_network none\n", "max_network proxy\nallow_host pypi.org:80\n", &err);
+  struct sbx_policy *s = parse_replaced("max_network none\n", "max_network proxy\nallow_host pypi.org\n", &err);
+  CHECK(r && s && strcmp(r->sha256, s->sha256) != 0);
+  policy_free(r);
+  policy_free(s);
+  policy_free(p);
+
+  /* network proxy in the file: parsed, refused at run time. */
+  p = parse_replaced("network none\nmax_network none\n", "network proxy\nmax_network proxy\n", &err);
+  CHECK(p && p->network == SBX_NET_PROXY && policy_check_network(p, &err) < 0 &&
+        strstr(err.msg, "policy `t`: network proxy: the egress proxy is not built yet"));
+  policy_free(p);
+}
+
+static void test_network_errors(void)
+{
+  CHECK(replaced_fails_with("network none\n", "", "missing key `network`"));
+  CHECK(replaced_fails_with("max_network none\n", "", "missing key `max_network`"));
+  CHECK(fails_with("network none\n", "`network` is defined twice"));
+  CHECK(replaced_fails_with("network none\n", "network on\n", "t.policy:45: `network` takes `none` or `proxy`"));
+  CHECK(replaced_fails_with("max_network none\n", "max_network\n", "`max_network` takes `none` or `proxy`"));
+  CHECK(replaced_fails_with("network none\n", "network proxy\n", "`network` is above `max_network`"));
+  CHECK(fails_with("allow_host pypi.org\n", "`allow_host` needs `network proxy` or `max_network proxy`"));
+  static const struct {
+    const char *line, *needle;
+  } bad[] = {
+      {"allow_host\n", "`allow_host` takes one PATTERN[:PORT]"},
+      {"allow_host a b\n", "`allow_host` takes one PATTERN[:PORT]"},
+      {"allow_host a..b\n", "empty label"},
+      {"allow_host .a\n", "empty label"},
+      {"allow_host a.*.b\n", "`*` may only be the whole first label"},
+      {"allow_host *a.b\n", "`*` may only be the whole first label"},
+      {"allow_host *.com\n", "whole top-level domain"},
+      {"allow_host a.b:0\n", "port `0` is not 1-65535"},
+      {"allow_host a.b:65536\n", "port `65536` is not 1-65535"},
+      {"allow_host b\xc3\xbc" "cher.de\n", "punycode"},
+      {"allow_host ::1:443:x\n", "not an IPv6 address"},
+      {"allow_host [::1:80\n", "`[` without `]`"},
+      {"allow_host a.b\nallow_host A.B.\n", "`A.B.` is listed twice"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    char text[256];
+    snprintf(text, sizeof text, "max_network proxy\n%s", bad[i].line);
+    if (!replaced_fails_with("max_network none\n", text, bad[i].needle))
+      fprintf(stderr, "  (case %zu)\n", i);
+    CHECK(replaced_fails_with("max_network none\n", text, "t.policy:"));
+  }
+  /* The limit on allow_host lines, hit. */
+  size_t cap = 64 + (size_t) (SBX_POLICY_MAX_ALLOW_HOSTS + 1) * 32;
+  char *many = malloc(cap), *at = many;
+  at += sprintf(at, "max_network proxy\n");
+  for (int i = 0; i <= SBX_POLICY_MAX_ALLOW_HOSTS; i++)
+    at += sprintf(at, "allow_host h%d.example\n", i);
+  sbx_error_t err;
+  CHECK(check_failure(parse_replaced("max_network none\n", many, &err), &err, "more than 256 hosts"));
+  free(many);
+  char reason[300];
+  memset(reason, 'r', sizeof reason - 1);
+  reason[sizeof reason - 1] = '\0';
+  char line[400];
+  snprintf(line, sizeof line, "max_network proxy\nallow_host a.b   # %s\n", reason);
+  CHECK(replaced_fails_with("max_network none\n", line, "the reason is longer than 200 bytes"));
+}
+
 int main(void)
 {
   test_valid();
@@ -380,5 +510,7 @@ int main(void)
   test_limits();
   test_load();
   test_shipped();
+  test_network();
+  test_network_errors();
   return check_summary("test_policy");
 }
