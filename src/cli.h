@@ -33,6 +33,7 @@ struct exec_options {
   struct bind_opts binds;   /* --bind, --bind-rw; bind_opts_free */
   char *env[EXEC_MAX_ENV];
   size_t n_env;
+  struct policy_allow_opts allow_hosts; /* --allow-host */
   bool help;
 };
 

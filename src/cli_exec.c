@@ -47,6 +47,8 @@ static const char exec_usage[] =
     "  --bind-rw SRC:DST     bind host SRC writable at DST\n"
     "  --workdir DIR         working directory inside (default /workspace)\n"
     "  --env NAME=VALUE      add to the (otherwise fixed) environment\n"
+    "  --allow-host HOST[:PORT]  egress to HOST (port 443 by default) if the policy's max_network\n"
+    "                        permits; the egress proxy is not built yet (sandboxd.policy(5))\n"
     "  --rootfs NAME|DIR     root filesystem: a tree in the rootfs store (`sandboxd rootfs list`) or a\n"
     "                        path with a `/` (default: $SANDBOXD_ROOTFS, else python-3.14-slim in the\n"
     "                        store; see sandboxd(1) FILES)\n"
@@ -84,6 +86,7 @@ enum {
   OPT_CONFIG,
   OPT_IMPORT_CLAUDE,
   OPT_LANG,
+  OPT_ALLOW_HOST,
 };
 
 static int parse_limit(int opt, const char *arg, struct sbx_limits *l, sbx_error_t *err)
@@ -161,6 +164,7 @@ int exec_parse_args(int argc, char **argv, struct exec_options *o, sbx_error_t *
       {"config", required_argument, NULL, OPT_CONFIG},
       {"import-claude", no_argument, NULL, OPT_IMPORT_CLAUDE},
       {"lang", required_argument, NULL, OPT_LANG},
+      {"allow-host", required_argument, NULL, OPT_ALLOW_HOST},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
@@ -230,6 +234,10 @@ int exec_parse_args(int argc, char **argv, struct exec_options *o, sbx_error_t *
       o->env[o->n_env++] = optarg;
       break;
     }
+    case OPT_ALLOW_HOST:
+      if (policy_allow_opts_add(&o->allow_hosts, optarg, err) < 0)
+        return -1;
+      break;
     case '?':
       if (optopt == 'c' || optopt == 'm')
         return sbx_error_set(err, 0, "-%c needs %s", optopt, optopt == 'c' ? "CODE" : "MODULE");
@@ -779,6 +787,11 @@ static int exec_main(struct exec_options *o, int argc, char **argv)
   /* Syscall names are checked when the filter is compiled (or were, when it was cached). */
   if (policy_load(o->policy, &p, &err) < 0)
     return fail(o, &rf, NULL, &err);
+  if (policy_apply_network(p, &o->allow_hosts, &err) < 0) {
+    int rc = fail(o, &rf, p, &err);
+    policy_free(p);
+    return rc;
+  }
 
   int rc;
   struct exec_run r = {.mcp = {.sandbox_fd = -1}};

@@ -75,6 +75,8 @@ static const char mcp_usage[] =
     "  --audit-log PATH|syslog|off   where audit records go (see sandboxd exec --help)\n"
     "  --output-dir DIR         save each call's /workspace/out files (and whole output) in\n"
     "                           DIR/<request_id>/ and return links to them\n"
+    "  --allow-host HOST[:PORT] egress to HOST (port 443 by default) if the policy's max_network\n"
+    "                           permits; the egress proxy is not built yet (sandboxd.policy(5))\n"
     "  --bind SRC:DST           bind host SRC read-only at DST in every sandbox (as exec)\n"
     "  --bind-rw SRC:DST        the same, writable\n"
     "  --roots                  bind the client's roots (if it has any) read-only under\n"
@@ -107,6 +109,7 @@ enum {
   OPT_ROOTS,
   OPT_TOOLS,
   OPT_WARM_LANG,
+  OPT_ALLOW_HOST,
 };
 
 /* --tools: "run_python,execute_code" or either. */
@@ -151,6 +154,7 @@ static int parse_args(int argc, char **argv, struct server *srv, const char **re
       {"roots", no_argument, NULL, OPT_ROOTS},
       {"tools", required_argument, NULL, OPT_TOOLS},
       {"warm-lang", required_argument, NULL, OPT_WARM_LANG},
+      {"allow-host", required_argument, NULL, OPT_ALLOW_HOST},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
@@ -219,6 +223,10 @@ static int parse_args(int argc, char **argv, struct server *srv, const char **re
       break;
     case OPT_WARM_LANG:
       if (mcp_lang_parse_list("--warm-lang", optarg, &srv->warm_langs, err) < 0)
+        return -1;
+      break;
+    case OPT_ALLOW_HOST:
+      if (policy_allow_opts_add(&srv->allow_hosts, optarg, err) < 0)
         return -1;
       break;
     default:
@@ -295,6 +303,7 @@ static int setup(struct server *srv, const char *policy_name, const char *rootfs
       /* Before any sandbox runs: where calls save their files, checked once (mcp_files.c). */
       (output_dir && output_dir_open(output_dir, &guard, &srv->output_dirfd, &srv->output_dir, err) < 0) ||
       audit_start(srv->audit_log, &guard, err) < 0 || policy_load(policy_name, &srv->policy, err) < 0 ||
+      policy_apply_network(srv->policy, &srv->allow_hosts, err) < 0 ||
       seccomp_validate(srv->policy, err) < 0 || rootfs_find(rootfs, &srv->rootfs, err) < 0 ||
       setup_langs(srv, err) < 0 || host_servers_load(&srv->hs, &srv->mcp_opts, err) < 0 ||
       host_servers_start(&srv->hs, srv->policy, STDERR_FILENO, err) < 0)

@@ -114,11 +114,11 @@ int egress_rule_parse(const char *text, struct egress_rule *ret, sbx_error_t *er
     memcpy(host, text, hl);
     host[hl] = '\0';
     if (!strchr(host, ':') || !egress_parse_ip(host, &r.addr))
-      return sbx_error_set(err, 0, "`%s` is not an IPv6 address", host);
+      return sbx_error_set(err, 0, "not an IPv6 address");
   } else if (strchr(text, ':') != strrchr(text, ':')) {
     /* Two colons or more: a bare IPv6 address, which cannot carry a port. */
     if (!egress_parse_ip(text, &r.addr) || r.addr.family != 6)
-      return sbx_error_set(err, 0, "`%s` is not an IPv6 address (with a port: `[ADDR]:PORT`)", text);
+      return sbx_error_set(err, 0, "not an IPv6 address (with a port: `[ADDR]:PORT`)");
   } else {
     const char *colon = strchr(text, ':');
     size_t hl = colon ? (size_t) (colon - text) : len;
@@ -146,17 +146,17 @@ int egress_rule_parse(const char *text, struct egress_rule *ret, sbx_error_t *er
     }
     const char *why = normalize_name(name);
     if (why)
-      return sbx_error_set(err, 0, "`%s`: %s", host, why);
+      return sbx_error_set(err, 0, "%s", why);
     /* All digits and dots but not an address (`1.2.3`, `999.1.1.1`): inet_aton would read some of
      * these differently, so no such name is accepted. */
     if (strspn(name, "0123456789.") == strlen(name))
-      return sbx_error_set(err, 0, "`%s` is neither an IPv4 address nor a host name", host);
+      return sbx_error_set(err, 0, "neither an IPv4 address nor a host name");
     if (r.kind == EGRESS_WILDCARD && !strchr(name, '.'))
-      return sbx_error_set(err, 0, "`%s` would match a whole top-level domain", host);
+      return sbx_error_set(err, 0, "would match a whole top-level domain");
     if (r.kind == EGRESS_NAME && !strcmp(name, "localhost"))
       r.kind = EGRESS_LOCALHOST;
     if (r.kind == EGRESS_WILDCARD && (!strcmp(name, "localhost") || strstr(name, ".localhost") != NULL))
-      return sbx_error_set(err, 0, "`%s`: name `localhost` itself", host);
+      return sbx_error_set(err, 0, "name `localhost` itself");
     memcpy(r.host, name, strlen(name) + 1);
   }
   if (r.kind == EGRESS_IPV4 || r.kind == EGRESS_IPV6) {
@@ -305,11 +305,16 @@ enum egress_class egress_classify(const struct egress_addr *addr)
 const char *egress_class_name(enum egress_class c)
 {
   static const char *names[] = {
-      [EGRESS_PUBLIC] = "public",         [EGRESS_LOOPBACK] = "loopback",
-      [EGRESS_PRIVATE] = "private",       [EGRESS_LINK_LOCAL] = "link-local",
-      [EGRESS_MULTICAST] = "multicast",   [EGRESS_UNSPECIFIED] = "unspecified",
-      [EGRESS_CGNAT] = "shared (CGNAT)",  [EGRESS_DOCUMENTATION] = "documentation",
-      [EGRESS_BROADCAST] = "broadcast",   [EGRESS_RESERVED] = "reserved",
+      [EGRESS_PUBLIC] = "public",
+      [EGRESS_LOOPBACK] = "loopback",
+      [EGRESS_PRIVATE] = "private",
+      [EGRESS_LINK_LOCAL] = "link-local",
+      [EGRESS_MULTICAST] = "multicast",
+      [EGRESS_UNSPECIFIED] = "unspecified",
+      [EGRESS_CGNAT] = "shared (CGNAT)",
+      [EGRESS_DOCUMENTATION] = "documentation",
+      [EGRESS_BROADCAST] = "broadcast",
+      [EGRESS_RESERVED] = "reserved",
       [EGRESS_HOST_OWN] = "the host's own address",
   };
   return (size_t) c < ARRAY_SIZE(names) && names[c] ? names[c] : "?";

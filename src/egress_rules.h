@@ -38,7 +38,8 @@ struct egress_rule {
 };
 
 /* Parse PATTERN[:PORT] (IPv6 as `[ADDR]:PORT` or bare `ADDR` without a port). Names are ASCII
- * (IDN as punycode `xn--`), normalized to lowercase without a trailing dot. */
+ * (IDN as punycode `xn--`), normalized to lowercase without a trailing dot. A message says what is
+ * wrong without repeating the pattern: the caller names it. */
 int egress_rule_parse(const char *text, struct egress_rule *ret, sbx_error_t *err);
 /* The rule as a policy line's value: `host:port`, `*.suffix:port`, `[v6]:port`. */
 void egress_rule_format(const struct egress_rule *r, char *buf, size_t len);
@@ -52,8 +53,8 @@ enum egress_verdict {
 
 struct egress_match {
   enum egress_verdict verdict;
-  size_t rule;         /* ALLOWED: the first rule that matched; PORT_NOT_ALLOWED: one naming the host */
-  bool is_ip;          /* the request named an IP literal */
+  size_t rule;             /* ALLOWED: the first rule that matched; PORT_NOT_ALLOWED: one naming the host */
+  bool is_ip;              /* the request named an IP literal */
   struct egress_addr addr; /* ... and this is it */
 };
 

@@ -150,6 +150,7 @@ struct call {
 
 struct server {
   struct sbx_policy *policy;
+  struct policy_allow_opts allow_hosts; /* --allow-host */
   char *rootfs;
   /* Each language's rootfs (mcp_lang_rootfs; python's is rootfs), or NULL when absent. */
   char *lang_rootfs[MCP_LANG_COUNT];

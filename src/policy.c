@@ -811,7 +811,8 @@ static int check_complete(struct parser *ps)
     return sbx_error_set(ps->err, 0, "%s: `network` is above `max_network`", ps->file);
   /* An allowlist nothing can use would mislead an auditor. */
   if (p->n_allow_hosts && p->max_network == SBX_NET_NONE)
-    return sbx_error_set(ps->err, 0, "%s: `allow_host` needs `network proxy` or `max_network proxy`", ps->file);
+    return sbx_error_set(ps->err, 0, "%s: `allow_host` needs `network proxy` or `max_network proxy`",
+                         ps->file);
   if (!ps->seen_default || !ps->seen_badarch)
     return sbx_error_set(ps->err, 0, "%s: missing `%s`", ps->file,
                          ps->seen_default ? "seccomp_badarch" : "seccomp_default");
@@ -983,4 +984,23 @@ int policy_check_network(const struct sbx_policy *p, sbx_error_t *err)
                          "policy `%s`: network proxy: the egress proxy is not built yet (sandboxd.policy(5))",
                          p->name);
   return 0;
+}
+
+int policy_allow_opts_add(struct policy_allow_opts *o, const char *pattern, sbx_error_t *err)
+{
+  struct egress_rule r;
+  if (egress_rule_parse(pattern, &r, err) < 0)
+    return sbx_error_prefix(err, "--allow-host `%s`", pattern);
+  if (o->n >= SBX_CLI_MAX_ALLOW_HOSTS)
+    return sbx_error_set(err, 0, "too many --allow-host options (at most %d)", SBX_CLI_MAX_ALLOW_HOSTS);
+  o->patterns[o->n++] = pattern;
+  return 0;
+}
+
+int policy_apply_network(struct sbx_policy *p, const struct policy_allow_opts *o, sbx_error_t *err)
+{
+  for (size_t i = 0; i < o->n; i++)
+    if (policy_add_allow_host(p, "--allow-host", o->patterns[i], err) < 0)
+      return -1;
+  return policy_check_network(p, err);
 }

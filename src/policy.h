@@ -130,8 +130,8 @@ struct sbx_policy {
   char **proxy_servers; /* host MCP servers code may call through the proxy; "*" = any configured */
   size_t n_proxy_servers;
 
-  enum sbx_network network;     /* what a run gets */
-  enum sbx_network max_network; /* the most --allow-host may ask: proxy, or none (refused) */
+  enum sbx_network network;        /* what a run gets */
+  enum sbx_network max_network;    /* the most --allow-host may ask: proxy, or none (refused) */
   struct egress_rule *allow_hosts; /* the allowlist, in order: the policy's, then --allow-host's */
   size_t n_allow_hosts;
 
@@ -172,6 +172,14 @@ bool policy_allows_server(const struct sbx_policy *p, const char *name);
 /* Add a command line's --allow-host PATTERN[:PORT]: only when max_network permits, which turns the
  * run's network to proxy. `option` names the option in messages. */
 int policy_add_allow_host(struct sbx_policy *p, const char *option, const char *pattern, sbx_error_t *err);
+/* The --allow-host options of one command line (exec, mcp), checked for syntax as they are read. */
+struct policy_allow_opts {
+  const char *patterns[SBX_CLI_MAX_ALLOW_HOSTS];
+  size_t n;
+};
+int policy_allow_opts_add(struct policy_allow_opts *o, const char *pattern, sbx_error_t *err);
+/* After the policy is loaded: add the options (policy_add_allow_host), then policy_check_network. */
+int policy_apply_network(struct sbx_policy *p, const struct policy_allow_opts *o, sbx_error_t *err);
 /* Refuse a network mode this sandboxd cannot provide yet (`network proxy`: no egress engine). */
 int policy_check_network(const struct sbx_policy *p, sbx_error_t *err);
 

@@ -125,7 +125,8 @@ static char *format(const struct sbx_policy *p, bool comments)
     char rule[EGRESS_HOST_MAX + 16];
     egress_rule_format(&p->allow_hosts[i], rule, sizeof rule);
     const char *reason = p->allow_hosts[i].reason;
-    strbuf_printf(&sb, "allow_host %s%s%s\n", rule, comments && reason[0] ? "   # " : "", comments ? reason : "");
+    strbuf_printf(&sb, "allow_host %s%s%s\n", rule, comments && reason[0] ? "   # " : "",
+                  comments ? reason : "");
   }
   strbuf_printf(&sb, "seccomp_default ");
   fmt_action(&sb, p->default_action, p->default_errno);

@@ -6,8 +6,7 @@
 #include "egress_host.h"
 #include "egress_rules.h"
 
-static struct egress_rule R(const char *text)
-{
+static struct egress_rule R(const char *text) {
   struct egress_rule r = {0};
   sbx_error_t err = {0};
   if (egress_rule_parse(text, &r, &err) < 0)
@@ -15,7 +14,8 @@ static struct egress_rule R(const char *text)
   return r;
 }
 
-static bool bad(const char *text)
+static bool
+bad(const char *text)
 {
   struct egress_rule r;
   sbx_error_t err = {0};
@@ -64,7 +64,8 @@ static void test_parse(void)
   CHECK(bad("a.b:80x"));
   CHECK(bad("-a.b"));
   CHECK(bad("a-.b"));
-  CHECK(bad("b\xc3\xbc" "cher.example"));
+  CHECK(bad("b\xc3\xbc"
+            "cher.example"));
   CHECK(bad("a b"));
   CHECK(bad("1.2.3"));
   CHECK(bad("999.1.1.1"));
@@ -92,8 +93,8 @@ static enum egress_verdict match(const struct egress_rule *rules, size_t n, cons
 
 static void test_match(void)
 {
-  struct egress_rule rules[] = {R("pypi.org"), R("*.example.com:8443"), R("127.0.0.1:8080"), R("[::1]:80"),
-                                R("localhost:3000"), R("pypi.org:80")};
+  struct egress_rule rules[] = {R("pypi.org"), R("*.example.com:8443"), R("127.0.0.1:8080"),
+                                R("[::1]:80"), R("localhost:3000"),     R("pypi.org:80")};
   size_t n = sizeof rules / sizeof rules[0], w = 99;
   CHECK(match(rules, n, "pypi.org", 443, &w) == EGRESS_ALLOWED && w == 0);
   CHECK(match(rules, n, "PYPI.ORG.", 443, NULL) == EGRESS_ALLOWED);

@@ -420,10 +420,12 @@ static void test_network(void)
    * refused until it exists. */
   CHECK(policy_check_network(p, &err) == 0);
   CHECK(policy_add_allow_host(p, "--allow-host", "Example.com:8443", &err) == 0);
-  CHECK(p->network == SBX_NET_PROXY && p->n_allow_hosts == 5 && !strcmp(p->allow_hosts[4].host, "example.com"));
-  CHECK(policy_add_allow_host(p, "--allow-host", "example.com:8443", &err) < 0 && strstr(err.msg, "listed twice"));
+  CHECK(p->network == SBX_NET_PROXY && p->n_allow_hosts == 5 &&
+        !strcmp(p->allow_hosts[4].host, "example.com"));
+  CHECK(policy_add_allow_host(p, "--allow-host", "example.com:8443", &err) < 0 &&
+        strstr(err.msg, "listed twice"));
   CHECK(policy_add_allow_host(p, "--allow-host", "a..b", &err) < 0 &&
-        strstr(err.msg, "--allow-host: `a..b`: `a..b`: empty label"));
+        strstr(err.msg, "--allow-host: `a..b`: empty label"));
   CHECK(policy_check_network(p, &err) < 0 && strstr(err.msg, "the egress proxy is not built yet"));
   /* A limit on what a command line adds. */
   int added = 0;
@@ -434,11 +436,14 @@ static void test_network(void)
       break;
     added++;
   }
-  CHECK(p->n_allow_hosts == SBX_POLICY_MAX_ALLOW_HOSTS + SBX_CLI_MAX_ALLOW_HOSTS && strstr(err.msg, "more than"));
+  CHECK(p->n_allow_hosts == SBX_POLICY_MAX_ALLOW_HOSTS + SBX_CLI_MAX_ALLOW_HOSTS &&
+        strstr(err.msg, "more than"));
   CHECK(added == SBX_POLICY_MAX_ALLOW_HOSTS + SBX_CLI_MAX_ALLOW_HOSTS - 5);
   /* Any change in the allowlist changes the hash. */
-  struct sbx_policy *r = parse_replaced("max_network none\n", "max_network proxy\nallow_host pypi.org:80\n", &err);
-  struct sbx_policy *s = parse_replaced("max_network none\n", "max_network proxy\nallow_host pypi.org\n", &err);
+  struct sbx_policy *r =
+      parse_replaced("max_network none\n", "max_network proxy\nallow_host pypi.org:80\n", &err);
+  struct sbx_policy *s =
+      parse_replaced("max_network none\n", "max_network proxy\nallow_host pypi.org\n", &err);
   CHECK(r && s && strcmp(r->sha256, s->sha256) != 0);
   policy_free(r);
   policy_free(s);
@@ -456,7 +461,8 @@ static void test_network_errors(void)
   CHECK(replaced_fails_with("network none\n", "", "missing key `network`"));
   CHECK(replaced_fails_with("max_network none\n", "", "missing key `max_network`"));
   CHECK(fails_with("network none\n", "`network` is defined twice"));
-  CHECK(replaced_fails_with("network none\n", "network on\n", "t.policy:45: `network` takes `none` or `proxy`"));
+  CHECK(replaced_fails_with("network none\n", "network on\n",
+                            "t.policy:45: `network` takes `none` or `proxy`"));
   CHECK(replaced_fails_with("max_network none\n", "max_network\n", "`max_network` takes `none` or `proxy`"));
   CHECK(replaced_fails_with("network none\n", "network proxy\n", "`network` is above `max_network`"));
   CHECK(fails_with("allow_host pypi.org\n", "`allow_host` needs `network proxy` or `max_network proxy`"));
@@ -472,7 +478,9 @@ static void test_network_errors(void)
       {"allow_host *.com\n", "whole top-level domain"},
       {"allow_host a.b:0\n", "port `0` is not 1-65535"},
       {"allow_host a.b:65536\n", "port `65536` is not 1-65535"},
-      {"allow_host b\xc3\xbc" "cher.de\n", "punycode"},
+      {"allow_host b\xc3\xbc"
+       "cher.de\n",
+       "punycode"},
       {"allow_host ::1:443:x\n", "not an IPv6 address"},
       {"allow_host [::1:80\n", "`[` without `]`"},
       {"allow_host a.b\nallow_host A.B.\n", "`A.B.` is listed twice"},
