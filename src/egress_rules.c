@@ -2,7 +2,6 @@
 #include "egress_rules.h"
 
 #include <arpa/inet.h>
-#include <stdio.h>
 #include <string.h>
 
 #include "util.h"
@@ -171,9 +170,9 @@ int egress_rule_parse(const char *text, struct egress_rule *ret, sbx_error_t *er
 void egress_rule_format(const struct egress_rule *r, char *buf, size_t len)
 {
   if (r->kind == EGRESS_IPV6)
-    snprintf(buf, len, "[%s]:%u", r->host, r->port);
+    bufprintf_cut(buf, len, "[%s]:%u", r->host, r->port);
   else
-    snprintf(buf, len, "%s%s:%u", r->kind == EGRESS_WILDCARD ? "*." : "", r->host, r->port);
+    bufprintf_cut(buf, len, "%s%s:%u", r->kind == EGRESS_WILDCARD ? "*." : "", r->host, r->port);
 }
 
 const char *egress_verdict_name(enum egress_verdict v)
