@@ -72,6 +72,11 @@ int main(void)
   CHECK(PARSE(&o, &e, "--bind", "/a:/x/./y", "x.py") < 0);
   CHECK(PARSE(&o, &e, "--env", "NOEQUALS", "x.py") < 0 && strstr(e.msg, "NAME=VALUE"));
   CHECK(PARSE(&o, &e, "--env", "=v", "x.py") < 0);
+  /* --allow-host: checked as read, repeatable; whether the policy permits it is decided later. */
+  CHECK(PARSE(&o, &e, "--allow-host", "pypi.org", "--allow-host", "[::1]:8080", "x.py") == 0 &&
+        o.allow_hosts.n == 2 && strcmp(o.allow_hosts.patterns[1], "[::1]:8080") == 0);
+  CHECK(PARSE(&o, &e, "--allow-host", "foo.*.org", "x.py") < 0 && strstr(e.msg, "--allow-host `foo.*.org`: "));
+  CHECK(PARSE(&o, &e, "--allow-host", "pypi.org:99999", "x.py") < 0 && strstr(e.msg, "1-65535"));
   CHECK(PARSE(&o, &e, "--workdir", "rel", "x.py") < 0);
   CHECK(PARSE(&o, &e, "--workdir", "/a/../b", "x.py") < 0);
   CHECK(PARSE(&o, &e, "--frobnicate", "x.py") < 0 && strstr(e.msg, "--frobnicate"));
