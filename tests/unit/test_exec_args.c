@@ -75,7 +75,8 @@ int main(void)
   /* --allow-host: checked as read, repeatable; whether the policy permits it is decided later. */
   CHECK(PARSE(&o, &e, "--allow-host", "pypi.org", "--allow-host", "[::1]:8080", "x.py") == 0 &&
         o.allow_hosts.n == 2 && strcmp(o.allow_hosts.patterns[1], "[::1]:8080") == 0);
-  CHECK(PARSE(&o, &e, "--allow-host", "foo.*.org", "x.py") < 0 && strstr(e.msg, "--allow-host `foo.*.org`: "));
+  CHECK(PARSE(&o, &e, "--allow-host", "foo.*.org", "x.py") < 0 &&
+        strstr(e.msg, "--allow-host `foo.*.org`: "));
   CHECK(PARSE(&o, &e, "--allow-host", "pypi.org:99999", "x.py") < 0 && strstr(e.msg, "1-65535"));
   CHECK(PARSE(&o, &e, "--workdir", "rel", "x.py") < 0);
   CHECK(PARSE(&o, &e, "--workdir", "/a/../b", "x.py") < 0);
