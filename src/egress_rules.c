@@ -77,6 +77,14 @@ static const char *normalize_name(char *h)
   return NULL;
 }
 
+/* A name a resolver would read as an IPv4 address in another spelling (`127.1`, `2130706433`,
+ * `0x7f.0.0.1`): inet_aton takes those, inet_pton (egress_parse_ip) does not. */
+static bool looks_numeric(const char *name)
+{
+  struct in_addr a;
+  return strspn(name, "0123456789.") == strlen(name) || inet_aton(name, &a) != 0;
+}
+
 static int parse_port(const char *s, uint16_t *ret)
 {
   uint64_t v;
@@ -146,9 +154,8 @@ int egress_rule_parse(const char *text, struct egress_rule *ret, sbx_error_t *er
     const char *why = normalize_name(name);
     if (why)
       return sbx_error_set(err, 0, "%s", why);
-    /* All digits and dots but not an address (`1.2.3`, `999.1.1.1`): inet_aton would read some of
-     * these differently, so no such name is accepted. */
-    if (strspn(name, "0123456789.") == strlen(name))
+    /* Not an address in the one spelling egress_parse_ip reads, yet numeric to a resolver. */
+    if (looks_numeric(name))
       return sbx_error_set(err, 0, "neither an IPv4 address nor a host name");
     if (r.kind == EGRESS_WILDCARD && !strchr(name, '.'))
       return sbx_error_set(err, 0, "would match a whole top-level domain");
@@ -222,7 +229,7 @@ void egress_match_host(const struct egress_rule *rules, size_t n, const char *ho
       return;
     }
     memcpy(name, host, len + 1);
-    if (normalize_name(name) || strspn(name, "0123456789.") == strlen(name)) {
+    if (normalize_name(name) || looks_numeric(name)) {
       *ret = m;
       return;
     }

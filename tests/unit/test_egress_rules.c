@@ -69,6 +69,8 @@ static void test_parse(void)
   CHECK(bad("a b"));
   CHECK(bad("1.2.3"));
   CHECK(bad("999.1.1.1"));
+  CHECK(bad("0x7f.0.0.1"));
+  CHECK(bad("0x7f000001:80"));
   CHECK(bad("[::1"));
   CHECK(bad("[::1]x"));
   CHECK(bad("[1.2.3.4]:80"));
@@ -111,6 +113,7 @@ static void test_match(void)
   CHECK(match(rules, n, "127.0.0.2", 8080, NULL) == EGRESS_NO_RULE);
   CHECK(match(rules, n, "127.1", 8080, NULL) == EGRESS_BAD_HOST);
   CHECK(match(rules, n, "2130706433", 8080, NULL) == EGRESS_BAD_HOST);
+  CHECK(match(rules, n, "0x7F.1", 8080, NULL) == EGRESS_BAD_HOST);
   CHECK(match(rules, n, "[::1]", 80, &w) == EGRESS_ALLOWED && w == 3);
   CHECK(match(rules, n, "::1", 80, NULL) == EGRESS_ALLOWED);
   CHECK(match(rules, n, "localhost", 3000, &w) == EGRESS_ALLOWED && w == 4);
