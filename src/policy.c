@@ -604,36 +604,13 @@ static int parse_network(struct parser *ps, char **w, int n)
   return 0;
 }
 
-/* Append one allowlist entry, refusing duplicates and more than `cap` (messages without a place). */
-static int push_allow_host(struct sbx_policy *p, const char *pattern, const char *reason, size_t cap,
-                           sbx_error_t *err)
-{
-  struct egress_rule r;
-  if (egress_rule_parse(pattern, &r, err) < 0)
-    return sbx_error_prefix(err, "`%s`", pattern);
-  if (reason && bufprintf(r.reason, sizeof r.reason, NULL, "%s", reason) < 0)
-    return sbx_error_set(err, 0, "`%s`: the reason is longer than %d bytes", pattern, EGRESS_REASON_MAX);
-  for (size_t i = 0; i < p->n_allow_hosts; i++)
-    if (p->allow_hosts[i].kind == r.kind && p->allow_hosts[i].port == r.port &&
-        !strcmp(p->allow_hosts[i].host, r.host))
-      return sbx_error_set(err, 0, "`%s` is listed twice", pattern);
-  if (p->n_allow_hosts >= cap)
-    return sbx_error_set(err, 0, "`%s`: more than %zu hosts", pattern, cap);
-  struct egress_rule *a = realloc(p->allow_hosts, (p->n_allow_hosts + 1) * sizeof *a);
-  if (!a)
-    return sbx_error_set(err, ENOMEM, "allow_host");
-  p->allow_hosts = a;
-  a[p->n_allow_hosts++] = r;
-  return 0;
-}
-
 static int parse_allow_host(struct parser *ps, char **w, int n, const char *reason)
 {
   /* allow_host PATTERN[:PORT]   # reason */
   if (n != 2)
     return perr(ps, "`allow_host` takes one PATTERN[:PORT] (and a `# reason`)");
   sbx_error_t e = {0};
-  if (push_allow_host(ps->p, w[1], reason, SBX_POLICY_MAX_ALLOW_HOSTS, &e) < 0)
+  if (policy_push_allow_host(ps->p, w[1], reason, SBX_POLICY_MAX_ALLOW_HOSTS, &e) < 0)
     return perr(ps, "`allow_host`: %s", e.msg);
   return 0;
 }
@@ -963,44 +940,4 @@ int policy_resolve_limits(const struct sbx_policy *p, const struct sbx_limits *r
   }
   *ret = out;
   return 0;
-}
-
-int policy_add_allow_host(struct sbx_policy *p, const char *option, const char *pattern, sbx_error_t *err)
-{
-  if (p->max_network == SBX_NET_NONE)
-    return sbx_error_set(err, 0, "%s %s: policy `%s` allows no network (max_network none)", option, pattern,
-                         p->name);
-  if (push_allow_host(p, pattern, NULL, SBX_POLICY_MAX_ALLOW_HOSTS + SBX_CLI_MAX_ALLOW_HOSTS, err) < 0)
-    return sbx_error_prefix(err, "%s", option);
-  p->network = SBX_NET_PROXY;
-  return 0;
-}
-
-int policy_check_network(const struct sbx_policy *p, sbx_error_t *err)
-{
-  /* The foundation of #17 only: refuse rather than run with a network that is not there. */
-  if (p->network == SBX_NET_PROXY)
-    return sbx_error_set(err, 0,
-                         "policy `%s`: network proxy: the egress proxy is not built yet (sandboxd.policy(5))",
-                         p->name);
-  return 0;
-}
-
-int policy_allow_opts_add(struct policy_allow_opts *o, const char *pattern, sbx_error_t *err)
-{
-  struct egress_rule r;
-  if (egress_rule_parse(pattern, &r, err) < 0)
-    return sbx_error_prefix(err, "--allow-host `%s`", pattern);
-  if (o->n >= SBX_CLI_MAX_ALLOW_HOSTS)
-    return sbx_error_set(err, 0, "too many --allow-host options (at most %d)", SBX_CLI_MAX_ALLOW_HOSTS);
-  o->patterns[o->n++] = pattern;
-  return 0;
-}
-
-int policy_apply_network(struct sbx_policy *p, const struct policy_allow_opts *o, sbx_error_t *err)
-{
-  for (size_t i = 0; i < o->n; i++)
-    if (policy_add_allow_host(p, "--allow-host", o->patterns[i], err) < 0)
-      return -1;
-  return policy_check_network(p, err);
 }

@@ -169,6 +169,11 @@ char *policy_format_canonical(const struct sbx_policy *p);
 /* May code under this policy call host MCP server `name` through the proxy? */
 bool policy_allows_server(const struct sbx_policy *p, const char *name);
 
+/* One allowlist entry appended to p, refusing duplicates and more than cap (the parser's and
+ * --allow-host's; messages without a place). policy_network.c. */
+int policy_push_allow_host(struct sbx_policy *p, const char *pattern, const char *reason, size_t cap,
+                           sbx_error_t *err);
+
 /* Add a command line's --allow-host PATTERN[:PORT]: only when max_network permits, which turns the
  * run's network to proxy. `option` names the option in messages. */
 int policy_add_allow_host(struct sbx_policy *p, const char *option, const char *pattern, sbx_error_t *err);
