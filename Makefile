@@ -176,7 +176,7 @@ BENCH_USER ?= $(shell id -u sbxtest >/dev/null 2>&1 && echo sbxtest)
 bench: all rootfs rootfs-data
 	bench/run $(if $(BENCH_USER),--user $(BENCH_USER))
 	bench/idle
-	bench/mcp 100
+	bench/mcp 350
 	bench/data
 
 # 10,000 run_python calls (ok, failing, timing out, cancelled); sandboxd's fds, RSS, cgroups and

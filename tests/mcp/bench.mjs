@@ -1,55 +1,188 @@
-// Client-observed latency of run_python print(1) through the SDK client, with --warm 0 and --warm 2
-// (or the values in BENCH_WARM, e.g. BENCH_WARM="0 2 4"):
-//   paced:  one call at a time with a pause between calls (PAUSE ms, default 100; a model thinks
-//           between calls), so the warm pool is refilled: p50/p95/p99;
-//   serial: back to back, one in flight: p50/p95/p99 and calls/s (the pool refills only when the
-//           loop is idle, so this is mostly the sustained, cold-spawn-bound rate);
-//   4 in flight: calls/s.
-// Usage: node bench.mjs [N]   (SANDBOXD_MCP_ARGS adds server options)
-import { connect, sleep } from './helpers.mjs';
+// run_python print(1) through the official SDK client, side by side in one run: `sandboxd mcp`
+// with each --warm in BENCH_WARM (default "0 2 4") and the reference stub, bench/bwrap-stub.py (one
+// bubblewrap sandbox per call; BENCH_STUB=0 leaves it out). For each server, after 10 warm-up calls:
+//   paced:        PACED calls (default 50), PAUSE ms apart (default 50): p50/p95/p99;
+//   back to back: N calls, one in flight: p50/p95/p99, calls/s;
+//   4, 16 in flight: N calls each: p50/p95/p99 of each call, calls/s;
+//   CPU per call over all those calls (>= 1,000 with N >= 317): from the cgroup counter, and
+//   user+sys from /proc as a cross-check (see cpuMeter below).
+// Usage: node bench.mjs [N=350]   (SANDBOXD_MCP_ARGS adds server options; BENCH_OUT=DIR also
+// writes DIR/mcp.json and DIR/mcp.md). bench/mcp runs it; `make bench` runs bench/mcp.
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
+import { hostname, cpus, release } from 'node:os';
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { stdoutOf } from './output.mjs';
 
-const N = Number(process.argv[2] || 100);
-const PAUSE = Number(process.env.PAUSE || 100);
-const pct = (xs, p) => xs[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))];
-const fmt = (xs) => `p50 ${pct(xs, 50).toFixed(1)} ms, p95 ${pct(xs, 95).toFixed(1)} ms, p99 ${pct(xs, 99).toFixed(1)} ms`;
+// Not helpers.mjs: it registers node:test hooks, which would print a TAP report.
+const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+const SANDBOXD = process.env.SANDBOXD || resolve(REPO, 'build/sandboxd');
+const SERVER_ARGS = ['mcp', ...(process.env.SANDBOXD_MCP_ARGS || '').split(' ').filter(Boolean)];
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-async function bench(warm) {
-  const { client } = await connect(['--warm', String(warm)]);
+const N = Number(process.argv[2] || 350);
+const PACED = Number(process.env.PACED ?? 50);
+const PAUSE = Number(process.env.PAUSE || 50);
+const ROOTFS = process.env.SANDBOXD_ROOTFS || resolve(REPO, 'rootfs/python-3.14-slim');
+const TICK = Number(execFileSync('getconf', ['CLK_TCK']).toString()) || 100;
+
+const pct = (xs, p) => xs[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))];
+const stats = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return { p50: pct(s, 50), p95: pct(s, 95), p99: pct(s, 99), n: s.length };
+};
+
+// The cgroup each server runs in, fresh, so that its counter covers the server, every process it
+// starts and the kernel work done in their context. sandboxd makes each sandbox's cgroup below
+// its own (in every v1 hierarchy, cpuacct included; on v2 below its cgroup), so they nest in this
+// one and are counted, removed ones too: cpuacct.usage and cpu.stat usage_usec are hierarchical and
+// keep what children used. The stub's bwrap processes stay in it. Needs root; null otherwise.
+// Not counted by either meter: kernel threads working on their behalf later (e.g. the network
+// namespace's teardown in a kworker).
+function cpuMeter(name) {
+  if (process.geteuid() !== 0) return null;
+  const mounts = readFileSync('/proc/self/mountinfo', 'utf8').split('\n');
+  let dir = null, read = null, kind = null;
+  for (const l of mounts) {
+    const [pre, post] = l.split(' - ');
+    if (!post) continue;
+    const [fstype, , opts] = post.split(' ');
+    const mnt = pre.split(' ')[4];
+    if (fstype === 'cgroup' && opts.split(',').includes('cpuacct')) {
+      dir = `${mnt}/${name}`;
+      read = () => Number(readFileSync(`${dir}/cpuacct.usage`, 'utf8')) / 1e6;
+      kind = `v1 cpuacct (${mnt})`;
+      break;
+    }
+  }
+  if (!dir && existsSync('/sys/fs/cgroup/cgroup.controllers')) {
+    dir = `/sys/fs/cgroup/${name}`;
+    read = () => Number(/usage_usec (\d+)/.exec(readFileSync(`${dir}/cpu.stat`, 'utf8'))[1]) / 1e3;
+    kind = 'v2 cpu.stat';
+  }
+  if (!dir) return null;
+  mkdirSync(dir);
+  return { dir, read, kind, procs: `${dir}/cgroup.procs` };
+}
+
+// The cross-check, from /proc, in ms: user+sys of the server and of the children it has reaped
+// (theirs include their own reaped children), plus what bench/subreaper.py, the server's parent,
+// reaped of the orphans below it (utime, stime, cutime, cstime of /proc/PID/stat).
+function times(pid) {
+  const f = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return f.slice(f.lastIndexOf(')') + 2).split(' ').slice(11, 15).map(Number);
+}
+function procCpu(reaper) {
+  const server = Number(readFileSync(`/proc/${reaper}/task/${reaper}/children`, 'utf8').split(' ')[0]);
+  const [, , cu, cs] = times(reaper);
+  const [u, s, scu, scs] = times(server);
+  return ((cu + cs + u + s + scu + scs) * 1000) / TICK;
+}
+
+async function start(server, cg) {
+  // The server runs below a subreaper, which joins the server's cgroup before it starts it.
+  const command = resolve(REPO, 'bench/subreaper.py');
+  const args = [...(cg ? ['--cgroup', cg.procs] : []), '--', server.command, ...server.args];
+  const transport = new StdioClientTransport({ command, args, env: { ...process.env }, stderr: 'inherit' });
+  const client = new Client({ name: 'sandboxd-bench', version: '1.0.0' });
+  await client.connect(transport);
+  return { client, transport };
+}
+
+async function inFlight(call, k, n) {
+  const lat = [];
+  let next = 0;
+  const t0 = Date.now();
+  await Promise.all(Array.from({ length: k }, async () => { while (next++ < n) lat.push(await call()); }));
+  return { ...stats(lat), rate: (n * 1000) / (Date.now() - t0) };
+}
+
+async function bench(server, idx) {
+  const cg = cpuMeter(`bench-mcp-${process.pid}-${idx}`);
+  const { client, transport } = await start(server, cg);
+  const pid = transport.pid;
   const call = async () => {
     const t0 = process.hrtime.bigint();
     const r = await client.callTool({ name: 'run_python', arguments: { code: 'print(1)' } });
-    if (stdoutOf(r) !== '1\n') throw new Error(JSON.stringify(r));
+    if (stdoutOf(r) !== '1\n') throw new Error(`${server.label}: ${JSON.stringify(r)}`);
     return Number(process.hrtime.bigint() - t0) / 1e6;
   };
-  for (let i = 0; i < 5; i++) await call(); // warm up page cache and the seccomp filter cache
-  await sleep(500);
-
-  const paced = [];
-  for (let i = 0; i < N; i++) {
-    await sleep(PAUSE);
-    paced.push(await call());
+  const res = { label: server.label, command: [server.command, ...server.args].join(' ') };
+  try {
+    for (let i = 0; i < 10; i++) await call(); // page cache, the seccomp filter cache, the pool
+    await sleep(500);
+    const cg0 = cg?.read(), proc0 = procCpu(pid);
+    const paced = [];
+    for (let i = 0; i < PACED; i++) {
+      await sleep(PAUSE);
+      paced.push(await call());
+    }
+    res.paced = { ...stats(paced), pause_ms: PAUSE };
+    await sleep(500);
+    res.serial = await inFlight(call, 1, N);
+    await sleep(500);
+    res.inflight4 = await inFlight(call, 4, N);
+    await sleep(500);
+    res.inflight16 = await inFlight(call, 16, N);
+    await sleep(1000); // the pool refilled, the last sandboxes reaped
+    const calls = PACED + 3 * N;
+    res.calls = calls;
+    if (cg) {
+      res.cpu_ms_per_call = (cg.read() - cg0) / calls;
+      res.cpu_meter = cg.kind;
+    }
+    res.cpu_ms_per_call_proc = (procCpu(pid) - proc0) / calls;
+  } finally {
+    await client.close();
+    if (cg) {
+      for (let i = 0; i < 50; i++) {
+        try { rmdirSync(cg.dir); break; } catch { await sleep(100); }
+      }
+      if (existsSync(cg.dir)) console.error(`bench: ${cg.dir} not empty after the server exited (a leak?)`);
+    }
   }
-  paced.sort((a, b) => a - b);
-
-  await sleep(500);
-  const serial = [];
-  let t0 = Date.now();
-  for (let i = 0; i < N; i++) serial.push(await call());
-  const serialRate = (N * 1000) / (Date.now() - t0);
-  serial.sort((a, b) => a - b);
-
-  await sleep(500);
-  t0 = Date.now();
-  let next = 0;
-  await Promise.all([0, 1, 2, 3].map(async () => { while (next++ < N) await call(); }));
-  const parallelRate = (N * 1000) / (Date.now() - t0);
-
-  console.log(`--warm ${warm}: run_python print(1), ${N} calls each:\n` +
-    `  paced (${PAUSE} ms apart): ${fmt(paced)}\n` +
-    `  serial: ${fmt(serial)}; ${serialRate.toFixed(1)} calls/s with 1 in flight\n` +
-    `  ${parallelRate.toFixed(1)} calls/s with 4 in flight`);
-  await client.close();
+  return res;
 }
 
-for (const w of (process.env.BENCH_WARM || '0 2').split(' ').filter(Boolean)) await bench(Number(w));
+const ms = (x) => (x === undefined ? '–' : x.toFixed(1));
+function table(rows) {
+  const head = ['server', 'p50 paced', 'p50 back to back', 'p95', 'p99', 'p50 4 in flight', 'p95', 'p99',
+    'p50 16 in flight', 'p95', 'p99', 'calls/s 4 in flight', 'calls/s 16', 'CPU ms/call (cgroup)', 'CPU ms/call (/proc)'];
+  const lines = [`| ${head.join(' | ')} |`, `|${head.map(() => '---').join('|')}|`];
+  for (const r of rows) {
+    lines.push(`| ${[r.label, ms(r.paced.p50), ms(r.serial.p50), ms(r.serial.p95), ms(r.serial.p99),
+      ms(r.inflight4.p50), ms(r.inflight4.p95), ms(r.inflight4.p99),
+      ms(r.inflight16.p50), ms(r.inflight16.p95), ms(r.inflight16.p99),
+      r.inflight4.rate.toFixed(0), r.inflight16.rate.toFixed(0),
+      r.cpu_ms_per_call === undefined ? '– (not root)' : r.cpu_ms_per_call.toFixed(2),
+      r.cpu_ms_per_call_proc.toFixed(2)].join(' | ')} |`);
+  }
+  return lines.join('\n');
+}
+
+const servers = (process.env.BENCH_WARM ?? '0 2 4').split(' ').filter(Boolean).map((w) => ({
+  label: `sandboxd mcp --warm ${w}`, command: SANDBOXD, args: [...SERVER_ARGS, '--warm', w],
+}));
+if (process.env.BENCH_STUB !== '0')
+  servers.push({ label: 'stub: one bwrap per call', command: 'python3',
+    args: [resolve(REPO, 'bench/bwrap-stub.py'), '--rootfs', ROOTFS] });
+
+const rows = [];
+for (const [i, s] of servers.entries()) {
+  rows.push(await bench(s, i));
+  console.error(`bench: ${s.label} done`);
+}
+const results = { date: new Date().toISOString().slice(0, 19), host: hostname(), kernel: release(),
+  cpus: cpus().length, n: N, paced: PACED, pause_ms: PAUSE, code: 'print(1)', servers: rows };
+const md = `run_python print(1), client-side latency in ms (${N} calls per phase, ${PACED} paced ` +
+  `${PAUSE} ms apart); CPU per call over ${rows[0]?.calls} calls per server\n\n${table(rows)}\n`;
+console.log(md);
+if (process.env.BENCH_OUT) {
+  mkdirSync(process.env.BENCH_OUT, { recursive: true });
+  writeFileSync(`${process.env.BENCH_OUT}/mcp.json`, JSON.stringify(results, null, 1) + '\n');
+  writeFileSync(`${process.env.BENCH_OUT}/mcp.md`, md);
+  console.log(`saved ${process.env.BENCH_OUT}/mcp.json and mcp.md`);
+}
