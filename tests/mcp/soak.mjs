@@ -1,6 +1,8 @@
 // Soak (a bench mode, not part of make check): N run_python calls through the SDK client, a mix
 // of ok, failing, timing-out and cancelled ones, 4 in flight. sandboxd's fd count, RSS, cgroup
-// count and the host's mount count are sampled before, during and after, and must stay flat.
+// count and the host's mount count are sampled before, during (every 500 calls) and after, and
+// must stay flat; the trend is printed (RSS and fds per sample, latency of the ok calls by
+// decile of the run: p50/p95, which must not climb either, judged by eye: no timing assertion).
 // Usage: node soak.mjs [N=10000]   (from tests/mcp; `make soak` runs it). Exit 1 if anything grew.
 import { readFileSync, readdirSync, existsSync } from 'node:fs';
 import { connect, sleep } from './helpers.mjs';
@@ -37,6 +39,7 @@ const before = sample(pid);
 const samples = [before];
 const counts = { ok: 0, error: 0, timeout: 0, cancel: 0, unexpected: 0 };
 let next = 0;
+const okLatency = []; // [call index, ms]
 const t0 = Date.now();
 
 async function worker() {
@@ -53,7 +56,9 @@ async function worker() {
           .then(() => counts.unexpected++, () => counts.cancel++);
         continue;
       }
+      const t0 = process.hrtime.bigint();
       const r = await client.callTool({ name: 'run_python', arguments: args });
+      if (kind === 'ok') okLatency.push([i, Number(process.hrtime.bigint() - t0) / 1e6]);
       const st = r.structuredContent?.status;
       if ((kind === 'ok' && st === 'ok') || (kind === 'error' && st === 'error') || (kind === 'timeout' && st === 'timeout'))
         counts[kind]++;
@@ -83,6 +88,15 @@ if (after.rss_kib > before.rss_kib + 2048) grew.push(`rss ${before.rss_kib} -> $
 if (counts.unexpected) grew.push(`${counts.unexpected} unexpected results`);
 const maxRss = Math.max(...samples.map((s) => s.rss_kib));
 console.log(`max RSS ${maxRss} KiB over ${samples.length} samples`);
+console.log(`trend, RSS KiB per sample: ${samples.map((s) => s.rss_kib).join(' ')}`);
+console.log(`trend, fds per sample: ${samples.map((s) => s.fds).join(' ')}`);
+const pct = (xs, p) => xs[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))];
+const deciles = [];
+for (let d = 0; d < 10; d++) {
+  const xs = okLatency.filter(([i]) => Math.floor((i * 10) / N) === d).map(([, ms]) => ms).sort((a, b) => a - b);
+  deciles.push(xs.length ? `${pct(xs, 50).toFixed(1)}/${pct(xs, 95).toFixed(1)}` : '-');
+}
+console.log(`trend, ok-call latency p50/p95 ms by decile of the run: ${deciles.join(' ')}`);
 if (grew.length) {
   console.log('soak: FAILED:', grew.join('; '));
   process.exit(1);
