@@ -171,6 +171,7 @@ DEB_ARCH = $(shell dpkg --print-architecture 2>/dev/null)
 deb: all
 	scripts/deb/build-deb $(BUILD) $(BUILD)/sandboxd_$(DEB_VERSION)_$(DEB_ARCH).deb
 
+# make bench writes bench/results/; bench/readme-figures then puts them into README.md and bench/*.svg.
 # BENCH_USER: an unprivileged user to also run bwrap and sandboxd as (default: sbxtest, if it exists).
 BENCH_USER ?= $(shell id -u sbxtest >/dev/null 2>&1 && echo sbxtest)
 bench: all rootfs rootfs-data
