@@ -4,6 +4,7 @@
 #include "policy.h"
 
 #include <stdbool.h>
+#include <string.h>
 
 #include "util.h"
 
@@ -59,14 +60,22 @@ static void fmt_budgets(strbuf_t *sb, const struct sbx_budgets *b, bool comments
                    comments ? "RLIMIT_MEMLOCK: locked memory, SHM_LOCK" : NULL);
 }
 
+/* Appends, not printf: this runs per rule (~400) on every exec, for the policy's hash. */
+static void append(strbuf_t *sb, const char *s)
+{
+  strbuf_append(sb, s, strlen(s));
+}
+
 static void fmt_action(strbuf_t *sb, enum sbx_action a, int e)
 {
-  if (a == SBX_ACT_ALLOW)
-    strbuf_printf(sb, "allow");
-  else if (a == SBX_ACT_KILL)
-    strbuf_printf(sb, "kill");
-  else
-    strbuf_printf(sb, "errno %s", policy_errno_name(e));
+  if (a == SBX_ACT_ALLOW) {
+    append(sb, "allow");
+  } else if (a == SBX_ACT_KILL) {
+    append(sb, "kill");
+  } else {
+    append(sb, "errno ");
+    append(sb, policy_errno_name(e));
+  }
 }
 
 static char *format(const struct sbx_policy *p, bool comments)
@@ -133,14 +142,20 @@ static char *format(const struct sbx_policy *p, bool comments)
   strbuf_printf(&sb, "\nseccomp_badarch ");
   fmt_action(&sb, p->badarch_action, 0);
   strbuf_printf(&sb, "\n");
+  /* Each group's rules in file order: the first rule not yet written is where the next scan
+   * starts (rules come mostly grouped), so this is not groups x rules. */
+  size_t first = 0;
   for (size_t g = 0; g < p->n_groups; g++) {
     strbuf_printf(&sb, "group %s \"%s\"\n", p->groups[g].name, p->groups[g].reason);
-    for (size_t i = 0; i < p->n_rules; i++) {
+    while (first < p->n_rules && p->rules[first].group < g)
+      first++;
+    for (size_t i = first; i < p->n_rules; i++) {
       const struct sbx_rule *r = &p->rules[i];
       if (r->group != g)
         continue;
       fmt_action(&sb, r->action, r->errno_value);
-      strbuf_printf(&sb, " %s", r->syscall);
+      append(&sb, " ");
+      append(&sb, r->syscall);
       if (r->cmp == SBX_CMP_EQ32)
         strbuf_printf(&sb, " when arg%u == 0x%llx", r->arg, (unsigned long long) r->value);
       else if (r->cmp == SBX_CMP_MASKED_EQ)
@@ -148,7 +163,7 @@ static char *format(const struct sbx_policy *p, bool comments)
                       (unsigned long long) r->value);
       if (comments && r->cond_text)
         strbuf_printf(&sb, "   # %s", r->cond_text);
-      strbuf_printf(&sb, "\n");
+      append(&sb, "\n");
     }
   }
   return sb.data;
