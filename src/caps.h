@@ -1,4 +1,4 @@
-/* Capabilities, through libcap-ng. */
+/* Capabilities: prctl, capset and capget. */
 #ifndef SBX_CAPS_H
 #define SBX_CAPS_H
 
