@@ -184,15 +184,17 @@ void cg_sweep(const char *base, bool v2)
   if (!d)
     return;
   struct dirent *e;
+  const pid_t self = getpid();
   while ((e = readdir(d))) {
     int pid;
     char rest[64];
-    if (sscanf(e->d_name, "sandboxd-%d-%63s", &pid, rest) != 2 || pid <= 0)
+    if (strncmp(e->d_name, "sandboxd-", 9) != 0 || sscanf(e->d_name, "sandboxd-%d-%63s", &pid, rest) != 2 ||
+        pid <= 0)
       continue;
     /* Stale only if that process is gone. A live process of that pid is left alone even if it is
      * not sandboxd (pid reuse): better a late sweep than killing someone's sandboxes (sandboxd
      * under valgrind, or renamed, is not called "sandboxd"). */
-    if (pid == getpid() || kill(pid, 0) == 0 || errno != ESRCH)
+    if (pid == self || kill(pid, 0) == 0 || errno != ESRCH)
       continue;
     char dir[PATH_MAX + 300];
     if (bufprintf(dir, sizeof dir, NULL, "%s/%s", base, e->d_name) < 0)
