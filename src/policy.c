@@ -173,9 +173,13 @@ struct parser {
   bool seen_default, seen_badarch, seen_proxy, seen_host_ids, seen_network, seen_max_network;
   long current_group; /* -1 before the first group line */
   sbx_error_t *err;
-  /* The rules by name: chains through `next` from a bucket of name_hash, each index + 1 (0 ends a
-   * chain), so add_rule compares a rule only with those of the same name (not all ~400: that
-   * was a sixth of a parse). `cap` is the rules array's allocated length. */
+  struct rule_index *idx; /* shared with an include's parser */
+};
+
+/* The rules by name: chains through `next` from a bucket of name_hash, each index + 1 (0 ends a
+ * chain), so add_rule compares a rule only with those of the same name (not all ~400: that was a
+ * sixth of a parse). `cap` is the rules array's allocated length. */
+struct rule_index {
   uint32_t bucket[256];
   uint32_t *next;
   size_t cap;
@@ -271,7 +275,8 @@ static int add_rule(struct parser *ps, const char *syscall, enum sbx_action acti
     h = (h ^ (unsigned char) *c) * 16777619u;
   /* Combinations libseccomp cannot express faithfully are refused here, not silently merged:
    * an unconditional rule would replace every conditional rule of the same call. */
-  for (uint32_t i = ps->bucket[h % 256]; i; i = ps->next[i - 1]) {
+  struct rule_index *x = ps->idx;
+  for (uint32_t i = x->bucket[h % 256]; i; i = x->next[i - 1]) {
     const struct sbx_rule *r = &p->rules[i - 1];
     if (r->name_hash != h || strcmp(r->syscall, syscall) != 0)
       continue;
@@ -292,20 +297,20 @@ static int add_rule(struct parser *ps, const char *syscall, enum sbx_action acti
   }
   if (p->n_rules >= POLICY_MAX_RULES)
     return perr(ps, "too many rules (at most %d)", POLICY_MAX_RULES);
-  if (p->n_rules == ps->cap) {
-    size_t cap = ps->cap ? 2 * ps->cap : 256;
+  if (p->n_rules == x->cap) {
+    size_t cap = x->cap ? 2 * x->cap : 256;
     struct sbx_rule *rules = realloc(p->rules, cap * sizeof *rules);
     if (rules)
       p->rules = rules;
-    uint32_t *next = rules ? realloc(ps->next, cap * sizeof *next) : NULL;
+    uint32_t *next = rules ? realloc(x->next, cap * sizeof *next) : NULL;
     if (!next)
       return perr(ps, "out of memory");
-    ps->next = next;
-    ps->cap = cap;
+    x->next = next;
+    x->cap = cap;
   }
   struct sbx_rule *r = &p->rules[p->n_rules];
-  ps->next[p->n_rules] = ps->bucket[h % 256];
-  ps->bucket[h % 256] = (uint32_t) p->n_rules + 1;
+  x->next[p->n_rules] = x->bucket[h % 256];
+  x->bucket[h % 256] = (uint32_t) p->n_rules + 1;
   *r = (struct sbx_rule){
       .syscall = strdup(syscall),
       .name_hash = h,
@@ -847,14 +852,15 @@ int policy_parse_string(const char *text, const char *file, const char *dir, str
   struct sbx_policy *p = calloc(1, sizeof *p);
   if (!p)
     return sbx_error_set(err, ENOMEM, "policy");
-  struct parser ps = {.p = p, .file = file, .current_group = -1, .err = err};
+  struct rule_index idx = {0};
+  struct parser ps = {.p = p, .file = file, .current_group = -1, .err = err, .idx = &idx};
   /* A fragment (*.inc, what `include` names) is checked on its own without the completeness
    * rules; it cannot be used as a policy. */
   size_t flen = strlen(file);
   bool fragment = flen > 4 && strcmp(file + flen - 4, ".inc") == 0;
   bool ok =
       (p->path = strdup(file)) && parse_text(&ps, text, dir) == 0 && (fragment || check_complete(&ps) == 0);
-  free(ps.next);
+  free(idx.next);
   if (!ok) {
     policy_free(p);
     return -1;

@@ -2,8 +2,10 @@
  * (policy_format.c) and limit resolution. */
 #include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "cleanup.h"
@@ -509,9 +511,51 @@ static void test_network_errors(void)
   CHECK(replaced_fails_with("max_network none\n", line, "the reason is longer than 200 bytes"));
 }
 
+/* Rules from an include and from the including file are one set: a name the include gave a rule
+ * cannot get another after it, and more rules than the first allocation (256) across both are
+ * kept (the include's parser shares the name index with the including file's). */
+static void test_include_shares_rules(void)
+{
+  char dir[] = "/tmp/sbx-test-policy-XXXXXX";
+  CHECK(mkdtemp(dir) != NULL);
+  char inc[sizeof dir + 16];
+  snprintf(inc, sizeof inc, "%s/rules.inc", dir);
+  FILE *f = fopen(inc, "w");
+  CHECK(f != NULL);
+  if (!f)
+    return;
+  fprintf(f, "sandboxd-policy 1\ngroup inc \"many\"\n");
+  for (int i = 0; i < 300; i++)
+    fprintf(f, "allow sys%d\n", i);
+  fclose(f);
+  const char *tails[] = {"include rules.inc\nallow sys5\n", "include rules.inc\nallow read\n",
+                         "include rules.inc\nallow fresh1 fresh2\n"};
+  for (int t = 0; t < 3; t++) {
+    size_t n = strlen(base) + strlen(tails[t]) + 1;
+    char *text = malloc(n);
+    snprintf(text, n, "%s%s", base, tails[t]);
+    struct sbx_policy *p = NULL;
+    sbx_error_t err = {0};
+    int rc = policy_parse_string(text, "t.policy", dir, &p, &err);
+    if (t < 2) {
+      CHECK(rc < 0 && strstr(err.msg, "already has a rule"));
+    } else {
+      CHECK(rc == 0 && p && p->n_rules == 2 + 300 + 2);
+      CHECK(p && strcmp(p->rules[2 + 299].syscall, "sys299") == 0 &&
+            strcmp(p->rules[303].syscall, "fresh2") == 0);
+    }
+    if (p)
+      policy_free(p);
+    free(text);
+  }
+  unlink(inc);
+  rmdir(dir);
+}
+
 int main(void)
 {
   test_valid();
+  test_include_shares_rules();
   test_errors();
   test_conditions();
   test_roundtrip();
