@@ -166,7 +166,10 @@ function table(rows) {
 const servers = (process.env.BENCH_WARM ?? '0 2 4').split(' ').filter(Boolean).map((w) => ({
   label: `sandboxd mcp --warm ${w}`, command: SANDBOXD, args: [...SERVER_ARGS, '--warm', w],
 }));
-if (process.env.BENCH_STUB !== '0')
+const hasBwrap = (() => { try { execFileSync('sh', ['-c', 'command -v bwrap'], { stdio: 'ignore' }); return true; } catch { return false; } })();
+if (process.env.BENCH_STUB !== '0' && !hasBwrap)
+  console.error('bench: no bwrap (scripts/install-deps installs bubblewrap): the stub row is left out');
+else if (process.env.BENCH_STUB !== '0')
   servers.push({ label: 'stub: one bwrap per call', command: 'python3',
     args: [resolve(REPO, 'bench/bwrap-stub.py'), '--rootfs', ROOTFS] });
 
