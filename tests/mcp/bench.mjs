@@ -70,7 +70,10 @@ function cpuMeter(name) {
 
 // The cross-check, from /proc, in ms: user+sys of the server and of the children it has reaped
 // (theirs include their own reaped children), plus what bench/subreaper.py, the server's parent,
-// reaped of the orphans below it (utime, stime, cutime, cstime of /proc/PID/stat).
+// reaped of the orphans below it (utime, stime, cutime, cstime of /proc/PID/stat). It is a lower
+// bound: a process the kernel kills when its pid namespace's pid 1 exits is reaped by that dying
+// pid 1 and its time reaches no ancestor's cutime (`unshare --pid --fork sh -c 'busy & sleep
+// 0.3'`: 300 ms in the cgroup, 55 ms in rusage), which is how a sandbox's leftovers end.
 function times(pid) {
   const f = readFileSync(`/proc/${pid}/stat`, 'utf8');
   return f.slice(f.lastIndexOf(')') + 2).split(' ').slice(11, 15).map(Number);
