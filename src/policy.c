@@ -174,6 +174,7 @@ struct parser {
   long current_group; /* -1 before the first group line */
   sbx_error_t *err;
   struct rule_index *idx; /* shared with an include's parser */
+  const char *file_kept;  /* file, as kept in p->rule_files once a rule names it */
 };
 
 /* The rules by name: chains through `next` from a bucket of name_hash, each index + 1 (0 ends a
@@ -308,6 +309,11 @@ static int add_rule(struct parser *ps, const char *syscall, enum sbx_action acti
     x->next = next;
     x->cap = cap;
   }
+  if (!ps->file_kept) {
+    if (push_str(&p->rule_files, &p->n_rule_files, ps->file) < 0)
+      return perr(ps, "out of memory");
+    ps->file_kept = p->rule_files[p->n_rule_files - 1];
+  }
   struct sbx_rule *r = &p->rules[p->n_rules];
   x->next[p->n_rules] = x->bucket[h % 256];
   x->bucket[h % 256] = (uint32_t) p->n_rules + 1;
@@ -322,10 +328,10 @@ static int add_rule(struct parser *ps, const char *syscall, enum sbx_action acti
       .value = value,
       .cond_text = cond ? strdup(cond) : NULL,
       .group = (size_t) ps->current_group,
-      .file = strdup(ps->file),
+      .file = ps->file_kept,
       .line = ps->line,
   };
-  if (!r->syscall || !r->file || (cond && !r->cond_text))
+  if (!r->syscall || (cond && !r->cond_text))
     return perr(ps, "out of memory");
   p->n_rules++;
   return 0;
@@ -520,6 +526,7 @@ static int parse_include(struct parser *ps, char **w, int n, const char *dir)
     return sbx_error_prefix(ps->err, "%s:%d", ps->file, ps->line);
   struct parser sub = *ps;
   sub.file = path;
+  sub.file_kept = NULL;
   sub.line = 0;
   sub.depth = ps->depth + 1;
   sub.current_group = -1;
@@ -909,9 +916,9 @@ void policy_free(struct sbx_policy *p)
   for (size_t i = 0; i < p->n_rules; i++) {
     free(p->rules[i].syscall);
     free(p->rules[i].cond_text);
-    free(p->rules[i].file);
   }
   free(p->rules);
+  free_strv(p->rule_files, p->n_rule_files);
   free(p);
 }
 

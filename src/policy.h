@@ -34,9 +34,9 @@ struct sbx_rule {
   enum sbx_cmp cmp;
   unsigned arg;
   uint64_t mask, value;
-  char *cond_text; /* the condition as written, for `policy show`; NULL if none */
-  size_t group;    /* index into groups */
-  char *file;      /* where it was defined, for diagnostics */
+  char *cond_text;  /* the condition as written, for `policy show`; NULL if none */
+  size_t group;     /* index into groups */
+  const char *file; /* where it was defined, for diagnostics (one of rule_files) */
   int line;
 };
 
@@ -143,6 +143,8 @@ struct sbx_policy {
   size_t n_groups;
   struct sbx_rule *rules;
   size_t n_rules;
+  char **rule_files; /* the files the rules came from, one copy each */
+  size_t n_rule_files;
 
   char sha256[65]; /* of the canonical text printed by policy_format() */
 };
