@@ -1,4 +1,4 @@
-/* Capabilities: prctl, capset and capget. */
+/* Capabilities, through libcap-ng. */
 #ifndef SBX_CAPS_H
 #define SBX_CAPS_H
 
