@@ -1,10 +1,11 @@
 /* SHA-256: the padding and length here; the 64-byte block function is the CPU's SHA extensions
- * (x86-64 SHA-NI, as glibc's loader found the CPU) or the portable one below, FIPS 180-4 as
- * written. Why not libmd, as before: the policy's hash (10 KB of canonical text) and the seccomp
- * cache's HMAC are hashed on every exec, and its C rounds cost ~3,700 instructions a block there,
- * most of exec's own hashing time (SHA-NI: 5x less CPU); and a library fewer to map per exec. */
+ * (x86-64 SHA-NI, as glibc's loader found the CPU) or libmd's SHA256Transform. Why not libmd alone: the
+ * policy's hash (10 KB of canonical text) and the seccomp cache's HMAC are hashed on every exec,
+ * and libmd's C rounds cost ~3,700 instructions a block there, most of exec's own hashing time;
+ * SHA-NI does a block in a few hundred. */
 #include "sha256.h"
 
+#include <sha2.h>
 #include <stdbool.h>
 #include <string.h>
 
@@ -15,6 +16,13 @@
 
 typedef void block_fn(uint32_t h[8], const uint8_t *data, size_t nblocks);
 
+static void block_portable(uint32_t h[8], const uint8_t *data, size_t nblocks)
+{
+  for (; nblocks; nblocks--, data += 64)
+    SHA256Transform(h, data);
+}
+
+#if defined(__x86_64__)
 static const uint32_t K[64] = {
     0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
     0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
@@ -26,45 +34,6 @@ static const uint32_t K[64] = {
     0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
 };
 
-#define ROR(x, n) (((x) >> (n)) | ((x) << (32 - (n))))
-
-static void block_portable(uint32_t h[8], const uint8_t *data, size_t nblocks)
-{
-  for (; nblocks; nblocks--, data += 64) {
-    uint32_t w[64];
-    for (int i = 0; i < 16; i++)
-      w[i] = (uint32_t) data[4 * i] << 24 | (uint32_t) data[4 * i + 1] << 16 |
-             (uint32_t) data[4 * i + 2] << 8 | data[4 * i + 3];
-    for (int i = 16; i < 64; i++) {
-      uint32_t s0 = ROR(w[i - 15], 7) ^ ROR(w[i - 15], 18) ^ (w[i - 15] >> 3);
-      uint32_t s1 = ROR(w[i - 2], 17) ^ ROR(w[i - 2], 19) ^ (w[i - 2] >> 10);
-      w[i] = w[i - 16] + s0 + w[i - 7] + s1;
-    }
-    uint32_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6], hh = h[7];
-    for (int i = 0; i < 64; i++) {
-      uint32_t t1 = hh + (ROR(e, 6) ^ ROR(e, 11) ^ ROR(e, 25)) + ((e & f) ^ (~e & g)) + K[i] + w[i];
-      uint32_t t2 = (ROR(a, 2) ^ ROR(a, 13) ^ ROR(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
-      hh = g;
-      g = f;
-      f = e;
-      e = d + t1;
-      d = c;
-      c = b;
-      b = a;
-      a = t1 + t2;
-    }
-    h[0] += a;
-    h[1] += b;
-    h[2] += c;
-    h[3] += d;
-    h[4] += e;
-    h[5] += f;
-    h[6] += g;
-    h[7] += hh;
-  }
-}
-
-#if defined(__x86_64__)
 /* Intel's SHA extensions: the state as ABEF and CDGH, two rounds per sha256rnds2, the message
  * schedule by sha256msg1/msg2, four words (one __m128i) at a time. */
 __attribute__((target("sha,sse4.1"))) static void block_shani(uint32_t h[8], const uint8_t *data,

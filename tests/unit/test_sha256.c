@@ -1,5 +1,5 @@
 /* Unit tests for src/sha256.c: FIPS 180-4 / RFC 4231 vectors through sha256_hex and
- * hmac_sha256_hex, and the CPU's block function (SHA-NI) against the portable one for
+ * hmac_sha256_hex, and the CPU's block function (SHA-NI) against the portable one (libmd's) for
  * every length up to 600 bytes, fed whole and in pieces (the buffering across blocks). */
 #include <stdint.h>
 #include <stdlib.h>
@@ -49,7 +49,7 @@ static int vectors(void)
 int main(void)
 {
   int fast = sha256_force_portable(0);
-  printf("test_sha256: block function: %s\n", fast ? "SHA-NI" : "portable");
+  printf("test_sha256: block function: %s\n", fast ? "SHA-NI" : "portable (libmd)");
   CHECK(vectors());
   sha256_force_portable(1);
   CHECK(vectors());
