@@ -1,5 +1,5 @@
 /* SHA-256: the padding and length here; the 64-byte block function is the CPU's SHA extensions
- * (x86-64 SHA-NI, as glibc's loader found the CPU) or libmd's SHA256Transform. Why not libmd alone: the
+ * (x86-64 SHA-NI, checked with cpuid once) or libmd's SHA256Transform. Why not libmd alone: the
  * policy's hash (10 KB of canonical text) and the seccomp cache's HMAC are hashed on every exec,
  * and libmd's C rounds cost ~3,700 instructions a block there, most of exec's own hashing time;
  * SHA-NI does a block in a few hundred. */
@@ -10,8 +10,8 @@
 #include <string.h>
 
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
-#include <sys/platform/x86.h>
 #endif
 
 typedef void block_fn(uint32_t h[8], const uint8_t *data, size_t nblocks);
@@ -72,11 +72,12 @@ __attribute__((target("sha,sse4.1"))) static void block_shani(uint32_t h[8], con
   _mm_storeu_si128((__m128i *) &h[4], st1);
 }
 
-/* What the dynamic loader found at startup (glibc 2.33+): no cpuid of our own, which a VM
- * traps to the hypervisor. */
 static bool cpu_has_shani(void)
 {
-  return CPU_FEATURE_ACTIVE(SHA) && CPU_FEATURE_ACTIVE(SSSE3) && CPU_FEATURE_ACTIVE(SSE4_1);
+  unsigned a, b, c, d;
+  if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_SSSE3) || !(c & bit_SSE4_1))
+    return false;
+  return __get_cpuid_count(7, 0, &a, &b, &c, &d) && (b & bit_SHA);
 }
 #endif
 
