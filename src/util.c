@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sha2.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,7 +11,6 @@
 #include <unistd.h>
 
 #include "cleanup.h"
-#include "sha256.h"
 
 int parse_u64(const char *s, uint64_t *ret)
 {
@@ -242,10 +242,10 @@ void strbuf_free(strbuf_t *sb)
   sb->len = sb->cap = 0;
 }
 
-static void digest_hex(const uint8_t d[SBX_SHA256_LEN], char out[65])
+static void digest_hex(const uint8_t d[SHA256_DIGEST_LENGTH], char out[65])
 {
   static const char hex[] = "0123456789abcdef";
-  for (int i = 0; i < SBX_SHA256_LEN; i++) {
+  for (int i = 0; i < SHA256_DIGEST_LENGTH; i++) {
     out[2 * i] = hex[d[i] >> 4];
     out[2 * i + 1] = hex[d[i] & 15];
   }
@@ -254,11 +254,11 @@ static void digest_hex(const uint8_t d[SBX_SHA256_LEN], char out[65])
 
 void sha256_hex(const void *data, size_t len, char out[65])
 {
-  struct sbx_sha256 ctx;
-  uint8_t d[SBX_SHA256_LEN];
-  sha256_init(&ctx);
-  sha256_update(&ctx, data, len);
-  sha256_final(&ctx, d);
+  SHA2_CTX ctx;
+  uint8_t d[SHA256_DIGEST_LENGTH];
+  SHA256Init(&ctx);
+  SHA256Update(&ctx, data, len);
+  SHA256Final(d, &ctx);
   digest_hex(d, out);
 }
 
@@ -295,27 +295,27 @@ char *base64_encode(const void *data, size_t len, size_t *ret_len)
 /* RFC 2104 with SHA-256 (block 64 bytes); keys longer than a block are hashed first. */
 void hmac_sha256_hex(const void *key, size_t key_len, const void *data, size_t len, char out[65])
 {
-  uint8_t k[64] = {0}, pad[64], inner[SBX_SHA256_LEN], d[SBX_SHA256_LEN];
-  struct sbx_sha256 ctx;
+  uint8_t k[64] = {0}, pad[64], inner[SHA256_DIGEST_LENGTH], d[SHA256_DIGEST_LENGTH];
+  SHA2_CTX ctx;
   if (key_len > sizeof k) {
-    sha256_init(&ctx);
-    sha256_update(&ctx, key, key_len);
-    sha256_final(&ctx, k);
+    SHA256Init(&ctx);
+    SHA256Update(&ctx, key, key_len);
+    SHA256Final(k, &ctx);
   } else if (key_len) {
     memcpy(k, key, key_len);
   }
   for (size_t i = 0; i < sizeof pad; i++)
     pad[i] = k[i] ^ 0x36;
-  sha256_init(&ctx);
-  sha256_update(&ctx, pad, sizeof pad);
-  sha256_update(&ctx, data, len);
-  sha256_final(&ctx, inner);
+  SHA256Init(&ctx);
+  SHA256Update(&ctx, pad, sizeof pad);
+  SHA256Update(&ctx, data, len);
+  SHA256Final(inner, &ctx);
   for (size_t i = 0; i < sizeof pad; i++)
     pad[i] = k[i] ^ 0x5c;
-  sha256_init(&ctx);
-  sha256_update(&ctx, pad, sizeof pad);
-  sha256_update(&ctx, inner, sizeof inner);
-  sha256_final(&ctx, d);
+  SHA256Init(&ctx);
+  SHA256Update(&ctx, pad, sizeof pad);
+  SHA256Update(&ctx, inner, sizeof inner);
+  SHA256Final(d, &ctx);
   digest_hex(d, out);
 }
 
@@ -324,9 +324,9 @@ int sha256_file_hex(const char *path, char out[65], sbx_error_t *err)
   _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0)
     return sbx_error_errno(err, "open `%s`", path);
-  struct sbx_sha256 ctx;
-  uint8_t d[SBX_SHA256_LEN], buf[65536];
-  sha256_init(&ctx);
+  SHA2_CTX ctx;
+  uint8_t d[SHA256_DIGEST_LENGTH], buf[65536];
+  SHA256Init(&ctx);
   for (;;) {
     ssize_t n = read(fd, buf, sizeof buf);
     if (n < 0 && errno == EINTR)
@@ -335,9 +335,9 @@ int sha256_file_hex(const char *path, char out[65], sbx_error_t *err)
       return sbx_error_errno(err, "read `%s`", path);
     if (n == 0)
       break;
-    sha256_update(&ctx, buf, (size_t) n);
+    SHA256Update(&ctx, buf, (size_t) n);
   }
-  sha256_final(&ctx, d);
+  SHA256Final(d, &ctx);
   digest_hex(d, out);
   return 0;
 }
