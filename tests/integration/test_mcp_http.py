@@ -542,3 +542,25 @@ def test_no_server_socket_reaches_the_sandbox(srv):
     for x in held:
         x.close()
     assert got["structuredContent"]["stdout"] == want["structuredContent"]["stdout"], (got, want)
+
+
+def test_bodies_in_flight_are_bounded(srv):
+    """Bodies being read count against 16 messages' worth (--max-message-size): uploads that
+    stall cannot make the server hold more."""
+    s = srv("--stateless", "--max-message-size", "1K")
+    head = (b"POST /mcp HTTP/1.1\r\nHost: x\r\nAccept: " + ACCEPT.encode() +
+            b"\r\nContent-Type: application/json\r\nContent-Length: 1024\r\n\r\n")
+    held = []
+    for _ in range(16):
+        held.append(socket.create_connection((s.host, s.port)))
+        held[-1].sendall(head + b"{")  # and no more
+    time.sleep(0.3)
+    st, h, body = s.post({"jsonrpc": "2.0", "id": 1, "method": "ping"})
+    assert st == 503 and b"request bodies" in body, (st, body)
+    held.pop().close()
+    deadline = time.monotonic() + 5
+    while not s.alive():
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    for x in held:
+        x.close()
