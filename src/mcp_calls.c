@@ -770,6 +770,7 @@ int call_enqueue(struct server *srv, const char *id, const struct mcp_tool_args 
   c->lang = a->lang;
   c->client = srv->client;
   c->route = srv->route;
+  c->protocol = srv->protocol;
   if (srv->client_name)
     bufprintf_cut(c->client_name, sizeof c->client_name, "%s", srv->client_name);
   audit_new_request_id(c->request_id);

@@ -40,6 +40,9 @@
 #define WELL_KNOWN "/.well-known/oauth-protected-resource"
 /* A stream whose client reads nothing gets no more notifications past this (its answer still). */
 #define STREAM_NOTE_MAX (1u << 20)
+/* An open GET stream gets a comment this often when nothing else is sent: proxies in front keep it
+ * (nginx's proxy_read_timeout is 60 s), and a client that vanished without closing is found. */
+#define KEEPALIVE_NS (25ULL * 1000000000ULL)
 /* fds kept for everything but connections: sandboxes (pidfd, pipes, bridge), host servers, logs. */
 #define FD_RESERVE_BASE 256
 #define FD_RESERVE_PER_CALL 16
@@ -57,7 +60,7 @@ struct exchange {
   bool suspended; /* waits: MHD does not watch it, we poll its socket */
   bool gone;      /* the client hung up */
   bool done;      /* its answer (or the stream's last event) is in out */
-  bool too_large; /* the body passed --max-message-size */
+  size_t held;    /* body bytes counted in body_bytes */
   bool new_session;
   struct http_session *sess; /* NULL: stateless, or the session has ended */
   int principal;
@@ -65,7 +68,8 @@ struct exchange {
   strbuf_t body;
   strbuf_t out;
   size_t out_off;
-  char name[48]; /* the client, for audit records */
+  char name[48];    /* the client, for audit records */
+  uint64_t sent_ns; /* a GET stream: when it was last given something */
 };
 
 struct mcp_http {
@@ -77,6 +81,9 @@ struct mcp_http {
   struct http_sessions sessions;
   struct exchange *xs;
   size_t n_xs, n_streams, n_suspended;
+  /* Request bodies being read, together: many clients' uploads at once are bounded as the calls'
+   * code is (CODE_HELD_MESSAGES messages). */
+  size_t body_bytes, body_budget;
   uint64_t next_id;
   int epoll_fd;
   /* MHD takes its listening socket out of its epoll set at the connection limit and puts it back
@@ -130,6 +137,7 @@ static void exchange_free(struct mcp_http *h, struct exchange *x)
       x->sess->get_route = 0;
   }
   free(x->req_id);
+  h->body_bytes -= x->held;
   strbuf_free(&x->body);
   strbuf_free(&x->out);
   free(x);
@@ -144,6 +152,7 @@ static bool is_notification(const char *msg, size_t len)
 
 static int stream_event(struct exchange *x, const char *msg, size_t len)
 {
+  x->sent_ns = now_ns();
   if (strbuf_append(&x->out, "event: message\ndata: ", 21) < 0 || strbuf_append(&x->out, msg, len) < 0 ||
       strbuf_append(&x->out, "\n\n", 2) < 0)
     return -1;
@@ -429,6 +438,7 @@ static enum MHD_Result on_get(struct exchange *x)
     return refuse(x, MHD_HTTP_SERVICE_UNAVAILABLE, MHD_HTTP_HEADER_RETRY_AFTER, "5",
                   "Service Unavailable: too many open streams (--max-streams)");
   x->get = x->sse = true;
+  x->sent_ns = now_ns();
   h->n_streams++;
   x->sess->get_route = x->id;
   return start_stream(x);
@@ -469,9 +479,16 @@ static enum MHD_Result on_post_begin(struct exchange *x)
                   h->srv->max_message);
     return refuse(x, MHD_HTTP_CONTENT_TOO_LARGE, MHD_HTTP_HEADER_CONNECTION, "close", msg);
   }
+  if (clen && parse_u64(clen, &v) == 0 && h->body_bytes + v > h->body_budget)
+    return refuse(x, MHD_HTTP_SERVICE_UNAVAILABLE, MHD_HTTP_HEADER_RETRY_AFTER, "1",
+                  "Service Unavailable: too many request bodies being read at once");
   enum MHD_Result ret;
   if (find_session(x, false, &ret) < 0)
     return ret;
+  if (clen && parse_u64(clen, &v) == 0) { /* reserved before it is read */
+    x->held = (size_t) v;
+    h->body_bytes += x->held;
+  }
   x->state = X_BODY;
   return MHD_YES;
 }
@@ -522,6 +539,13 @@ static void dispatch(struct mcp_http *h, struct exchange *x, const struct jsonrp
   srv->client = x->sess ? x->sess->num : x->id;
   srv->route = x->id;
   srv->client_name = x->name;
+  /* The version is each request's (MCP-Protocol-Version; absent, as before initialize), not the
+   * latest initialize of any client. */
+  const char *version = header(x, "MCP-Protocol-Version");
+  srv->protocol = NULL;
+  for (size_t i = 0; version && mcp_protocol_versions[i]; i++)
+    if (strcmp(version, mcp_protocol_versions[i]) == 0)
+      srv->protocol = mcp_protocol_versions[i];
   mcp_dispatch(srv, m);
   srv->client = srv->route = 0;
   srv->client_name = NULL;
@@ -536,6 +560,8 @@ static enum MHD_Result on_post_body(struct exchange *x)
   if (jsonrpc_parse(x->body.data ? x->body.data : "", x->body.len, &m, &fail) < 0)
     return parse_failed(x, &fail);
   strbuf_free(&x->body);
+  h->body_bytes -= x->held;
+  x->held = 0;
   bool init = m.kind == JSONRPC_REQUEST && strcmp(m.method, "initialize") == 0;
   enum MHD_Result ret = MHD_YES;
   if (!h->o.stateless && !x->sess && !init) {
@@ -638,8 +664,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     return on_first(x, url, method);
   }
   if (*upload_size) {
-    if (x->state == X_BODY && !x->too_large && x->body.len + *upload_size > h->srv->max_message)
+    if (x->state == X_BODY && x->body.len + *upload_size > h->srv->max_message)
       return MHD_NO; /* a body without a length that passes the limit: no more of it is read */
+    if (x->state == X_BODY && x->body.len + *upload_size > x->held) {
+      /* beyond its Content-Length (none, or chunked): counted as it comes */
+      size_t more = x->body.len + *upload_size - x->held;
+      if (h->body_bytes + more > h->body_budget)
+        return MHD_NO;
+      h->body_bytes += more;
+      x->held += more;
+    }
     if (x->state == X_BODY && strbuf_append(&x->body, upload, *upload_size) < 0)
       return MHD_NO;
     *upload_size = 0;
@@ -711,14 +745,36 @@ size_t mcp_http_pollfds(struct mcp_http *h, struct pollfd *pfds)
   return n;
 }
 
+/* Keepalives due now; the ms until the next one, or -1. */
+static int keepalive(struct mcp_http *h)
+{
+  uint64_t now = now_ns();
+  int timeout = -1;
+  for (struct exchange *x = h->xs; x; x = x->next) {
+    if (!x->get || x->gone || x->done)
+      continue;
+    if (now - x->sent_ns >= KEEPALIVE_NS) {
+      x->sent_ns = now;
+      if (strbuf_append(&x->out, ": keepalive\n\n", 14) == 0)
+        wake(x);
+    }
+    int t = ms_until(x->sent_ns + KEEPALIVE_NS, now);
+    if (timeout < 0 || t < timeout)
+      timeout = t;
+  }
+  return timeout;
+}
+
 int mcp_http_timeout(struct mcp_http *h)
 {
+  int k = keepalive(h);
   if (h->kick)
     return 0;
   MHD_UNSIGNED_LONG_LONG t;
   if (MHD_get_timeout(h->d, &t) != MHD_YES)
-    return -1;
-  return t > INT_MAX ? INT_MAX : (int) t;
+    return k;
+  int m = t > INT_MAX ? INT_MAX : (int) t;
+  return k >= 0 && k < m ? k : m;
 }
 
 /* Sessions nobody used for MCP_HTTP_SESSION_IDLE_S, with nothing open, end. */
@@ -865,6 +921,7 @@ int mcp_http_start(struct server *srv, const struct mcp_http_opts *o, struct mcp
     return sbx_error_set(err, ENOMEM, "--http: out of memory");
   h->srv = srv;
   h->o = *o;
+  h->body_budget = CODE_HELD_MESSAGES * srv->max_message;
   h->epoll_fd = -1;
   if (o->token_file) {
     if (http_tokens_load(o->token_file, &h->tokens, err) < 0) {

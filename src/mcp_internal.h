@@ -150,6 +150,7 @@ struct call {
    * exchange its answer and notifications go to, and the client as audit records name it. */
   uint64_t client, route;
   char client_name[48];
+  const char *protocol; /* the client's protocol version when it called (static), or NULL */
 };
 
 struct server {

@@ -43,6 +43,8 @@ export async function connect(extraArgs = []) {
   if (TRANSPORT !== 'stdio') {
     const server = await startHttp([...(TRANSPORT === 'http-stateless' ? ['--stateless'] : []), ...extraArgs]);
     const transport = new StreamableHTTPClientTransport(new URL(server.url));
+    // Tests that look at the server's processes read transport.pid, as StdioClientTransport has.
+    Object.defineProperty(transport, 'pid', { value: server.proc.pid });
     const client = new Client({ name: 'sandboxd-tests', version: '1.0.0' });
     await client.connect(transport);
     const close = client.close.bind(client);
