@@ -36,8 +36,13 @@ struct mcp_http_opts {
   unsigned idle_s;
 };
 
-/* "ADDR:PORT", "[ADDR6]:PORT" or "PORT" (on 127.0.0.1). */
+/* mcp_http_listen.c: "ADDR:PORT", "[ADDR6]:PORT" or "PORT" (on 127.0.0.1). */
 int mcp_http_parse_listen(const char *arg, struct mcp_http_opts *o, sbx_error_t *err);
+/* The listening socket (its fd); ret_url: http://ADDR:PORT/mcp with the port bound. */
+int mcp_http_listen_socket(const struct mcp_http_opts *o, char *ret_url, size_t url_size, sbx_error_t *err);
+/* Raise the soft open-file limit to the hard one; the connections that leaves room for, at most
+ * want, beside the sandboxes; 0 (err set) if none. */
+size_t mcp_http_connection_limit(size_t max_concurrent, size_t warm, size_t want, sbx_error_t *err);
 
 struct server;
 struct mcp_http;
