@@ -92,7 +92,7 @@ static const char mcp_usage[] =
     "  --allow-origin ORIGIN    a browser Origin allowed besides loopback ones (repeatable)\n"
     "  --max-connections N      open connections (default 2048, within the open-file limit)\n"
     "  --max-requests N         HTTP requests in flight, all clients (default 256); more get 503\n"
-    "  --max-streams N          open SSE streams (default 64)\n"
+    "  --max-streams N          open SSE streams (default 1024)\n"
     "  --max-sessions N         sessions (default 256)\n"
     "  --idle-timeout SECS      close a connection idle this long (default 60)\n"
     "See sandboxd(1).\n";

@@ -15,7 +15,7 @@
 #define MCP_HTTP_DEFAULT_ADDR "127.0.0.1"
 #define MCP_HTTP_DEFAULT_MAX_CONNECTIONS 2048
 #define MCP_HTTP_DEFAULT_MAX_REQUESTS 256
-#define MCP_HTTP_DEFAULT_MAX_STREAMS 64
+#define MCP_HTTP_DEFAULT_MAX_STREAMS 1024
 #define MCP_HTTP_DEFAULT_MAX_SESSIONS 256
 #define MCP_HTTP_DEFAULT_IDLE_S 60
 /* A session with no request and no open stream this long is ended (its client must initialize
