@@ -14,6 +14,7 @@
  * --stateless has none, and every request is on its own, so any replica may answer it. */
 #include "mcp_http.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <microhttpd.h>
 #include <poll.h>
@@ -38,6 +39,71 @@
 /* An open GET stream gets a comment this often when nothing else is sent: proxies in front keep it
  * (nginx's proxy_read_timeout is 60 s), and a client that vanished without closing is found. */
 #define KEEPALIVE_NS (25ULL * 1000000000ULL)
+
+/* libmicrohttpd is loaded when --http starts: linked normally, every sandboxd start (every `exec`)
+ * would map it and GnuTLS with its dependencies (p11-kit, nettle, gmp, ...), about 4.5 million
+ * instructions each time. */
+#define LIBMHD_FUNCS(X)                                                                                      \
+  X(MHD_add_response_header)                                                                                 \
+  X(MHD_create_response_from_buffer)                                                                         \
+  X(MHD_create_response_from_buffer_with_free_callback)                                                      \
+  X(MHD_create_response_from_callback)                                                                       \
+  X(MHD_destroy_response)                                                                                    \
+  X(MHD_get_connection_info)                                                                                 \
+  X(MHD_get_daemon_info)                                                                                     \
+  X(MHD_get_timeout)                                                                                         \
+  X(MHD_lookup_connection_value)                                                                             \
+  X(MHD_queue_response)                                                                                      \
+  X(MHD_resume_connection)                                                                                   \
+  X(MHD_run)                                                                                                 \
+  X(MHD_start_daemon)                                                                                        \
+  X(MHD_stop_daemon)                                                                                         \
+  X(MHD_suspend_connection)
+
+static struct {
+#define MHD_MEMBER(f) __typeof__(&f) f;
+  LIBMHD_FUNCS(MHD_MEMBER)
+#undef MHD_MEMBER
+} mhd;
+
+static int libmhd_load(sbx_error_t *err)
+{
+  static void *handle;
+  if (handle)
+    return 0;
+  void *h = dlopen("libmicrohttpd.so.12", RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    sbx_error_set(err, ENOENT, "--http: cannot load libmicrohttpd: %s", dlerror());
+    return sbx_error_hint(err, "install libmicrohttpd12");
+  }
+#define MHD_LOAD(f)                                                                                          \
+  if (!(*(void **) &mhd.f = dlsym(h, #f))) {                                                                 \
+    dlclose(h);                                                                                              \
+    return sbx_error_set(err, ENOSYS, "--http: libmicrohttpd lacks %s", #f);                                 \
+  }
+  LIBMHD_FUNCS(MHD_LOAD)
+#undef MHD_LOAD
+  handle = h;
+  return 0;
+}
+
+/* From here on, MHD_*() calls go through the table. */
+#define MHD_add_response_header mhd.MHD_add_response_header
+#define MHD_create_response_from_buffer mhd.MHD_create_response_from_buffer
+#define MHD_create_response_from_buffer_with_free_callback                                                   \
+  mhd.MHD_create_response_from_buffer_with_free_callback
+#define MHD_create_response_from_callback mhd.MHD_create_response_from_callback
+#define MHD_destroy_response mhd.MHD_destroy_response
+#define MHD_get_connection_info mhd.MHD_get_connection_info
+#define MHD_get_daemon_info mhd.MHD_get_daemon_info
+#define MHD_get_timeout mhd.MHD_get_timeout
+#define MHD_lookup_connection_value mhd.MHD_lookup_connection_value
+#define MHD_queue_response mhd.MHD_queue_response
+#define MHD_resume_connection mhd.MHD_resume_connection
+#define MHD_run mhd.MHD_run
+#define MHD_start_daemon mhd.MHD_start_daemon
+#define MHD_stop_daemon mhd.MHD_stop_daemon
+#define MHD_suspend_connection mhd.MHD_suspend_connection
 
 enum xstate { X_BODY, X_WAIT, X_STREAM, X_OVER };
 
@@ -818,6 +884,8 @@ int mcp_http_start(struct server *srv, const struct mcp_http_opts *o, struct mcp
                          "--http %s: listening beyond loopback needs --token-file (and TLS from a reverse "
                          "proxy; see sandboxd-mcp(7))",
                          o->addr);
+  if (libmhd_load(err) < 0)
+    return -1;
   struct mcp_http *h = calloc(1, sizeof *h);
   if (!h)
     return sbx_error_set(err, ENOMEM, "--http: out of memory");
