@@ -3,8 +3,9 @@ CC      ?= cc
 PREFIX  ?= /usr/local
 BUILD   ?= build
 PKGS     = libseccomp libcap-ng yajl libmnl libmd
-# libarchive: headers only; image.c loads it with dlopen when an image is imported.
-CFLAGS_PKGS = $(shell pkg-config --cflags libarchive)
+# libarchive: headers only; image.c loads it with dlopen when an image is imported. The same for
+# libmicrohttpd, which mcp_http.c loads when `sandboxd mcp --http` starts.
+CFLAGS_PKGS = $(shell pkg-config --cflags libarchive libmicrohttpd)
 WARN     = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wformat=2 \
            -Wno-format-nonliteral
 # -fstack-clash-protection probes each page of a large stack frame, so no allocation jumps the

@@ -140,7 +140,8 @@ void call_collect_files(struct server *srv, struct call *c)
 void call_write_file_blocks(struct server *srv, struct call *c, json_writer_t *w)
 {
   /* resource_link came with 2025-06-18; before it, the text says where the files are. */
-  bool links = !srv->protocol || strcmp(srv->protocol, "2025-06-18") >= 0;
+  (void) srv;
+  bool links = !c->protocol || strcmp(c->protocol, "2025-06-18") >= 0;
   strbuf_t note = {0};
   if (artifacts_note(&c->arts, c->saved_dir, !links, &note) == 0 && note.len) {
     json_obj_begin(w);

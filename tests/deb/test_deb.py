@@ -89,13 +89,15 @@ def test_depends_come_from_the_binary_and_its_dlopen(deb):
         owner = subprocess.run(["dpkg", "-S", f"*/{soname}"], capture_output=True, text=True)
         pkgs = {ln.split(":")[0] for ln in owner.stdout.splitlines()}
         assert pkgs & names, (soname, pkgs, depends)
-    # The soname image_layer.c dlopens, and the package that holds it (t64 or not) as an alternative.
-    dl = re.findall(rb"libarchive\.so\.\d+", open(SANDBOXD, "rb").read())
-    assert dl, "the binary no longer names libarchive.so.N"
-    owner = subprocess.run(["dpkg", "-S", "*/" + dl[0].decode()], capture_output=True, text=True)
-    have = {ln.split(":")[0] for ln in owner.stdout.splitlines()}
-    lib = [d for d in depends if "libarchive" in d]
-    assert len(lib) == 1 and have <= {a.split()[0] for a in lib[0].split("|")}, (lib, have)
+    # The sonames image_layer.c and mcp_http.c dlopen, and the package that holds each (t64 or not)
+    # as an alternative.
+    for name in ("libarchive", "libmicrohttpd"):
+        dl = re.findall(name.encode() + rb"\.so\.\d+", open(SANDBOXD, "rb").read())
+        assert dl, f"the binary no longer names {name}.so.N"
+        owner = subprocess.run(["dpkg", "-S", "*/" + dl[0].decode()], capture_output=True, text=True)
+        have = {ln.split(":")[0] for ln in owner.stdout.splitlines()}
+        lib = [d for d in depends if name in d]
+        assert len(lib) == 1 and have <= {a.split()[0] for a in lib[0].split("|")}, (lib, have)
     recommends = [r.strip().split()[0] for r in field(deb, "Recommends").split(",")]
     assert "skopeo" in recommends and "mmdebstrap" in recommends
 

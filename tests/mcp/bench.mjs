@@ -8,13 +8,17 @@
 //   user+sys from /proc as a cross-check (see cpuMeter below).
 // Usage: node bench.mjs [N=350]   (SANDBOXD_MCP_ARGS adds server options; BENCH_OUT=DIR also
 // writes DIR/mcp.json and DIR/mcp.md). bench/mcp runs it; `make bench` runs bench/mcp.
-import { execFileSync } from 'node:child_process';
+// BENCH_TRANSPORT=http or http-stateless: the sandboxd rows over Streamable HTTP (`--http
+// 127.0.0.1:0`, SDK's StreamableHTTPClientTransport) instead of stdio; the stub speaks stdio
+// only and is left out (compare with a stdio run of the same N).
+import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import { hostname, cpus, release } from 'node:os';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { stdoutOf } from './output.mjs';
 
 // Not helpers.mjs: it registers node:test hooks, which would print a TAP report.
@@ -22,6 +26,7 @@ const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const SANDBOXD = process.env.SANDBOXD || resolve(REPO, 'build/sandboxd');
 const SERVER_ARGS = ['mcp', ...(process.env.SANDBOXD_MCP_ARGS || '').split(' ').filter(Boolean)];
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const TRANSPORT = process.env.BENCH_TRANSPORT || 'stdio';
 
 const N = Number(process.argv[2] || 350);
 const PACED = Number(process.env.PACED ?? 50);
@@ -89,10 +94,30 @@ async function start(server, cg) {
   // The server runs below a subreaper, which joins the server's cgroup before it starts it.
   const command = resolve(REPO, 'bench/subreaper.py');
   const args = [...(cg ? ['--cgroup', cg.procs] : []), '--', server.command, ...server.args];
-  const transport = new StdioClientTransport({ command, args, env: { ...process.env }, stderr: 'inherit' });
   const client = new Client({ name: 'sandboxd-bench', version: '1.0.0' });
+  if (!server.http) {
+    const transport = new StdioClientTransport({ command, args, env: { ...process.env }, stderr: 'inherit' });
+    await client.connect(transport);
+    return { client, transport, pid: transport.pid };
+  }
+  // Over HTTP: the URL from the line `sandboxd mcp --http` prints on stderr.
+  const proc = spawn(command, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  const url = await new Promise((res, rej) => {
+    let err = '';
+    proc.stderr.on('data', (d) => {
+      err += d;
+      const m = /sandboxd: listening on (http:\/\/\S+)\n/.exec(err);
+      if (m) res(m[1]);
+    });
+    proc.on('exit', (code) => rej(new Error(`sandboxd mcp --http exited ${code}: ${err}`)));
+  });
+  proc.stderr.resume();
+  const transport = new StreamableHTTPClientTransport(new URL(url));
   await client.connect(transport);
-  return { client, transport };
+  const close = transport.close.bind(transport);
+  const exited = new Promise((r) => proc.once('exit', r));
+  transport.close = async () => { await close(); proc.kill('SIGTERM'); await exited; };
+  return { client, transport, pid: proc.pid };
 }
 
 async function inFlight(call, k, n) {
@@ -105,8 +130,7 @@ async function inFlight(call, k, n) {
 
 async function bench(server, idx) {
   const cg = cpuMeter(`bench-mcp-${process.pid}-${idx}`);
-  const { client, transport } = await start(server, cg);
-  const pid = transport.pid;
+  const { client, transport, pid } = await start(server, cg);
   const call = async () => {
     const t0 = process.hrtime.bigint();
     const r = await client.callTool({ name: 'run_python', arguments: { code: 'print(1)' } });
@@ -139,7 +163,7 @@ async function bench(server, idx) {
     }
     res.cpu_ms_per_call_proc = (procCpu(pid) - proc0) / calls;
   } finally {
-    await client.close();
+    await client.close(); // closes the transport: over HTTP, that also stops the server
     if (cg) {
       for (let i = 0; i < 50; i++) {
         try { rmdirSync(cg.dir); break; } catch { await sleep(100); }
@@ -166,11 +190,16 @@ function table(rows) {
   return lines.join('\n');
 }
 
+const HTTP_ARGS = { stdio: [], http: ['--http', '127.0.0.1:0'], 'http-stateless': ['--http', '127.0.0.1:0', '--stateless'] }[TRANSPORT];
+if (!HTTP_ARGS) throw new Error(`BENCH_TRANSPORT=${TRANSPORT}: stdio, http or http-stateless`);
 const servers = (process.env.BENCH_WARM ?? '0 2 4').split(' ').filter(Boolean).map((w) => ({
-  label: `sandboxd mcp --warm ${w}`, command: SANDBOXD, args: [...SERVER_ARGS, '--warm', w],
+  label: `sandboxd mcp --warm ${w}${TRANSPORT === 'stdio' ? '' : ` (${TRANSPORT})`}`, command: SANDBOXD,
+  args: [...SERVER_ARGS, ...HTTP_ARGS, '--warm', w], http: TRANSPORT !== 'stdio',
 }));
 const hasBwrap = (() => { try { execFileSync('sh', ['-c', 'command -v bwrap'], { stdio: 'ignore' }); return true; } catch { return false; } })();
-if (process.env.BENCH_STUB !== '0' && !hasBwrap)
+if (TRANSPORT !== 'stdio')
+  console.error(`bench: over ${TRANSPORT}; the stub speaks stdio only and is left out`);
+else if (process.env.BENCH_STUB !== '0' && !hasBwrap)
   console.error('bench: no bwrap (scripts/install-deps installs bubblewrap): the stub row is left out');
 else if (process.env.BENCH_STUB !== '0')
   servers.push({ label: 'stub: one bwrap per call', command: 'python3',
@@ -181,14 +210,15 @@ for (const [i, s] of servers.entries()) {
   rows.push(await bench(s, i));
   console.error(`bench: ${s.label} done`);
 }
-const results = { date: new Date().toISOString().slice(0, 19), host: hostname(), kernel: release(),
+const results = { date: new Date().toISOString().slice(0, 19), host: hostname(), kernel: release(), transport: TRANSPORT,
   cpus: cpus().length, n: N, paced: PACED, pause_ms: PAUSE, code: 'print(1)', servers: rows };
 const md = `run_python print(1), client-side latency in ms (${N} calls per phase, ${PACED} paced ` +
   `${PAUSE} ms apart); CPU per call over ${rows[0]?.calls} calls per server\n\n${table(rows)}\n`;
 console.log(md);
 if (process.env.BENCH_OUT) {
   mkdirSync(process.env.BENCH_OUT, { recursive: true });
-  writeFileSync(`${process.env.BENCH_OUT}/mcp.json`, JSON.stringify(results, null, 1) + '\n');
-  writeFileSync(`${process.env.BENCH_OUT}/mcp.md`, md);
-  console.log(`saved ${process.env.BENCH_OUT}/mcp.json and mcp.md`);
+  const base = TRANSPORT === 'stdio' ? 'mcp' : `mcp-${TRANSPORT}`;
+  writeFileSync(`${process.env.BENCH_OUT}/${base}.json`, JSON.stringify(results, null, 1) + '\n');
+  writeFileSync(`${process.env.BENCH_OUT}/${base}.md`, md);
+  console.log(`saved ${process.env.BENCH_OUT}/${base}.json and ${base}.md`);
 }
