@@ -82,6 +82,9 @@ if [ -n "${py:-}" ]; then
   if want image && [ "$(id -u)" -eq 0 ]; then
     run_pytest image -- "$repo/tests/image"
   fi
+  # Deployment: `make image` (layout, and the unpacked tree serving MCP as a pod runs it: root)
+  # and the Kubernetes manifests against the API schemas (tests/deploy). About 7 s.
+  ! want deploy || run_pytest deploy -- "$repo/tests/deploy"
   # valgrind memcheck on the exec path and an MCP session.
   ! want valgrind || run_pytest valgrind -- "$repo/tests/valgrind"
   # The whole integration suite again under the ASan+UBSan build (`make asan`).
