@@ -2,7 +2,7 @@
 CC      ?= cc
 PREFIX  ?= /usr/local
 BUILD   ?= build
-PKGS     = libseccomp libcap-ng yajl libmnl libmd
+PKGS     = libseccomp libcap-ng yajl libmnl libmd libmicrohttpd
 # libarchive: headers only; image.c loads it with dlopen when an image is imported.
 CFLAGS_PKGS = $(shell pkg-config --cflags libarchive)
 WARN     = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wformat=2 \

@@ -20,6 +20,7 @@
 #include "log.h"
 #include "mcp_client.h"
 #include "mcp_config.h"
+#include "mcp_http.h"
 #include "mcp_internal.h"
 #include "mcp_server.h"
 #include "policy.h"
@@ -80,7 +81,20 @@ static const char mcp_usage[] =
     "  --bind SRC:DST           bind host SRC read-only at DST in every sandbox (as exec)\n"
     "  --bind-rw SRC:DST        the same, writable\n"
     "  --roots                  bind the client's roots (if it has any) read-only under\n"
-    "                           " ROOTS_DIR "/NAME\n"
+    "                           " ROOTS_DIR "/NAME (stdio only)\n"
+    "Streamable HTTP instead of stdio (sandboxd-mcp(7)):\n"
+    "  --http [ADDR:]PORT       serve MCP on http://ADDR:PORT/mcp (ADDR default 127.0.0.1; port 0\n"
+    "                           picks one); the address is printed on stderr\n"
+    "  --stateless              no sessions: every request stands alone (replicas behind a proxy)\n"
+    "  --token-file FILE        bearer tokens, one a line, mode 600 (required beyond loopback;\n"
+    "                           re-read on SIGHUP)\n"
+    "  --auth-server URL        the OAuth authorization server the RFC 9728 metadata names\n"
+    "  --allow-origin ORIGIN    a browser Origin allowed besides loopback ones (repeatable)\n"
+    "  --max-connections N      open connections (default 2048, within the open-file limit)\n"
+    "  --max-requests N         HTTP requests in flight, all clients (default 256); more get 503\n"
+    "  --max-streams N          open SSE streams (default 64)\n"
+    "  --max-sessions N         sessions (default 256)\n"
+    "  --idle-timeout SECS      close a connection idle this long (default 60)\n"
     "See sandboxd(1).\n";
 
 static int parse_count(const char *opt, const char *arg, size_t max, size_t *ret, sbx_error_t *err)
@@ -110,7 +124,66 @@ enum {
   OPT_TOOLS,
   OPT_WARM_LANG,
   OPT_ALLOW_HOST,
+  OPT_HTTP,
+  OPT_STATELESS,
+  OPT_TOKEN_FILE,
+  OPT_AUTH_SERVER,
+  OPT_ALLOW_ORIGIN,
+  OPT_MAX_CONNECTIONS,
+  OPT_MAX_REQUESTS,
+  OPT_MAX_STREAMS,
+  OPT_MAX_SESSIONS,
+  OPT_IDLE_TIMEOUT,
 };
+
+/* The --http options (mcp_http.h); false: not one of them. */
+static bool parse_http_opt(int c, const char *arg, struct mcp_http_opts *o, bool *use, int *r,
+                           sbx_error_t *err)
+{
+  uint64_t v;
+  *r = 0;
+  switch (c) {
+  case OPT_HTTP:
+    *use = true;
+    *r = mcp_http_parse_listen(arg, o, err);
+    return true;
+  case OPT_STATELESS:
+    o->stateless = true;
+    return true;
+  case OPT_TOKEN_FILE:
+    o->token_file = arg;
+    return true;
+  case OPT_AUTH_SERVER:
+    if (strncmp(arg, "https://", 8) != 0 && strncmp(arg, "http://", 7) != 0)
+      *r = sbx_error_set(err, 0, "--auth-server `%s`: expected an http:// or https:// URL", arg);
+    o->auth_server = arg;
+    return true;
+  case OPT_ALLOW_ORIGIN:
+    if (o->n_origins == MCP_HTTP_MAX_ORIGINS)
+      *r = sbx_error_set(err, 0, "--allow-origin: at most %d", MCP_HTTP_MAX_ORIGINS);
+    else
+      o->origins[o->n_origins++] = arg;
+    return true;
+  case OPT_MAX_CONNECTIONS:
+    *r = parse_count("--max-connections", arg, 1000000, &o->max_connections, err);
+    return true;
+  case OPT_MAX_REQUESTS:
+    *r = parse_count("--max-requests", arg, 1000000, &o->max_requests, err);
+    return true;
+  case OPT_MAX_STREAMS:
+    *r = parse_count("--max-streams", arg, 1000000, &o->max_streams, err);
+    return true;
+  case OPT_MAX_SESSIONS:
+    *r = parse_count("--max-sessions", arg, 1000000, &o->max_sessions, err);
+    return true;
+  case OPT_IDLE_TIMEOUT:
+    if (parse_u64(arg, &v) < 0 || v == 0 || v > 86400)
+      *r = sbx_error_set(err, 0, "--idle-timeout `%s`: expected seconds from 1 to 86400", arg);
+    o->idle_s = (unsigned) v;
+    return true;
+  }
+  return false;
+}
 
 /* --tools: "run_python,execute_code" or either. */
 static int parse_tools(const char *list, unsigned *ret, sbx_error_t *err)
@@ -135,7 +208,8 @@ static int parse_tools(const char *list, unsigned *ret, sbx_error_t *err)
 }
 
 static int parse_args(int argc, char **argv, struct server *srv, const char **ret_policy,
-                      const char **ret_rootfs, const char **ret_output_dir, bool *ret_help, sbx_error_t *err)
+                      const char **ret_rootfs, const char **ret_output_dir, struct mcp_http_opts *http,
+                      bool *ret_http, bool *ret_help, sbx_error_t *err)
 {
   static const struct option longopts[] = {
       {"policy", required_argument, NULL, OPT_POLICY},
@@ -155,6 +229,16 @@ static int parse_args(int argc, char **argv, struct server *srv, const char **re
       {"tools", required_argument, NULL, OPT_TOOLS},
       {"warm-lang", required_argument, NULL, OPT_WARM_LANG},
       {"allow-host", required_argument, NULL, OPT_ALLOW_HOST},
+      {"http", required_argument, NULL, OPT_HTTP},
+      {"stateless", no_argument, NULL, OPT_STATELESS},
+      {"token-file", required_argument, NULL, OPT_TOKEN_FILE},
+      {"auth-server", required_argument, NULL, OPT_AUTH_SERVER},
+      {"allow-origin", required_argument, NULL, OPT_ALLOW_ORIGIN},
+      {"max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS},
+      {"max-requests", required_argument, NULL, OPT_MAX_REQUESTS},
+      {"max-streams", required_argument, NULL, OPT_MAX_STREAMS},
+      {"max-sessions", required_argument, NULL, OPT_MAX_SESSIONS},
+      {"idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
@@ -163,6 +247,12 @@ static int parse_args(int argc, char **argv, struct server *srv, const char **re
   int c;
   uint64_t v;
   while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    int r;
+    if (parse_http_opt(c, optarg, http, ret_http, &r, err)) {
+      if (r < 0)
+        return -1;
+      continue;
+    }
     switch (c) {
     case 'h':
       *ret_help = true;
@@ -236,6 +326,11 @@ static int parse_args(int argc, char **argv, struct server *srv, const char **re
   }
   if (optind < argc)
     return sbx_error_set(err, 0, "unexpected argument `%s` (see sandboxd mcp --help)", argv[optind]);
+  if (!*ret_http && (http->stateless || http->token_file || http->auth_server || http->n_origins))
+    return sbx_error_set(err, 0, "--stateless, --token-file, --auth-server and --allow-origin need --http");
+  /* The client's roots are one client's: over HTTP there are many. */
+  if (*ret_http && srv->roots.enabled)
+    return sbx_error_set(err, 0, "--roots is for stdio: over --http each client has its own roots");
   return 0;
 }
 
@@ -377,9 +472,17 @@ int cmd_mcp(int argc, char **argv)
       .log_level = 3, /* warning */
   };
   const char *policy_name = NULL, *rootfs = NULL, *output_dir = NULL;
-  bool help = false;
+  struct mcp_http_opts http = {
+      .max_connections = MCP_HTTP_DEFAULT_MAX_CONNECTIONS,
+      .max_requests = MCP_HTTP_DEFAULT_MAX_REQUESTS,
+      .max_streams = MCP_HTTP_DEFAULT_MAX_STREAMS,
+      .max_sessions = MCP_HTTP_DEFAULT_MAX_SESSIONS,
+      .idle_s = MCP_HTTP_DEFAULT_IDLE_S,
+  };
+  bool help = false, use_http = false;
   sbx_error_t err = {0};
-  if (parse_args(argc, argv, &srv, &policy_name, &rootfs, &output_dir, &help, &err) < 0 || help) {
+  if (parse_args(argc, argv, &srv, &policy_name, &rootfs, &output_dir, &http, &use_http, &help, &err) < 0 ||
+      help) {
     bind_opts_free(&srv.binds);
     if (help)
       fputs(mcp_usage, stdout);
@@ -390,13 +493,18 @@ int cmd_mcp(int argc, char **argv)
   sigset_t old;
   bool masked = false;
   int rc = 0;
-  if (setup(&srv, policy_name, rootfs, output_dir, &old, &masked, &err) < 0) {
+  char url[128];
+  if (setup(&srv, policy_name, rootfs, output_dir, &old, &masked, &err) < 0 ||
+      (use_http && mcp_http_start(&srv, &http, &srv.http, url, sizeof url, &err) < 0)) {
     log_sbx_error(&err);
     rc = SBX_EXIT_SETUP;
   } else {
+    if (use_http) /* one line a test or a script can read the port from */
+      fprintf(stderr, "sandboxd: listening on %s\n", url);
     serve(&srv);
     shutdown_server(&srv);
   }
+  mcp_http_stop(srv.http);
   teardown(&srv, masked ? &old : NULL);
   return rc;
 }

@@ -68,7 +68,7 @@ struct call *call_find(struct server *srv, const char *id)
 {
   /* An answered call is over for the client, which may reuse its id. */
   for (struct call *c = srv->calls; c; c = c->next)
-    if (!c->answered && strcmp(c->id, id) == 0)
+    if (!c->answered && c->client == srv->client && strcmp(c->id, id) == 0)
       return c;
   return NULL;
 }
@@ -239,6 +239,7 @@ static void shaped_free(struct shaped *sh)
 
 static void send_call_result(struct server *srv, struct call *c, const struct sbx_result *res)
 {
+  srv->route = c->route;
   struct shaped sh = {0};
   if (result_text(srv, c, res, &sh) < 0) {
     shaped_free(&sh);
@@ -300,6 +301,7 @@ void call_finish(struct server *srv, struct call *c)
   sbx_error_t err = {0};
   int r = sandbox_wait(c->sb, &res, &err);
   call_unlink(srv, c);
+  srv->route = c->route;
   if (c->answered || c->collect) {
     /* Killed at its done byte (call_done): the record is what was (or is now) answered. */
     res = c->res;
@@ -329,6 +331,7 @@ void call_finish(struct server *srv, struct call *c)
       .result = r < 0 ? NULL : &res,
       .error = r < 0 ? err.msg : NULL,
       .calls_json = calls,
+      .client = c->client_name[0] ? c->client_name : NULL,
   };
   audit_write(&rec);
   /* A run that made sandboxd hold a lot (its output, or requests it sent over the bridge) gives
@@ -424,6 +427,7 @@ int open_pipe(int *ret_read, int *ret_write, sbx_error_t *err)
 /* One progress notification for the call's token: the next count, and what it is doing. */
 static void notify_progress(struct server *srv, struct call *c, const char *msg)
 {
+  srv->route = c->route;
   json_writer_t *w = json_writer_new();
   if (!w)
     return;
@@ -588,6 +592,7 @@ int call_deliver(struct call *c, int fd, const char *kind, sbx_error_t *err)
   if (c->srv->log_level == 0) { /* debug: which kind of sandbox served the call */
     char msg[200];
     bufprintf_cut(msg, sizeof msg, "call %.100s: its code went to a %s sandbox", c->id, kind);
+    c->srv->route = c->route;
     mcp_log(c->srv, 0, msg);
   }
   return 0;
@@ -635,6 +640,7 @@ static int call_start_cold(struct server *srv, struct call *c, sbx_error_t *err)
 
 static void call_start_failed(struct server *srv, struct call *c, const sbx_error_t *err)
 {
+  srv->route = c->route;
   log_sbx_error(err);
   mcp_log(srv, 4, err->msg);
   call_unlink(srv, c);
@@ -762,6 +768,10 @@ int call_enqueue(struct server *srv, const char *id, const struct mcp_tool_args 
   }
   c->timeout_ms = a->timeout_ms;
   c->lang = a->lang;
+  c->client = srv->client;
+  c->route = srv->route;
+  if (srv->client_name)
+    bufprintf_cut(c->client_name, sizeof c->client_name, "%s", srv->client_name);
   audit_new_request_id(c->request_id);
   size_t ns = json_array_len(a->servers);
   if (ns && !(c->servers = calloc(ns, sizeof *c->servers))) {

@@ -146,6 +146,10 @@ struct call {
   size_t n_servers;
   size_t code_len;
   struct proxy *proxy; /* the bridge: with servers, or for discovery (host_servers_discovery) */
+  /* Over HTTP (mcp_http.c): whose call it is (its ids are that client's own; 0 over stdio), the
+   * exchange its answer and notifications go to, and the client as audit records name it. */
+  uint64_t client, route;
+  char client_name[48];
 };
 
 struct server {
@@ -193,6 +197,13 @@ struct server {
   size_t n_spec_binds;
   uint64_t next_request_id; /* our requests to the client (mcp_server.c) */
   struct request requests[MAX_REQUESTS];
+
+  /* --http (mcp_http.c), or NULL for stdio. While it dispatches a message, and while a call
+   * sends: the client (call ids are per client), the exchange that takes what is sent, and the
+   * client's name for audit records. */
+  struct mcp_http *http;
+  uint64_t client, route;
+  const char *client_name;
 };
 
 struct pollfd;
@@ -214,6 +225,11 @@ void send_tool_error(struct server *srv, const char *id, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void mcp_log(struct server *srv, int level, const char *msg);
 void serve(struct server *srv);
+/* One parsed message, as if read from stdin (the HTTP transport's entry). */
+void mcp_dispatch(struct server *srv, const struct jsonrpc_message *m);
+/* Cancel every call of client (its session ended), or every call routed to route (its HTTP
+ * exchange ended) when route is not 0: killed, never answered. */
+void mcp_cancel_calls(struct server *srv, uint64_t client, uint64_t route);
 
 /* mcp_calls.c */
 void call_free(struct call *c);

@@ -26,6 +26,7 @@
 #include "mcp_binds.h"
 #include "mcp_client.h"
 #include "mcp_config.h"
+#include "mcp_http.h"
 #include "mcp_internal.h"
 #include "policy.h"
 #include "proxy.h"
@@ -95,6 +96,12 @@ void send_writer(struct server *srv, json_writer_t *w)
 {
   size_t n;
   const char *buf = w ? json_writer_buf(w, &n) : NULL;
+  if (srv->http) { /* to the exchange at srv->route (mcp_http.c) */
+    if (buf)
+      mcp_http_send(srv->http, srv->route, buf, n);
+    json_writer_free(w);
+    return;
+  }
   if (!buf || strbuf_append(&srv->outq, buf, n) < 0 || strbuf_append(&srv->outq, "\n", 1) < 0)
     log_error("cannot build a reply: out of memory");
   json_writer_free(w);
@@ -585,12 +592,8 @@ static void on_response(struct server *srv, const struct jsonrpc_message *m)
   }
 }
 
-static void on_cancelled(struct server *srv, const json_node_t *params)
+static void call_cancel(struct server *srv, struct call *c)
 {
-  _cleanup_free_ char *id = jsonrpc_id_canonical(json_get(params, "requestId"));
-  struct call *c = id ? call_find(srv, id) : NULL;
-  if (!c)
-    return; /* already answered, or never ours: nothing to do */
   if (c->state == CALL_QUEUED || c->pending) {
     call_unlink(srv, c);
     call_free(c);
@@ -603,6 +606,47 @@ static void on_cancelled(struct server *srv, const json_node_t *params)
   }
 }
 
+static void on_cancelled(struct server *srv, const json_node_t *params)
+{
+  _cleanup_free_ char *id = jsonrpc_id_canonical(json_get(params, "requestId"));
+  struct call *c = id ? call_find(srv, id) : NULL;
+  if (c)
+    call_cancel(srv, c); /* else already answered, or never ours: nothing to do */
+}
+
+void mcp_cancel_calls(struct server *srv, uint64_t client, uint64_t route)
+{
+  for (struct call *c = srv->calls, *next; c; c = next) {
+    next = c->next;
+    if (!c->answered && !c->cancelled && (route ? c->route == route : c->client == client))
+      call_cancel(srv, c);
+  }
+}
+
+void mcp_dispatch(struct server *srv, const struct jsonrpc_message *m)
+{
+  if (m->kind == JSONRPC_RESPONSE) {
+    on_response(srv, m);
+  } else if (m->kind == JSONRPC_NOTIFICATION) {
+    if (strcmp(m->method, "notifications/cancelled") == 0)
+      on_cancelled(srv, m->params);
+    else if (strcmp(m->method, "notifications/initialized") == 0 ||
+             strcmp(m->method, "notifications/roots/list_changed") == 0)
+      roots_ask(srv);
+    /* Anything else: nothing to do, never answered. */
+  } else if (m->params && json_type(m->params) != JSON_OBJECT) {
+    send_error(srv, m->id, JSONRPC_INVALID_PARAMS, "Invalid params: `params` must be an object");
+  } else {
+    size_t i = 0;
+    while (i < ARRAY_SIZE(methods) && strcmp(methods[i].name, m->method) != 0)
+      i++;
+    if (i < ARRAY_SIZE(methods))
+      methods[i].run(srv, m->id, m->params);
+    else
+      send_errorf(srv, m->id, JSONRPC_METHOD_NOT_FOUND, "Method not found: %.200s", m->method);
+  }
+}
+
 static void handle_message(struct server *srv, const char *line, size_t len)
 {
   struct jsonrpc_message m;
@@ -612,26 +656,7 @@ static void handle_message(struct server *srv, const char *line, size_t len)
     jsonrpc_failure_clear(&fail);
     return;
   }
-  if (m.kind == JSONRPC_RESPONSE) {
-    on_response(srv, &m);
-  } else if (m.kind == JSONRPC_NOTIFICATION) {
-    if (strcmp(m.method, "notifications/cancelled") == 0)
-      on_cancelled(srv, m.params);
-    else if (strcmp(m.method, "notifications/initialized") == 0 ||
-             strcmp(m.method, "notifications/roots/list_changed") == 0)
-      roots_ask(srv);
-    /* Anything else: nothing to do, never answered. */
-  } else if (m.params && json_type(m.params) != JSON_OBJECT) {
-    send_error(srv, m.id, JSONRPC_INVALID_PARAMS, "Invalid params: `params` must be an object");
-  } else {
-    size_t i = 0;
-    while (i < ARRAY_SIZE(methods) && strcmp(methods[i].name, m.method) != 0)
-      i++;
-    if (i < ARRAY_SIZE(methods))
-      methods[i].run(srv, m.id, m.params);
-    else
-      send_errorf(srv, m.id, JSONRPC_METHOD_NOT_FOUND, "Method not found: %.200s", m.method);
-  }
+  mcp_dispatch(srv, &m);
   jsonrpc_message_clear(&m);
 }
 
@@ -686,6 +711,8 @@ static bool on_signal(struct server *srv)
   if (read(srv->sigfd, &si, sizeof si) == sizeof si && si.ssi_signo == SIGHUP) {
     /* logrotate moved the audit log: the next record opens the file anew. */
     audit_reopen();
+    if (srv->http) /* and the bearer tokens may have changed */
+      mcp_http_reload(srv->http);
     return false;
   }
   log_warn("signal %u: stopping", si.ssi_signo);
@@ -754,7 +781,8 @@ void serve(struct server *srv)
     warm_pool_top_up(srv, &timeout);
 
     size_t n_hosts = mcp_hosts_max_pollfds(srv->hs.hosts);
-    size_t need = FD_FIXED + n_hosts + FDS_PER_CALL * srv->n_running + srv->n_warm;
+    size_t n_http = srv->http ? mcp_http_max_pollfds(srv->http) : 0;
+    size_t need = FD_FIXED + n_hosts + FDS_PER_CALL * srv->n_running + srv->n_warm + n_http;
     if (need > cap) {
       struct pollfd *p = realloc(pfds, need * sizeof *p);
       if (p)
@@ -771,7 +799,7 @@ void serve(struct server *srv)
     bool backlog = srv->outq.len - srv->outq_off > OUTQ_HIGH_WATER;
     pfds[FD_SIGNAL] = (struct pollfd){.fd = srv->sigfd, .events = POLLIN};
     /* A client that does not read our replies gets no more of its requests read. */
-    pfds[FD_STDIN] = (struct pollfd){.fd = backlog ? -1 : STDIN_FILENO, .events = POLLIN};
+    pfds[FD_STDIN] = (struct pollfd){.fd = backlog || srv->http ? -1 : STDIN_FILENO, .events = POLLIN};
     pfds[FD_STDOUT] =
         (struct pollfd){.fd = srv->outq_off < srv->outq.len ? STDOUT_FILENO : -1, .events = POLLOUT};
     size_t n = FD_FIXED + mcp_hosts_pollfds(srv->hs.hosts, pfds + FD_FIXED);
@@ -779,6 +807,13 @@ void serve(struct server *srv)
     n += call_pollfds(srv, pfds + n, owners + n);
     size_t first_warm = n;
     n += warm_pool_pollfds(srv, pfds + n);
+    size_t first_http = n;
+    if (srv->http) {
+      n += mcp_http_pollfds(srv->http, pfds + n);
+      int t = mcp_http_timeout(srv->http);
+      if (t >= 0 && (timeout < 0 || t < timeout))
+        timeout = t;
+    }
     int r = poll(pfds, n, timeout);
     if (r < 0) {
       if (errno == EINTR)
@@ -797,7 +832,9 @@ void serve(struct server *srv)
     mcp_hosts_dispatch(srv->hs.hosts, pfds + FD_FIXED, first_call - FD_FIXED);
     calls_dispatch(srv, pfds + first_call, owners + first_call, first_warm - first_call);
     /* In pool order, which nothing above changed: calls take warm sandboxes only in read_stdin. */
-    warm_pool_dispatch(srv, pfds + first_warm, n - first_warm);
+    warm_pool_dispatch(srv, pfds + first_warm, first_http - first_warm);
+    if (srv->http)
+      mcp_http_dispatch(srv->http, pfds + first_http, n - first_http);
     if (pfds[FD_STDIN].revents)
       read_stdin(srv);
   }
