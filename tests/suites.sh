@@ -167,3 +167,5 @@ fi
 ! want mcp || run_node mcp "$repo/tests/mcp" "$rundir/mcp.log"
 # The MCP proxy with real host servers (server-everything, server-memory).
 ! want proxy || run_node proxy "$repo/tests/proxy" "$rundir/proxy.log"
+# Three stateless HTTP replicas behind nginx, one killed mid-run (tests/scale; about 5 s).
+! want scale || run_node scale "$repo/tests/scale" "$rundir/scale.log"
