@@ -79,6 +79,10 @@ struct mcp_http {
   size_t n_xs, n_streams, n_suspended;
   uint64_t next_id;
   int epoll_fd;
+  /* MHD takes its listening socket out of its epoll set at the connection limit and puts it back
+   * only while it runs: we watch that socket too, while there is room (n_conns < conn_limit). */
+  int listen_fd;
+  size_t n_conns, conn_limit;
   bool kick;        /* MHD must run (a connection was resumed) */
   uint64_t *polled; /* the exchanges of the poll entries after the first */
   size_t polled_cap;
@@ -656,9 +660,21 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
 
 /* ------------------------------------------------------------------ the loop */
 
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_ctx,
+                          enum MHD_ConnectionNotificationCode toe)
+{
+  (void) conn;
+  (void) socket_ctx;
+  struct mcp_http *h = cls;
+  if (toe == MHD_CONNECTION_NOTIFY_STARTED)
+    h->n_conns++;
+  else if (h->n_conns)
+    h->n_conns--;
+}
+
 size_t mcp_http_max_pollfds(const struct mcp_http *h)
 {
-  return 1 + h->n_suspended;
+  return 2 + h->n_suspended;
 }
 
 size_t mcp_http_pollfds(struct mcp_http *h, struct pollfd *pfds)
@@ -671,14 +687,15 @@ size_t mcp_http_pollfds(struct mcp_http *h, struct pollfd *pfds)
     }
   }
   pfds[0] = (struct pollfd){.fd = h->epoll_fd, .events = POLLIN};
-  size_t n = 1;
-  for (struct exchange *x = h->xs; x && n - 1 < h->polled_cap; x = x->next) {
+  pfds[1] = (struct pollfd){.fd = h->n_conns < h->conn_limit ? h->listen_fd : -1, .events = POLLIN};
+  size_t n = 2;
+  for (struct exchange *x = h->xs; x && n - 2 < h->polled_cap; x = x->next) {
     if (!x->suspended)
       continue;
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(x->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
     if (!ci)
       continue;
-    h->polled[n - 1] = x->id;
+    h->polled[n - 2] = x->id;
     pfds[n++] = (struct pollfd){.fd = ci->connect_fd, .events = POLLRDHUP};
   }
   return n;
@@ -707,10 +724,10 @@ static void expire_sessions(struct mcp_http *h)
 
 void mcp_http_dispatch(struct mcp_http *h, const struct pollfd *pfds, size_t n)
 {
-  for (size_t i = 1; i < n; i++) {
+  for (size_t i = 2; i < n; i++) {
     if (!pfds[i].revents)
       continue;
-    struct exchange *x = find_exchange(h, h->polled[i - 1]);
+    struct exchange *x = find_exchange(h, h->polled[i - 2]);
     if (!x || !x->suspended)
       continue;
     /* The client hung up while it waited: nobody takes the answer. */
@@ -851,7 +868,7 @@ int mcp_http_start(struct server *srv, const struct mcp_http_opts *o, struct mcp
   h->d = MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME, 0, NULL, NULL, on_request, h,
                           MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT, (unsigned) limit,
                           MHD_OPTION_CONNECTION_TIMEOUT, o->idle_s, MHD_OPTION_NOTIFY_COMPLETED, on_completed,
-                          h, MHD_OPTION_END);
+                          h, MHD_OPTION_NOTIFY_CONNECTION, on_connection, h, MHD_OPTION_END);
   const union MHD_DaemonInfo *di = h->d ? MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_EPOLL_FD) : NULL;
   if (!di) {
     close(fd);
@@ -859,6 +876,8 @@ int mcp_http_start(struct server *srv, const struct mcp_http_opts *o, struct mcp
     return sbx_error_set(err, 0, "--http: cannot start the HTTP server (libmicrohttpd)");
   }
   h->epoll_fd = di->epoll_fd;
+  h->listen_fd = fd;
+  h->conn_limit = limit;
   *ret = h;
   return 0;
 }

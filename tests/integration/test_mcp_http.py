@@ -1,0 +1,472 @@
+"""`sandboxd mcp --http`: the Streamable HTTP transport (sessions, stateless, the spec's header
+rules, SSE progress) and the defenses of a server many clients reach: bearer tokens, Origin,
+limits, clients that vanish."""
+import json
+import os
+import signal
+import socket
+import time
+
+import pytest
+
+import sbx
+from httpmcp import ACCEPT, INIT, HttpMcp, sleeper, token_file
+
+pytestmark = pytest.mark.security
+
+TOKEN_A = "a" * 20 + "-token-of-client-A"
+TOKEN_B = "b" * 20 + "-token-of-client-B"
+
+
+@pytest.fixture
+def srv():
+    servers = []
+
+    def start(*args, **kw):
+        s = HttpMcp(*args, **kw)
+        servers.append(s)
+        return s
+    yield start
+    for s in servers:
+        rc, err = s.stop()
+        assert "Sanitizer" not in err and "runtime error" not in err, err
+
+
+def sse_events(body):
+    return [json.loads(line[6:]) for line in body.decode().split("\n") if line.startswith("data: ")]
+
+
+# ---------------------------------------------------------------- the transport
+
+def test_session_initialize_call_and_errors(srv):
+    s = srv()
+    sid = s.initialize()
+    assert sid and len(sid) == 32 and all(c in "0123456789abcdef" for c in sid)
+    r = s.call("print(6*7)", session=sid)
+    assert r["result"]["content"][0]["text"] == "42\n"
+    # Every request after initialize names its session: none is 400, an unknown one 404.
+    st, _, body = s.request("tools/list", {})
+    assert st == 400 and b"Mcp-Session-Id" in body
+    st, _, _ = s.request("tools/list", {}, session="0" * 32)
+    assert st == 404
+    # Another initialize makes another session.
+    assert s.initialize() != sid
+
+
+def test_stateless_every_request_on_its_own(srv):
+    s = srv("--stateless")
+    st, h, _ = s.request("initialize", INIT)
+    assert st == 200 and "mcp-session-id" not in h
+    # No initialize needed on this connection or any: a call is served as it comes.
+    r = s.call("print(7*6)")
+    assert r["result"]["content"][0]["text"] == "42\n"
+    st, h, _ = s.raw("GET", headers={"Accept": "text/event-stream"})
+    assert st == 405 and h["allow"] == "POST"
+    assert s.raw("DELETE")[0] == 405
+
+
+def test_two_clients_same_request_id(srv):
+    """Call ids are each client's own: two clients may both have a call with id 1 in flight."""
+    s = srv("--stateless")
+    c1, c2 = s.conn(), s.conn()
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "run_python", "arguments": {"code": "import time; time.sleep(0.5); print(%d)"}}}
+    h = {"Accept": ACCEPT, "Content-Type": "application/json"}
+    for c, n in ((c1, 1), (c2, 2)):
+        b = json.loads(json.dumps(body))
+        b["params"]["arguments"]["code"] %= n
+        c.request("POST", "/mcp", body=json.dumps(b), headers=h)
+    outs = [json.loads(c.getresponse().read()) for c in (c1, c2)]
+    assert [o["result"]["content"][0]["text"] for o in outs] == ["1\n", "2\n"], outs
+
+
+def test_progress_is_streamed_as_sse(srv):
+    s = srv("--stateless")
+    st, h, body = s.request("tools/call", {"name": "run_python", "_meta": {"progressToken": "tok"},
+                                           "arguments": {"code": "import time; time.sleep(1.3); print('done')"}})
+    assert st == 200 and h["content-type"] == "text/event-stream"
+    ev = sse_events(body)
+    assert ev[0]["method"] == "notifications/progress" and ev[0]["params"]["progressToken"] == "tok"
+    assert ev[-1]["id"] == s.n and ev[-1]["result"]["content"][0]["text"] == "done\n"
+
+
+def test_header_rules(srv):
+    s = srv("--stateless")
+    ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    assert s.post(ping, headers={"Accept": "application/json"})[0] == 406
+    assert s.post(ping, headers={"Content-Type": "text/plain"})[0] == 415
+    assert s.post(ping, headers={"MCP-Protocol-Version": "1999-01-01"})[0] == 400
+    assert s.post(ping, headers={"MCP-Protocol-Version": "2025-11-25"})[0] == 200
+    # A notification is taken, not answered.
+    st, _, body = s.post({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    assert st == 202 and body == b""
+    st, _, body = s.post(b"{not json")
+    assert st == 400 and json.loads(body)["error"]["code"] == -32700
+    assert s.raw("PUT")[0] == 405
+    assert s.raw("GET", path="/other")[0] == 404
+
+
+def test_delete_then_reuse_is_404(srv):
+    s = srv()
+    sid = s.initialize()
+    assert s.raw("DELETE", headers={"Mcp-Session-Id": sid})[0] == 200
+    st, _, _ = s.request("tools/list", {}, session=sid)
+    assert st == 404
+    assert s.raw("DELETE", headers={"Mcp-Session-Id": sid})[0] == 404
+
+
+def test_delete_cancels_the_sessions_calls(srv):
+    s = srv()
+    sid = s.initialize()
+    marker = "sbx-http-delete-%d" % os.getpid()
+    c = s.conn()
+    c.request("POST", "/mcp", body=json.dumps({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {
+        "name": "run_python", "arguments": {"code": sleeper(marker)}}}),
+        headers={"Accept": ACCEPT, "Content-Type": "application/json", "Mcp-Session-Id": sid})
+    assert not sbx.wait_gone(marker + "x", 0) and _wait_present(marker)
+    assert s.raw("DELETE", headers={"Mcp-Session-Id": sid})[0] == 200
+    assert sbx.wait_gone(marker, 5) == []
+    c.close()
+
+
+def test_get_stream_one_per_session(srv):
+    s = srv()
+    sid = s.initialize()
+    c = s.conn()
+    c.request("GET", "/mcp", headers={"Accept": "text/event-stream", "Mcp-Session-Id": sid})
+    r = c.getresponse()
+    assert r.status == 200 and r.getheader("Content-Type") == "text/event-stream"
+    assert s.raw("GET", headers={"Accept": "text/event-stream", "Mcp-Session-Id": sid})[0] == 409
+    assert s.raw("GET", headers={"Accept": "application/json", "Mcp-Session-Id": sid})[0] == 406
+    c.close()
+
+
+def test_cancelled_notification_kills_the_call(srv):
+    s = srv()
+    sid = s.initialize()
+    marker = "sbx-http-cancel-%d" % os.getpid()
+    c = s.conn()
+    c.request("POST", "/mcp", body=json.dumps({"jsonrpc": "2.0", "id": "slow", "method": "tools/call", "params": {
+        "name": "run_python", "arguments": {"code": sleeper(marker)}}}),
+        headers={"Accept": ACCEPT, "Content-Type": "application/json", "Mcp-Session-Id": sid})
+    assert _wait_present(marker)
+    st, _, _ = s.post({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "slow"}},
+                      session=sid)
+    assert st == 202
+    assert sbx.wait_gone(marker, 5) == []
+    # The exchange that carried it ends without an answer.
+    assert c.getresponse().status == 204
+    c.close()
+
+
+def _wait_present(marker, timeout=15):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if sbx.processes_with(marker):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+# ---------------------------------------------------------------- who may call
+
+def test_token_required_missing_wrong_right(srv, tmp_path):
+    s = srv("--token-file", token_file(tmp_path, TOKEN_A, TOKEN_B))
+    st, h, _ = s.request("initialize", INIT)
+    assert st == 401 and h["www-authenticate"].startswith("Bearer ")
+    st, h, _ = s.request("initialize", INIT, token=TOKEN_A[:-1] + "x")
+    assert st == 401 and "www-authenticate" in h
+    st, h, _ = s.request("initialize", INIT, headers={"Authorization": "Basic " + TOKEN_A})
+    assert st == 401
+    assert s.initialize(token=TOKEN_B)
+
+
+def test_session_of_another_client_is_refused(srv, tmp_path):
+    s = srv("--token-file", token_file(tmp_path, TOKEN_A, TOKEN_B))
+    sid = s.initialize(token=TOKEN_A)
+    assert s.request("tools/list", {}, session=sid, token=TOKEN_A)[0] == 200
+    # The id is no use with another token, for any method.
+    assert s.request("tools/list", {}, session=sid, token=TOKEN_B)[0] == 404
+    assert s.raw("DELETE", headers={"Mcp-Session-Id": sid, "Authorization": "Bearer " + TOKEN_B})[0] == 404
+    assert s.request("tools/list", {}, session=sid, token=TOKEN_A)[0] == 200
+
+
+def test_tokens_reread_on_sighup(srv, tmp_path):
+    path = token_file(tmp_path, TOKEN_A)
+    s = srv("--token-file", path)
+    assert s.request("ping", {}, token=TOKEN_A)[0] in (200, 400)  # authorized (400: no session)
+    token_file(tmp_path, TOKEN_B)
+    s.p.send_signal(signal.SIGHUP)
+    deadline = time.monotonic() + 5
+    while s.request("ping", {}, token=TOKEN_A)[0] != 401:
+        assert time.monotonic() < deadline, "the old token still works after SIGHUP"
+        time.sleep(0.05)
+    assert s.request("ping", {}, token=TOKEN_B)[0] != 401
+    # A file made unreadable-safe (mode 644) is refused: the tokens read before stay.
+    os.chmod(path, 0o644)
+    s.p.send_signal(signal.SIGHUP)
+    time.sleep(0.3)
+    assert s.request("ping", {}, token=TOKEN_B)[0] != 401
+
+
+@pytest.mark.parametrize("why,setup", [
+    ("mode 644", lambda p: token_file(p, TOKEN_A, mode=0o644)),
+    ("mode 640", lambda p: token_file(p, TOKEN_A, mode=0o640)),
+    ("short token", lambda p: token_file(p, "short")),
+    ("empty", lambda p: token_file(p)),
+    ("missing", lambda p: str(p / "nope")),
+])
+def test_bad_token_file_refused(tmp_path, why, setup):
+    r = sbx.sandboxd("mcp", "--rootfs", sbx.ROOTFS, "--http", "127.0.0.1:0", "--token-file", setup(tmp_path))
+    sbx.assert_usage_error(r, why)
+    assert "--token-file" in r.stderr, r.stderr
+
+
+def test_token_file_symlink_refused(tmp_path):
+    real = token_file(tmp_path, TOKEN_A)
+    os.symlink(real, tmp_path / "link")
+    r = sbx.sandboxd("mcp", "--rootfs", sbx.ROOTFS, "--http", "127.0.0.1:0", "--token-file", str(tmp_path / "link"))
+    assert r.rc == 125 and "--token-file" in r.stderr, r.stderr
+
+
+def test_non_loopback_needs_token_file():
+    r = sbx.sandboxd("mcp", "--rootfs", sbx.ROOTFS, "--http", "0.0.0.0:0")
+    assert r.rc == 125 and "--token-file" in r.stderr, r.stderr
+    r = sbx.sandboxd("mcp", "--rootfs", sbx.ROOTFS, "--http", "[::]:0")
+    assert r.rc == 125 and "--token-file" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("arg", ["127.0.0.1:99999", "localhost:80", "1.2.3:80", ":", "127.0.0.1:x"])
+def test_bad_http_address(arg):
+    r = sbx.sandboxd("mcp", "--rootfs", sbx.ROOTFS, "--http", arg)
+    assert r.rc == 125 and r.stderr.startswith("sandboxd: --http"), r.stderr
+
+
+def test_http_options_need_http():
+    r = sbx.sandboxd("mcp", "--rootfs", sbx.ROOTFS, "--stateless")
+    assert r.rc == 125 and "need --http" in r.stderr, r.stderr
+    r = sbx.sandboxd("mcp", "--rootfs", sbx.ROOTFS, "--http", "0", "--roots")
+    assert r.rc == 125 and "--roots" in r.stderr, r.stderr
+
+
+def test_port_in_use(srv):
+    s = srv()
+    r = sbx.sandboxd("mcp", "--rootfs", sbx.ROOTFS, "--http", "127.0.0.1:%d" % s.port)
+    assert r.rc == 125 and "Address already in use" in r.stderr, r.stderr
+
+
+def test_auth_server_metadata(srv, tmp_path):
+    s = srv("--token-file", token_file(tmp_path, TOKEN_A), "--auth-server", "https://auth.example.com")
+    st, h, _ = s.request("initialize", INIT)
+    assert st == 401
+    base = "http://127.0.0.1:%d" % s.port
+    want = 'resource_metadata="%s/.well-known/oauth-protected-resource/mcp"' % base
+    assert want in h["www-authenticate"], h
+    for path in ("/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"):
+        st, h, body = s.raw("GET", path=path)
+        assert st == 200, path
+        doc = json.loads(body)
+        assert doc["authorization_servers"] == ["https://auth.example.com"]
+        assert doc["resource"] == base + "/mcp"
+
+
+def test_bad_origin_refused(srv):
+    s = srv("--stateless", "--allow-origin", "https://app.example.com")
+    ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    for bad in ("http://evil.example", "http://localhost.evil.example", "http://127.0.0.1.evil:80", "null"):
+        assert s.post(ping, headers={"Origin": bad})[0] == 403, bad
+    assert s.raw("GET", headers={"Origin": "http://evil.example", "Accept": "text/event-stream"})[0] == 403
+    for good in ("http://localhost:3000", "http://127.0.0.1", "http://[::1]:8080", "https://app.example.com"):
+        assert s.post(ping, headers={"Origin": good})[0] == 200, good
+
+
+def test_audit_names_the_client_never_the_token(srv, tmp_path):
+    log = tmp_path / "audit.log"
+    s = srv("--token-file", token_file(tmp_path, TOKEN_A, TOKEN_B), audit=str(log))
+    sid = s.initialize(token=TOKEN_B)
+    s.call("print(1)", session=sid, token=TOKEN_B)
+    s.stop()
+    recs = [json.loads(line) for line in log.read_text().splitlines()]
+    assert recs[-1]["client"] == "token 1 session " + sid[:8], recs[-1]
+    assert TOKEN_B not in log.read_text() and TOKEN_A not in log.read_text()
+
+
+# ---------------------------------------------------------------- limits
+
+def test_body_over_the_limit_is_413(srv):
+    s = srv("--stateless")
+    # A 10 MB body is refused from its Content-Length, before it is read.
+    sock = socket.create_connection((s.host, s.port))
+    sock.sendall(b"POST /mcp HTTP/1.1\r\nHost: x\r\nAccept: " + ACCEPT.encode() +
+                 b"\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % (10 << 20) + b"{" * 4096)
+    sock.settimeout(10)
+    got = b""
+    while b"\r\n\r\n" not in got or b"}}" not in got:
+        more = sock.recv(4096)
+        if not more:
+            break
+        got += more
+    sock.close()
+    assert got.startswith(b"HTTP/1.1 413 ") and b"--max-message-size" in got, got
+    # Just within a smaller limit is taken; just past it is refused.
+    s2 = HttpMcp("--stateless", "--max-message-size", "2K")
+    try:
+        pad = lambda n: {"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"x": "x" * n}}
+        fits = len(json.dumps(pad(0)).encode())
+        assert s2.post(pad(2048 - fits))[0] == 200
+        assert s2.post(pad(2049 - fits))[0] == 413
+    finally:
+        s2.stop()
+    # Without a length (chunked): the connection is closed once the limit is passed.
+    sock = socket.create_connection((s.host, s.port))
+    sock.sendall(b"POST /mcp HTTP/1.1\r\nHost: x\r\nAccept: " + ACCEPT.encode() +
+                 b"\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n")
+    chunk = b"x" * 65536
+    closed = False
+    try:
+        for _ in range(10 << 4):
+            sock.sendall(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+    except (BrokenPipeError, ConnectionResetError):
+        closed = True
+    if not closed:
+        sock.settimeout(5)
+        try:
+            closed = sock.recv(100) == b"" or True
+        except ConnectionResetError:
+            closed = True
+    sock.close()
+    assert closed
+    assert s.alive()
+
+
+def test_a_thousand_idle_connections(srv):
+    import resource
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 4096), hard))
+    s = srv("--stateless")
+    socks = []
+    try:
+        for i in range(1000):
+            socks.append(socket.create_connection((s.host, s.port)))
+            if i % 2:  # half send the start of a request and stop there
+                socks[-1].sendall(b"POST /mcp HTTP/1.1\r\nHost: x\r\n")
+        time.sleep(0.5)
+        assert s.alive()
+        assert s.call("print('still here')")["result"]["content"][0]["text"] == "still here\n"
+    finally:
+        for x in socks:
+            x.close()
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    assert s.alive()
+
+
+def test_connection_cap_and_idle_timeout(srv):
+    s = srv("--stateless", "--max-connections", "4", "--idle-timeout", "1")
+    socks = [socket.create_connection((s.host, s.port)) for _ in range(4)]
+    time.sleep(0.2)
+    # Past the cap a connection waits in the listen queue, unserved...
+    extra = socket.create_connection((s.host, s.port))
+    extra.sendall(b"POST /mcp HTTP/1.1\r\nHost: x\r\nAccept: " + ACCEPT.encode() +
+                  b"\r\nContent-Type: application/json\r\nContent-Length: 40\r\n\r\n" +
+                  b'{"jsonrpc":"2.0","id":1,"method":"ping"}')
+    extra.settimeout(0.5)
+    with pytest.raises(TimeoutError):
+        extra.recv(100)
+    # ...until --idle-timeout closes the idle ones, and it is served.
+    start = time.monotonic()
+    for x in socks:
+        x.settimeout(5)
+        try:
+            assert x.recv(100) == b""
+        except ConnectionResetError:
+            pass
+        x.close()
+    assert time.monotonic() - start < 4
+    extra.settimeout(5)
+    assert extra.recv(100).startswith(b"HTTP/1.1 200 ")
+    extra.close()
+    assert s.alive()
+
+
+def test_max_requests_in_flight(srv):
+    s = srv("--stateless", "--max-requests", "2")
+    marker = "sbx-http-maxreq-%d" % os.getpid()
+    held = []
+    for i in range(2):
+        c = s.conn()
+        c.request("POST", "/mcp", body=json.dumps({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {
+            "name": "run_python", "arguments": {"code": sleeper(marker)}}}),
+            headers={"Accept": ACCEPT, "Content-Type": "application/json"})
+        held.append(c)
+    deadline = time.monotonic() + 15
+    while len(sbx.processes_with(marker)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    st, h, _ = s.post({"jsonrpc": "2.0", "id": "p", "method": "ping"})
+    assert st == 503 and "retry-after" in h
+    for c in held:
+        c.close()
+    assert sbx.wait_gone(marker, 5) == []
+    assert s.alive()
+
+
+def test_max_streams_and_sessions(srv):
+    s = srv("--max-streams", "1", "--max-sessions", "2")
+    a, b = s.initialize(), s.initialize()
+    st, _, body = s.request("initialize", INIT)
+    assert st == 503 and b"--max-sessions" in body
+    c = s.conn()
+    c.request("GET", "/mcp", headers={"Accept": "text/event-stream", "Mcp-Session-Id": a})
+    stream = c.getresponse()  # held: a response object that is freed closes its socket
+    assert stream.status == 200
+    assert s.raw("GET", headers={"Accept": "text/event-stream", "Mcp-Session-Id": b})[0] == 503
+    # A call with progress past the stream limit is answered as JSON.
+    st, h, _ = s.request("tools/call", {"name": "run_python", "_meta": {"progressToken": 1},
+                                        "arguments": {"code": "print(1)"}}, session=b)
+    assert st == 200 and h["content-type"] == "application/json"
+    c.close()
+
+
+def test_max_concurrent_applies_across_clients(srv):
+    s = srv("--max-concurrent", "1", "--max-queue", "1")
+    marker = "sbx-http-conc-%d" % os.getpid()
+    sids = [s.initialize() for _ in range(3)]
+    held = []
+    for i, sid in enumerate(sids[:2]):
+        c = s.conn()
+        c.request("POST", "/mcp", body=json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": "run_python", "arguments": {"code": sleeper(marker)}}}),
+            headers={"Accept": ACCEPT, "Content-Type": "application/json", "Mcp-Session-Id": sid})
+        held.append(c)
+    assert _wait_present(marker)
+    time.sleep(0.3)
+    assert len(sbx.processes_with(marker)) == 1  # one runs, one queues
+    r = s.call("print(1)", session=sids[2])
+    assert r["result"]["isError"] and "busy" in r["result"]["content"][0]["text"]
+    for c in held:
+        c.close()
+    assert sbx.wait_gone(marker, 5) == []
+
+
+# ---------------------------------------------------------------- clients that vanish
+
+@pytest.mark.parametrize("progress", [True, False], ids=["sse", "json"])
+def test_client_gone_mid_call_releases_the_sandbox(srv, progress):
+    s = srv("--stateless")
+    marker = "sbx-http-gone-%s-%d" % (progress, os.getpid())
+    params = {"name": "run_python", "arguments": {"code": sleeper(marker)}}
+    if progress:
+        params["_meta"] = {"progressToken": "p"}
+    sock = socket.create_connection((s.host, s.port))
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}).encode()
+    sock.sendall(b"POST /mcp HTTP/1.1\r\nHost: x\r\nAccept: " + ACCEPT.encode() +
+                 b"\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+    assert _wait_present(marker)
+    if progress:  # the stream has begun: a progress event arrives within a second or two
+        sock.settimeout(5)
+        got = b""
+        while b"notifications/progress" not in got:
+            got += sock.recv(4096)
+        assert b"text/event-stream" in got
+    sock.close()
+    assert sbx.wait_gone(marker, 5) == []
+    assert s.alive()
