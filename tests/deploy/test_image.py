@@ -8,6 +8,7 @@ import io
 import json
 import os
 import shutil
+import signal
 import subprocess
 import tarfile
 import threading
@@ -112,14 +113,19 @@ def test_layer_is_root_owned_and_holds_the_install(image):
     assert not [m.name for m in members if m.isfile() and m.mode & 0o6000], "no setuid or setgid file"
 
 
+def pod_cmd(tree, config, args, net=False, secret=None):
+    env = list(config["config"]["Env"])
+    assert all(" " not in e for e in env)
+    return ["unshare", "--mount", "--propagation", "private", "--pid", "--fork", "--kill-child",
+            *(["--net"] if net else []), "env", "-i", "PATH=/usr/sbin:/usr/bin:/sbin:/bin",
+            os.path.join(REPO, "tests", "deploy", "pod-run"), *(["--secret", secret] if secret else []),
+            tree, *env, "--", *config["config"]["Entrypoint"], *args]
+
+
 def pod_mcp(tree, config, args, msgs):
     """Send msgs to the server in the pod, one at a time, each request's reply awaited (EOF on
     stdin ends the server and its calls); returns the replies by id and stderr."""
-    env = list(config["config"]["Env"])
-    assert all(" " not in e for e in env)
-    cmd = ["unshare", "--mount", "--propagation", "private", "--pid", "--fork", "--kill-child",
-           "env", "-i", "PATH=/usr/sbin:/usr/bin:/sbin:/bin",
-           os.path.join(REPO, "tests", "deploy", "pod-run"), tree, *env, "--", *config["config"]["Entrypoint"], *args]
+    cmd = pod_cmd(tree, config, args)
     replies = {}
     with subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           text=True) as p:
@@ -168,3 +174,61 @@ def test_unpacked_tree_serves_mcp_as_a_pod_runs_it(image, tree):
     assert res["structuredContent"]["stdout"] == f"42 {caps['policy']['uid']}\n"
     # Nothing the server wanted to write failed (HOME=/tmp is the one writable place).
     assert "Read-only file system" not in stderr, stderr
+
+
+# Run inside the pod's network namespace (nsenter): the statuses and the run_python result.
+HTTP_CLIENT = r"""
+import json, sys, urllib.request, urllib.error
+token = sys.argv[1]
+def post(auth):
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                       "params": {"name": "run_python", "arguments": {"code": "print(6 * 7)"}}}).encode()
+    h = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    if auth:
+        h["Authorization"] = "Bearer " + auth
+    try:
+        with urllib.request.urlopen(urllib.request.Request("http://127.0.0.1:8080/mcp", body, h), timeout=30) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, None
+print(json.dumps({"none": post(None), "wrong": post("x" + token), "right": post(token)}))
+"""
+
+
+def test_image_command_serves_http_with_a_secret_token(image, tree, tmp_path):
+    """The image's own entrypoint and command, unchanged: HTTP on 0.0.0.0:8080, stateless, the
+    token from /run/secrets/sandboxd/tokens as Kubernetes mounts a Secret (root:fsGroup 0440)."""
+    token = hashlib.sha256(os.urandom(16)).hexdigest()
+    secret = tmp_path / "tokens"
+    secret.write_text(token + "\n")
+    cfg = image["config"]["config"]
+    with subprocess.Popen(pod_cmd(tree, image["config"], cfg["Cmd"], net=True, secret=str(secret)),
+                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                          text=True) as p:
+        timer = threading.Timer(60, p.kill)
+        timer.start()
+        try:
+            err = ""
+            while "listening on" not in err:
+                line = p.stderr.readline()
+                assert line, f"the server exited: {err}"
+                err += line
+            assert "http://0.0.0.0:8080/mcp" in err, err
+            r = subprocess.run(["nsenter", f"--net=/proc/{p.pid}/ns/net", "/usr/bin/python3", "-c", HTTP_CLIENT, token],
+                               capture_output=True, text=True, timeout=60)
+            assert r.returncode == 0, r.stderr
+            got = json.loads(r.stdout)
+            # As the kubelet stops a pod: SIGTERM to the container's pid 1, the server (unshare
+            # itself ignores SIGTERM); it stops at once, well inside terminationGracePeriodSeconds.
+            with open(f"/proc/{p.pid}/task/{p.pid}/children") as f:
+                (init,) = map(int, f.read().split())
+            os.kill(init, signal.SIGTERM)
+            assert p.wait(timeout=10) == 0
+        finally:
+            timer.cancel()
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    assert got["none"][0] == 401 and got["wrong"][0] == 401
+    status, reply = got["right"]
+    assert status == 200 and reply["result"]["structuredContent"]["stdout"] == "42\n", got
