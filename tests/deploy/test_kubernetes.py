@@ -83,5 +83,8 @@ def test_pod_has_what_nested_sandboxes_need():
     assert args[:4] == ["mcp", "--http", "0.0.0.0:8080", "--stateless"] and "--token-file" in args
     assert c["readinessProbe"] and c["livenessProbe"]
     assert c["resources"]["requests"]["memory"] and c["resources"]["limits"]["memory"]
-    mounts = {m["mountPath"] for m in c["volumeMounts"]}
-    assert {"/tmp", "/run/secrets/sandboxd"} <= mounts
+    mounts = {m["mountPath"]: m for m in c["volumeMounts"]}
+    token_file = args[args.index("--token-file") + 1]
+    # The file itself (subPath): a Secret volume's keys are symlinks, which sandboxd does not follow.
+    assert mounts[token_file]["subPath"] and mounts[token_file]["readOnly"] is True
+    assert "/tmp" in mounts
