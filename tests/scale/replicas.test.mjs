@@ -2,14 +2,15 @@
 // unprivileged from a config in a temporary directory, writing nothing outside it), then 300
 // run_python calls, 8 in flight, through nginx with the official SDK's Streamable HTTP client:
 // every result right, every replica served calls (counted from each one's audit log), and a
-// replica killed mid-run costs only the calls it held: those fail cleanly (HTTP 502 from nginx)
-// and the client's retry lands on another; calls nginx sends to the dead replica afterwards go to
+// replica killed mid-run (SIGKILL) costs only the calls it held: those fail cleanly (HTTP 502
+// from nginx) and the client's retry lands on another, its sandboxes die with it and its cgroups
+// are swept; calls nginx sends to the dead replica afterwards go to
 // the next one (proxy_next_upstream error; max_fails=0 here, so nginx never sets the dead replica
 // aside and every later call assigned to it relies on that). Each replica needs a bearer token
 // (nginx passes Authorization through). About 5 s here. Needs nginx (scripts/install-deps).
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
-import { spawn, execFileSync } from "node:child_process";
+import { spawn, spawnSync, execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync, existsSync, mkdirSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -138,6 +139,18 @@ function descendants(pid) {
   return out;
 }
 
+// The cgroup directories sandboxd made for pid's sandboxes (sandboxd-PID-N), v1 or v2.
+function cgroupsOf(pid, dir = "/sys/fs/cgroup", depth = 0, out = []) {
+  let ents = [];
+  try { ents = readdirSync(dir, { withFileTypes: true }); } catch { return out; }
+  for (const e of ents) {
+    if (!e.isDirectory()) continue;
+    if (e.name.startsWith(`sandboxd-${pid}-`)) out.push(join(dir, e.name));
+    else if (depth < 6) cgroupsOf(pid, join(dir, e.name), depth + 1, out);
+  }
+  return out;
+}
+
 const records = (r) => (existsSync(r.audit) ? readFileSync(r.audit, "utf8").split("\n").filter(Boolean).length : 0);
 
 test("300 calls through nginx to 3 stateless replicas, one killed mid-run", { skip: !NGINX && "no nginx (scripts/install-deps installs it)", timeout: 90000 }, async () => {
@@ -211,7 +224,8 @@ test("300 calls through nginx to 3 stateless replicas, one killed mid-run", { sk
   const total = served.reduce((a, b) => a + b, 0);
   assert.ok(Math.abs(total - CALLS) <= killedInFlight, `audit records ${served}, ${killedInFlight} in flight at the kill`);
   const log = readFileSync(join(dir, "error.log"), "utf8");
-  console.log(`served ${served.join("/")}, victim held ${failures.length} of ${killedInFlight} in flight at the kill`);
+  console.log(`served ${served.join("/")}, victim held ${failures.length} of ${killedInFlight} in flight at the kill, ` +
+    `left ${cgroupsOf(victim.p.pid).length} cgroup directories`);
   if (failures.length) assert.match(log, /upstream prematurely closed|Connection reset|connect\(\) failed/);
 
   nginx.p.kill("SIGQUIT");
@@ -225,4 +239,11 @@ test("300 calls through nginx to 3 stateless replicas, one killed mid-run", { sk
   for (let t = 0; t < 50 && victimKids.some((pid) => existsSync(`/proc/${pid}`)); t++)
     await new Promise((r) => setTimeout(r, 100));
   assert.deepEqual(victimKids.filter((pid) => existsSync(`/proc/${pid}`)), [], "the victim's sandboxes outlived it");
+  // Its cgroups (where it had them: its warm and running sandboxes' ones) go at the next sandboxd's first
+  // sandbox (the stale sweep): one exec, then none left.
+  const left = cgroupsOf(victim.p.pid);
+  const first = JSON.parse(readFileSync(victim.audit, "utf8").split("\n")[0]);
+  if (String(first.enforcement).startsWith("cgroup")) assert.ok(left.length > 0, "the victim left no cgroup to sweep");
+  spawnSync(SANDBOXD, ["exec", "--audit-log", "off", "-c", "pass"], { stdio: "ignore" });
+  assert.deepEqual(cgroupsOf(victim.p.pid), [], "the victim's cgroups were not swept");
 });
