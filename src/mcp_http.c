@@ -492,16 +492,26 @@ static enum MHD_Result parse_failed(struct exchange *x, struct jsonrpc_failure *
   return respond(x, MHD_HTTP_BAD_REQUEST, "application/json", &body);
 }
 
-/* A notifications/cancelled also ends the exchange that carried the request (no answer comes). */
+/* A notifications/cancelled also ends the exchange that carried the request (no answer comes).
+ * Without sessions the request is found among the caller's (same token) by its id; one that is
+ * not the only match is left alone: it may be another client's. */
 static void cancelled_exchange(struct mcp_http *h, struct exchange *from, const struct jsonrpc_message *m)
 {
   _cleanup_free_ char *id = jsonrpc_id_canonical(json_get(m->params, "requestId"));
+  struct exchange *found = NULL;
+  size_t matches = 0;
   for (struct exchange *x = h->xs; id && x; x = x->next)
-    if (x != from && x->sess && x->sess == from->sess && x->req_id && !x->done &&
-        strcmp(x->req_id, id) == 0) {
-      x->done = true;
-      wake(x);
+    if (x != from && x->sess == from->sess && x->principal == from->principal && x->req_id && !x->done &&
+        !x->get && strcmp(x->req_id, id) == 0) {
+      found = x;
+      matches++;
     }
+  if (matches != 1)
+    return;
+  if (!found->sess) /* stateless: its calls are keyed by the exchange, not by a client */
+    mcp_cancel_calls(h->srv, 0, found->id);
+  found->done = true;
+  wake(found);
 }
 
 static void dispatch(struct mcp_http *h, struct exchange *x, const struct jsonrpc_message *m)

@@ -165,6 +165,14 @@ fi
 
 # MCP: the official TypeScript SDK client and Claude Code's CLI against `sandboxd mcp`.
 ! want mcp || run_node mcp "$repo/tests/mcp" "$rundir/mcp.log"
+# The protocol's acceptance files again over Streamable HTTP (sandboxd mcp --http), with sessions
+# and --stateless (about 20 s each).
+if want mcp; then
+  for t in http http-stateless; do
+    run_node "mcp ($t)" "$repo/tests/mcp" "$rundir/mcp-$t.log" SANDBOXD_MCP_TRANSPORT=$t \
+      MCP_TESTS="./mcp.test.mjs ./execute.test.mjs"
+  done
+fi
 # The MCP proxy with real host servers (server-everything, server-memory).
 ! want proxy || run_node proxy "$repo/tests/proxy" "$rundir/proxy.log"
 # Three stateless HTTP replicas behind nginx, one killed mid-run (tests/scale; about 5 s).

@@ -341,9 +341,10 @@ def test_body_over_the_limit_is_413(srv):
 
 def test_a_thousand_idle_connections(srv):
     import resource
+    # Started with this process's open-file limit (1024 for an ordinary user): it raises its own.
+    s = srv("--stateless")
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 4096), hard))
-    s = srv("--stateless")
     socks = []
     try:
         for i in range(1000):
@@ -351,7 +352,7 @@ def test_a_thousand_idle_connections(srv):
             if i % 2:  # half send the start of a request and stop there
                 socks[-1].sendall(b"POST /mcp HTTP/1.1\r\nHost: x\r\n")
         time.sleep(0.5)
-        assert s.alive()
+        assert s.alive()  # would wait in the listen queue if the connections had used up its fds
         assert s.call("print('still here')")["result"]["content"][0]["text"] == "still here\n"
     finally:
         for x in socks:
@@ -470,3 +471,37 @@ def test_client_gone_mid_call_releases_the_sandbox(srv, progress):
     sock.close()
     assert sbx.wait_gone(marker, 5) == []
     assert s.alive()
+
+
+def _start_call(s, marker, rid, session=None):
+    c = s.conn()
+    h = {"Accept": ACCEPT, "Content-Type": "application/json"}
+    if session:
+        h["Mcp-Session-Id"] = session
+    c.request("POST", "/mcp", body=json.dumps({"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {
+        "name": "run_python", "arguments": {"code": sleeper(marker)}}}), headers=h)
+    return c
+
+
+def test_stateless_cancel_by_notification(srv):
+    """Without sessions a cancel names the request by its id alone: it is cancelled when it is the
+    caller's only request with that id, and left alone when another has the same id."""
+    s = srv("--stateless")
+    marker = "sbx-http-scancel-%d" % os.getpid()
+    c = _start_call(s, marker, "slow")
+    assert _wait_present(marker)
+    cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "slow"}}
+    assert s.post(cancel)[0] == 202
+    assert sbx.wait_gone(marker, 5) == []
+    assert c.getresponse().status == 204
+    c.close()
+    dup = "sbx-http-sdup-%d" % os.getpid()
+    held = [_start_call(s, dup + "-1", "dup"), _start_call(s, dup + "-2", "dup")]
+    assert _wait_present(dup + "-1") and _wait_present(dup + "-2")
+    cancel["params"]["requestId"] = "dup"
+    assert s.post(cancel)[0] == 202
+    time.sleep(0.5)
+    assert len(sbx.processes_with(dup)) == 2, "a cancel that may be another client's was taken"
+    for c in held:
+        c.close()
+    assert sbx.wait_gone(dup, 5) == []

@@ -2,11 +2,12 @@
 // The CLI is installed once into tests/.work/claude-code (CLAUDE_CODE_TEST=0 skips this test).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { execFile, execFileSync } from 'node:child_process';
+import { promisify } from 'node:util';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { REPO, SANDBOXD } from './helpers.mjs';
+import { REPO, SANDBOXD, startHttp } from './helpers.mjs';
 
 const VERSION = '2.1.197';
 const DIR = join(REPO, 'tests/.work/claude-code');
@@ -47,6 +48,34 @@ test('claude mcp add + claude mcp list shows sandboxd Connected', { skip, timeou
     const files = execFileSync(CLAUDE, ['mcp', 'list'], opts);
     assert.match(files, /sandboxd-files: .*--output-dir .* - ✔ Connected/, files);
   } finally {
+    rmSync(home, { recursive: true, force: true });
+  }
+});
+
+// Over Streamable HTTP with a bearer token (README: claude mcp add --transport http ... --header).
+test('claude mcp add --transport http with a token shows Connected; without it, not', { skip, timeout: 400000 }, async (t) => {
+  const why = install();
+  if (why) {
+    t.skip(why);
+    return;
+  }
+  const home = mkdtempSync(join(tmpdir(), 'sandboxd-claude-http-'));
+  const token = `claude-test-${process.pid}-${Date.now()}-token`;
+  writeFileSync(join(home, 'tokens'), `${token}\n`);
+  chmodSync(join(home, 'tokens'), 0o600);
+  const server = await startHttp(['--token-file', join(home, 'tokens'), '--warm', '0']);
+  try {
+    const env = { ...process.env, HOME: home, XDG_CONFIG_HOME: join(home, '.config'), DISABLE_AUTOUPDATER: '1' };
+    const opts = { cwd: home, env, encoding: 'utf8', timeout: 90000 };
+    const claude = (...args) => promisify(execFile)(CLAUDE, args, opts).then((r) => r.stdout);
+    await claude('mcp', 'add', '--transport', 'http', 'sandboxd-http', server.url, '--header',
+      `Authorization: Bearer ${token}`);
+    await claude('mcp', 'add', '--transport', 'http', 'sandboxd-notoken', server.url);
+    const out = await claude('mcp', 'list');
+    assert.match(out, new RegExp(`sandboxd-http: ${server.url.replace(/[.]/g, '\\.')} \\(HTTP\\) - ✔ Connected`), out);
+    assert.doesNotMatch(out, /sandboxd-notoken: .*✔ Connected/, out);
+  } finally {
+    await server.stop();
     rmSync(home, { recursive: true, force: true });
   }
 });

@@ -6,6 +6,7 @@ import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
 export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 // SANDBOXD overrides the binary under test.
@@ -17,7 +18,43 @@ export const SERVER_ARGS = ['mcp', ...(process.env.SANDBOXD_MCP_ARGS || '').spli
 const clients = new Set();
 after(() => Promise.all([...clients].map((c) => c.close().catch(() => {}))));
 
+// SANDBOXD_MCP_TRANSPORT: how connect() reaches the server: stdio (default), http (Streamable
+// HTTP with sessions) or http-stateless (--stateless); the same tests either way.
+export const TRANSPORT = process.env.SANDBOXD_MCP_TRANSPORT || 'stdio';
+
+// `sandboxd mcp --http 127.0.0.1:0 ARGS`: its URL from the line it prints on stderr.
+export async function startHttp(args = []) {
+  const proc = spawn(SANDBOXD, [...SERVER_ARGS, '--http', '127.0.0.1:0', ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
+  live.add(proc);
+  const exit = new Promise((res) => proc.on('exit', (code, signal) => { live.delete(proc); res({ code, signal }); }));
+  let stderr = '';
+  const url = await new Promise((res, rej) => {
+    proc.stderr.on('data', (d) => {
+      stderr += d;
+      const m = /sandboxd: listening on (http:\/\/\S+)\n/.exec(stderr);
+      if (m) res(m[1]);
+    });
+    exit.then(({ code }) => rej(new Error(`sandboxd mcp --http exited ${code}: ${stderr}`)));
+  });
+  return { proc, url, exit, stderr: () => stderr, stop: async () => { proc.kill('SIGTERM'); return exit; } };
+}
+
 export async function connect(extraArgs = []) {
+  if (TRANSPORT !== 'stdio') {
+    const server = await startHttp([...(TRANSPORT === 'http-stateless' ? ['--stateless'] : []), ...extraArgs]);
+    const transport = new StreamableHTTPClientTransport(new URL(server.url));
+    const client = new Client({ name: 'sandboxd-tests', version: '1.0.0' });
+    await client.connect(transport);
+    const close = client.close.bind(client);
+    client.close = async () => {
+      // Sessions end with DELETE, as a well-behaved client does; then the server goes.
+      if (transport.sessionId) await transport.terminateSession().catch(() => {});
+      await close();
+      await server.stop();
+    };
+    clients.add(client);
+    return { client, transport, server, stderr: server.stderr };
+  }
   const transport = new StdioClientTransport({
     command: SANDBOXD,
     args: [...SERVER_ARGS, ...extraArgs],
