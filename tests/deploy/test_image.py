@@ -191,13 +191,16 @@ def post(auth):
             return r.status, json.loads(r.read())
     except urllib.error.HTTPError as e:
         return e.code, None
-print(json.dumps({"none": post(None), "wrong": post("x" + token), "right": post(token)}))
+with urllib.request.urlopen("http://127.0.0.1:8080/healthz", timeout=30) as r:
+    health = r.status
+print(json.dumps({"none": post(None), "wrong": post("x" + token), "right": post(token), "health": health}))
 """
 
 
 def test_image_command_serves_http_with_a_secret_token(image, tree, tmp_path):
     """The image's own entrypoint and command, unchanged: HTTP on 0.0.0.0:8080, stateless, the
-    token from /run/secrets/sandboxd/tokens as Kubernetes mounts a Secret (root:fsGroup 0440)."""
+    token from /run/secrets/sandboxd/tokens as Kubernetes mounts a Secret (root:fsGroup 0440),
+    the probes' /healthz."""
     token = hashlib.sha256(os.urandom(16)).hexdigest()
     secret = tmp_path / "tokens"
     secret.write_text(token + "\n")
@@ -229,6 +232,6 @@ def test_image_command_serves_http_with_a_secret_token(image, tree, tmp_path):
             if p.poll() is None:
                 p.kill()
                 p.wait()
-    assert got["none"][0] == 401 and got["wrong"][0] == 401
+    assert got["none"][0] == 401 and got["wrong"][0] == 401 and got["health"] == 200
     status, reply = got["right"]
     assert status == 200 and reply["result"]["structuredContent"]["stdout"] == "42\n", got

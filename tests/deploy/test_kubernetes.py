@@ -81,7 +81,10 @@ def test_pod_has_what_nested_sandboxes_need():
     assert "profile sandboxd " in open(os.path.join(REPO, "policy", "apparmor.d", "sandboxd")).read()
     args = c["args"]
     assert args[:4] == ["mcp", "--http", "0.0.0.0:8080", "--stateless"] and "--token-file" in args
-    assert c["readinessProbe"] and c["livenessProbe"]
+    # The path the server answers without a token (tests/integration/test_mcp_healthz.py).
+    for probe in ("readinessProbe", "livenessProbe"):
+        assert c[probe]["httpGet"] == {"path": "/healthz", "port": "http"}
+    assert {"name": "http", "containerPort": 8080, "protocol": "TCP"} in c["ports"]
     assert c["resources"]["requests"]["memory"] and c["resources"]["limits"]["memory"]
     mounts = {m["mountPath"]: m for m in c["volumeMounts"]}
     token_file = args[args.index("--token-file") + 1]
