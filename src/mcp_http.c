@@ -765,14 +765,18 @@ int mcp_http_parse_listen(const char *arg, struct mcp_http_opts *o, sbx_error_t 
   const char *port = colon ? colon + 1 : arg;
   char addr[64] = MCP_HTTP_DEFAULT_ADDR;
   if (colon) {
+    const char *a = arg;
     size_t n = (size_t) (colon - arg);
-    if (n && arg[0] == '[' && arg[n - 1] == ']') {
-      arg++;
+    bool bracketed = n >= 2 && a[0] == '[' && a[n - 1] == ']';
+    if (bracketed) {
+      a++;
       n -= 2;
     }
+    if (!bracketed && memchr(a, ':', n))
+      return sbx_error_set(err, 0, "--http `%s`: an IPv6 address goes in brackets: [ADDR]:PORT", arg);
     if (!n || n >= sizeof addr)
       return sbx_error_set(err, 0, "--http `%s`: expected [ADDR:]PORT", arg);
-    memcpy(addr, arg, n);
+    memcpy(addr, a, n);
     addr[n] = '\0';
   }
   uint64_t p;
@@ -886,7 +890,8 @@ int mcp_http_start(struct server *srv, const struct mcp_http_opts *o, struct mcp
                           h, MHD_OPTION_NOTIFY_CONNECTION, on_connection, h, MHD_OPTION_END);
   const union MHD_DaemonInfo *di = h->d ? MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_EPOLL_FD) : NULL;
   if (!di) {
-    close(fd);
+    if (!h->d) /* else stopping the daemon closes it */
+      close(fd);
     mcp_http_stop(h);
     return sbx_error_set(err, 0, "--http: cannot start the HTTP server (libmicrohttpd)");
   }

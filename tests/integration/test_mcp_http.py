@@ -505,3 +505,40 @@ def test_stateless_cancel_by_notification(srv):
     for c in held:
         c.close()
     assert sbx.wait_gone(dup, 5) == []
+
+
+def test_proxy_to_host_servers_over_http(srv, tmp_path):
+    """The bridge to host servers works as over stdio, in a call streamed with progress."""
+    hostmcp = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hostmcp.py")
+    cfg = tmp_path / "servers.json"
+    cfg.write_text(json.dumps({"mcpServers": {"host": {"command": "/usr/bin/python3", "args": [hostmcp]}}}))
+    s = srv("--stateless", "--config", str(cfg))
+    code = "r = await mcp_host.echo(x=12345)\nprint(r)\nprint(await mcp_host.hold(seconds=1.2))"
+    st, h, body = s.request("tools/call", {"name": "run_python", "_meta": {"progressToken": 7},
+                                           "arguments": {"code": code, "servers": ["host"]}})
+    assert st == 200 and h["content-type"] == "text/event-stream"
+    ev = sse_events(body)
+    assert any(e.get("method") == "notifications/progress" for e in ev)
+    res = ev[-1]["result"]
+    assert res["structuredContent"]["status"] == "ok", res
+    # hostmcp answers with the size of the arguments: {"x": 12345}, then {"seconds": 1.2}
+    out = res["structuredContent"]["stdout"].splitlines()
+    assert "'text': '12'" in out[0] and "'text': '16'" in out[1], out
+
+
+def test_no_server_socket_reaches_the_sandbox(srv):
+    """The listening socket and the clients' connections are close-on-exec: the code sees the
+    same file descriptors as over stdio."""
+    from mcpsession import Mcp
+    code = "import os; print(sorted(int(f) for f in os.listdir('/proc/self/fd')))"
+    m = Mcp()
+    try:
+        want = m.send("tools/call", {"name": "run_python", "arguments": {"code": code}})
+    finally:
+        m.close()
+    s = srv("--stateless")
+    held = [socket.create_connection((s.host, s.port)) for _ in range(3)]
+    got = s.call(code)["result"]
+    for x in held:
+        x.close()
+    assert got["structuredContent"]["stdout"] == want["structuredContent"]["stdout"], (got, want)

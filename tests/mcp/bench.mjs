@@ -4,13 +4,15 @@
 //           between calls), so the warm pool is refilled: p50/p95/p99;
 //   serial: back to back, one in flight: p50/p95/p99 and calls/s (the pool refills only when the
 //           loop is idle, so this is mostly the sustained, cold-spawn-bound rate);
-//   4 in flight: calls/s.
-// Usage: node bench.mjs [N]   (SANDBOXD_MCP_ARGS adds server options)
-import { connect, sleep } from './helpers.mjs';
+//   K in flight (BENCH_INFLIGHT, default "4"; e.g. "1 4 16"): p50/p95/p99 and calls/s.
+// Usage: node bench.mjs [N]   (SANDBOXD_MCP_ARGS adds server options; SANDBOXD_MCP_TRANSPORT=http
+// or http-stateless measures over Streamable HTTP, helpers.mjs)
+import { connect, sleep, TRANSPORT } from './helpers.mjs';
 import { stdoutOf } from './output.mjs';
 
 const N = Number(process.argv[2] || 100);
 const PAUSE = Number(process.env.PAUSE || 100);
+const INFLIGHT = (process.env.BENCH_INFLIGHT || '4').split(' ').filter(Boolean).map(Number);
 const pct = (xs, p) => xs[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))];
 const fmt = (xs) => `p50 ${pct(xs, 50).toFixed(1)} ms, p95 ${pct(xs, 95).toFixed(1)} ms, p99 ${pct(xs, 99).toFixed(1)} ms`;
 
@@ -39,16 +41,21 @@ async function bench(warm) {
   const serialRate = (N * 1000) / (Date.now() - t0);
   serial.sort((a, b) => a - b);
 
-  await sleep(500);
-  t0 = Date.now();
-  let next = 0;
-  await Promise.all([0, 1, 2, 3].map(async () => { while (next++ < N) await call(); }));
-  const parallelRate = (N * 1000) / (Date.now() - t0);
+  const parallel = [];
+  for (const k of INFLIGHT) {
+    await sleep(500);
+    t0 = Date.now();
+    let next = 0;
+    const lat = [];
+    await Promise.all([...Array(k).keys()].map(async () => { while (next++ < N) lat.push(await call()); }));
+    lat.sort((a, b) => a - b);
+    parallel.push(`  ${k} in flight: ${fmt(lat)}; ${((N * 1000) / (Date.now() - t0)).toFixed(1)} calls/s`);
+  }
 
-  console.log(`--warm ${warm}: run_python print(1), ${N} calls each:\n` +
+  console.log(`--warm ${warm}: run_python print(1), ${N} calls each, over ${TRANSPORT}:\n` +
     `  paced (${PAUSE} ms apart): ${fmt(paced)}\n` +
     `  serial: ${fmt(serial)}; ${serialRate.toFixed(1)} calls/s with 1 in flight\n` +
-    `  ${parallelRate.toFixed(1)} calls/s with 4 in flight`);
+    parallel.join('\n'));
   await client.close();
 }
 
