@@ -32,7 +32,7 @@ ROOTFS_DATA ?= rootfs/python-3.14-data
 # The JavaScript rootfs: Node.js from Debian sid, no Python (scripts/build-rootfs --profile node).
 ROOTFS_NODE ?= rootfs/node-slim
 
-.PHONY: all clean check check-unit check-integration lint asan rootfs rootfs-data rootfs-node install uninstall deb bench format format-check demo fuzz fuzz-build soak
+.PHONY: all clean check check-unit check-integration lint asan rootfs rootfs-data rootfs-node install uninstall deb image bench format format-check demo fuzz fuzz-build soak
 all: $(BUILD)/sandboxd
 
 $(BUILD)/sandboxd: $(OBJS)
@@ -171,6 +171,13 @@ DEB_VERSION = $(shell sed -n 's/^\#define SANDBOXD_VERSION "\(.*\)"/\1/p' src/ve
 DEB_ARCH = $(shell dpkg --print-architecture 2>/dev/null)
 deb: all
 	scripts/deb/build-deb $(BUILD) $(BUILD)/sandboxd_$(DEB_VERSION)_$(DEB_ARCH).deb
+
+# The container image (scripts/make-image): sandboxd installed under /usr, its libraries and the
+# slim rootfs in the store, as an OCI layout; no docker. Serves MCP over HTTP (scripts/deploy/).
+IMAGE ?= $(BUILD)/sandboxd.oci
+image: all
+	rm -rf $(IMAGE)
+	scripts/make-image --build $(BUILD) --rootfs $(ROOTFS) $(IMAGE)
 
 # make bench writes bench/results/; bench/readme-figures then puts them into README.md and bench/*.svg.
 # BENCH_USER: an unprivileged user to also run bwrap and sandboxd as (default: sbxtest, if it exists).

@@ -672,6 +672,11 @@ static enum MHD_Result on_first(struct exchange *x, const char *url, const char 
   bool get = strcmp(method, MHD_HTTP_METHOD_GET) == 0;
   if (get && (strcmp(url, WELL_KNOWN) == 0 || strcmp(url, WELL_KNOWN MCP_HTTP_PATH) == 0) && h->o.auth_server)
     return resource_metadata(x);
+  /* Probes (Kubernetes liveness and readiness): answered from this loop, so a server that stopped
+   * serving fails it where a TCP connect still succeeds (the kernel accepts into the backlog). No
+   * token: an empty 200 tells nothing. */
+  if (get && strcmp(url, MCP_HTTP_HEALTH_PATH) == 0)
+    return respond(x, MHD_HTTP_OK, NULL, NULL);
   if (strcmp(url, MCP_HTTP_PATH) != 0)
     return refuse(x, MHD_HTTP_NOT_FOUND, NULL, NULL, "Not Found: the MCP endpoint is " MCP_HTTP_PATH);
   /* DNS rebinding: a web page's requests carry its Origin. */

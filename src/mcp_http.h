@@ -12,6 +12,7 @@
 #include "error.h"
 
 #define MCP_HTTP_PATH "/mcp"
+#define MCP_HTTP_HEALTH_PATH "/healthz"
 #define MCP_HTTP_DEFAULT_ADDR "127.0.0.1"
 #define MCP_HTTP_DEFAULT_MAX_CONNECTIONS 2048
 #define MCP_HTTP_DEFAULT_MAX_REQUESTS 256

@@ -35,7 +35,10 @@ static int check_file(int fd, const char *path, sbx_error_t *err)
   if (st.st_uid != geteuid() && st.st_uid != 0)
     return sbx_error_set(err, 0, "--token-file `%s`: owned by uid %u, not by us or root", path,
                          (unsigned) st.st_uid);
-  if (st.st_mode & 077)
+  /* A file root hands to a server that is not root may be readable by its group too: root chose
+   * the group (a Kubernetes Secret mounted with fsGroup is root:fsGroup 0440), as PostgreSQL
+   * allows for its key. Our own file stays 600. */
+  if (st.st_mode & (st.st_uid == 0 && geteuid() != 0 ? 037 : 077))
     return sbx_error_set(err, 0, "--token-file `%s`: mode %04o lets others read it; chmod 600 it", path,
                          (unsigned) (st.st_mode & 07777));
   if (st.st_size > TOKEN_FILE_MAX)

@@ -82,6 +82,9 @@ if [ -n "${py:-}" ]; then
   if want image && [ "$(id -u)" -eq 0 ]; then
     run_pytest image -- "$repo/tests/image"
   fi
+  # Deployment: `make image` (layout, and the unpacked tree serving MCP as a pod runs it: root)
+  # and the Kubernetes manifests against the API schemas (tests/deploy). About 7 s.
+  ! want deploy || run_pytest deploy -- "$repo/tests/deploy"
   # valgrind memcheck on the exec path and an MCP session.
   ! want valgrind || run_pytest valgrind -- "$repo/tests/valgrind"
   # The whole integration suite again under the ASan+UBSan build (`make asan`).
@@ -172,3 +175,5 @@ if want mcp; then
 fi
 # The MCP proxy with real host servers (server-everything, server-memory).
 ! want proxy || run_node proxy "$repo/tests/proxy" "$rundir/proxy.log"
+# Three stateless HTTP replicas behind nginx, one killed mid-run (tests/scale; about 5 s).
+! want scale || run_node scale "$repo/tests/scale" "$rundir/scale.log"
