@@ -62,9 +62,12 @@ class HttpServer:
 
 
 class HoldServer:
-    """Accepts on 127.0.0.1, reads, never answers or closes: records when each peer closed (EOF)."""
+    """Accepts on 127.0.0.1, reads, never answers: records when each peer closed its side (EOF).
+    hold: keep its own side open after that too (a server that never closes)."""
 
-    def __init__(self):
+    def __init__(self, hold=False):
+        self.hold = hold
+        self.held = []
         self.sock = socket.socket()
         self.sock.bind(("127.0.0.1", 0))
         self.sock.listen(16)
@@ -95,7 +98,22 @@ class HoldServer:
             n += len(b)
         self.received.append(n)
         self.closed_at.append(time.monotonic())
-        c.close()
+        if self.hold:
+            self.held.append(c)
+        else:
+            c.close()
+
+    def peers_gone(self):
+        """Whether every held connection's peer is gone: a byte sent to each is refused (RST)."""
+        for c in self.held:
+            try:
+                for i in range(3):
+                    c.send(b"?")
+                    time.sleep(0.05)
+                return False
+            except OSError:
+                continue
+        return True
 
     def close(self):
         self.sock.close()
