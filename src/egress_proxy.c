@@ -710,6 +710,11 @@ static _Noreturn void proxy_main(const struct sbx_policy *p, struct egress_share
     if (sig != SIGKILL && sig != SIGSTOP)
       signal(sig, SIG_DFL);
   signal(SIGPIPE, SIG_IGN);
+  /* A terminal's Ctrl-C reaches the whole process group: the code gets it (relayed, with a grace
+   * period) and keeps its connections meanwhile; the proxy ends with the sandbox. */
+  signal(SIGINT, SIG_IGN);
+  signal(SIGQUIT, SIG_IGN);
+  signal(SIGHUP, SIG_IGN);
   struct server s = {.cx = {.p = p, .sh = sh}, .listen_fd = listen_fd, .pidfd = pidfd};
   sigset_t chld;
   sigemptyset(&chld);
