@@ -3,7 +3,7 @@
  * (431); bare LF, NUL, obsolete line folding (each a way to make two parsers disagree on where a
  * header ends); more than one Host; a Host that names another host or port than the request
  * (smuggling a second destination past the allowlist); userinfo in the URI; origin-form requests
- * (not a proxy request) and https:// without CONNECT (400). */
+ * (not a proxy request), https:// without CONNECT, and versions other than HTTP/1.0 and 1.1 (400). */
 #include "egress_http.h"
 
 #include <http_parser.h>
@@ -241,6 +241,9 @@ enum egress_head_result egress_parse_head(const char *buf, size_t len, struct eg
    * the head's end: else the two disagree on where the head ends. */
   if (e != HPE_PAUSED || done + 1 != r->head_len)
     return bad(400, st, why, wl, "not a valid HTTP/1.x request head");
+  /* HTTP/0.9 (no version) and 2.x heads are not HTTP/1.x, whatever the parser accepts. */
+  if (hp.http_major != 1 || hp.http_minor > 1)
+    return bad(400, st, why, wl, "only HTTP/1.0 and HTTP/1.1 requests are forwarded");
   r->connect = connect;
   bufprintf_cut(r->method, sizeof r->method, "%s", http_method_str((enum http_method) hp.method));
   struct span path = {0};

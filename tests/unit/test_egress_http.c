@@ -96,6 +96,9 @@ static void test_refused(void)
   CHECK(refused("GET http://a.example/ HTTP/1.1\nHost: a.example\n\n", 400, "bare LF"));
   CHECK(refused("GET http://a.example/ HTTP/1.1\r\nX: a\r\n b\r\n\r\n", 400, "folded"));
   CHECK(refused("BREW http://a.example/ HTTP/1.1\r\n\r\n", 400, "not a valid HTTP/1.x"));
+  CHECK(refused("GET http://a.example/\r\n\r\n", 400, "only HTTP/1.0 and HTTP/1.1"));
+  CHECK(refused("GET http://a.example/ HTTP/2.0\r\n\r\n", 400, "only HTTP/1.0 and HTTP/1.1") ||
+        refused("GET http://a.example/ HTTP/2.0\r\n\r\n", 400, "not a valid HTTP/1.x"));
   CHECK(refused("GET http://a.example:0/ HTTP/1.1\r\n\r\n", 400, "port 0") ||
         refused("GET http://a.example:0/ HTTP/1.1\r\n\r\n", 400, "not a valid"));
 }
