@@ -22,13 +22,16 @@
  *     CGROUP (its files) ------------>   pivot_root, hostname              user ns budgets
  *   return (sandbox_spawn_start)       <------------------------------- NETNS (the ns fd, or why
  *                                      join the net ns; v1: move self      not); exits
- *                                        into the cgroup
+ *                                        into the cgroup; network proxy:
+ *                                        listen on 127.0.0.1:3128
  *                                      rlimits, signals, caps,
  *                                        no_new_privs, seccomp
  *                                      fork: the code execs
  *   <------------------------------- READY (its pid namespace; the
- *                                      workspace tmpfs, if the spec asks)
- *   reap the helper (sandbox_spawn_finish)
+ *                                      proxy's listener; the workspace
+ *                                      tmpfs, if the spec asks)
+ *   reap the helper (sandbox_spawn_finish); network proxy: fork the
+ *     egress proxy on the listener (egress_proxy.c)
  *   ... runs: signals go to pid 1, which relays them to the code; kill, sample (sandbox_proc.c)
  *   <------------------------------- EXIT (the code's wait status); pid 1 exits, the kernel kills
  *   reap pid 1 (sandbox_wait)          the rest of its pid namespace
@@ -726,11 +729,11 @@ int sandbox_spawn_finish(struct sbx_sandbox *s, sbx_error_t *err)
     return sbx_error_set(err, 0, "sandbox setup failed: the sandbox exited before it was ready");
   /* Only READY carries any: the proxy's listener (network proxy), then the workspace (if the
    * spec asked for it). */
-  int listen_fd = -1, first_ws = s->policy->network == SBX_NET_PROXY;
+  int listen_fd = -1, proxy = s->policy->network == SBX_NET_PROXY;
   for (int i = 0; i < nfds; i++)
-    if (i == 0 && first_ws && m.type == MSG_READY && listen_fd < 0)
+    if (i == 0 && proxy && m.type == MSG_READY && listen_fd < 0)
       listen_fd = fds[i];
-    else if (i == first_ws && m.type == MSG_READY && s->workspace_fd < 0)
+    else if (i == proxy && m.type == MSG_READY && s->workspace_fd < 0)
       s->workspace_fd = fds[i];
     else
       close(fds[i]);
@@ -750,11 +753,11 @@ int sandbox_spawn_finish(struct sbx_sandbox *s, sbx_error_t *err)
   }
   if (m.type != MSG_READY)
     return sbx_error_set(err, 0, "sandbox setup failed: unexpected message %d", m.type);
-  if (first_ws && listen_fd < 0)
+  if (proxy && listen_fd < 0)
     return sbx_error_set(err, 0, "sandbox setup failed: no egress proxy listener");
   /* The proxy serves the listener from here (the host's network namespace) until pid 1 exits;
    * as root, as the sandbox's own host id. */
-  if (first_ws &&
+  if (proxy &&
       egress_proxy_start(s->policy, listen_fd, s->pidfd, s->host_id, &s->egress, &s->egress_pid, err) < 0)
     return -1;
   return 0;
