@@ -1,6 +1,7 @@
 """The egress proxy under `sandboxd mcp --allow-host` (#17): cold and warm sandboxes alike get it,
 structuredContent carries the summary, and when a call ends nothing of its proxy is left in the
 server (no child process, no socket)."""
+import json
 import os
 import time
 
@@ -46,9 +47,10 @@ except urllib.error.HTTPError as e:
 
 
 @pytest.mark.parametrize("warm", ["0", "1"])
-def test_mcp_calls_get_the_proxy_and_leave_nothing(warm):
+def test_mcp_calls_get_the_proxy_and_leave_nothing(warm, tmp_path):
     web, other = egresshost.HttpServer(), egresshost.HoldServer()
-    m = Mcp("--allow-host", f"127.0.0.1:{web.port}", warm=warm)
+    log = tmp_path / "audit.log"
+    m = Mcp("--allow-host", f"127.0.0.1:{web.port}", warm=warm, audit=str(log))
     try:
         pid = m.p.pid
         r, _ = m.execute("python", "print(1)")
@@ -73,3 +75,7 @@ def test_mcp_calls_get_the_proxy_and_leave_nothing(warm):
         m.close()
         web.close()
         other.close()
+    # Each call's audit record lists its attempts.
+    recs = [json.loads(l) for l in log.read_text().splitlines()]
+    eg = recs[-1]["egress"]["records"]
+    assert [(r["verdict"], r["port"]) for r in eg] == [("allowed", web.port), ("port_not_allowed", other.port)], eg
