@@ -54,7 +54,7 @@ class HttpServer:
         self.srv.seen, self.srv.posted = [], []
         self.port = self.srv.server_address[1]
         self.seen, self.posted = self.srv.seen, self.srv.posted
-        threading.Thread(target=self.srv.serve_forever, daemon=True).start()
+        threading.Thread(target=self.srv.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
 
     def close(self):
         self.srv.shutdown()
