@@ -453,3 +453,17 @@ time.sleep(30)
         p.wait()
         hold.close()
     assert sbx.wait_gone(marker, 3) == []
+
+
+def test_audit_keeps_64_records_and_counts_the_rest(audit_env):
+    path, env = audit_env
+    r = inside('''
+for i in range(70):
+    raw(b"CONNECT 127.0.0.9:%d HTTP/1.1\\r\\n\\r\\n" % (1000 + i))
+print(json.dumps({"done": True}))
+''', hosts=["127.0.0.1:1"], env=env)
+    assert facts(r)["done"]
+    eg = last_audit(path)["egress"]
+    assert eg["connections"] == 70 and eg["refused"] == 70, {k: v for k, v in eg.items() if k != "records"}
+    assert len(eg["records"]) == 64 and eg["records_dropped"] == 6, eg["records_dropped"]
+    assert [x["port"] for x in eg["records"]] == list(range(1000, 1064))
