@@ -25,6 +25,7 @@ struct audit_record {
   int error_exit;                  /* the exit status it gave (126, 127); 0: 125 */
   const char *calls_json;          /* proxied calls as a JSON array, or NULL */
   const char *client;              /* mcp --http: the client (token index, session prefix), or NULL */
+  const char *egress_json;         /* network proxy: the egress log as a JSON object, or NULL */
 };
 
 /* Where records go: a path, "syslog", "off", or NULL for the default ($SANDBOXD_AUDIT_LOG, else

@@ -88,6 +88,9 @@ int sandbox_spawn_finish(struct sbx_sandbox *s, sbx_error_t *err);
  * by the sandbox (closed by sandbox_free). Resolve beneath it only (artifacts.h): the code wrote
  * everything in it. */
 int sandbox_workspace_fd(const struct sbx_sandbox *s);
+/* A `network proxy` sandbox's egress log (egress_proxy.h), from spawn_finish until sandbox_free;
+ * else NULL. */
+const struct egress_log *sandbox_egress(const struct sbx_sandbox *s);
 /* Readable (POLLIN) once every process of the sandbox has exited. */
 int sandbox_pidfd(const struct sbx_sandbox *s);
 /* Absolute CLOCK_MONOTONIC deadline in ns, from the spec's timeout. */
@@ -122,9 +125,12 @@ int sandbox_run(const struct sbx_spec *spec, struct sbx_result *res, sbx_error_t
 #define SBX_RUN_MAX_HOOK_FDS 160
 struct pollfd;
 struct sbx_run_hooks {
-  size_t (*fill)(void *ctx, struct pollfd *pfds, size_t max, int *timeout_ms);
+  size_t (*fill)(void *ctx, struct pollfd *pfds, size_t max, int *timeout_ms); /* may be NULL */
   void (*dispatch)(void *ctx, const struct pollfd *pfds, size_t n);
   void *ctx;
+  /* Once the sandbox has ended, before it is freed (its egress log, sandbox_egress); may be NULL. */
+  void (*ended)(void *ended_ctx, const struct sbx_sandbox *s);
+  void *ended_ctx;
 };
 int sandbox_run_hooks(const struct sbx_spec *spec, const struct sbx_run_hooks *hooks, struct sbx_result *res,
                       sbx_error_t *err);

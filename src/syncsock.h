@@ -17,7 +17,7 @@ struct sync_msg {
   sbx_error_t err;               /* MSG_ERROR; MSG_NETNS when the helper failed (then no fd comes with it) */
 };
 /* Most fds one message carries: MSG_NETNS one, MSG_CGROUP one per hierarchy, MSG_READY the
- * workspace (when the spec asks for it). */
+ * egress proxy's listener (network proxy) and the workspace (when the spec asks for it). */
 #define MSG_MAX_FDS CGROUP_MAX_ATTACH_FDS
 
 void sync_send(int fd, const struct sync_msg *m);
