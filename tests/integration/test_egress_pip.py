@@ -1,0 +1,185 @@
+"""pip in the python rootfs, and pip and TLS through the egress proxy (#17).
+
+The servers are on the host's loopback (tests/integration/egress_fixtures.py): a PEP 503 index of a
+wheel built now, over HTTP and over HTTPS with a CA made now. The sandbox reaches them only
+through the proxy, and only with `--allow-host 127.0.0.1:PORT` (an IP literal: loopback is
+refused otherwise). Each served wheel prints a token made at test time, so an import that works
+can only have come from this run's server."""
+import shutil
+
+import pytest
+
+import egress_fixtures as ef
+from sbx import run
+
+WHEELS_IN_SANDBOX = "/workspace/wheels"
+# No retries (a refusal fails at once), no self-check of pip's version (no request but ours).
+PIP_ARGS = "-m pip --disable-pip-version-check --retries 0 --timeout 20"
+PIP = "python3 " + PIP_ARGS
+VENV_PIP = "/workspace/venv/bin/python " + PIP_ARGS
+
+
+@pytest.fixture(scope="module")
+def wheel():
+    d = ef.shared_dir("egress-wheel.")
+    path, token = ef.build_wheel(d)
+    yield d, path, token
+    shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def ca():
+    c = ef.TestCA()
+    yield c
+    c.close()
+
+
+@pytest.fixture
+def index(wheel):
+    with ef.serving([wheel[1]]) as s:
+        yield s
+
+
+@pytest.fixture
+def tls_index(wheel, ca):
+    with ef.serving([wheel[1]], tls=ca) as s:
+        yield s
+
+
+def sh(script, opts=()):
+    return run(("--", "sh", "-c", "set -e\n" + script), opts=["--timeout", "60", *opts], timeout=90)
+
+
+def allow(server):
+    return ["--allow-host", f"127.0.0.1:{server.port}"]
+
+
+def imports_demo(prefix, python="python3"):
+    """Shell lines: the installed package imports, and its console script runs."""
+    env = f"PYTHONPATH={prefix} " if prefix else ""
+    bindir = f"{prefix}/bin" if prefix else "/workspace/venv/bin"
+    return (f"{env}{python} -c 'import demo; print(\"import:\", demo.hello())'\n"
+            f"{env}{bindir}/demo-hello\n")
+
+
+def assert_demo_ran(r, token):
+    want = f"hello from demo 1.0 {token}"
+    assert r.rc == 0, r.describe()
+    assert f"import: {want}\n{want}\n" in r.stdout, r.describe()
+
+
+# ------------------------------------------------------------------ pip in the rootfs, no network
+
+def test_pip_is_in_the_rootfs_and_writes_only_to_home_and_tmp():
+    """`pip`, `pip3` and `python3 -m pip` run; pip's cache and user config are under HOME
+    (/workspace), the only writable places pip would use."""
+    r = sh("pip --version\npip3 --version\npython3 -m pip --version\npip cache dir\n"
+           "python3 -m pip config debug | grep -E '^  [^ ]+, exists:' | cut -d, -f1")
+    assert r.rc == 0, r.describe()
+    lines = r.stdout.splitlines()
+    for line in lines[:3]:
+        assert line.startswith("pip ") and "/usr/lib/python3/dist-packages/pip (python 3.14)" in line, r.describe()
+    assert lines[3] == "/workspace/.cache/pip", r.describe()
+    config_files = [p.strip() for p in lines[4:]]
+    assert "/workspace/.config/pip/pip.conf" in config_files, r.describe()
+    assert all(p.startswith(("/etc/", "/usr/", "/workspace/")) for p in config_files), r.describe()
+
+
+def test_pip_installs_a_bound_wheel_into_tmp_without_network(wheel):
+    d, path, token = wheel
+    r = sh(f"{PIP} install --no-index --target /tmp/pkgs {WHEELS_IN_SANDBOX}/demo-1.0-py3-none-any.whl\n"
+           + imports_demo("/tmp/pkgs"), opts=["--bind", f"{d}:{WHEELS_IN_SANDBOX}"])
+    assert_demo_ran(r, token)
+
+
+def test_venv_under_workspace_without_network(wheel):
+    """python3 -m venv works (ensurepip installs pip from the wheel python3.14-venv ships, no
+    index), and the venv's pip installs into it."""
+    d, path, token = wheel
+    r = sh("python3 -m venv /workspace/venv\n"
+           f"{VENV_PIP} install --no-index "
+           f"{WHEELS_IN_SANDBOX}/demo-1.0-py3-none-any.whl\n"
+           + imports_demo(None, python="/workspace/venv/bin/python"),
+           opts=["--bind", f"{d}:{WHEELS_IN_SANDBOX}"])
+    assert_demo_ran(r, token)
+
+
+def test_plain_pip_install_is_refused_as_externally_managed(wheel):
+    """Debian's python is marked externally managed (PEP 668): a bare `pip install` says to use a
+    venv; --target and a venv are the ways (README, sandboxd.policy(5))."""
+    d, path, token = wheel
+    r = sh(f"{PIP} install --no-index {WHEELS_IN_SANDBOX}/demo-1.0-py3-none-any.whl",
+           opts=["--bind", f"{d}:{WHEELS_IN_SANDBOX}"])
+    assert r.rc != 0, r.describe()
+    assert "externally-managed-environment" in r.stderr, r.describe()
+
+
+# ------------------------------------------------------------------ through the egress proxy
+
+def test_pip_install_from_an_allowed_index(index, wheel):
+    token = wheel[2]
+    r = sh(f"{PIP} install --index-url {index.index_url} --target /tmp/pkgs demo\n"
+           + imports_demo("/tmp/pkgs"), opts=allow(index))
+    assert_demo_ran(r, token)
+    assert "/simple/demo/" in index.paths() and "/files/demo-1.0-py3-none-any.whl" in index.paths(), index.paths()
+
+
+def test_venv_pip_install_from_an_allowed_index(index, wheel):
+    token = wheel[2]
+    r = sh("python3 -m venv /workspace/venv\n"
+           f"{VENV_PIP} install --index-url {index.index_url} demo\n"
+           + imports_demo(None, python="/workspace/venv/bin/python"), opts=allow(index))
+    assert_demo_ran(r, token)
+
+
+def test_pip_without_network_reaches_nothing(index):
+    """No --allow-host: no proxy, only the sandbox's own loopback, where nothing listens."""
+    r = sh(f"{PIP} install --index-url {index.index_url} --target /tmp/pkgs demo")
+    assert r.rc != 0, r.describe()
+    assert "No matching distribution found for demo" in r.stderr, r.describe()
+    assert index.paths() == [], index.paths()
+
+
+def test_pip_from_an_index_not_allowed_is_refused_by_the_proxy(index, tls_index):
+    """The proxy is on (another port of 127.0.0.1 is allowed) but the index's port is not: pip
+    gets the proxy's refusal and the index gets no request."""
+    r = sh(f"{PIP} install --index-url {index.index_url} --target /tmp/pkgs demo", opts=allow(tls_index))
+    assert r.rc != 0, r.describe()
+    assert "403" in r.stdout + r.stderr, r.describe()
+    assert index.paths() == [], index.paths()
+
+
+def test_tls_through_connect_with_the_test_ca(tls_index, ca):
+    """urllib through CONNECT to the HTTPS server: with the CA (SSL_CERT_FILE) it gets the
+    server's token; without it the certificate is refused, so the TLS session is the server's own
+    (end to end, not one the proxy made)."""
+    get = ("python3 -c 'import urllib.request; "
+           f"print(urllib.request.urlopen(\"{tls_index.url}/hello\").read().decode())'")
+    r = sh(get, opts=[*allow(tls_index), *ca.bind_opts()])
+    assert r.rc == 0, r.describe()
+    assert r.stdout == tls_index.token + "\n", r.describe()
+    r = sh(get, opts=allow(tls_index))
+    assert r.rc != 0 and "CERTIFICATE_VERIFY_FAILED" in r.stderr, r.describe()
+
+
+def test_pip_https_index_with_cert(tls_index, ca, wheel):
+    token = wheel[2]
+    r = sh(f"{PIP} install --index-url {tls_index.index_url} --cert {ef.CA_IN_SANDBOX} --target /tmp/pkgs demo\n"
+           + imports_demo("/tmp/pkgs"),
+           opts=[*allow(tls_index), "--bind", f"{ca.ca_dir}:{ef.CA_DIR_IN_SANDBOX}"])
+    assert_demo_ran(r, token)
+    assert "/files/demo-1.0-py3-none-any.whl" in tls_index.paths(), tls_index.paths()
+
+
+def test_tls_server_not_allowed_is_refused(tls_index, index, ca):
+    """CONNECT to a port not in the allowlist: urllib's tunnel is refused with the proxy's 403;
+    pip with --cert fails the same way; the server sees no connection."""
+    r = sh(f"python3 -c 'import urllib.request; urllib.request.urlopen(\"{tls_index.url}/hello\")'",
+           opts=[*allow(index), *ca.bind_opts()])
+    assert r.rc != 0, r.describe()
+    assert "Tunnel connection failed: 403" in r.stderr, r.describe()
+    r = sh(f"{PIP} install --index-url {tls_index.index_url} --cert {ef.CA_IN_SANDBOX} --target /tmp/pkgs demo",
+           opts=[*allow(index), "--bind", f"{ca.ca_dir}:{ef.CA_DIR_IN_SANDBOX}"])
+    assert r.rc != 0, r.describe()
+    assert "403" in r.stdout + r.stderr, r.describe()
+    assert tls_index.paths() == [] and tls_index.errors == 0, (tls_index.paths(), tls_index.errors)
