@@ -141,7 +141,7 @@ void init_take_signals(sigset_t *mask)
 }
 
 _Noreturn void init_run(const struct sbx_spec *spec, char **envp, int sync_fd, int bridge_fd,
-                        int workspace_fd, const sigset_t *mask)
+                        int workspace_fd, int proxy_fd, const sigset_t *mask)
 {
   sbx_error_t err = {0};
   /* The code: a child, so pid 1 stays ours to reap orphans and relay signals. A CLOEXEC pipe
@@ -187,9 +187,15 @@ _Noreturn void init_run(const struct sbx_spec *spec, char **envp, int sync_fd, i
     m.pidns_ino = ns.st_ino;
     m.pidns_dev = ns.st_dev;
   }
-  /* The workspace (if asked for) with READY; the code never had it (exec_code closes it). */
-  sync_send_fds(sync_fd, &m, &workspace_fd, workspace_fd >= 0 ? 1 : 0);
+  /* The proxy's listener and the workspace (each if there is one) with READY; the code never had
+   * them (exec_code closes them). */
+  int fds[2], n_fds = 0;
+  if (proxy_fd >= 0)
+    fds[n_fds++] = proxy_fd;
   if (workspace_fd >= 0)
-    close(workspace_fd);
+    fds[n_fds++] = workspace_fd;
+  sync_send_fds(sync_fd, &m, fds, n_fds);
+  while (n_fds > 0)
+    close(fds[--n_fds]);
   init_loop(sync_fd, code, mask);
 }

@@ -11,9 +11,9 @@ void init_hide_host_argv(void);
 /* Install pid 1's no-op handlers and block SIGCHLD and the forwarded signals; mask gets them. */
 void init_take_signals(sigset_t *mask);
 /* Fork the code (execve of spec->argv with envp, freed here), report MSG_READY or the exec
- * error on sync_fd (READY carries workspace_fd, if >= 0, which the code never gets), then relay
- * signals and reap until the code ends; never returns. */
+ * error on sync_fd (READY carries proxy_fd then workspace_fd, each if >= 0, which the code never
+ * gets), then relay signals and reap until the code ends; never returns. */
 _Noreturn void init_run(const struct sbx_spec *spec, char **envp, int sync_fd, int bridge_fd,
-                        int workspace_fd, const sigset_t *mask);
+                        int workspace_fd, int proxy_fd, const sigset_t *mask);
 
 #endif

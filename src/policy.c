@@ -158,6 +158,10 @@ static const struct key_def keys[] = {
     {"readonly_root", K_BOOL, FIELD(readonly_root)},
     {"mask_proc", K_BOOL, FIELD(mask_proc)},
     {"cgroup", K_CGROUP, FIELD(cgroup)},
+    {"egress_connections", K_COUNT, FIELD(egress.connections)},
+    {"egress_bytes_up", K_SIZE, FIELD(egress.bytes_up)},
+    {"egress_bytes_down", K_SIZE, FIELD(egress.bytes_down)},
+    {"egress_connection_time", K_DURATION, FIELD(egress.connection_time_ms)},
 };
 
 #define N_SCALAR_KEYS ARRAY_SIZE(keys)
@@ -790,6 +794,9 @@ static int check_complete(struct parser *ps)
   if (p->n_allow_hosts && p->max_network == SBX_NET_NONE)
     return sbx_error_set(ps->err, 0, "%s: `allow_host` needs `network proxy` or `max_network proxy`",
                          ps->file);
+  if (p->egress.connections > SBX_EGRESS_MAX_CONNECTIONS)
+    return sbx_error_set(ps->err, 0, "%s: `egress_connections` is above %d", ps->file,
+                         SBX_EGRESS_MAX_CONNECTIONS);
   if (!ps->seen_default || !ps->seen_badarch)
     return sbx_error_set(ps->err, 0, "%s: missing `%s`", ps->file,
                          ps->seen_default ? "seccomp_badarch" : "seccomp_default");

@@ -87,7 +87,7 @@ enum sbx_cgroup_policy {
 };
 
 /* Network (issue #17): `none` is loopback only; `proxy` is egress to the allow_host list through
- * a host-side proxy, which is not built yet, so a run that asks for it is refused. */
+ * the host-side proxy (egress_proxy.h). */
 enum sbx_network {
   SBX_NET_NONE,
   SBX_NET_PROXY,
@@ -96,6 +96,16 @@ enum sbx_network {
 /* The most allow_host lines a policy may hold, and --allow-host options a command line may add. */
 #define SBX_POLICY_MAX_ALLOW_HOSTS 256
 #define SBX_CLI_MAX_ALLOW_HOSTS 64
+
+/* What one sandbox may use of the egress proxy (sandboxd.policy(5), "Network"). */
+struct sbx_egress_limits {
+  uint64_t connections;        /* open at once */
+  uint64_t bytes_up;           /* sent, over all its connections */
+  uint64_t bytes_down;         /* received, over all its connections */
+  uint64_t connection_time_ms; /* one connection's life, from accept to close */
+};
+/* The most `egress_connections` a policy may name: each is a host process for its life. */
+#define SBX_EGRESS_MAX_CONNECTIONS 256
 
 /* In an `env` value: the run's memory limit in MiB, written in when the sandbox starts (the one
  * variable; sandboxd.policy(5)). */
@@ -134,6 +144,7 @@ struct sbx_policy {
   enum sbx_network max_network;    /* the most --allow-host may ask: proxy, or none (refused) */
   struct egress_rule *allow_hosts; /* the allowlist, in order: the policy's, then --allow-host's */
   size_t n_allow_hosts;
+  struct sbx_egress_limits egress; /* the proxy's limits, per sandbox */
 
   enum sbx_action default_action; /* for syscalls no rule names */
   int default_errno;
@@ -185,7 +196,7 @@ struct policy_allow_opts {
 int policy_allow_opts_add(struct policy_allow_opts *o, const char *pattern, sbx_error_t *err);
 /* After the policy is loaded: add the options (policy_add_allow_host), then policy_check_network. */
 int policy_apply_network(struct sbx_policy *p, const struct policy_allow_opts *o, sbx_error_t *err);
-/* Refuse a network mode this sandboxd cannot provide yet (`network proxy`: no egress engine). */
+/* The run-time check of the network settings (kept for the callers; nothing is refused today). */
 int policy_check_network(const struct sbx_policy *p, sbx_error_t *err);
 
 /* Constants a policy may name (AF_UNIX, CLONE_NEWUSER, TIOCSTI, EPERM...). */

@@ -128,6 +128,10 @@ static char *format(const struct sbx_policy *p, bool comments)
     strbuf_printf(&sb, "allow_host %s%s%s\n", rule, comments && reason[0] ? "   # " : "",
                   comments ? reason : "");
   }
+  strbuf_printf(&sb, "%-18s %llu\n", "egress_connections", (unsigned long long) p->egress.connections);
+  fmt_size(&sb, "egress_bytes_up", p->egress.bytes_up);
+  fmt_size(&sb, "egress_bytes_down", p->egress.bytes_down);
+  fmt_milli(&sb, "egress_connection_time", p->egress.connection_time_ms, "s");
   strbuf_printf(&sb, "seccomp_default ");
   fmt_action(&sb, p->default_action, p->default_errno);
   strbuf_printf(&sb, "\nseccomp_badarch ");

@@ -73,6 +73,7 @@
 #include "caps.h"
 #include "cgroup.h"
 #include "cleanup.h"
+#include "egress_proxy.h"
 #include "hostid.h"
 #include "init.h"
 #include "keyring.h"
@@ -377,6 +378,11 @@ static _Noreturn void sandbox_child(const struct child_args *a)
    * cgroup_attach_fds) before anything the limits are for: the code has not started. */
   if (join_netns_and_cgroup(sync_fd, a->own_netns, a->join == JOIN_BY_SELF, &err) < 0)
     sync_fail(sync_fd, &err);
+  /* network proxy: the proxy's listener, in our network namespace (its loopback is up), before
+   * any code could bind the port; it goes to the parent with READY (egress_proxy.h). */
+  int proxy_fd = p->network == SBX_NET_PROXY ? egress_listen(&err) : -1;
+  if (p->network == SBX_NET_PROXY && proxy_fd < 0)
+    sync_fail(sync_fd, &err);
   if (set_rlimits(&spec->limits, &p->budgets, a->join == JOIN_NONE, &err) < 0)
     sync_fail(sync_fd, &err);
 
@@ -400,7 +406,7 @@ static _Noreturn void sandbox_child(const struct child_args *a)
     sync_fail(sync_fd, &err);
 
   /* Become init proper: start the code, then relay signals and reap until it ends. */
-  init_run(spec, a->envp, sync_fd, bridge_fd, workspace_fd, &mask);
+  init_run(spec, a->envp, sync_fd, bridge_fd, workspace_fd, proxy_fd, &mask);
 }
 
 /* ------------------------------------------------------------------ the parent */
@@ -442,7 +448,9 @@ static size_t env_room(const char *src, size_t mib_len)
 char **sandbox_build_env(const struct sbx_spec *spec)
 {
   const struct sbx_policy *p = spec->policy;
-  size_t n = spec->n_base_env + p->n_env + spec->n_extra_env;
+  /* network proxy: the proxy's variables, below --env (egress_proxy.h). */
+  size_t n_proxy = p->network == SBX_NET_PROXY ? EGRESS_N_ENV : 0;
+  size_t n = spec->n_base_env + p->n_env + n_proxy + spec->n_extra_env;
   /* The policy's values that name the memory limit are expanded into one block after the
    * pointers, so that the caller's free() releases all of it. */
   char mib[24];
@@ -464,6 +472,10 @@ char **sandbox_build_env(const struct sbx_spec *spec)
   for (size_t i = 0; i < p->n_env; i++)
     if (!env_has(spec->extra_env, spec->n_extra_env, p->env[i]))
       env[k++] = strstr(p->env[i], POLICY_ENV_MEMORY_MIB) ? env_expand(p->env[i], mib, &store) : p->env[i];
+  for (size_t i = 0; i < n_proxy; i++)
+    if (!env_has(spec->extra_env, spec->n_extra_env, egress_proxy_env[i]) &&
+        !env_has(p->env, p->n_env, egress_proxy_env[i]))
+      env[k++] = egress_proxy_env[i];
   for (size_t j = 0; j < spec->n_extra_env; j++)
     env[k++] = spec->extra_env[j];
   env[k] = NULL;
@@ -678,7 +690,8 @@ int sandbox_spawn_start(const struct sbx_spec *spec, struct sbx_sandbox **ret, s
                             .cgroup = cg,
                             .memory_limit = spec->limits.memory_bytes,
                             .workspace_fd = -1,
-                            .host_id_lock = TAKE_FD(id_lock)};
+                            .host_id_lock = TAKE_FD(id_lock),
+                            .policy = p};
   s->deadline_ns = start + spec->limits.timeout_ms * 1000000ULL;
   *ret = s;
   return 0;
@@ -710,9 +723,13 @@ int sandbox_spawn_finish(struct sbx_sandbox *s, sbx_error_t *err)
   int nfds = sync_recv_fds(s->sync_fd, &m, fds);
   if (nfds < 0)
     return sbx_error_set(err, 0, "sandbox setup failed: the sandbox exited before it was ready");
-  /* Only READY carries one: the workspace, which the spec asked for. */
+  /* Only READY carries any: the proxy's listener (network proxy), then the workspace (if the
+   * spec asked for it). */
+  int listen_fd = -1, first_ws = s->policy->network == SBX_NET_PROXY;
   for (int i = 0; i < nfds; i++)
-    if (i == 0 && m.type == MSG_READY && s->workspace_fd < 0)
+    if (i == 0 && first_ws && m.type == MSG_READY && listen_fd < 0)
+      listen_fd = fds[i];
+    else if (i == first_ws && m.type == MSG_READY && s->workspace_fd < 0)
       s->workspace_fd = fds[i];
     else
       close(fds[i]);
@@ -732,6 +749,11 @@ int sandbox_spawn_finish(struct sbx_sandbox *s, sbx_error_t *err)
   }
   if (m.type != MSG_READY)
     return sbx_error_set(err, 0, "sandbox setup failed: unexpected message %d", m.type);
+  if (first_ws && listen_fd < 0)
+    return sbx_error_set(err, 0, "sandbox setup failed: no egress proxy listener");
+  /* The proxy serves the listener from here (the host's network namespace) until pid 1 exits. */
+  if (first_ws && egress_proxy_start(s->policy, listen_fd, s->pidfd, &s->egress, &s->egress_pid, err) < 0)
+    return -1;
   return 0;
 }
 

@@ -88,6 +88,9 @@ int sandbox_spawn_finish(struct sbx_sandbox *s, sbx_error_t *err);
  * by the sandbox (closed by sandbox_free). Resolve beneath it only (artifacts.h): the code wrote
  * everything in it. */
 int sandbox_workspace_fd(const struct sbx_sandbox *s);
+/* A `network proxy` sandbox's egress log (egress_proxy.h), from spawn_finish until sandbox_free;
+ * else NULL. */
+const struct egress_log *sandbox_egress(const struct sbx_sandbox *s);
 /* Readable (POLLIN) once every process of the sandbox has exited. */
 int sandbox_pidfd(const struct sbx_sandbox *s);
 /* Absolute CLOCK_MONOTONIC deadline in ns, from the spec's timeout. */

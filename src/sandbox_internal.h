@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "egress_proxy.h"
 #include "sandbox.h"
 
 /* Signals sandboxd forwards to the code; the sandbox's init relays them (sandbox_proc.c). */
@@ -27,6 +28,9 @@ struct sbx_sandbox {
   uint64_t pidns_ino, pidns_dev;
   int workspace_fd; /* spec.keep_workspace: the workspace tmpfs, from MSG_READY; else -1 */
   int host_id_lock; /* root: holds the sandbox's host id (hostid.h) until it is torn down; else -1 */
+  const struct sbx_policy *policy; /* network proxy: the allowlist and limits its proxy serves */
+  struct egress_log *egress;       /* network proxy: the proxy's log, from READY on; else NULL */
+  pid_t egress_pid;                /* the proxy process until reaped, else 0 */
 };
 
 /* Close every fd from 3 up except a and b (either may be -1) (init.c; also the net helper). */

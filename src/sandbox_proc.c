@@ -62,6 +62,23 @@ void reap_net_helper(struct sbx_sandbox *s, bool kill_it)
   s->net_pid = 0;
 }
 
+/* The proxy exits once pid 1 has (it watches its pidfd), after closing every connection. */
+static void reap_egress(struct sbx_sandbox *s, bool kill_it)
+{
+  if (s->egress_pid <= 0)
+    return;
+  if (kill_it)
+    kill(s->egress_pid, SIGKILL);
+  while (waitpid(s->egress_pid, NULL, 0) < 0 && errno == EINTR)
+    ;
+  s->egress_pid = 0;
+}
+
+const struct egress_log *sandbox_egress(const struct sbx_sandbox *s)
+{
+  return s->egress;
+}
+
 int sandbox_workspace_fd(const struct sbx_sandbox *s)
 {
   return s->workspace_fd;
@@ -246,6 +263,7 @@ int sandbox_wait(struct sbx_sandbox *s, struct sbx_result *res, sbx_error_t *err
   if (sync_recv(s->sync_fd, &m, MSG_DONTWAIT) == 0 && m.type == MSG_EXIT)
     s->code_status = m.wait_status;
   fill_result(s, s->code_status, st, &ru, res);
+  reap_egress(s, false);
   return 0;
 }
 
@@ -267,6 +285,8 @@ void sandbox_free(struct sbx_sandbox *s)
       ;
   }
   reap_net_helper(s, true);
+  reap_egress(s, true);
+  egress_log_free(s->egress);
   if (s->pidfd >= 0)
     close(s->pidfd);
   if (s->sync_fd >= 0)

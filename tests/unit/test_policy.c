@@ -25,6 +25,7 @@ static const char base[] =
     "sigpending 1024\nmsgqueue 128K\nmemlock 1M\n"
     "no_new_privs yes\ndrop_capabilities yes\nreadonly_root yes\nmask_proc yes\ncgroup required\n"
     "env PATH=/usr/bin\nproxy_servers *\nnetwork none\nmax_network none\n"
+    "egress_connections 4\negress_bytes_up 1M\negress_bytes_down 8M\negress_connection_time 60s\n"
     "seccomp_default errno ENOSYS\nseccomp_badarch kill\n"
     "group io \"basic io\"\n"
     "allow read write\n";
@@ -125,7 +126,7 @@ static void test_valid(void)
 static void test_errors(void)
 {
   /* Each error names file:line. */
-  CHECK(fails_with("bogus_key 1\n", "t.policy:51: unknown key `bogus_key`"));
+  CHECK(fails_with("bogus_key 1\n", "t.policy:55: unknown key `bogus_key`"));
   CHECK(fails_with("host_uid 65534\n", "`host_uid` was replaced by `host_id_range START COUNT`"));
   CHECK(fails_with("timeout 10s\n", "`timeout` is defined twice"));
   CHECK(fails_with("env PATH=/x\n", "`env PATH` is defined twice"));
@@ -255,7 +256,7 @@ static void test_conditions(void)
   CHECK(p != NULL);
   if (p) {
     CHECK(seccomp_validate(p, &err) < 0 && strstr(err.msg, "unknown syscall `not_a_syscall`") &&
-          strstr(err.msg, "t.policy:52"));
+          strstr(err.msg, "t.policy:56"));
     policy_free(p);
   }
 }
@@ -416,8 +417,7 @@ static void test_network(void)
   char *canon = policy_format_canonical(p);
   CHECK(canon && strstr(canon, "allow_host pypi.org:443\n") && !strstr(canon, "package index"));
   free(canon);
-  /* The command line adds hosts when max_network permits, and that asks for the proxy, which is
-   * refused until it exists. */
+  /* The command line adds hosts when max_network permits, and that asks for the proxy. */
   CHECK(policy_check_network(p, &err) == 0);
   CHECK(policy_add_allow_host(p, "--allow-host", "Example.com:8443", &err) == 0);
   CHECK(p->network == SBX_NET_PROXY && p->n_allow_hosts == 5 &&
@@ -426,7 +426,7 @@ static void test_network(void)
         strstr(err.msg, "listed twice"));
   CHECK(policy_add_allow_host(p, "--allow-host", "a..b", &err) < 0 &&
         strstr(err.msg, "--allow-host: `a..b`: empty label"));
-  CHECK(policy_check_network(p, &err) < 0 && strstr(err.msg, "the egress proxy is not built yet"));
+  CHECK(policy_check_network(p, &err) == 0);
   /* A limit on what a command line adds. */
   int added = 0;
   for (int i = 0; i < SBX_POLICY_MAX_ALLOW_HOSTS + SBX_CLI_MAX_ALLOW_HOSTS + 1; i++) {
@@ -449,10 +449,14 @@ static void test_network(void)
   policy_free(s);
   policy_free(p);
 
-  /* network proxy in the file: parsed, refused at run time. */
+  /* network proxy in the file: parsed, and runs (the egress proxy). */
   p = parse_replaced("network none\nmax_network none\n", "network proxy\nmax_network proxy\n", &err);
-  CHECK(p && p->network == SBX_NET_PROXY && policy_check_network(p, &err) < 0 &&
-        strstr(err.msg, "policy `t`: network proxy: the egress proxy is not built yet"));
+  CHECK(p && p->network == SBX_NET_PROXY && policy_check_network(p, &err) == 0);
+  policy_free(p);
+  /* The proxy's limits: each required, egress_connections bounded. */
+  CHECK(replaced_fails_with("egress_connections 4\n", "", "missing key `egress_connections`"));
+  p = parse_replaced("egress_connections 4\n", "egress_connections 257\n", &err);
+  CHECK(!p && strstr(err.msg, "`egress_connections` is above 256"));
   policy_free(p);
 }
 
