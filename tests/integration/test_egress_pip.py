@@ -10,6 +10,7 @@ import shutil
 import pytest
 
 import egress_fixtures as ef
+from mcpsession import Mcp
 from sbx import run
 
 WHEELS_IN_SANDBOX = "/workspace/wheels"
@@ -186,3 +187,29 @@ def test_tls_server_not_allowed_is_refused(tls_index, index, ca):
     assert r.rc != 0, r.describe()
     assert "Tunnel connection failed: 403" in r.stderr, r.describe()
     assert tls_index.paths() == [] and tls_index.errors == 0, (tls_index.paths(), tls_index.errors)
+
+
+# ------------------------------------------------------------------ sandboxd mcp
+
+@pytest.mark.parametrize("warm", ["0", "1"])
+def test_mcp_run_python_pip_installs_and_imports(index, wheel, warm):
+    """`sandboxd mcp --allow-host ...`: a run_python call installs from the index and imports the
+    package in the same call (a warm sandbox has the proxy too); the next call, in a fresh
+    sandbox, does not have it."""
+    token = wheel[2]
+    code = ("import subprocess, sys\n"
+            f"subprocess.run([sys.executable, *{PIP_ARGS.split()!r}, 'install', '-q', '--index-url',"
+            f" {index.index_url!r}, '--target', '/tmp/pkgs', 'demo'], check=True)\n"
+            "sys.path.insert(0, '/tmp/pkgs')\nimport demo\nprint(demo.hello())\n")
+    m = Mcp("--allow-host", f"127.0.0.1:{index.port}", warm=warm)
+    try:
+        r = m.send("tools/call", {"name": "run_python", "arguments": {"code": code, "timeout": 60}})
+        assert r["structuredContent"]["status"] == "ok", r
+        assert f"hello from demo 1.0 {token}" in r["content"][0]["text"], r
+        r = m.send("tools/call", {"name": "run_python", "arguments": {
+            "code": "import sys; sys.path.insert(0, '/tmp/pkgs'); import demo"}})
+        assert r["structuredContent"]["status"] == "error", r
+        assert "No module named 'demo'" in r["content"][0]["text"], r
+    finally:
+        m.close()
+    assert "/files/demo-1.0-py3-none-any.whl" in index.paths(), index.paths()
