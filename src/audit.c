@@ -239,6 +239,8 @@ static void write_record(json_writer_t *w, const struct audit_record *r)
     json_arr_begin(w);
     json_arr_end(w);
   }
+  if (r->egress_json)
+    json_kv_raw(w, "egress", r->egress_json, strlen(r->egress_json));
   if (dropped)
     json_kv_uint(w, "dropped_before", dropped);
   json_obj_end(w);

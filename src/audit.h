@@ -24,6 +24,7 @@ struct audit_record {
   const char *error;               /* setup error message, or NULL */
   int error_exit;                  /* the exit status it gave (126, 127); 0: 125 */
   const char *calls_json;          /* proxied calls as a JSON array, or NULL */
+  const char *egress_json;         /* network proxy: the egress log as a JSON object, or NULL */
 };
 
 /* Where records go: a path, "syslog", "off", or NULL for the default ($SANDBOXD_AUDIT_LOG, else

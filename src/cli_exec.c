@@ -14,6 +14,7 @@
 #include "audit.h"
 #include "binds.h"
 #include "cleanup.h"
+#include "egress_proxy.h"
 #include "exec_prog.h"
 #include "host_servers.h"
 #include "hostfile.h"
@@ -305,7 +306,7 @@ static int failure_status(const sbx_error_t *err)
 }
 
 static void write_report(const struct report_file *rf, const struct sbx_policy *p,
-                         const struct sbx_result *res, const sbx_error_t *failure)
+                         const struct sbx_result *res, const sbx_error_t *failure, const char *egress)
 {
   if (rf->dirfd < 0)
     return;
@@ -334,6 +335,8 @@ static void write_report(const struct report_file *rf, const struct sbx_policy *
     json_str(w, res->limits);
   if (failure)
     json_kv_str(w, "error", failure->msg);
+  if (egress) /* network proxy: the egress summary (sandboxd.policy(5), "Network") */
+    json_kv_raw(w, "egress", egress, strlen(egress));
   json_obj_end(w);
   size_t len;
   const char *buf = json_writer_buf(w, &len);
@@ -381,7 +384,7 @@ none:
 }
 
 static void audit(const struct exec_options *o, const struct sbx_policy *p, const struct sbx_limits *l,
-                  const struct sbx_result *res, const sbx_error_t *err, const char *calls)
+                  const struct sbx_result *res, const sbx_error_t *err, const char *calls, const char *egress)
 {
   size_t len;
   _cleanup_free_ char *code = code_text(o, &len);
@@ -396,6 +399,7 @@ static void audit(const struct exec_options *o, const struct sbx_policy *p, cons
       .error = err ? err->msg : NULL,
       .error_exit = err ? failure_status(err) : 0,
       .calls_json = calls,
+      .egress_json = egress,
   };
   audit_write(&r);
 }
@@ -404,9 +408,9 @@ static int fail(const struct exec_options *o, struct report_file *rf, const stru
                 const sbx_error_t *err)
 {
   log_sbx_error(err);
-  write_report(rf, p, NULL, err);
+  write_report(rf, p, NULL, err, NULL);
   report_file_close(rf);
-  audit(o, p, NULL, NULL, err, NULL);
+  audit(o, p, NULL, NULL, err, NULL, NULL);
   return failure_status(err);
 }
 
@@ -752,6 +756,22 @@ static int exec_host_servers(const struct exec_options *o, const struct sbx_poli
   return 0;
 }
 
+/* The egress log of a network proxy run, read when the sandbox has ended: every attempt for the
+ * audit record, the summary for --report. */
+struct exec_egress {
+  char *audit, *report;
+};
+
+static void exec_egress_ended(void *ctx, const struct sbx_sandbox *s)
+{
+  struct exec_egress *e = ctx;
+  const struct egress_log *l = sandbox_egress(s);
+  if (l) {
+    e->audit = egress_log_json(l, true);
+    e->report = egress_log_json(l, false);
+  }
+}
+
 /* What a person running the code is told about limits it hit. */
 static void log_outcome(const struct sbx_limits *l, const struct sbx_result *res)
 {
@@ -799,18 +819,25 @@ static int exec_main(struct exec_options *o, int argc, char **argv)
   if (exec_prepare(o, p, &r, &err) < 0 || exec_command(o, &r, &err) < 0 ||
       exec_host_servers(o, p, &r, &err) < 0)
     goto out_fail;
-  struct sbx_run_hooks hooks = {.fill = exec_mcp_fill, .dispatch = exec_mcp_dispatch, .ctx = &r.mcp};
-  int run = sandbox_run_hooks(&r.spec, r.mcp.proxy ? &hooks : NULL, &res, &err);
+  struct exec_egress eg = {0};
+  struct sbx_run_hooks hooks = {.fill = r.mcp.proxy ? exec_mcp_fill : NULL,
+                                .dispatch = exec_mcp_dispatch,
+                                .ctx = &r.mcp,
+                                .ended = exec_egress_ended,
+                                .ended_ctx = &eg};
+  int run = sandbox_run_hooks(&r.spec, &hooks, &res, &err);
   if (r.mcp.sandbox_fd >= 0)
     close(TAKE_FD(r.mcp.sandbox_fd));
   if (run < 0)
     goto out_fail;
   log_outcome(&r.spec.limits, &res);
-  write_report(&rf, p, &res, NULL);
+  write_report(&rf, p, &res, NULL, eg.report);
   report_file_close(&rf);
   char *calls = r.mcp.proxy ? proxy_calls_json(r.mcp.proxy) : NULL;
-  audit(o, p, &r.spec.limits, &res, NULL, calls);
+  audit(o, p, &r.spec.limits, &res, NULL, calls, eg.audit);
   free(calls);
+  free(eg.audit);
+  free(eg.report);
   rc = res.exit_code;
   exec_run_free(&r);
   policy_free(p);

@@ -69,7 +69,8 @@ struct egress_rec {
   char addr[INET6_ADDRSTRLEN];
   char verdict[24]; /* "allowed", or what refused it */
   char reason[160];
-  char end[16]; /* how an allowed one ended: closed, byte_limit, time_limit */
+  char class[24]; /* address_refused: the address's class (egress_class_name) */
+  char end[16];   /* how an allowed one ended: closed, byte_limit, time_limit */
   uint64_t up, down, start_ns, end_ns;
 };
 
@@ -158,6 +159,8 @@ void egress_log_write_json(const struct egress_log *l, json_writer_t *w, bool re
       json_kv_uint(w, "port", r->port);
       json_kv_str_or_null(w, "address", r->addr[0] ? r->addr : NULL);
       json_kv_str(w, "verdict", r->verdict);
+      if (r->class[0])
+        json_kv_str(w, "class", r->class);
       if (r->reason[0])
         json_kv_str(w, "reason", r->reason);
       if (st == REC_OPEN)
@@ -362,7 +365,8 @@ static int destinations(int fd, const struct egress_request *req, const struct e
                 "`%s` resolves to %s, a %s address: refused (only an allow_host naming that IP literal, or "
                 "`localhost`, reaches it)",
                 req->host, rec->addr, egress_class_name(refused));
-  rec_refuse(cx->sh, rec, egress_class_name(refused), why);
+  bufprintf_cut(rec->class, sizeof rec->class, "%s", egress_class_name(refused));
+  rec_refuse(cx->sh, rec, "address_refused", why);
   respond(fd, 403, why);
   return -1;
 }
@@ -507,6 +511,12 @@ static int send_all(int fd, const char *buf, size_t len, uint64_t deadline)
   return 0;
 }
 
+/* The verdict's name in the log. */
+static const char *match_verdict(enum egress_verdict v)
+{
+  return v == EGRESS_BAD_HOST ? "bad_host" : v == EGRESS_PORT_NOT_ALLOWED ? "port_not_allowed" : "no_rule";
+}
+
 static const char *match_reason(const struct egress_request *req, const struct egress_match *m, char *why,
                                 size_t len)
 {
@@ -538,7 +548,7 @@ static _Noreturn void serve_conn(int fd, struct conn_ctx *cx)
   struct egress_match m;
   egress_match_host(cx->p->allow_hosts, cx->p->n_allow_hosts, req.host, req.port, &m);
   if (m.verdict != EGRESS_ALLOWED) {
-    rec_refuse(cx->sh, rec, egress_verdict_name(m.verdict), match_reason(&req, &m, why, sizeof why));
+    rec_refuse(cx->sh, rec, match_verdict(m.verdict), match_reason(&req, &m, why, sizeof why));
     respond(fd, 403, why);
     _exit(0);
   }

@@ -13,6 +13,7 @@
 
 #include "audit.h"
 #include "cleanup.h"
+#include "egress_proxy.h"
 #include "json.h"
 #include "jsonrpc.h"
 #include "log.h"
@@ -278,6 +279,12 @@ static void send_call_result(struct server *srv, struct call *c, const struct sb
   /* How limits were enforced: "degraded" means rlimits only (no cgroup), as the policy allowed. */
   json_kv_str(w, "limits", res->limits ? res->limits : "none");
   artifacts_write_files(w, &c->arts);
+  /* network proxy: what the code asked of the egress proxy (sandboxd.policy(5), "Network"). */
+  const struct egress_log *egress = c->sb ? sandbox_egress(c->sb) : NULL;
+  if (egress) {
+    json_key(w, "egress");
+    egress_log_write_json(egress, w, false);
+  }
   json_obj_end(w);
   json_kv_bool(w, "isError", res->status != SBX_STATUS_OK);
   json_obj_end(w);
@@ -318,6 +325,8 @@ void call_finish(struct server *srv, struct call *c)
   else
     send_call_result(srv, c, &res);
   _cleanup_free_ char *calls = c->proxy ? proxy_calls_json(c->proxy) : NULL;
+  const struct egress_log *egress = c->sb ? sandbox_egress(c->sb) : NULL;
+  _cleanup_free_ char *egress_json = egress ? egress_log_json(egress, true) : NULL;
   struct audit_record rec = {
       .mode = "mcp",
       .code = c->code,
@@ -329,6 +338,7 @@ void call_finish(struct server *srv, struct call *c)
       .result = r < 0 ? NULL : &res,
       .error = r < 0 ? err.msg : NULL,
       .calls_json = calls,
+      .egress_json = egress_json,
   };
   audit_write(&rec);
   /* A run that made sandboxd hold a lot (its output, or requests it sent over the bridge) gives

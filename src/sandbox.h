@@ -125,9 +125,12 @@ int sandbox_run(const struct sbx_spec *spec, struct sbx_result *res, sbx_error_t
 #define SBX_RUN_MAX_HOOK_FDS 160
 struct pollfd;
 struct sbx_run_hooks {
-  size_t (*fill)(void *ctx, struct pollfd *pfds, size_t max, int *timeout_ms);
+  size_t (*fill)(void *ctx, struct pollfd *pfds, size_t max, int *timeout_ms); /* may be NULL */
   void (*dispatch)(void *ctx, const struct pollfd *pfds, size_t n);
   void *ctx;
+  /* Once the sandbox has ended, before it is freed (its egress log, sandbox_egress); may be NULL. */
+  void (*ended)(void *ended_ctx, const struct sbx_sandbox *s);
+  void *ended_ctx;
 };
 int sandbox_run_hooks(const struct sbx_spec *spec, const struct sbx_run_hooks *hooks, struct sbx_result *res,
                       sbx_error_t *err);

@@ -343,7 +343,8 @@ int sandbox_run_hooks(const struct sbx_spec *spec, const struct sbx_run_hooks *h
     int timeout = left_ms > INT32_MAX ? INT32_MAX : (int) left_ms;
     struct pollfd pfd[2 + SBX_RUN_MAX_HOOK_FDS] = {{.fd = s->pidfd, .events = POLLIN},
                                                    {.fd = sfd, .events = POLLIN}};
-    size_t n_hook = hooks ? hooks->fill(hooks->ctx, pfd + 2, SBX_RUN_MAX_HOOK_FDS, &timeout) : 0;
+    size_t n_hook =
+        hooks && hooks->fill ? hooks->fill(hooks->ctx, pfd + 2, SBX_RUN_MAX_HOOK_FDS, &timeout) : 0;
     int r = poll(pfd, 2 + n_hook, timeout);
     if (r < 0 && errno != EINTR)
       break;
@@ -366,6 +367,8 @@ int sandbox_run_hooks(const struct sbx_spec *spec, const struct sbx_run_hooks *h
     }
   }
   int rc = sandbox_wait(s, res, err);
+  if (rc == 0 && hooks && hooks->ended)
+    hooks->ended(hooks->ended_ctx, s);
   sandbox_free(s);
   sigprocmask(SIG_SETMASK, &old, NULL);
   return rc;
