@@ -130,6 +130,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self.send_response(status)
         self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(body)))
+        if self.close_connection and self.server.echo_close:
+            self.send_header("Connection", "close")
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(body)
@@ -164,13 +166,16 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
 class Server(http.server.ThreadingHTTPServer):
     """An HTTP (tls=None) or HTTPS (tls=TestCA) server on 127.0.0.1:0 in a thread. wheels: paths
-    of .whl files, served as a PEP 503 index; `requests` lists (method, path, Host) as they came."""
+    of .whl files, served as a PEP 503 index; `requests` lists (method, path, Host) as they came.
+    HTTP/1.1 with keep-alive; a request with `Connection: close` gets it back, as nginx answers
+    (echo_close=False: not, as Python's http.server and others do)."""
 
     daemon_threads = True
     block_on_close = False
 
-    def __init__(self, wheels=(), tls=None, token=None):
+    def __init__(self, wheels=(), tls=None, token=None, echo_close=True):
         super().__init__(("127.0.0.1", 0), _Handler)
+        self.echo_close = echo_close
         self.tls = tls.server_context() if tls else None
         self.token = token or secrets.token_hex(8)
         self.lock = threading.Lock()

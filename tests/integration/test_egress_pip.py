@@ -63,6 +63,14 @@ def imports_demo(prefix, python="python3"):
             f"{env}{bindir}/demo-hello\n")
 
 
+def egress(r, allowed=None, refused=0):
+    """The report's egress summary, checked: ALLOWED connections (None: at least one), REFUSED."""
+    eg = r.report["egress"]
+    assert eg["refused"] == refused and eg["limits_hit"] == [], r.report
+    assert eg["allowed"] == allowed if allowed is not None else eg["allowed"] >= 1, r.report
+    return eg
+
+
 def assert_demo_ran(r, token):
     want = f"hello from demo 1.0 {token}"
     assert r.rc == 0, r.describe()
@@ -122,7 +130,8 @@ def test_pip_install_from_an_allowed_index(index, wheel):
     r = sh(f"{PIP} install --index-url {index.index_url} --target /tmp/pkgs demo\n"
            + imports_demo("/tmp/pkgs"), opts=allow(index))
     assert_demo_ran(r, token)
-    assert "/simple/demo/" in index.paths() and "/files/demo-1.0-py3-none-any.whl" in index.paths(), index.paths()
+    assert index.paths() == ["/simple/demo/", "/files/demo-1.0-py3-none-any.whl"], index.paths()
+    egress(r, allowed=2)  # plain HTTP: a connection per request
 
 
 def test_venv_pip_install_from_an_allowed_index(index, wheel):
@@ -139,6 +148,7 @@ def test_pip_without_network_reaches_nothing(index):
     r = sh(f"{PIP} --retries 1 install --index-url {index.index_url} --target /tmp/pkgs demo || echo rc=$?\n"
            f"{PIP} --retries 1 install --target /tmp/pkgs demo || echo rc=$?")
     assert r.stdout.count("rc=1\n") == 2, r.describe()
+    assert r.report.get("egress") is None, r.report
     assert "[Errno 111] Connection refused" in r.stderr, r.describe()
     assert "Failed to resolve 'pypi.org'" in r.stderr, r.describe()
     assert index.paths() == [], index.paths()
@@ -153,6 +163,7 @@ def test_pip_from_an_index_not_allowed_is_refused_by_the_proxy(index, tls_index)
     assert f"403 Client Error: Forbidden for url: {index.index_url}demo/" in r.stdout, r.describe()
     assert "No matching distribution found for demo" in r.stderr, r.describe()
     assert index.paths() == [], index.paths()
+    egress(r, allowed=0, refused=1)
 
 
 def test_tls_through_connect_with_the_test_ca(tls_index, ca):
@@ -164,6 +175,7 @@ def test_tls_through_connect_with_the_test_ca(tls_index, ca):
     r = sh(get, opts=[*allow(tls_index), *ca.bind_opts()])
     assert r.rc == 0, r.describe()
     assert r.stdout == tls_index.token + "\n", r.describe()
+    egress(r, allowed=1)
     r = sh(get, opts=allow(tls_index))
     assert r.rc != 0 and "CERTIFICATE_VERIFY_FAILED" in r.stderr, r.describe()
 
@@ -174,7 +186,8 @@ def test_pip_https_index_with_cert(tls_index, ca, wheel):
            + imports_demo("/tmp/pkgs"),
            opts=[*allow(tls_index), "--bind", f"{ca.ca_dir}:{ef.CA_DIR_IN_SANDBOX}"])
     assert_demo_ran(r, token)
-    assert "/files/demo-1.0-py3-none-any.whl" in tls_index.paths(), tls_index.paths()
+    assert tls_index.paths() == ["/simple/demo/", "/files/demo-1.0-py3-none-any.whl"], tls_index.paths()
+    egress(r)
 
 
 def test_tls_server_not_allowed_is_refused(tls_index, index, ca):
@@ -184,11 +197,13 @@ def test_tls_server_not_allowed_is_refused(tls_index, index, ca):
            opts=[*allow(index), *ca.bind_opts()])
     assert r.rc != 0, r.describe()
     assert "Tunnel connection failed: 403" in r.stderr, r.describe()
+    egress(r, allowed=0, refused=1)
     # (one retry: pip warns about a failed retry, and drops the error of the last attempt)
     r = sh(f"{PIP} --retries 1 install --index-url {tls_index.index_url} --cert {ef.CA_IN_SANDBOX} "
            "--target /tmp/pkgs demo", opts=[*allow(index), "--bind", f"{ca.ca_dir}:{ef.CA_DIR_IN_SANDBOX}"])
     assert r.rc != 0, r.describe()
     assert "Tunnel connection failed: 403" in r.stderr, r.describe()
+    egress(r, allowed=0, refused=2)
     assert tls_index.paths() == [] and tls_index.errors == 0, (tls_index.paths(), tls_index.errors)
 
 
@@ -209,6 +224,8 @@ def test_mcp_run_python_pip_installs_and_imports(index, wheel, warm):
         r = m.send("tools/call", {"name": "run_python", "arguments": {"code": code, "timeout": 60}})
         assert r["structuredContent"]["status"] == "ok", r
         assert f"hello from demo 1.0 {token}" in r["content"][0]["text"], r
+        eg = r["structuredContent"]["egress"]
+        assert eg["allowed"] == 2 and eg["refused"] == 0, eg
         r = m.send("tools/call", {"name": "run_python", "arguments": {
             "code": "import sys; sys.path.insert(0, '/tmp/pkgs'); import demo"}})
         assert r["structuredContent"]["status"] == "error", r
@@ -216,3 +233,36 @@ def test_mcp_run_python_pip_installs_and_imports(index, wheel, warm):
     finally:
         m.close()
     assert "/files/demo-1.0-py3-none-any.whl" in index.paths(), index.paths()
+
+
+@pytest.mark.xfail(strict=True, reason="the egress proxy closes a plain-HTTP client connection after "
+                   "one response without saying `Connection: close` (origin-side only, egress_http.c); "
+                   "a keep-alive client such as pip then sends its next request into a closing socket "
+                   "(seen: pip's RemoteDisconnected about 1 run in 30)")
+def test_plain_http_proxy_says_when_it_closes(wheel):
+    """An origin that answers HTTP/1.1 without `Connection: close` (Python's http.server): the
+    client must either be told the proxy closes, or get its second request answered."""
+    with ef.serving([wheel[1]], echo_close=False) as origin:
+        r = sh("python3 -c '\n"
+               "import json, os, socket\n"
+               "host, port = os.environ[\"HTTP_PROXY\"].rsplit(\"/\", 1)[1].split(\":\")\n"
+               "s = socket.create_connection((host, int(port)), timeout=10)\n"
+               f"req = b\"GET {origin.url}/hello HTTP/1.1\\r\\nHost: 127.0.0.1:{origin.port}\\r\\n\\r\\n\"\n"
+               "s.sendall(req)\n"
+               "f = s.makefile(\"rb\")\n"
+               "head = []\n"
+               "while (line := f.readline()) not in (b\"\\r\\n\", b\"\"):\n"
+               "    head.append(line.decode().strip().lower())\n"
+               "n = int(next(h.split(\":\")[1] for h in head if h.startswith(\"content-length:\")))\n"
+               "f.read(n)\n"
+               "try:\n"
+               "    s.sendall(req)\n"
+               "    second = f.readline().decode()\n"
+               "except OSError as e:\n"
+               "    second = str(e)\n"
+               "print(json.dumps({\"head\": head, \"second\": second}))'",
+               opts=allow(origin))
+        assert r.rc == 0, r.describe()
+        f = r.json()
+        assert f["head"][0].startswith("http/1.1 200"), f
+        assert "connection: close" in f["head"] or f["second"].startswith("HTTP/1.1 200"), f
