@@ -49,7 +49,7 @@ static const char exec_usage[] =
     "  --workdir DIR         working directory inside (default /workspace)\n"
     "  --env NAME=VALUE      add to the (otherwise fixed) environment\n"
     "  --allow-host HOST[:PORT]  egress to HOST (port 443 by default) if the policy's max_network\n"
-    "                        permits; the egress proxy is not built yet (sandboxd.policy(5))\n"
+    "                        permits, through the egress proxy (sandboxd.policy(5) \"Network\")\n"
     "  --rootfs NAME|DIR     root filesystem: a tree in the rootfs store (`sandboxd rootfs list`) or a\n"
     "                        path with a `/` (default: $SANDBOXD_ROOTFS, else python-3.14-slim in the\n"
     "                        store; see sandboxd(1) FILES)\n"

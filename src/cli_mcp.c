@@ -76,7 +76,7 @@ static const char mcp_usage[] =
     "  --output-dir DIR         save each call's /workspace/out files (and whole output) in\n"
     "                           DIR/<request_id>/ and return links to them\n"
     "  --allow-host HOST[:PORT] egress to HOST (port 443 by default) if the policy's max_network\n"
-    "                           permits; the egress proxy is not built yet (sandboxd.policy(5))\n"
+    "                           permits, through the egress proxy (sandboxd.policy(5) \"Network\")\n"
     "  --bind SRC:DST           bind host SRC read-only at DST in every sandbox (as exec)\n"
     "  --bind-rw SRC:DST        the same, writable\n"
     "  --roots                  bind the client's roots (if it has any) read-only under\n"

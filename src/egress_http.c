@@ -184,8 +184,10 @@ static bool hop_by_hop(struct span f)
 static int build_upstream(const http_parser *hp, const struct head *h, const struct egress_request *r,
                           struct span path, int host_ix, strbuf_t *sb)
 {
-  int rc = strbuf_printf(sb, "%s %.*s HTTP/%u.%u\r\n", r->method, (int) path.n, path.n ? path.p : "/",
-                         hp->http_major, hp->http_minor);
+  if (!path.n) /* http://host alone: the origin's root */
+    path = (struct span){"/", 1};
+  int rc = strbuf_printf(sb, "%s %.*s HTTP/%u.%u\r\n", r->method, (int) path.n, path.p, hp->http_major,
+                         hp->http_minor);
   for (size_t i = 0; i < h->n; i++)
     if (!hop_by_hop(h->field[i]))
       rc |= strbuf_printf(sb, "%.*s: %.*s\r\n", (int) h->field[i].n, h->field[i].p, (int) h->value[i].n,

@@ -24,6 +24,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -529,11 +530,35 @@ static const char *match_reason(const struct egress_request *req, const struct e
   return why;
 }
 
+/* The connection's time is up wherever it is, resolving included (getaddrinfo takes no deadline):
+ * the record says so, and the process ends (its sockets with it). */
+static struct egress_rec *alarm_rec;
+static uint32_t *alarm_hits;
+
+static void on_alarm(int sig)
+{
+  (void) sig;
+  struct egress_rec *r = alarm_rec;
+  static const char tl[] = "time_limit";
+  memcpy(r->end, tl, sizeof tl);
+  if (!r->verdict[0])
+    memcpy(r->verdict, tl, sizeof tl);
+  STORE(r->end_ns, mono_ns());
+  STORE(r->state, REC_DONE);
+  ADD(*alarm_hits, 1);
+  _exit(0);
+}
+
 static _Noreturn void serve_conn(int fd, struct conn_ctx *cx)
 {
   struct egress_rec scratch;
   struct egress_rec *rec = rec_claim(cx->sh, &scratch);
   uint64_t deadline = rec->start_ns + cx->p->egress.connection_time_ms * 1000000ULL;
+  /* A second past the deadline the poll loops keep: only a call that ignores it meets this. */
+  alarm_rec = rec;
+  alarm_hits = &cx->sh->hit_time;
+  signal(SIGALRM, on_alarm);
+  alarm((unsigned) (cx->p->egress.connection_time_ms / 1000) + 2);
   static char buf[EGRESS_HEAD_MAX];
   size_t len = 0;
   struct egress_request req;
@@ -678,7 +703,7 @@ static int isolate(int *listen_fd, int *pidfd)
 }
 
 static _Noreturn void proxy_main(const struct sbx_policy *p, struct egress_shared *sh, int listen_fd,
-                                 int pidfd)
+                                 int pidfd, unsigned run_as)
 {
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   for (int sig = 1; sig < NSIG; sig++)
@@ -696,8 +721,13 @@ static _Noreturn void proxy_main(const struct sbx_policy *p, struct egress_share
       egress_host_addrs(&own, &s.cx.n_own, &err) < 0)
     _exit(1);
   s.cx.own = own;
-  /* Nothing to do with privilege: it connects and relays. */
-  if (geteuid() == 0 && caps_drop_all(&err) < 0)
+  /* Nothing to do with privilege: it connects and relays. As root: the sandbox's own host id
+   * (leaving root clears every capability), so a compromised proxy owns no host file root owns;
+   * root without a host id drops its capabilities. It never execs (no_new_privs). */
+  if (run_as && (setgroups(0, NULL) < 0 || setresgid(run_as, run_as, run_as) < 0 ||
+                 setresuid(run_as, run_as, run_as) < 0 || getuid() != run_as))
+    _exit(1);
+  if (!run_as && geteuid() == 0 && caps_drop_all(&err) < 0)
     _exit(1);
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
     _exit(1);
@@ -726,8 +756,8 @@ static _Noreturn void proxy_main(const struct sbx_policy *p, struct egress_share
   _exit(0);
 }
 
-int egress_proxy_start(const struct sbx_policy *p, int listen_fd, int pidfd, struct egress_log **ret_log,
-                       pid_t *ret_pid, sbx_error_t *err)
+int egress_proxy_start(const struct sbx_policy *p, int listen_fd, int pidfd, unsigned run_as,
+                       struct egress_log **ret_log, pid_t *ret_pid, sbx_error_t *err)
 {
   _cleanup_close_ int lfd = listen_fd;
   struct egress_log *l = calloc(1, sizeof *l);
@@ -747,7 +777,7 @@ int egress_proxy_start(const struct sbx_policy *p, int listen_fd, int pidfd, str
   if (pid == 0) {
     if (getppid() != parent)
       _exit(1);
-    proxy_main(p, l->sh, lfd, pidfd);
+    proxy_main(p, l->sh, lfd, pidfd, run_as);
   }
   /* Later forks (the next sandbox, its proxy) do not get this sandbox's log. */
   madvise(l->sh, sizeof *l->sh, MADV_DONTFORK);

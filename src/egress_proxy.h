@@ -36,9 +36,11 @@ struct egress_log;
 
 /* In sandboxd, once the sandbox is ready: fork the proxy, which serves listen_fd (taken: closed
  * here) until pidfd (the sandbox's pid 1) is readable, then closes every connection and exits.
- * *ret_log is shared with it (read it any time; egress_log_free after reaping *ret_pid). */
-int egress_proxy_start(const struct sbx_policy *p, int listen_fd, int pidfd, struct egress_log **ret_log,
-                       pid_t *ret_pid, sbx_error_t *err);
+ * As root it runs as uid and gid run_as (the sandbox's host id; 0: stays root, without
+ * capabilities). *ret_log is shared with it (read it any time; egress_log_free after reaping
+ * *ret_pid). */
+int egress_proxy_start(const struct sbx_policy *p, int listen_fd, int pidfd, unsigned run_as,
+                       struct egress_log **ret_log, pid_t *ret_pid, sbx_error_t *err);
 void egress_log_free(struct egress_log *l);
 
 /* The attempts so far as a JSON object: counts, bytes, limits hit and (with records) each attempt

@@ -155,6 +155,9 @@ static void write_output_schema(json_writer_t *w)
   schema_prop(w, "limits", "string",
               "how limits were enforced: cgroup2, cgroup1, or degraded (rlimits only)");
   write_files_schema(w);
+  schema_prop(w, "egress", "object",
+              "with network proxy only: connections, allowed, refused, bytes_up, bytes_down, limits_hit "
+              "(sandboxd.policy(5), Network)");
   json_obj_end(w);
   json_key(w, "required");
   json_arr_begin(w);

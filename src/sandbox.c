@@ -691,6 +691,7 @@ int sandbox_spawn_start(const struct sbx_spec *spec, struct sbx_sandbox **ret, s
                             .memory_limit = spec->limits.memory_bytes,
                             .workspace_fd = -1,
                             .host_id_lock = TAKE_FD(id_lock),
+                            .host_id = host_id,
                             .policy = p};
   s->deadline_ns = start + spec->limits.timeout_ms * 1000000ULL;
   *ret = s;
@@ -751,8 +752,10 @@ int sandbox_spawn_finish(struct sbx_sandbox *s, sbx_error_t *err)
     return sbx_error_set(err, 0, "sandbox setup failed: unexpected message %d", m.type);
   if (first_ws && listen_fd < 0)
     return sbx_error_set(err, 0, "sandbox setup failed: no egress proxy listener");
-  /* The proxy serves the listener from here (the host's network namespace) until pid 1 exits. */
-  if (first_ws && egress_proxy_start(s->policy, listen_fd, s->pidfd, &s->egress, &s->egress_pid, err) < 0)
+  /* The proxy serves the listener from here (the host's network namespace) until pid 1 exits;
+   * as root, as the sandbox's own host id. */
+  if (first_ws &&
+      egress_proxy_start(s->policy, listen_fd, s->pidfd, s->host_id, &s->egress, &s->egress_pid, err) < 0)
     return -1;
   return 0;
 }

@@ -28,6 +28,7 @@ struct sbx_sandbox {
   uint64_t pidns_ino, pidns_dev;
   int workspace_fd; /* spec.keep_workspace: the workspace tmpfs, from MSG_READY; else -1 */
   int host_id_lock; /* root: holds the sandbox's host id (hostid.h) until it is torn down; else -1 */
+  unsigned host_id; /* root: the sandbox's host uid and gid (hostid.h); else 0 */
   const struct sbx_policy *policy; /* network proxy: the allowlist and limits its proxy serves */
   struct egress_log *egress;       /* network proxy: the proxy's log, from READY on; else NULL */
   pid_t egress_pid;                /* the proxy process until reaped, else 0 */

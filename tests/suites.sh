@@ -41,12 +41,17 @@ run_node() {
 }
 
 # The policies the integration run picked (pdir_root), also when --only left that run out.
-[ -n "${pdir_root:-}" ] || ! { want mcp || want proxy || want asan; } ||
+[ -n "${pdir_root:-}" ] || ! { want mcp || want proxy || want asan || want security-egress; } ||
   pdir_root=$(policy_dir_for "$rundir/policy" "$repo/policy")
 
 if [ -n "${py:-}" ]; then
   # The Makefile: header dependencies, hardening flags in the objects, install and uninstall.
   ! want build || run_pytest build SANDBOXD="$sandboxd" -- "$repo/tests/build"
+  # The escape suites again with the egress proxy on (every run `--allow-host 127.0.0.1:1`, so
+  # `network proxy`): nothing they find open may open with it (#17). Root; ~20 s.
+  ! want security-egress || run_pytest security-egress SANDBOXD_TEST_ALLOW_HOST=127.0.0.1:1 \
+    SANDBOXD_POLICY_DIR="${pdir_root:-$repo/policy}" SANDBOXD_POLICY_SRC="${pdir_root:-$repo/policy}" \
+    SANDBOXD_SHIPPED_POLICY_DIR="$repo/policy" SANDBOXD_TEST_WORK="$rundir/security-egress/work" -- "$repo/tests/security"
   # Documentation: man pages lint clean and cover every key, option and group.
   ! want docs || run_pytest docs -- "$repo/tests/test_docs.py"
   # The Debian package: make deb, then lintian and what the package holds (tests/deb); its

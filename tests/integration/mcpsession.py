@@ -10,7 +10,7 @@ import sbx
 class Mcp:
     def __init__(self, *args, warm="0", audit="off"):
         self.p = subprocess.Popen([sbx.SANDBOXD, "mcp", "--rootfs", sbx.ROOTFS, "--warm", warm, "--audit-log", audit,
-                                   *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   *sbx.EGRESS_OPTS, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                   text=True)
         self.n = 0
         self.send("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},

@@ -204,6 +204,10 @@ class ProbeError(AssertionError):
 
 
 _report_seq = 0
+# SANDBOXD_TEST_ALLOW_HOST=HOST:PORT: every exec and mcp also gets `--allow-host HOST:PORT`, i.e.
+# `network proxy`: the escape suites run so with the egress proxy on (tests/suites.sh).
+EGRESS_OPTS = ["--allow-host", os.environ["SANDBOXD_TEST_ALLOW_HOST"]] if os.environ.get(
+    "SANDBOXD_TEST_ALLOW_HOST") else []
 
 
 def exec_cmd(target, args=(), *, policy=None, opts=(), rootfs=None, report=None):
@@ -211,6 +215,7 @@ def exec_cmd(target, args=(), *, policy=None, opts=(), rootfs=None, report=None)
     cmd = [SANDBOXD, "exec", "--rootfs", rootfs or ROOTFS]
     if policy:
         cmd += ["--policy", policy]
+    cmd += EGRESS_OPTS
     if report:
         cmd += ["--report", report]
     cmd += list(opts)

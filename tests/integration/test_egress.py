@@ -399,3 +399,54 @@ os._exit(0)
     assert hold.accepted == 3 and len(hold.closed_at) == 3, (hold.accepted, hold.closed_at)
     assert took < 20, took
     assert sbx.wait_gone(marker, 2) == []
+
+
+def _status(pid):
+    out = {}
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            k, _, v = line.partition(":")
+            out[k] = v.split()
+    return out
+
+
+def _fds(pid):
+    return sorted(os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd"))
+
+
+def test_proxy_processes_hold_no_privilege_and_nothing_else():
+    """The proxy and its connection processes: no capabilities, no_new_privs, as root the sandbox's
+    own host id (not root), and no fd but /dev/null, sockets and the proxy's pidfd/signalfd."""
+    import subprocess
+    hold = egresshost.HoldServer()
+    marker = f"egress-priv-{os.getpid()}-{time.monotonic_ns()}"
+    cmd = sbx.exec_cmd(("-c", CLIENT + f'''
+# {marker}
+s, head = tunnel("127.0.0.1", {hold.port})
+print(head.decode().split()[1], flush=True)
+time.sleep(30)
+'''), opts=["--allow-host", f"127.0.0.1:{hold.port}"])
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+    try:
+        assert p.stdout.readline().strip() == "200", p.stderr.read()
+        procs = {pid: _status(pid) for pid, _ in sbx.processes_with(marker)}
+        proxy = [pid for pid, st in procs.items() if st["PPid"] == [str(p.pid)] and len(st["NSpid"]) == 1]
+        assert len(proxy) == 1, procs
+        kids = [pid for pid, st in procs.items() if st["PPid"] == [str(proxy[0])]]
+        assert len(kids) == 1, procs
+        for pid in proxy + kids:
+            st = procs[pid]
+            assert int(st["CapEff"][0], 16) == 0 and int(st["CapPrm"][0], 16) == 0, st
+            assert st["NoNewPrivs"] == ["1"], st
+            uid, gid = int(st["Uid"][0]), int(st["Gid"][0])
+            if sbx.IS_ROOT:
+                assert uid != 0 and sbx.is_host_id(uid, gid), st
+            else:
+                assert uid == os.getuid(), st
+            for f in _fds(pid):
+                assert f == "/dev/null" or f.startswith("socket:") or f.startswith("anon_inode:"), (pid, _fds(pid))
+    finally:
+        p.kill()
+        p.wait()
+        hold.close()
+    assert sbx.wait_gone(marker, 3) == []

@@ -80,6 +80,11 @@ def test_node_root_is_read_only(facts):
 def test_node_environment_is_the_policys(facts):
     env = facts["env"]
     mib = 2048 if node_opts() else 512
-    assert env == {"PATH": "/usr/local/bin:/usr/local/sbin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/workspace",
-                   "LANG": "C.UTF-8", "TMPDIR": "/tmp", "PYTHONDONTWRITEBYTECODE": "1",
-                   "NODE_OPTIONS": f"--max-old-space-size={mib}"}, env
+    want = {"PATH": "/usr/local/bin:/usr/local/sbin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/workspace",
+            "LANG": "C.UTF-8", "TMPDIR": "/tmp", "PYTHONDONTWRITEBYTECODE": "1",
+            "NODE_OPTIONS": f"--max-old-space-size={mib}"}
+    if sbx.EGRESS_OPTS:  # network proxy (SANDBOXD_TEST_ALLOW_HOST): the proxy's variables too
+        want.update({k: "http://127.0.0.1:3128" for k in ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY",
+                                                           "https_proxy", "ALL_PROXY", "all_proxy")})
+        want.update(NO_PROXY="", no_proxy="")
+    assert env == want, env
