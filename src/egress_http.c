@@ -259,3 +259,39 @@ enum egress_head_result egress_parse_head(const char *buf, size_t len, struct eg
   }
   return EGRESS_HEAD_OK;
 }
+
+enum egress_head_result egress_response_head(const char *buf, size_t len, strbuf_t *out, size_t *ret_head_len,
+                                             bool *ret_interim)
+{
+  *ret_interim = false;
+  struct head h = {0};
+  http_parser hp;
+  http_parser_init(&hp, HTTP_RESPONSE);
+  hp.data = &h;
+  http_parser_settings s;
+  http_parser_settings_init(&s);
+  s.on_header_field = on_field;
+  s.on_header_value = on_value;
+  s.on_headers_complete = on_headers_complete;
+  size_t scan = len < EGRESS_HEAD_MAX ? len : EGRESS_HEAD_MAX;
+  size_t done = http_parser_execute(&hp, &s, buf, scan);
+  enum http_errno e = HTTP_PARSER_ERRNO(&hp);
+  if (e == HPE_OK && done == scan) /* the head goes on */
+    return scan < EGRESS_HEAD_MAX ? EGRESS_HEAD_INCOMPLETE : EGRESS_HEAD_BAD;
+  if (e != HPE_PAUSED || h.too_many || hp.http_major != 1 || hp.http_minor > 1)
+    return EGRESS_HEAD_BAD;
+  size_t head_len = done + 1; /* paused at the blank line's LF */
+  *ret_head_len = head_len;
+  if (hp.status_code >= 100 && hp.status_code < 200 && hp.status_code != 101) {
+    *ret_interim = true;
+    return strbuf_append(out, buf, head_len) < 0 ? EGRESS_HEAD_BAD : EGRESS_HEAD_OK;
+  }
+  const char *eol = memchr(buf, '\n', head_len);
+  int rc = strbuf_append(out, buf, (size_t) (eol - buf) + 1);
+  for (size_t i = 0; i < h.n; i++)
+    if (!hop_by_hop(h.field[i]))
+      rc |= strbuf_printf(out, "%.*s: %.*s\r\n", (int) h.field[i].n, h.field[i].p, (int) h.value[i].n,
+                          h.value[i].p);
+  rc |= strbuf_printf(out, "Connection: close\r\n\r\n");
+  return rc < 0 ? EGRESS_HEAD_BAD : EGRESS_HEAD_OK;
+}

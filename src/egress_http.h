@@ -36,4 +36,14 @@ enum egress_head_result {
 enum egress_head_result egress_parse_head(const char *buf, size_t len, struct egress_request *ret,
                                           int *ret_status, char *why, size_t why_len);
 
+/* A plain-HTTP response head from the origin (at the start of buf, len bytes so far), rewritten for
+ * the client: the status line as sent, the headers without hop-by-hop ones (Connection,
+ * Keep-Alive, Proxy-Connection, ...), then `Connection: close`, since the proxy serves one request
+ * per connection and a client that was not told would send its next request into a closing
+ * socket. An interim 1xx head is copied as it is and *ret_interim set: the final head follows.
+ * On OK, *ret_head_len bytes of buf were the head and out (appended to) holds what the client
+ * gets; BAD means not an HTTP/1.x response head, or one over EGRESS_HEAD_MAX. */
+enum egress_head_result egress_response_head(const char *buf, size_t len, strbuf_t *out, size_t *ret_head_len,
+                                             bool *ret_interim);
+
 #endif

@@ -409,12 +409,21 @@ static int connect_any(const struct egress_addr *addrs, size_t n, uint16_t port,
 }
 
 /* Data one way: a buffer between reading from `from` and writing to `to`. */
+/* A plain-HTTP response head being read from the origin, rewritten before the client gets it
+ * (egress_response_head: `Connection: close`). */
+struct resp_head {
+  char buf[EGRESS_HEAD_MAX];
+  size_t len;
+  bool done;
+};
+
 struct flow {
   int from, to;
-  char buf[65536];
+  char buf[65536]; /* > 2 * EGRESS_HEAD_MAX: a rewritten head and what followed it fit */
   size_t len, off;
   bool eof, limited; /* limited: the budget ran out; what fits is sent, then the connection ends */
   uint64_t *total, limit, *mine;
+  struct resp_head *head; /* the origin-to-client flow of plain HTTP, else NULL */
 };
 
 /* Take n bytes out of the sandbox's budget for this direction: how many may go (0 at the limit). */
@@ -430,6 +439,47 @@ static size_t budget_take(struct flow *f, size_t n)
     return (size_t) (f->limit - before);
   }
   return n;
+}
+
+/* n more bytes of the origin's response head are in f->head: move what is complete, rewritten,
+ * to f->buf for the client (interim 1xx heads as they are, then the final one and what followed
+ * it). -1: not an HTTP/1.x response head. At the origin's end of stream, whatever was held goes as
+ * it is (the client sees the truncated response, as it would without a proxy). */
+static int take_response_head(struct flow *f)
+{
+  struct resp_head *h = f->head;
+  while (!h->done) {
+    if (f->eof) {
+      memcpy(f->buf, h->buf, h->len);
+      f->len = h->len;
+      h->done = true;
+      break;
+    }
+    strbuf_t out = {0};
+    size_t head_len;
+    bool interim;
+    enum egress_head_result r = egress_response_head(h->buf, h->len, &out, &head_len, &interim);
+    if (r == EGRESS_HEAD_INCOMPLETE) {
+      strbuf_free(&out);
+      return 0;
+    }
+    if (r == EGRESS_HEAD_BAD || f->len + out.len + (interim ? 0 : h->len - head_len) > sizeof f->buf) {
+      strbuf_free(&out);
+      return -1;
+    }
+    memcpy(f->buf + f->len, out.data, out.len);
+    f->len += out.len;
+    strbuf_free(&out);
+    memmove(h->buf, h->buf + head_len, h->len - head_len);
+    h->len -= head_len;
+    if (!interim) {
+      memcpy(f->buf + f->len, h->buf, h->len);
+      f->len += h->len;
+      h->done = true;
+    }
+  }
+  f->off = 0;
+  return 0;
 }
 
 /* Both ways until both are closed, the byte budget is spent or the connection's time is up. */
@@ -460,23 +510,35 @@ static const char *splice_both(struct flow *up, struct flow *down, uint64_t dead
       struct flow *f = fl[i], *o = fl[1 - i];
       /* pfd[i] is f->from, which is o->to. */
       if ((pfd[i].revents & (POLLIN | POLLHUP | POLLERR)) && !f->eof && !f->len) {
-        ssize_t n = recv(f->from, f->buf, sizeof f->buf, MSG_DONTWAIT);
+        bool in_head = f->head && !f->head->done;
+        char *into = in_head ? f->head->buf + f->head->len : f->buf;
+        ssize_t n =
+            recv(f->from, into, in_head ? sizeof f->head->buf - f->head->len : sizeof f->buf, MSG_DONTWAIT);
         if (n < 0 && (errno == EAGAIN || errno == EINTR))
           n = -2;
         if (n == 0 || n == -1) {
           f->eof = true;
-          shutdown(f->to, SHUT_WR);
+          if (in_head && take_response_head(f) < 0)
+            return "bad_response";
+          if (!f->len)
+            shutdown(f->to, SHUT_WR);
         } else if (n > 0) {
           size_t ok = budget_take(f, (size_t) n);
           if (ok == 0) {
             ADD(sh->hit_bytes, 1);
             return "byte_limit";
           }
-          f->len = ok;
-          f->off = 0;
           ADD(*f->mine, ok);
           if (ok < (size_t) n)
             f->eof = f->limited = true;
+          if (!in_head) {
+            f->len = ok;
+            f->off = 0;
+          } else {
+            f->head->len += ok;
+            if (take_response_head(f) < 0)
+              return "bad_response";
+          }
         }
       }
       if ((pfd[i].revents & POLLOUT) && o->len) {
@@ -490,6 +552,8 @@ static const char *splice_both(struct flow *up, struct flow *down, uint64_t dead
             ADD(sh->hit_bytes, 1);
             return "byte_limit";
           }
+          if (!o->len && o->eof) /* the last of a response head held at the origin's end */
+            shutdown(o->to, SHUT_WR);
         }
       }
     }
@@ -599,6 +663,9 @@ static _Noreturn void serve_conn(int fd, struct conn_ctx *cx)
                         .total = &cx->sh->bytes_down,
                         .limit = cx->p->egress.bytes_down,
                         .mine = &rec->down};
+  static struct resp_head rhead;
+  if (!req.connect)
+    fdown.head = &rhead;
   static const char established[] = "HTTP/1.1 200 Connection established\r\n\r\n";
   const char *end = "closed";
   if (req.connect && send_all(fd, established, sizeof established - 1, deadline) < 0)
@@ -622,6 +689,8 @@ static _Noreturn void serve_conn(int fd, struct conn_ctx *cx)
       fup.eof = fup.limited = true;
   }
   end = splice_both(&fup, &fdown, deadline, cx->sh);
+  if (!strcmp(end, "bad_response"))
+    respond(fd, 502, "the origin's answer is not an HTTP/1.x response");
 done:
   bufprintf_cut(rec->end, sizeof rec->end, "%s", end);
   STORE(rec->end_ns, mono_ns());

@@ -112,8 +112,48 @@ static void test_nul(void)
         strstr(why, "NUL"));
 }
 
+/* The origin's response head, as the client gets it. */
+static enum egress_head_result R(const char *resp, strbuf_t *out, size_t *hl, bool *interim)
+{
+  *out = (strbuf_t){0};
+  return egress_response_head(resp, strlen(resp), out, hl, interim);
+}
+
+static void test_response(void)
+{
+  strbuf_t out;
+  size_t hl;
+  bool interim;
+  const char *h = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: keep-alive\r\n"
+                  "Keep-Alive: timeout=5\r\nX-A: b\r\n\r\nhi";
+  CHECK(R(h, &out, &hl, &interim) == EGRESS_HEAD_OK && !interim && hl == strlen(h) - 2);
+  CHECK(out.data && !strcmp(out.data, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nX-A: b\r\n"
+                                      "Connection: close\r\n\r\n"));
+  strbuf_free(&out);
+  /* An interim 100 goes as it is; the final head is the next call's. */
+  h = "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n";
+  CHECK(R(h, &out, &hl, &interim) == EGRESS_HEAD_OK && interim &&
+        hl == strlen("HTTP/1.1 100 Continue\r\n\r\n"));
+  CHECK(out.data && !strcmp(out.data, "HTTP/1.1 100 Continue\r\n\r\n"));
+  strbuf_free(&out);
+  CHECK(R("HTTP/1.1 200 OK\r\nContent-Le", &out, &hl, &interim) == EGRESS_HEAD_INCOMPLETE);
+  strbuf_free(&out);
+  CHECK(R("SSH-2.0-OpenSSH_9.2\r\n\r\n", &out, &hl, &interim) == EGRESS_HEAD_BAD);
+  strbuf_free(&out);
+  CHECK(R("HTTP/2.0 200 OK\r\n\r\n", &out, &hl, &interim) == EGRESS_HEAD_BAD);
+  strbuf_free(&out);
+  /* A head that never ends within EGRESS_HEAD_MAX. */
+  static char big[EGRESS_HEAD_MAX + 100];
+  memcpy(big, "HTTP/1.1 200 OK\r\nX: ", 20);
+  memset(big + 20, 'a', sizeof big - 21);
+  big[sizeof big - 1] = '\0';
+  CHECK(R(big, &out, &hl, &interim) == EGRESS_HEAD_BAD);
+  strbuf_free(&out);
+}
+
 int main(void)
 {
+  test_response();
   test_connect();
   test_forward();
   test_refused();
