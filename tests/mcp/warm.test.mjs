@@ -51,7 +51,11 @@ async function waitPool(pid, n, ms = 10000) {
 // Facts about the sandbox as the code sees them, normalised where two sandboxes always differ
 // (mount ids, anonymous device numbers, pipe inodes, the pid namespace).
 const PROBE = String.raw`
-import json, os, re, resource, socket, sys
+import sys
+# Before the probe's own imports: what the runner loaded before the code (each module costs CPU on
+# every call, cold or warm, as long as each call has its own interpreter).
+modules = sorted(sys.modules)
+import json, os, re, resource, socket
 st = {}
 for line in open("/proc/self/status"):
     k, _, v = line.partition(":")
@@ -78,7 +82,8 @@ print(json.dumps({
     "rlimits": {n: resource.getrlimit(getattr(resource, n)) for n in dir(resource) if n.startswith("RLIMIT_") and n != "RLIMIT_CPU"},
     "pids": sorted(int(p) for p in os.listdir("/proc") if p.isdigit()),
     "loopback": open("/proc/net/dev").read().count(":"),
-    "main": sorted(k for k in globals() if not k.startswith("__")),
+    "main": sorted(k for k in globals() if not k.startswith("__") and k != "modules"),
+    "modules": modules,
     "_args": len(cmdline) - 1,
 }, sort_keys=True))
 `;
