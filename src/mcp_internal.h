@@ -145,7 +145,8 @@ struct call {
   char **servers; /* host MCP servers the code may call (`servers`), or NULL */
   size_t n_servers;
   size_t code_len;
-  struct proxy *proxy; /* the bridge: with servers, or for discovery (host_servers_discovery) */
+  struct proxy *proxy;             /* the bridge: with servers, or for discovery (host_servers_discovery) */
+  struct fork_template *fork_tmpl; /* --warm-mode fork: the template its sandbox forked from */
 };
 
 struct server {
@@ -185,6 +186,10 @@ struct server {
   size_t n_warm;
   uint64_t warm_retry_ns; /* no new warm sandbox before this */
   uint64_t last_call_ns;  /* when the latest call started (WARM_DEFER_NS) */
+  /* --warm-mode fork: Python calls fork from a template (fork_template.c) instead of the pool;
+   * retired templates wait there for their last call. */
+  bool warm_fork;
+  struct fork_template *fork_tmpl, *fork_retired;
 
   struct bind_opts binds; /* --bind, --bind-rw */
   struct mcp_roots roots; /* --roots: the client's */

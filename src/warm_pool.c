@@ -119,7 +119,8 @@ static bool warm_short(const struct server *srv, enum mcp_lang *ret)
   for (const struct warm *w = srv->warm; w; w = w->next)
     have[w->lang]++;
   for (int l = 0; l < MCP_LANG_COUNT; l++)
-    if ((srv->warm_langs & MCP_LANG_BIT(l)) && have[l] < srv->warm_target && have[l] < least) {
+    if ((srv->warm_langs & MCP_LANG_BIT(l)) && !(l == MCP_LANG_PYTHON && srv->warm_fork) &&
+        have[l] < srv->warm_target && have[l] < least) {
       least = have[l];
       *ret = (enum mcp_lang) l;
     }
