@@ -39,6 +39,10 @@
 #include "util.h"
 #include "warn.h"
 
+/* The template's argv: it reads its source, the first message on fd 3, and runs it in __main__
+ * without a name of its own there (template.py takes __main__'s names as a cold runner's). */
+#define TEMPLATE_BOOT "exec(__import__('os').read(3, 1 << 20)) # sandboxd fork template"
+
 /* How long the template may take to start, and a child to answer a step of its setup. */
 #define TEMPLATE_START_MS 10000
 #define CHILD_STEP_MS 5000
@@ -163,6 +167,11 @@ static int send_setup(struct fork_template *t, const struct server *srv, const s
     strbuf_free(&sb);
     return sbx_error_set(err, ENOMEM, "fork template setup");
   }
+  size_t src_len = strlen(mcp_template_source);
+  if (send(t->ctl_fd, mcp_template_source, src_len, MSG_NOSIGNAL) != (ssize_t) src_len) {
+    strbuf_free(&sb);
+    return sbx_error_errno(err, "fork template: send its source");
+  }
   ssize_t n = send(t->ctl_fd, sb.data, sb.len, MSG_NOSIGNAL);
   size_t len = sb.len;
   strbuf_free(&sb);
@@ -182,7 +191,7 @@ static int send_setup(struct fork_template *t, const struct server *srv, const s
 
 static int template_start(struct server *srv, struct fork_template **ret, sbx_error_t *err)
 {
-  static char *argv[] = {PYTHON, "-c", (char *) mcp_template_source, NULL};
+  static char *argv[] = {PYTHON, "-c", TEMPLATE_BOOT, NULL};
   struct fork_template *t = calloc(1, sizeof *t);
   if (!t)
     return sbx_error_set(err, ENOMEM, "fork template");
@@ -224,10 +233,13 @@ fail:
   return -1;
 }
 
+/* Its sandbox has not ended, and its Python still holds fd 3 and has not written to it (it only
+ * answers its setup): its Python may die a moment before the sandbox's init does. */
 static bool template_alive(const struct fork_template *t)
 {
-  struct pollfd pfd = {.fd = sandbox_pidfd(t->sb), .events = POLLIN};
-  return poll(&pfd, 1, 0) == 0;
+  struct pollfd pfd[2] = {{.fd = sandbox_pidfd(t->sb), .events = POLLIN},
+                          {.fd = t->ctl_fd, .events = POLLIN}};
+  return poll(pfd, 2, 0) == 0;
 }
 
 /* Retire the current template: freed now if no call of it runs, else by its last call. */
@@ -387,7 +399,12 @@ static int fork_child(struct fork_template *t, struct server *srv, struct call *
     char buf[CMSG_SPACE(sizeof fds)];
     struct cmsghdr align;
   } u;
-  struct iovec iov = {.iov_base = "fork", .iov_len = 4};
+  /* The call's own CPU backstop (degraded: RLIMIT_CPU), one second past its timeout. */
+  char req[40];
+  if (bufprintf(req, sizeof req, err, "fork %llu",
+                (unsigned long long) ((c->limits.timeout_ms + 999) / 1000 + 1)) < 0)
+    goto fail;
+  struct iovec iov = {.iov_base = req, .iov_len = strlen(req)};
   struct msghdr mh = {.msg_iov = &iov,
                       .msg_iovlen = 1,
                       .msg_control = u.buf,
@@ -454,8 +471,15 @@ int fork_call_start(struct server *srv, struct call *c, sbx_error_t *err)
   _cleanup_close_ int job = -1, inside = -1;
   if (code_channel(MCP_LANG_PYTHON, &job, &inside, err) < 0)
     return -1;
-  if (fork_child(t, srv, c, out_w, err_w, inside, &c->sb, err) < 0)
-    return -1;
+  if (fork_child(t, srv, c, out_w, err_w, inside, &c->sb, err) < 0) {
+    /* It died just now (its init may outlive its Python by a moment): once more, with a new one. */
+    struct pollfd pfd = {.fd = sandbox_pidfd(t->sb), .events = POLLIN};
+    if (poll(&pfd, 1, 100) != 1)
+      return -1;
+    sbx_error_t why = {0};
+    if (template_get(srv, &t, &why) < 0 || fork_child(t, srv, c, out_w, err_w, inside, &c->sb, &why) < 0)
+      return (*err = why, -1);
+  }
   t->served++;
   t->refs++;
   c->fork_tmpl = t;

@@ -1,5 +1,7 @@
-# sandboxd's fork template (`sandboxd mcp --warm-mode fork`, src/fork_template.c). sandboxd passes
-# this file's text to `python3 -c` inside a sandbox of its own (the template sandbox: the call
+# sandboxd's fork template (`sandboxd mcp --warm-mode fork`, src/fork_template.c). sandboxd sends
+# this file's text as the first message on fd 3 to `python3 -c TEMPLATE_BOOT` (fork_template.c:
+# it execs it, so that neither ps nor a call's /proc/1/cmdline shows this text) inside a sandbox of
+# its own (the template sandbox: the call
 # policy's rootfs, binds, env and identity; /proc unmasked and unshare/mount allowed, so that a
 # child can make a call's namespaces). The template never runs user code. It reads its setup from
 # fd 3 once (the runner's source, the call policy's compiled seccomp filter, the call's limits),
@@ -251,6 +253,31 @@ def _pid1(cfg, sock, out_w, err_w, chan):
     os._exit(0)
 
 
+def _fresh_run():
+    """A fresh /run, as the cold path's (the template's is shared by its calls), with the binds
+    under it (sandboxd's Python helpers at /run/sandboxd/python, a --bind there) bound again."""
+    binds = []
+    for line in open("/proc/self/mountinfo"):
+        f = line.split()
+        dst = f[4].encode().decode("unicode_escape")
+        if dst.startswith("/run/") and not any(dst.startswith(d + "/") for d, _, _ in binds):
+            opts = f[5].split(",")
+            flags = sum(v for k, v in (("ro", MS_RDONLY), ("nosuid", MS_NOSUID), ("nodev", MS_NODEV),
+                                       ("noexec", MS_NOEXEC)) if k in opts)
+            binds.append((dst, os.open(dst, os.O_PATH | os.O_CLOEXEC), flags))
+    _mount("tmpfs", "/run", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=1048576,mode=755")
+    for dst, fd, flags in binds:
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        if os.path.isdir("/proc/self/fd/%d" % fd):
+            os.mkdir(dst)
+        else:
+            os.close(os.open(dst, os.O_CREAT | os.O_WRONLY | os.O_CLOEXEC, 0o644))
+        _mount("/proc/self/fd/%d" % fd, dst, None, MS_BIND | MS_REC)
+        if flags:
+            _mount(None, dst, None, MS_REMOUNT | MS_BIND | flags)
+        os.close(fd)
+
+
 def _call(cfg, fds):
     sock_fd, out_w, err_w, chan = fds[:4]
     sock = socket.socket(fileno=sock_fd)
@@ -269,9 +296,7 @@ def _call(cfg, fds):
     _mount("tmpfs", "/workspace", "tmpfs", MS_NOSUID | MS_NODEV, "size=%d,mode=755" % cfg["workspace"])
     os.mkdir("/workspace/out", 0o755)
     _mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=%d,mode=1777" % cfg["shm"])
-    # The template's /run (sandboxd's files; the binds under it stay as they are) is shared by
-    # every call of this template: read-only, so no call can leave anything there for the next.
-    _mount(None, "/run", None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    _fresh_run()
     _send(sock, "hello")
     if sock.recv(16) != b"ack":
         os._exit(SETUP_FAILED)
@@ -308,7 +333,7 @@ def _serve():
     signal.signal(signal.SIGCHLD, _reap)
     ctl.send(b"ok")
     while True:
-        msg, fds, _, _ = socket.recv_fds(ctl, 16, 8)
+        msg, fds, _, _ = socket.recv_fds(ctl, 64, 16)
         if not msg:
             os._exit(0)
         if len(fds) < 4:
@@ -320,6 +345,7 @@ def _serve():
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
             ctl.close()
             try:
+                cfg["cpu_seconds"] = int(msg.split()[1])
                 _call(cfg, fds)
             except BaseException as e:
                 _fail(socket.socket(fileno=fds[0]), e)

@@ -1,0 +1,249 @@
+"""`sandboxd mcp --warm-mode fork` (issue #19): each run_python call is a fork of one idle template
+sandbox that makes the call's namespaces, mounts, cgroup and filter itself. What a call sees must
+be a cold sandbox's (fds, MAP_SHARED mappings, modules, credentials, limits); its namespaces are
+its own, neither the template's nor another call's; random state, uuid4, secrets and tempfile
+names differ between calls; nothing one call leaves is seen by the next; the template is replaced
+after its 32 calls (the str hash secret, shared by the calls of one template, changes then) and
+when it dies. Runs as root and as the unprivileged user (tests/run)."""
+import json
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+import sbx
+from mcpsession import Mcp
+
+# FORK_TEMPLATE_CALLS in src/fork_template.h
+TEMPLATE_CALLS = 32
+
+PROBE = r'''
+import sys
+modules = sorted(sys.modules)
+main = sorted(globals())
+import json, os, random, secrets, tempfile, uuid
+status = {}
+for line in open("/proc/self/status"):
+    k, _, v = line.partition(":")
+    if k in ("Uid", "Gid", "Groups", "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb", "NoNewPrivs", "Seccomp"):
+        status[k] = v.split()
+fds = {}
+for fd in sorted(os.listdir("/proc/self/fd"), key=int):
+    try:
+        t = os.readlink("/proc/self/fd/" + fd)
+    except OSError:
+        continue
+    fds[fd] = [t.split(":")[0] if t.startswith(("pipe:", "socket:")) else t, os.get_inheritable(int(fd))]
+shared = sorted({l.split()[5] if len(l.split()) > 5 else "[anon]" for l in open("/proc/self/maps") if l.split()[1][3] == "s"})
+ns = {k: os.readlink("/proc/self/ns/" + k) for k in ("user", "mnt", "pid", "net", "ipc", "uts", "cgroup")}
+limits = [l.split("  ")[0] + " " + " ".join(l.split()[-3:]) for l in open("/proc/self/limits")][1:]
+print(json.dumps(dict(modules=modules, main=main, status=status, fds=fds, shared=shared, ns=ns, pid=os.getpid(),
+                      cwd=os.getcwd(), env=dict(os.environ), limits=limits, argv=sys.argv,
+                      procs=sorted(p for p in os.listdir("/proc") if p.isdigit()),
+                      random=random.random(), uuid=str(uuid.uuid4()), secrets=secrets.token_hex(16),
+                      tmp=next(tempfile._get_candidate_names()), hash=hash("sandboxd"))))
+'''
+
+
+def run(m, code, timeout=None):
+    args = {"code": code}
+    if timeout is not None:
+        args["timeout"] = timeout
+    r = m.send("tools/call", {"name": "run_python", "arguments": args})
+    return "".join(c["text"] for c in r["content"] if c["type"] == "text")
+
+
+def probe(m):
+    out = run(m, PROBE)
+    assert out.startswith("{"), out
+    return json.loads(out.split("\n--- ")[0])
+
+
+def children(pid):
+    kids = {}
+    for p in os.listdir("/proc"):
+        if p.isdigit():
+            try:
+                with open("/proc/%s/stat" % p) as f:
+                    s = f.read()
+                kids.setdefault(int(s[s.rindex(")") + 2:].split()[1]), []).append(int(p))
+            except OSError:
+                pass
+    out, todo = [], [pid]
+    while todo:
+        q = todo.pop()
+        out += kids.get(q, [])
+        todo += kids.get(q, [])
+    return out
+
+
+def template_pid(m):
+    """The template's Python: the descendant of sandboxd whose argv is the template's source."""
+    for p in children(m.p.pid):
+        try:
+            with open("/proc/%d/cmdline" % p, "rb") as f:
+                cmd = f.read().split(b"\0")
+        except OSError:
+            continue
+        if len(cmd) >= 3 and b"sandboxd fork template" in cmd[2]:
+            return p
+    return None
+
+
+def alive(pid):
+    """Running (a zombie has no cmdline)."""
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as f:
+            return bool(f.read())
+    except OSError:
+        return False
+
+
+@pytest.fixture
+def fork():
+    sbx.require_sandboxd()
+    m = Mcp("--warm-mode", "fork")
+    yield m
+    m.close()
+
+
+@pytest.fixture(scope="module")
+def cold_facts():
+    sbx.require_sandboxd()
+    m = Mcp()
+    facts = probe(m)
+    m.close()
+    return facts
+
+
+def test_a_call_sees_what_a_cold_sandbox_sees(fork, cold_facts):
+    f = probe(fork)
+    for k in ("fds", "modules", "main", "status", "cwd", "env", "limits", "argv", "procs"):
+        assert f[k] == cold_facts[k], k
+
+
+def test_no_shared_mapping_a_cold_sandbox_lacks(fork, cold_facts):
+    assert set(probe(fork)["shared"]) <= set(cold_facts["shared"])
+
+
+NS = r'''
+import json, os, time
+print(json.dumps({k: os.readlink("/proc/self/ns/" + k) for k in ("user", "mnt", "pid", "net", "ipc", "uts", "cgroup")}))
+time.sleep(1)
+'''
+
+
+def test_namespaces_differ_from_the_templates_and_between_calls(fork):
+    """Two calls at once (a namespace's inode number is reused once it is gone), and the template."""
+    for i in (1, 2):
+        fork.p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": "ns%d" % i, "method": "tools/call",
+                                       "params": {"name": "run_python", "arguments": {"code": NS}}}) + "\n")
+    fork.p.stdin.flush()
+    got = {}
+    while len(got) < 2:
+        m = json.loads(fork.p.stdout.readline())
+        if str(m.get("id", "")).startswith("ns"):
+            got[m["id"]] = json.loads(m["result"]["content"][0]["text"].split("\n")[0])
+    a, b = got["ns1"], got["ns2"]
+    t = template_pid(fork)
+    assert t, "no template process found"
+    tmpl = {k: os.readlink("/proc/%d/ns/%s" % (t, k)) for k in a}
+    for k in a:
+        assert a[k] != tmpl[k], k
+        assert b[k] != tmpl[k], k
+        assert a[k] != b[k], k
+
+
+def test_random_uuid_secrets_and_tempfile_names_differ_between_calls(fork):
+    a, b = probe(fork), probe(fork)
+    for k in ("random", "uuid", "secrets", "tmp"):
+        assert a[k] != b[k], k
+
+
+LEAVE = r'''
+import os, sys, json
+open("/tmp/left", "w").write("a")
+open("/workspace/left", "w").write("a")
+open("/dev/shm/left", "w").write("a")
+os.environ["LEFT"] = "a"
+json.left = "a"
+sys.modules["left_module"] = json
+sys.path.append("/left")
+for p in ("/run/left", "/left"):
+    try:
+        open(p, "w").write("a")
+    except OSError:  # / is read-only; /run is the call's own
+        pass
+print("ok")
+'''
+
+SEE = r'''
+import os, sys, json
+print(sorted(p for p in ("/tmp/left", "/workspace/left", "/dev/shm/left", "/run/left", "/left") if os.path.exists(p)),
+      "LEFT" in os.environ, hasattr(json, "left"), "left_module" in sys.modules, "/left" in sys.path)
+'''
+
+
+def test_nothing_one_call_leaves_is_seen_by_the_next(fork):
+    assert run(fork, LEAVE) == "ok\n"
+    assert run(fork, SEE) == "[] False False False False\n"
+
+
+def test_the_template_is_replaced_after_its_calls(fork):
+    """Calls of one template share its str hash secret: the 33rd call has a new one."""
+    hashes = [probe(fork)["hash"] for _ in range(TEMPLATE_CALLS + 1)]
+    assert len(set(hashes[:TEMPLATE_CALLS])) == 1
+    assert hashes[TEMPLATE_CALLS] != hashes[0]
+
+
+def test_the_template_restarts_when_killed(fork):
+    assert run(fork, "print(1)") == "1\n"
+    t = template_pid(fork)
+    assert t
+    os.kill(t, signal.SIGKILL)
+    deadline = time.monotonic() + 5
+    while alive(t) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert run(fork, "print(2)") == "2\n"
+    assert template_pid(fork) not in (None, t)
+
+
+def test_a_timeout_kills_the_call_and_leaves_nothing(fork):
+    out = run(fork, "import subprocess, time\nsubprocess.Popen(['sleep', '60'])\ntime.sleep(60)", timeout=1)
+    assert "timeout" in out, out
+    assert run(fork, "print(3)") == "3\n"
+    t = template_pid(fork)
+    # Only the template sandbox is left: its init and its Python.
+    deadline = time.monotonic() + 5
+    while len(children(fork.p.pid)) > 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert t in children(fork.p.pid)
+    assert len(children(fork.p.pid)) == 2, children(fork.p.pid)
+
+
+def test_files_out_come_back(fork):
+    r = fork.send("tools/call", {"name": "run_python", "arguments": {
+        "code": "open('/workspace/out/a.txt', 'w').write('from the fork')"}})
+    files = r.get("structuredContent", {}).get("files", [])
+    assert [f["path"] for f in files] == ["a.txt"], r
+
+
+def test_nothing_outlives_the_server():
+    sbx.require_sandboxd()
+    m = Mcp("--warm-mode", "fork")
+    assert run(m, "print(1)") == "1\n"
+    t = template_pid(m)
+    assert t
+    m.close()
+    assert not alive(t)
+
+
+@pytest.mark.parametrize("value", ["", "forks", "cold"])
+def test_a_bad_warm_mode_is_a_usage_error(value):
+    sbx.require_sandboxd()
+    r = subprocess.run([sbx.SANDBOXD, "mcp", "--warm-mode", value], stdin=subprocess.DEVNULL, capture_output=True,
+                       text=True)
+    assert r.returncode == 125
+    assert "--warm-mode" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
