@@ -61,7 +61,7 @@ def probe(m):
     return json.loads(out.split("\n--- ")[0])
 
 
-def children(pid):
+def children(pid, depth=None):
     kids = {}
     for p in os.listdir("/proc"):
         if p.isdigit():
@@ -71,6 +71,8 @@ def children(pid):
                 kids.setdefault(int(s[s.rindex(")") + 2:].split()[1]), []).append(int(p))
             except OSError:
                 pass
+    if depth == 1:
+        return kids.get(pid, [])
     out, todo = [], [pid]
     while todo:
         q = todo.pop()
@@ -80,15 +82,17 @@ def children(pid):
 
 
 def template_pid(m):
-    """The template's Python: the descendant of sandboxd whose argv is the template's source."""
-    for p in children(m.p.pid):
-        try:
-            with open("/proc/%d/cmdline" % p, "rb") as f:
-                cmd = f.read().split(b"\0")
-        except OSError:
-            continue
-        if len(cmd) >= 3 and b"sandboxd fork template" in cmd[2]:
-            return p
+    """The template's Python: a child of the init of a sandbox of sandboxd's, with the template's
+    argv (the calls' pid 1s, its forks, have that argv too, but the template as their parent)."""
+    for init in children(m.p.pid, depth=1):
+        for p in children(init, depth=1):
+            try:
+                with open("/proc/%d/cmdline" % p, "rb") as f:
+                    cmd = f.read().split(b"\0")
+            except OSError:
+                continue
+            if len(cmd) >= 3 and b"sandboxd fork template" in cmd[2]:
+                return p
     return None
 
 
