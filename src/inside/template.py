@@ -253,28 +253,28 @@ def _pid1(cfg, sock, out_w, err_w, chan):
     os._exit(0)
 
 
-def _fresh_run():
-    """A fresh /run, as the cold path's (the template's is shared by its calls), with the binds
-    under it (sandboxd's Python helpers at /run/sandboxd/python, a --bind there) bound again."""
+def _fresh(path, flags, data):
+    """A fresh tmpfs at path (the template's is shared by its calls), with the binds under it (a
+    --bind into /workspace, sandboxd's Python helpers at /run/sandboxd/python) bound again."""
     binds = []
     for line in open("/proc/self/mountinfo"):
         f = line.split()
         dst = f[4].encode().decode("unicode_escape")
-        if dst.startswith("/run/") and not any(dst.startswith(d + "/") for d, _, _ in binds):
+        if dst.startswith(path + "/") and not any(dst.startswith(d + "/") for d, _, _ in binds):
             opts = f[5].split(",")
-            flags = sum(v for k, v in (("ro", MS_RDONLY), ("nosuid", MS_NOSUID), ("nodev", MS_NODEV),
-                                       ("noexec", MS_NOEXEC)) if k in opts)
-            binds.append((dst, os.open(dst, os.O_PATH | os.O_CLOEXEC), flags))
-    _mount("tmpfs", "/run", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=1048576,mode=755")
-    for dst, fd, flags in binds:
+            bflags = sum(v for k, v in (("ro", MS_RDONLY), ("nosuid", MS_NOSUID), ("nodev", MS_NODEV),
+                                        ("noexec", MS_NOEXEC)) if k in opts)
+            binds.append((dst, os.open(dst, os.O_PATH | os.O_CLOEXEC), bflags))
+    _mount("tmpfs", path, "tmpfs", flags, data)
+    for dst, fd, bflags in binds:
         os.makedirs(os.path.dirname(dst), exist_ok=True)
         if os.path.isdir("/proc/self/fd/%d" % fd):
             os.mkdir(dst)
         else:
             os.close(os.open(dst, os.O_CREAT | os.O_WRONLY | os.O_CLOEXEC, 0o644))
         _mount("/proc/self/fd/%d" % fd, dst, None, MS_BIND | MS_REC)
-        if flags:
-            _mount(None, dst, None, MS_REMOUNT | MS_BIND | flags)
+        if bflags:
+            _mount(None, dst, None, MS_REMOUNT | MS_BIND | bflags)
         os.close(fd)
 
 
@@ -292,11 +292,13 @@ def _call(cfg, fds):
     _write("/proc/self/gid_map", "%d %d 1" % (gid, gid))
     _budgets(cfg)
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
-    _mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "size=%d,mode=1777" % cfg["tmp"])
-    _mount("tmpfs", "/workspace", "tmpfs", MS_NOSUID | MS_NODEV, "size=%d,mode=755" % cfg["workspace"])
-    os.mkdir("/workspace/out", 0o755)
-    _mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=%d,mode=1777" % cfg["shm"])
-    _fresh_run()
+    # As the cold path's (sandbox_child): /workspace/out made before any bind goes in.
+    _fresh("/tmp", MS_NOSUID | MS_NODEV, "size=%d,mode=1777" % cfg["tmp"])
+    _fresh("/workspace", MS_NOSUID | MS_NODEV, "size=%d,mode=755" % cfg["workspace"])
+    if not os.path.isdir("/workspace/out"):
+        os.mkdir("/workspace/out", 0o755)
+    _fresh("/dev/shm", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=%d,mode=1777" % cfg["shm"])
+    _fresh("/run", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=1048576,mode=755")
     _send(sock, "hello")
     if sock.recv(16) != b"ack":
         os._exit(SETUP_FAILED)
