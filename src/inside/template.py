@@ -23,10 +23,15 @@ _main_keys = set(globals())  # what __main__ holds before this file's names (a c
 import sys
 
 _before = set(sys.modules)  # what a cold runner starts with (a call gets only these)
+# Imported here, once: an import in a call would load the module on every call.
 import ctypes
+import fcntl
 import os
+import resource
 import signal
 import socket
+import stat
+import struct
 
 _libc = ctypes.CDLL(None, use_errno=True)
 CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC = 0x20000, 0x2000000, 0x4000000, 0x8000000
@@ -101,9 +106,8 @@ def _budgets(cfg):
                     ("user_namespaces", ns), ("mnt_namespaces", ns), ("pid_namespaces", ns),
                     ("net_namespaces", ns), ("ipc_namespaces", ns), ("uts_namespaces", ns),
                     ("cgroup_namespaces", ns), ("time_namespaces", ns)):
-        path = "/proc/sys/user/max_" + name
-        if os.path.exists(path):
-            _write(path, "%d" % v)
+        if name in cfg["budget_files"]:
+            _write("/proc/sys/user/max_" + name, "%d" % v)
 
 
 def _mask(rel):
@@ -111,7 +115,6 @@ def _mask(rel):
         st = os.lstat(rel)
     except FileNotFoundError:
         return
-    import stat
     if stat.S_ISDIR(st.st_mode):
         _mount("tmpfs", rel, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,mode=555")
     else:
@@ -128,8 +131,6 @@ def _readonly(rel):
 
 
 def _rlimits(cfg):
-    import resource
-
     def budget(res, v):
         hard = resource.getrlimit(res)[1]
         if hard != resource.RLIM_INFINITY and hard < v:
@@ -202,8 +203,6 @@ def _pid1(cfg, sock, out_w, err_w, chan):
             _mask(p.lstrip("/"))
         for p in cfg["ro"]:
             _readonly(p.lstrip("/"))
-    import fcntl, struct
-
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     fcntl.ioctl(s, 0x8914, struct.pack("16sh22x", b"lo", 0x41))  # SIOCSIFFLAGS: IFF_UP|IFF_RUNNING
     s.close()
@@ -253,22 +252,33 @@ def _pid1(cfg, sock, out_w, err_w, chan):
     os._exit(0)
 
 
-def _fresh(path, flags, data):
-    """A fresh tmpfs at path (the template's is shared by its calls), with the binds under it (a
-    --bind into /workspace, sandboxd's Python helpers at /run/sandboxd/python) bound again."""
-    binds = []
+FRESH = ("/tmp", "/workspace", "/dev/shm", "/run")
+
+
+def _binds_under():
+    """The mounts under each of FRESH in the template (its mount namespace never changes): the
+    outermost ones, with their flags, to bind again over a call's fresh tmpfs."""
+    under = {p: [] for p in FRESH}
     for line in open("/proc/self/mountinfo"):
         f = line.split()
         dst = f[4].encode().decode("unicode_escape")
-        if dst.startswith(path + "/") and not any(dst.startswith(d + "/") for d, _, _ in binds):
-            opts = f[5].split(",")
-            bflags = sum(v for k, v in (("ro", MS_RDONLY), ("nosuid", MS_NOSUID), ("nodev", MS_NODEV),
-                                        ("noexec", MS_NOEXEC)) if k in opts)
-            binds.append((dst, os.open(dst, os.O_PATH | os.O_CLOEXEC), bflags))
+        for path, binds in under.items():
+            if dst.startswith(path + "/") and not any(dst.startswith(d + "/") for d, _, _ in binds):
+                opts = f[5].split(",")
+                flags = sum(v for k, v in (("ro", MS_RDONLY), ("nosuid", MS_NOSUID), ("nodev", MS_NODEV),
+                                           ("noexec", MS_NOEXEC)) if k in opts)
+                binds.append((dst, flags, os.path.isdir(dst)))
+    return under
+
+
+def _fresh(cfg, path, flags, data):
+    """A fresh tmpfs at path (the template's is shared by its calls), with the binds under it (a
+    --bind into /workspace, sandboxd's Python helpers at /run/sandboxd/python) bound again."""
+    binds = [(dst, os.open(dst, os.O_PATH | os.O_CLOEXEC), bflags, isdir) for dst, bflags, isdir in cfg["under"][path]]
     _mount("tmpfs", path, "tmpfs", flags, data)
-    for dst, fd, bflags in binds:
+    for dst, fd, bflags, isdir in binds:
         os.makedirs(os.path.dirname(dst), exist_ok=True)
-        if os.path.isdir("/proc/self/fd/%d" % fd):
+        if isdir:
             os.mkdir(dst)
         else:
             os.close(os.open(dst, os.O_CREAT | os.O_WRONLY | os.O_CLOEXEC, 0o644))
@@ -293,12 +303,12 @@ def _call(cfg, fds):
     _budgets(cfg)
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
     # As the cold path's (sandbox_child): /workspace/out made before any bind goes in.
-    _fresh("/tmp", MS_NOSUID | MS_NODEV, "size=%d,mode=1777" % cfg["tmp"])
-    _fresh("/workspace", MS_NOSUID | MS_NODEV, "size=%d,mode=755" % cfg["workspace"])
+    _fresh(cfg, "/tmp", MS_NOSUID | MS_NODEV, "size=%d,mode=1777" % cfg["tmp"])
+    _fresh(cfg, "/workspace", MS_NOSUID | MS_NODEV, "size=%d,mode=755" % cfg["workspace"])
     if not os.path.isdir("/workspace/out"):
         os.mkdir("/workspace/out", 0o755)
-    _fresh("/dev/shm", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=%d,mode=1777" % cfg["shm"])
-    _fresh("/run", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=1048576,mode=755")
+    _fresh(cfg, "/dev/shm", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=%d,mode=1777" % cfg["shm"])
+    _fresh(cfg, "/run", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=1048576,mode=755")
     _send(sock, "hello")
     if sock.recv(16) != b"ack":
         os._exit(SETUP_FAILED)
@@ -330,6 +340,8 @@ def _reap(*_):
 def _serve():
     ctl = socket.socket(fileno=3)
     cfg = _read_setup(ctl)
+    cfg["under"] = _binds_under()
+    cfg["budget_files"] = {n[4:] for n in os.listdir("/proc/sys/user") if n.startswith("max_")}
     # Orphaned pid 1s of the calls come back here to be reaped.
     _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     signal.signal(signal.SIGCHLD, _reap)
