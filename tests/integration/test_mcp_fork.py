@@ -251,3 +251,42 @@ def test_a_bad_warm_mode_is_a_usage_error(value):
                        text=True)
     assert r.returncode == 125
     assert "--warm-mode" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def start_sleeper(m, rid, seconds=60):
+    m.p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {
+        "name": "run_python", "arguments": {"code": "import time\nprint('up', flush=True)\ntime.sleep(%d)" % seconds}}})
+        + "\n")
+    m.p.stdin.flush()
+
+
+def wait_for(pred, seconds=5):
+    deadline = time.monotonic() + seconds
+    while not pred() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return pred()
+
+
+def test_a_cancelled_call_is_killed_and_never_answered(fork):
+    start_sleeper(fork, "c1")
+    t = template_pid(fork)
+    # The template sandbox is two processes; the call adds its pid 1 and its code.
+    assert wait_for(lambda: len(children(fork.p.pid)) >= 4), children(fork.p.pid)
+    fork.p.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                                   "params": {"requestId": "c1", "reason": "test"}}) + "\n")
+    fork.p.stdin.flush()
+    assert wait_for(lambda: len(children(fork.p.pid)) == 2), children(fork.p.pid)
+    assert t in children(fork.p.pid)
+    # The next answer is the next call's: the cancelled one got none.
+    assert run(fork, "print(4)") == "4\n"
+
+
+def test_eof_kills_a_running_call_and_the_template():
+    sbx.require_sandboxd()
+    m = Mcp("--warm-mode", "fork")
+    start_sleeper(m, "e1")
+    assert wait_for(lambda: len(children(m.p.pid)) >= 4), children(m.p.pid)
+    procs = children(m.p.pid)
+    m.p.stdin.close()
+    assert m.p.wait(timeout=10) == 0
+    assert not [p for p in procs if alive(p)]
