@@ -43,6 +43,9 @@
  * without a name of its own there (template.py takes __main__'s names as a cold runner's). */
 #define TEMPLATE_BOOT "exec(__import__('os').read(3, 1 << 20)) # sandboxd fork template"
 
+/* Calls before its last when a template's successor is started. */
+#define FORK_TEMPLATE_AHEAD 4
+
 /* How long the template may take to start, and a child to answer a step of its setup. */
 #define TEMPLATE_START_MS 10000
 #define CHILD_STEP_MS 5000
@@ -52,8 +55,9 @@ struct fork_template {
   struct sbx_sandbox *sb;
   struct sbx_policy policy; /* the server's, with the template's differences (template_policy) */
   struct sbx_rule *rules;
-  int ctl_fd; /* our end of its fd 3 */
-  int log_fd; /* its stdout and stderr: read only when it died */
+  enum { TMPL_SPAWNING, TMPL_SETUP, TMPL_READY } state; /* sandbox setup, then Python's */
+  int ctl_fd;                                           /* our end of its fd 3 */
+  int log_fd;                                           /* its stdout and stderr: read only when it died */
   unsigned served, refs;
   size_t binds_hash;
 };
@@ -172,24 +176,58 @@ static int send_setup(struct fork_template *t, const struct server *srv, const s
     strbuf_free(&sb);
     return sbx_error_errno(err, "fork template: send its source");
   }
-  ssize_t n = send(t->ctl_fd, sb.data, sb.len, MSG_NOSIGNAL);
+  /* Queued for its Python, which reads it once started: sent now, without waiting. */
+  ssize_t n = send(t->ctl_fd, sb.data, sb.len, MSG_NOSIGNAL | MSG_DONTWAIT);
   size_t len = sb.len;
   strbuf_free(&sb);
   if (n < 0 || (size_t) n != len)
     return sbx_error_errno(err, "fork template: send its setup");
+  return 0;
+}
+
+/* The next step of its start, once the fd it waits on (template_wait_fd) is readable: 1 when it
+ * is ready, 0 when it is not yet, -1 when it failed. */
+static int template_step(struct fork_template *t, sbx_error_t *err)
+{
+  if (t->state == TMPL_SPAWNING) {
+    if (sandbox_spawn_finish(t->sb, err) < 0)
+      return -1;
+    t->state = TMPL_SETUP;
+    return 0;
+  }
   char ok[4];
-  if (wait_readable(t->ctl_fd, TEMPLATE_START_MS, "answer to its setup", err) < 0)
-    return -1;
-  if (recv(t->ctl_fd, ok, sizeof ok, 0) != 2 || memcmp(ok, "ok", 2) != 0) {
+  ssize_t n = recv(t->ctl_fd, ok, sizeof ok, MSG_DONTWAIT);
+  if (n < 0 && errno == EAGAIN)
+    return 0;
+  if (n != 2 || memcmp(ok, "ok", 2) != 0) {
     char buf[400];
     ssize_t k = read(t->log_fd, buf, sizeof buf - 1);
     buf[k > 0 ? k : 0] = '\0';
     return sbx_error_set(err, 0, "fork template did not start%s%s", k > 0 ? ": " : "", buf);
   }
-  return 0;
+  t->state = TMPL_READY;
+  return 1;
 }
 
-static int template_start(struct server *srv, struct fork_template **ret, sbx_error_t *err)
+static int template_wait_fd(const struct fork_template *t)
+{
+  return t->state == TMPL_SPAWNING ? sandbox_spawn_fd(t->sb) : t->ctl_fd;
+}
+
+/* The rest of its start, blocking. */
+static int template_wait_ready(struct fork_template *t, sbx_error_t *err)
+{
+  int r = t->state == TMPL_READY;
+  while (r == 0) {
+    if (wait_readable(template_wait_fd(t), TEMPLATE_START_MS, "start of the fork template", err) < 0)
+      return -1;
+    r = template_step(t, err);
+  }
+  return r < 0 ? -1 : 0;
+}
+
+/* Start a template: its sandbox created and its setup queued; template_step finishes it. */
+static int template_begin(struct server *srv, struct fork_template **ret, sbx_error_t *err)
 {
   static char *argv[] = {PYTHON, "-c", TEMPLATE_BOOT, NULL};
   struct fork_template *t = calloc(1, sizeof *t);
@@ -215,7 +253,7 @@ static int template_start(struct server *srv, struct fork_template **ret, sbx_er
   spec.policy = &t->policy;
   spec.argv = argv;
   spec.keep_workspace = false;
-  if (sandbox_spawn(&spec, &t->sb, err) < 0)
+  if (sandbox_spawn_start(&spec, &t->sb, err) < 0)
     goto fail;
   sandbox_set_deadline(t->sb, UINT64_MAX);
   close(TAKE_FD(inside));
@@ -231,6 +269,35 @@ fail:
   sbx_error_prefix(err, "fork template");
   template_free(t);
   return -1;
+}
+
+static int template_start(struct server *srv, struct fork_template **ret, sbx_error_t *err)
+{
+  if (template_begin(srv, ret, err) < 0)
+    return -1;
+  if (template_wait_ready(*ret, err) < 0) {
+    sbx_error_prefix(err, "fork template");
+    template_free(TAKE_PTR(*ret));
+    return -1;
+  }
+  return 0;
+}
+
+size_t fork_template_pollfds(struct server *srv, struct pollfd *pfd)
+{
+  if (!srv->fork_next || srv->fork_next->state == TMPL_READY)
+    return 0;
+  *pfd = (struct pollfd){.fd = template_wait_fd(srv->fork_next), .events = POLLIN};
+  return 1;
+}
+
+void fork_template_dispatch(struct server *srv, const struct pollfd *pfd)
+{
+  sbx_error_t err = {0};
+  if (pfd->revents && template_step(srv->fork_next, &err) < 0) {
+    log_warn("the next fork template: %s", err.msg);
+    template_free(TAKE_PTR(srv->fork_next));
+  }
 }
 
 /* Its sandbox has not ended, and its Python still holds fd 3 and has not written to it (it only
@@ -274,6 +341,19 @@ static int template_get(struct server *srv, struct fork_template **ret, sbx_erro
   }
   if (t && (!template_alive(t) || t->served >= FORK_TEMPLATE_CALLS || t->binds_hash != binds_hash(srv)))
     template_retire(srv);
+  /* The one started in the background (fork_template_dispatch), if it is for these binds. */
+  if (!srv->fork_tmpl && srv->fork_next) {
+    struct fork_template *next = TAKE_PTR(srv->fork_next);
+    sbx_error_t why = {0};
+    if (next->binds_hash != binds_hash(srv))
+      template_free(next); /* made for other roots */
+    else if (template_wait_ready(next, &why) == 0)
+      srv->fork_tmpl = next;
+    else {
+      log_warn("the next fork template: %s", why.msg);
+      template_free(next);
+    }
+  }
   if (!srv->fork_tmpl && template_start(srv, &srv->fork_tmpl, err) < 0)
     return -1;
   *ret = srv->fork_tmpl;
@@ -295,6 +375,7 @@ void fork_template_release(struct server *srv, struct fork_template *t)
 void fork_template_clear(struct server *srv)
 {
   template_free(TAKE_PTR(srv->fork_tmpl));
+  template_free(TAKE_PTR(srv->fork_next));
   while (srv->fork_retired) {
     struct fork_template *t = srv->fork_retired;
     srv->fork_retired = t->next;
@@ -483,6 +564,11 @@ int fork_call_start(struct server *srv, struct call *c, sbx_error_t *err)
   t->served++;
   t->refs++;
   c->fork_tmpl = t;
+  /* Its successor, started ahead so that the call after its last finds it ready. */
+  sbx_error_t why = {0};
+  if (!srv->fork_next && t->served + FORK_TEMPLATE_AHEAD >= FORK_TEMPLATE_CALLS &&
+      template_begin(srv, &srv->fork_next, &why) < 0)
+    log_warn("the next fork template: %s", why.msg);
   c->out_fd = TAKE_FD(out_r);
   c->err_fd = TAKE_FD(err_r);
   return call_deliver(c, TAKE_FD(job), "fork", err);

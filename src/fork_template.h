@@ -3,6 +3,8 @@
 #ifndef SBX_FORK_TEMPLATE_H
 #define SBX_FORK_TEMPLATE_H
 
+#include <stddef.h>
+
 #include "error.h"
 
 /* Calls one template serves before it is replaced: they share its str hash secret and its
@@ -19,6 +21,10 @@ int fork_template_init(struct server *srv, sbx_error_t *err);
 int fork_call_start(struct server *srv, struct call *c, sbx_error_t *err);
 /* The call of t has ended (call_free). NULL is fine. */
 void fork_template_release(struct server *srv, struct fork_template *t);
+/* The successor being started in the background: at most one poll entry, then what it says. */
+struct pollfd;
+size_t fork_template_pollfds(struct server *srv, struct pollfd *pfd);
+void fork_template_dispatch(struct server *srv, const struct pollfd *pfd);
 /* Kill every template (at shutdown, after the calls). */
 void fork_template_clear(struct server *srv);
 

@@ -189,7 +189,7 @@ struct server {
   /* --warm-mode fork: Python calls fork from a template (fork_template.c) instead of the pool;
    * retired templates wait there for their last call. */
   bool warm_fork;
-  struct fork_template *fork_tmpl, *fork_retired;
+  struct fork_template *fork_tmpl, *fork_next, *fork_retired;
 
   struct bind_opts binds; /* --bind, --bind-rw */
   struct mcp_roots roots; /* --roots: the client's */

@@ -754,7 +754,7 @@ void serve(struct server *srv)
     warm_pool_top_up(srv, &timeout);
 
     size_t n_hosts = mcp_hosts_max_pollfds(srv->hs.hosts);
-    size_t need = FD_FIXED + n_hosts + FDS_PER_CALL * srv->n_running + srv->n_warm;
+    size_t need = FD_FIXED + n_hosts + FDS_PER_CALL * srv->n_running + srv->n_warm + 1; /* + fork_next */
     if (need > cap) {
       struct pollfd *p = realloc(pfds, need * sizeof *p);
       if (p)
