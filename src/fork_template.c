@@ -323,11 +323,6 @@ static void template_retire(struct server *srv)
   srv->fork_retired = t;
 }
 
-int fork_template_init(struct server *srv, sbx_error_t *err)
-{
-  return template_start(srv, &srv->fork_tmpl, err);
-}
-
 /* The template for the next call: replaced when it has served its calls, died, or the binds
  * (the client's roots) changed. */
 static int template_get(struct server *srv, struct fork_template **ret, sbx_error_t *err)
@@ -430,7 +425,7 @@ static int child_recv(int fd, char *buf, size_t size, pid_t *ret_pid, int *ret_f
 }
 
 /* The call's cgroup, and on v1 the files its child moves itself in through. */
-static int call_cgroup(struct server *srv, struct call *c, struct sbx_cgroup **ret,
+static int call_cgroup(struct server *srv, const struct sbx_limits *limits, struct sbx_cgroup **ret,
                        int fds[CGROUP_MAX_ATTACH_FDS], int *n_fds, sbx_error_t *err)
 {
   enum cgroup_mode mode;
@@ -446,7 +441,7 @@ static int call_cgroup(struct server *srv, struct call *c, struct sbx_cgroup **r
              why.msg, srv->policy->name);
     return 0;
   }
-  if (cgroup_create(&c->limits, ret, err) < 0)
+  if (cgroup_create(limits, ret, err) < 0)
     return -1;
   if (mode == CGROUP_V1 && (*n_fds = cgroup_attach_fds(*ret, fds, err)) < 0) {
     cgroup_destroy(TAKE_PTR(*ret));
@@ -457,12 +452,12 @@ static int call_cgroup(struct server *srv, struct call *c, struct sbx_cgroup **r
 
 /* Ask the template for the call's sandbox; on success *ret is built and waits for its job on
  * *ret_job. */
-static int fork_child(struct fork_template *t, struct server *srv, struct call *c, int out_w, int err_w,
-                      int inside, struct sbx_sandbox **ret, sbx_error_t *err)
+static int fork_child(struct fork_template *t, struct server *srv, const struct sbx_limits *limits, int out_w,
+                      int err_w, int inside, struct sbx_sandbox **ret, sbx_error_t *err)
 {
   struct sbx_cgroup *cg = NULL;
   int cgfds[CGROUP_MAX_ATTACH_FDS], n_cg = 0;
-  if (call_cgroup(srv, c, &cg, cgfds, &n_cg, err) < 0)
+  if (call_cgroup(srv, limits, &cg, cgfds, &n_cg, err) < 0)
     return -1;
   int sv[2] = {-1, -1}, ws = -1, pidfd = -1;
   int one = 1;
@@ -483,7 +478,7 @@ static int fork_child(struct fork_template *t, struct server *srv, struct call *
   /* The call's own CPU backstop (degraded: RLIMIT_CPU), one second past its timeout. */
   char req[40];
   if (bufprintf(req, sizeof req, err, "fork %llu",
-                (unsigned long long) ((c->limits.timeout_ms + 999) / 1000 + 1)) < 0)
+                (unsigned long long) ((limits->timeout_ms + 999) / 1000 + 1)) < 0)
     goto fail;
   struct iovec iov = {.iov_base = req, .iov_len = strlen(req)};
   struct msghdr mh = {.msg_iov = &iov,
@@ -524,7 +519,7 @@ static int fork_child(struct fork_template *t, struct server *srv, struct call *
     sbx_error_errno(err, "fork: pidfd_open");
     goto fail;
   }
-  if (sandbox_adopt(p1, pidfd, TAKE_FD(sv[0]), cg, ws, ino, dev, &c->limits, ret, err) < 0) {
+  if (sandbox_adopt(p1, pidfd, TAKE_FD(sv[0]), cg, ws, ino, dev, limits, ret, err) < 0) {
     /* sandbox_adopt took the fds and the cgroup, and killed it */
     return -1;
   }
@@ -552,13 +547,14 @@ int fork_call_start(struct server *srv, struct call *c, sbx_error_t *err)
   _cleanup_close_ int job = -1, inside = -1;
   if (code_channel(MCP_LANG_PYTHON, &job, &inside, err) < 0)
     return -1;
-  if (fork_child(t, srv, c, out_w, err_w, inside, &c->sb, err) < 0) {
+  if (fork_child(t, srv, &c->limits, out_w, err_w, inside, &c->sb, err) < 0) {
     /* It died just now (its init may outlive its Python by a moment): once more, with a new one. */
     struct pollfd pfd = {.fd = sandbox_pidfd(t->sb), .events = POLLIN};
     if (poll(&pfd, 1, 100) != 1)
       return -1;
     sbx_error_t why = {0};
-    if (template_get(srv, &t, &why) < 0 || fork_child(t, srv, c, out_w, err_w, inside, &c->sb, &why) < 0)
+    if (template_get(srv, &t, &why) < 0 ||
+        fork_child(t, srv, &c->limits, out_w, err_w, inside, &c->sb, &why) < 0)
       return (*err = why, -1);
   }
   t->served++;
@@ -572,4 +568,21 @@ int fork_call_start(struct server *srv, struct call *c, sbx_error_t *err)
   c->out_fd = TAKE_FD(out_r);
   c->err_fd = TAKE_FD(err_r);
   return call_deliver(c, TAKE_FD(job), "fork", err);
+}
+
+/* At server start: the first template, and one sandbox forked from it all the way to its code
+ * (which finds no job on fd 3 and ends), so that a kernel or policy the fork path cannot work
+ * with fails here, with what failed, rather than at every call. */
+int fork_template_init(struct server *srv, sbx_error_t *err)
+{
+  if (template_start(srv, &srv->fork_tmpl, err) < 0)
+    return -1;
+  struct sbx_limits req, limits;
+  limits_unset(&req);
+  struct sbx_sandbox *sb = NULL;
+  if (policy_resolve_limits(srv->policy, &req, &limits, err) < 0 ||
+      fork_child(srv->fork_tmpl, srv, &limits, srv->devnull, srv->devnull, srv->devnull, &sb, err) < 0)
+    return sbx_error_prefix(err, "--warm-mode fork");
+  sandbox_free(sb);
+  return 0;
 }

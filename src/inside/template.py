@@ -217,6 +217,7 @@ def _pid1(cfg, sock, out_w, err_w, chan):
     os.dup2(hi[4], 5, inheritable=False)
     os.closerange(6, 1 << 20)
     sock_fd, ws = 4, 5
+    _sync[0] = sock_fd  # where a failure from here on is reported
     _rlimits(cfg)
     pidns = os.stat("/proc/self/ns/pid")
     for sig in FORWARDED:
@@ -290,6 +291,7 @@ def _fresh(cfg, path, flags, data):
 
 def _call(cfg, fds):
     sock_fd, out_w, err_w, chan = fds[:4]
+    _sync[0] = sock_fd
     sock = socket.socket(fileno=sock_fd)
     for f in fds[4:]:  # cgroup v1: the call's cgroup, before anything else
         os.write(f, b"0")
@@ -316,13 +318,17 @@ def _call(cfg, fds):
         try:
             _pid1(cfg, sock, out_w, err_w, chan)
         except BaseException as e:
-            _fail(sock, e)
+            _fail(e)
     os._exit(0)
 
 
-def _fail(sock, e):
+_sync = [-1]  # the call's sync socket, where it is now
+
+
+def _fail(e):
+    """Setup failed: say why on the call's sync socket (sandboxd shows it), and exit."""
     try:
-        _send(sock, "error %s" % e)
+        os.write(_sync[0], ("error %s" % e).encode()[:500])
     except BaseException:
         pass
     os._exit(SETUP_FAILED)
@@ -362,7 +368,8 @@ def _serve():
                 cfg["cpu_seconds"] = int(msg.split()[1])
                 _call(cfg, fds)
             except BaseException as e:
-                _fail(socket.socket(fileno=fds[0]), e)
+                _sync[0] = fds[0]
+                _fail(e)
         for f in fds:
             os.close(f)
 

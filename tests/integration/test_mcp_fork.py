@@ -290,3 +290,27 @@ def test_eof_kills_a_running_call_and_the_template():
     m.p.stdin.close()
     assert m.p.wait(timeout=10) == 0
     assert not [p for p in procs if alive(p)]
+
+
+def test_what_the_fork_path_cannot_do_fails_at_start(tmp_path):
+    """A policy whose filter refuses capset (a cold sandbox drops its capabilities before its filter
+    goes on; a forked call's setup runs under the template's): one line, exit 125, before any call."""
+    import shutil
+    sbx.require_sandboxd()
+    for name in os.listdir(sbx.POLICY_SRC):
+        if name.endswith((".policy", ".inc")):
+            shutil.copy(os.path.join(sbx.POLICY_SRC, name), tmp_path / name)
+    inc = (tmp_path / "syscalls.inc").read_text()
+    assert " capset " in inc
+    (tmp_path / "syscalls.inc").write_text(inc.replace(" capset ", " "))
+    r = subprocess.run([sbx.SANDBOXD, "mcp", "--rootfs", sbx.ROOTFS, "--policy", str(tmp_path / "default.policy"),
+                        "--warm-mode", "fork", "--audit-log", "off"], stdin=subprocess.DEVNULL, capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 125, r
+    # (Without a cgroup, the degraded warning comes first, as for any sandbox.)
+    lines = [line for line in r.stderr.strip().splitlines() if not line.startswith("sandboxd: warning: no cgroup")]
+    assert len(lines) == 1 and "--warm-mode fork" in lines[0] and "capset" in lines[0], r.stderr
+    # The same policy serves cold and prestart calls.
+    m = Mcp("--policy", str(tmp_path / "default.policy"))
+    assert run(m, "print(5)") == "5\n"
+    m.close()
