@@ -314,3 +314,14 @@ def test_what_the_fork_path_cannot_do_fails_at_start(tmp_path):
     m = Mcp("--policy", str(tmp_path / "default.policy"))
     assert run(m, "print(5)") == "5\n"
     m.close()
+
+
+def test_sigterm_kills_a_running_call_and_the_template():
+    sbx.require_sandboxd()
+    m = Mcp("--warm-mode", "fork")
+    start_sleeper(m, "t1")
+    assert wait_for(lambda: len(children(m.p.pid)) >= 4), children(m.p.pid)
+    procs = children(m.p.pid)
+    m.p.send_signal(signal.SIGTERM)
+    m.p.wait(timeout=10)
+    assert not [p for p in procs if alive(p)]
