@@ -162,5 +162,9 @@ fi
 
 # MCP: the official TypeScript SDK client and Claude Code's CLI against `sandboxd mcp`.
 ! want mcp || run_node mcp "$repo/tests/mcp" "$rundir/mcp.log"
+# The same suite with every Python call forked from a template (--warm-mode fork; the prestart
+# pool's warm.test.mjs skips itself): about 45 s more.
+! want mcp || run_node "mcp (fork)" "$repo/tests/mcp" "$rundir/mcp-fork.log" SANDBOXD_MCP_ARGS="--warm-mode fork" \
+  CLAUDE_CODE_TEST=0
 # The MCP proxy with real host servers (server-everything, server-memory).
 ! want proxy || run_node proxy "$repo/tests/proxy" "$rundir/proxy.log"
