@@ -450,8 +450,8 @@ static int call_cgroup(struct server *srv, const struct sbx_limits *limits, stru
   return 0;
 }
 
-/* Ask the template for the call's sandbox; on success *ret is built and waits for its job on
- * *ret_job. */
+/* Ask the template for the call's sandbox, with out_w, err_w and inside (its fd 3) as
+ * base_spec's; on success *ret is built and its runner waits for its job on inside. */
 static int fork_child(struct fork_template *t, struct server *srv, const struct sbx_limits *limits, int out_w,
                       int err_w, int inside, struct sbx_sandbox **ret, sbx_error_t *err)
 {
@@ -461,7 +461,7 @@ static int fork_child(struct fork_template *t, struct server *srv, const struct 
     return -1;
   int sv[2] = {-1, -1}, ws = -1, pidfd = -1;
   int one = 1;
-  pid_t c1, p1;
+  pid_t c1, p1 = 0;
   char buf[600];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0 ||
       setsockopt(sv[0], SOL_SOCKET, SO_PASSCRED, &one, sizeof one) < 0) {
@@ -507,8 +507,10 @@ static int fork_child(struct fork_template *t, struct server *srv, const struct 
     sbx_error_errno(err, "fork: ack");
     goto fail;
   }
-  if (child_recv(sv[0], buf, sizeof buf, &p1, &ws, err) < 0)
-    goto fail;
+  pid_t ready;
+  if (child_recv(sv[0], buf, sizeof buf, &ready, &ws, err) < 0)
+    goto fail; /* (it has exited, or is about to: its pid is not ours to signal) */
+  p1 = ready;
   unsigned long long ino = 0, dev = 0;
   if (sscanf(buf, "ready %llu %llu", &ino, &dev) != 2 || ws < 0) {
     sbx_error_set(err, 0, "fork: unexpected answer `%.80s`", buf);
@@ -525,6 +527,8 @@ static int fork_child(struct fork_template *t, struct server *srv, const struct 
   }
   return 0;
 fail:
+  if (p1 > 0) /* it waits to fork the code: its pid still names it */
+    kill(p1, SIGKILL);
   if (ws >= 0)
     close(ws);
   if (sv[0] >= 0)
