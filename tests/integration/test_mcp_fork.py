@@ -325,3 +325,13 @@ def test_sigterm_kills_a_running_call_and_the_template():
     m.p.send_signal(signal.SIGTERM)
     m.p.wait(timeout=10)
     assert not [p for p in procs if alive(p)]
+
+
+def test_numpy_global_random_state_differs_between_calls():
+    """numpy seeds its legacy global state at first use: in each call, since the template never
+    imports numpy (a template that had used np.random would hand every call the same stream)."""
+    sbx.require_data_rootfs()
+    m = Mcp("--warm-mode", "fork", "--rootfs", sbx.DATA_ROOTFS)
+    a, b = (run(m, "import numpy\nprint(numpy.random.rand())", timeout=60) for _ in range(2))
+    m.close()
+    assert a != b and "status" not in a, (a, b)
