@@ -174,14 +174,14 @@ static int send_setup(struct fork_template *t, const struct server *srv, const s
   size_t src_len = strlen(mcp_template_source);
   if (send(t->ctl_fd, mcp_template_source, src_len, MSG_NOSIGNAL) != (ssize_t) src_len) {
     strbuf_free(&sb);
-    return sbx_error_errno(err, "fork template: send its source");
+    return sbx_error_errno(err, "send its source");
   }
   /* Queued for its Python, which reads it once started: sent now, without waiting. */
   ssize_t n = send(t->ctl_fd, sb.data, sb.len, MSG_NOSIGNAL | MSG_DONTWAIT);
   size_t len = sb.len;
   strbuf_free(&sb);
   if (n < 0 || (size_t) n != len)
-    return sbx_error_errno(err, "fork template: send its setup");
+    return sbx_error_errno(err, "send its setup");
   return 0;
 }
 
@@ -260,8 +260,13 @@ static int template_begin(struct server *srv, struct fork_template **ret, sbx_er
   close(TAKE_FD(log_w));
   enum cgroup_mode mode;
   sbx_error_t why = {0};
-  if (send_setup(t, srv, &limits, cgroup_probe(&mode, &why) < 0, err) < 0)
+  if (send_setup(t, srv, &limits, cgroup_probe(&mode, &why) < 0, err) < 0) {
+    /* Its sandbox's setup failed already (a bind the rootfs cannot take): say that. */
+    sbx_error_t setup = {0};
+    if (err->errnum == EPIPE && sandbox_spawn_finish(t->sb, &setup) < 0)
+      *err = setup;
     goto fail;
+  }
   t->binds_hash = binds_hash(srv);
   *ret = t;
   return 0;
