@@ -373,6 +373,8 @@ static void write_capabilities(struct server *srv, json_writer_t *w)
   json_kv_uint(w, "max_message_bytes", srv->max_message);
   /* Sandboxes built ahead of the calls (--warm); each still serves exactly one call. */
   json_kv_uint(w, "warm_pool", srv->warm_target);
+  /* --warm-mode: fork, where Python calls fork from a template instead of the pool. */
+  json_kv_str(w, "warm_mode", srv->warm_fork ? "fork" : "prestart");
   json_obj_end(w);
   json_key(w, "servers");
   json_arr_begin(w);

@@ -335,3 +335,12 @@ def test_numpy_global_random_state_differs_between_calls():
     a, b = (run(m, "import numpy\nprint(numpy.random.rand())", timeout=60) for _ in range(2))
     m.close()
     assert a != b and "status" not in a, (a, b)
+
+
+@pytest.mark.parametrize("args, mode", [((), "prestart"), (("--warm-mode", "fork"), "fork")])
+def test_the_capabilities_resource_says_the_warm_mode(args, mode):
+    sbx.require_sandboxd()
+    m = Mcp(*args)
+    r = m.send("resources/read", {"uri": "sandboxd://capabilities"})
+    m.close()
+    assert json.loads(r["contents"][0]["text"])["concurrency"]["warm_mode"] == mode
