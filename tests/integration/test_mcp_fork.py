@@ -344,3 +344,13 @@ def test_the_capabilities_resource_says_the_warm_mode(args, mode):
     r = m.send("resources/read", {"uri": "sandboxd://capabilities"})
     m.close()
     assert json.loads(r["contents"][0]["text"])["concurrency"]["warm_mode"] == mode
+
+
+def test_execute_code_python_is_forked_too(fork):
+    r = fork.send("tools/call", {"name": "execute_code", "arguments": {"language": "python", "code": PROBE}})
+    text = "".join(c["text"] for c in r["content"] if c["type"] == "text")
+    facts = json.loads(text.split("\n--- ")[0])
+    t = template_pid(fork)
+    assert facts["ns"]["user"] != os.readlink("/proc/%d/ns/user" % t)
+    # Forked: the calls of one template share its hash secret (a cold sandbox has its own).
+    assert facts["hash"] == probe(fork)["hash"]
