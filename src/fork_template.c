@@ -587,9 +587,9 @@ int fork_template_init(struct server *srv, sbx_error_t *err)
   /* A forked call gets loopback only: it has no egress proxy of its own (issue #17's). */
   if (srv->policy->network != SBX_NET_NONE)
     return sbx_error_set(err, EOPNOTSUPP,
-                         "--warm-mode fork: policy `%s` has network %s, which a forked call cannot have yet; "
-                         "use --warm-mode prestart",
-                         srv->policy->name, "proxy");
+                         "--warm-mode fork: policy `%s` has network proxy, which a forked call cannot have "
+                         "yet; use --warm-mode prestart",
+                         srv->policy->name);
   if (template_start(srv, &srv->fork_tmpl, err) < 0)
     return -1;
   struct sbx_limits req, limits;
