@@ -28,10 +28,13 @@ import ctypes
 import fcntl
 import os
 import resource
-import signal
-import socket
 import stat
 import struct
+
+# The C modules under signal and socket: their Python wrappers import enum (and more), memory
+# every fork copies.
+import _signal as signal
+import _socket as socket
 
 _libc = ctypes.CDLL(None, use_errno=True)
 CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC = 0x20000, 0x2000000, 0x4000000, 0x8000000
@@ -167,7 +170,7 @@ def _drop_privileges(cfg):
 
 def _send(sock, text, fds=()):
     if fds:
-        socket.send_fds(sock, [text.encode()], list(fds))
+        sock.sendmsg([text.encode()], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack("%di" % len(fds), *fds))])
     else:
         sock.send(text.encode())
 
@@ -353,7 +356,11 @@ def _serve():
     signal.signal(signal.SIGCHLD, _reap)
     ctl.send(b"ok")
     while True:
-        msg, fds, _, _ = socket.recv_fds(ctl, 64, 16)
+        msg, anc, _, _ = ctl.recvmsg(64, socket.CMSG_SPACE(16 * 4))
+        fds = []
+        for level, kind, data in anc:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                fds += struct.unpack("%di" % (len(data) // 4), data[:len(data) - len(data) % 4])
         if not msg:
             os._exit(0)
         if len(fds) < 4:
