@@ -1,14 +1,14 @@
 # sandboxd's fork template (`sandboxd mcp --warm-mode fork`, src/fork_template.c). sandboxd sends
 # this file's text as the first message on fd 3 to `python3 -c TEMPLATE_BOOT` (fork_template.c:
 # it execs it, so that neither ps nor a call's /proc/1/cmdline shows this text) inside a sandbox of
-# its own (the template sandbox: the call
-# policy's rootfs, binds, env and identity; /proc unmasked and unshare/mount allowed, so that a
-# child can make a call's namespaces). The template never runs user code. It reads its setup from
+# its own (the template sandbox: the call policy's rootfs, binds, env and identity; /proc unmasked
+# and unshare/mount allowed, so that a child can make a call's namespaces). The template never runs user code. It reads its setup from
 # fd 3 once (the runner's source, the call policy's compiled seccomp filter, the call's limits),
 # then serves one fork per message on fd 3: each message carries the call's fds. Per call:
 #   child (C1): joins the call's cgroup (v1: through the files sandboxd opened), fresh user, mnt,
 #     pid, net, ipc and uts namespaces, its uid/gid mapped to itself, the user namespace's kernel
-#     budgets, fresh tmpfs /tmp, /workspace(/out), /dev/shm, /run read-only; says hello (its pid
+#     budgets, fresh tmpfs /tmp, /workspace(/out), /dev/shm and /run (the binds under them bound
+#     again); says hello (its pid
 #     reaches sandboxd by SCM_CREDENTIALS), waits for sandboxd's ack (v2: sandboxd moved it into
 #     the call's cgroup), forks and exits.
 #   pid 1 of the new pid namespace (P1): fresh /proc with the policy's masks, loopback up, a
@@ -212,7 +212,7 @@ def _pid1(cfg, sock, out_w, err_w, chan):
     _ck(_libc.unshare(CLONE_NEWCGROUP), "unshare(CLONE_NEWCGROUP)")
     ws = os.open("/workspace", os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     # stdio, the call's fd 3 (the bridge or the job socket) and the sync socket at 4; nothing else.
-    hi = [os.dup(f) for f in (out_w, err_w, chan, sock.fileno(), ws)]
+    hi = [fcntl.fcntl(f, fcntl.F_DUPFD_CLOEXEC, 100) for f in (out_w, err_w, chan, sock.fileno(), ws)]
     os.dup2(hi[0], 1)
     os.dup2(hi[1], 2)
     os.dup2(hi[2], 3)
