@@ -259,13 +259,26 @@ def _pid1(cfg, sock, out_w, err_w, chan):
 FRESH = ("/tmp", "/workspace", "/dev/shm", "/run")
 
 
+def _unescape(field):
+    """A mountinfo path: the kernel writes space, tab, newline and backslash as \\ooo."""
+    b, out, i = field.encode("utf-8", "surrogateescape"), bytearray(), 0
+    while i < len(b):
+        if b[i] == 0x5C and i + 3 < len(b) and all(0x30 <= c <= 0x37 for c in b[i + 1:i + 4]):
+            out.append(int(b[i + 1:i + 4], 8))
+            i += 4
+        else:
+            out.append(b[i])
+            i += 1
+    return out.decode("utf-8", "surrogateescape")
+
+
 def _binds_under():
     """The mounts under each of FRESH in the template (its mount namespace never changes): the
     outermost ones, with their flags, to bind again over a call's fresh tmpfs."""
     under = {p: [] for p in FRESH}
     for line in open("/proc/self/mountinfo"):
         f = line.split()
-        dst = f[4].encode().decode("unicode_escape")
+        dst = _unescape(f[4])
         for path, binds in under.items():
             if dst.startswith(path + "/") and not any(dst.startswith(d + "/") for d, _, _ in binds):
                 opts = f[5].split(",")
@@ -307,7 +320,7 @@ def _call(cfg, fds):
     _write("/proc/self/gid_map", "%d %d 1" % (gid, gid))
     _budgets(cfg)
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
-    # As the cold path's (sandbox_child): /workspace/out made before any bind goes in.
+    # /workspace/out as the cold path's (sandbox_child), unless a bind is there.
     _fresh(cfg, "/tmp", MS_NOSUID | MS_NODEV, "size=%d,mode=1777" % cfg["tmp"])
     _fresh(cfg, "/workspace", MS_NOSUID | MS_NODEV, "size=%d,mode=755" % cfg["workspace"])
     if not os.path.isdir("/workspace/out"):

@@ -354,3 +354,19 @@ def test_execute_code_python_is_forked_too(fork):
     assert facts["ns"]["user"] != os.readlink("/proc/%d/ns/user" % t)
     # Forked: the calls of one template share its hash secret (a cold sandbox has its own).
     assert facts["hash"] == probe(fork)["hash"]
+
+
+def test_binds_under_the_fresh_tmpfs_are_bound_again(tmp_path):
+    """A call's /workspace, /tmp and /run are its own tmpfs; the binds the template had there (a
+    --bind-rw with a space in its name, sandboxd's helpers at /run/sandboxd/python) are bound again."""
+    sbx.require_sandboxd()
+    host = tmp_path / "a dir"
+    host.mkdir()
+    host.chmod(0o777)
+    tmp_path.chmod(0o755)
+    m = Mcp("--warm-mode", "fork", "--bind-rw", "%s:/workspace/a b" % host)
+    out = run(m, "import os\nopen('/workspace/a b/w.txt', 'w').write('from the call')\n"
+                 "print(os.path.isdir('/run/sandboxd/python/mcp'))")
+    m.close()
+    assert out == "True\n", out
+    assert (host / "w.txt").read_text() == "from the call"
