@@ -288,23 +288,6 @@ static int template_start(struct server *srv, struct fork_template **ret, sbx_er
   return 0;
 }
 
-size_t fork_template_pollfds(struct server *srv, struct pollfd *pfd)
-{
-  if (!srv->fork_next || srv->fork_next->state == TMPL_READY)
-    return 0;
-  *pfd = (struct pollfd){.fd = template_wait_fd(srv->fork_next), .events = POLLIN};
-  return 1;
-}
-
-void fork_template_dispatch(struct server *srv, const struct pollfd *pfd)
-{
-  sbx_error_t err = {0};
-  if (pfd->revents && template_step(srv->fork_next, &err) < 0) {
-    log_warn("the next fork template: %s", err.msg);
-    template_free(TAKE_PTR(srv->fork_next));
-  }
-}
-
 /* Its sandbox has not ended, and its Python still holds fd 3 and has not written to it (it only
  * answers its setup): its Python may die a moment before the sandbox's init does. */
 static bool template_alive(const struct fork_template *t)
@@ -312,6 +295,15 @@ static bool template_alive(const struct fork_template *t)
   struct pollfd pfd[2] = {{.fd = sandbox_pidfd(t->sb), .events = POLLIN},
                           {.fd = t->ctl_fd, .events = POLLIN}};
   return poll(pfd, 2, 0) == 0;
+}
+
+/* Say that t ended, and what it wrote. */
+static void template_ended(struct fork_template *t)
+{
+  char buf[400];
+  ssize_t n = read(t->log_fd, buf, sizeof buf - 1);
+  buf[n > 0 ? n : 0] = '\0';
+  log_warn("the fork template ended%s%s; starting a new one", n > 0 ? ": " : "", buf);
 }
 
 /* Retire the current template: freed now if no call of it runs, else by its last call. */
@@ -333,12 +325,8 @@ static void template_retire(struct server *srv)
 static int template_get(struct server *srv, struct fork_template **ret, sbx_error_t *err)
 {
   struct fork_template *t = srv->fork_tmpl;
-  if (t && !template_alive(t)) {
-    char buf[400];
-    ssize_t n = read(t->log_fd, buf, sizeof buf - 1);
-    buf[n > 0 ? n : 0] = '\0';
-    log_warn("the fork template ended%s%s; starting a new one", n > 0 ? ": " : "", buf);
-  }
+  if (t && !template_alive(t))
+    template_ended(t);
   if (t && (!template_alive(t) || t->served >= FORK_TEMPLATE_CALLS || t->binds_hash != binds_hash(srv)))
     template_retire(srv);
   /* The one started in the background (fork_template_dispatch), if it is for these binds. */
@@ -596,8 +584,42 @@ int fork_template_init(struct server *srv, sbx_error_t *err)
   limits_unset(&req);
   struct sbx_sandbox *sb = NULL;
   if (policy_resolve_limits(srv->policy, &req, &limits, err) < 0 ||
-      fork_child(srv->fork_tmpl, srv, &limits, srv->devnull, srv->devnull, srv->devnull, &sb, err) < 0)
+      fork_child(srv->fork_tmpl, srv, &limits, srv->devnull, srv->devnull, srv->devnull, &sb, err) < 0) {
+    fork_template_clear(srv); /* the server will not start: shutdown_server never runs */
     return sbx_error_prefix(err, "--warm-mode fork");
+  }
   sandbox_free(sb);
   return 0;
+}
+
+/* One poll entry: the successor while it starts; else the current template's end, so that a
+ * template that dies is replaced at once rather than by the next call. */
+size_t fork_template_pollfds(struct server *srv, struct pollfd *pfd)
+{
+  if (srv->fork_next && srv->fork_next->state != TMPL_READY)
+    *pfd = (struct pollfd){.fd = template_wait_fd(srv->fork_next), .events = POLLIN};
+  else if (srv->fork_tmpl && !srv->fork_next)
+    *pfd = (struct pollfd){.fd = sandbox_pidfd(srv->fork_tmpl->sb), .events = POLLIN};
+  else
+    return 0;
+  return 1;
+}
+
+/* The entry of fork_template_pollfds, nothing changed since. */
+void fork_template_dispatch(struct server *srv, const struct pollfd *pfd)
+{
+  sbx_error_t err = {0};
+  if (!pfd->revents)
+    return;
+  if (srv->fork_next) {
+    if (template_step(srv->fork_next, &err) < 0) {
+      log_warn("the next fork template: %s", err.msg);
+      template_free(TAKE_PTR(srv->fork_next));
+    }
+    return;
+  }
+  template_ended(srv->fork_tmpl);
+  template_retire(srv);
+  if (template_begin(srv, &srv->fork_next, &err) < 0)
+    log_warn("the next fork template: %s", err.msg);
 }
