@@ -52,7 +52,7 @@ $(BUILD)/tests/%: tests/unit/%.c $(LIBOBJS) Makefile | $(BUILD)/tests
 -include $(OBJS:.o=.d) $(UNIT_BINS:=.d)
 
 # The runner's text is assembled into this object (.incbin), so it rebuilds when runner.py changes.
-$(BUILD)/obj/mcp_runner.o: src/inside/runner.py
+$(BUILD)/obj/mcp_runner.o: src/inside/runner.py src/inside/template.py
 
 $(BUILD)/obj $(BUILD)/tests:
 	mkdir -p $@
@@ -76,7 +76,7 @@ FUZZ_CFLAGS = -std=gnu17 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer -fsanitize
               -fno-sanitize-recover=undefined $(shell pkg-config --cflags $(PKGS)) -iquote src
 FUZZ_LIBSRCS := $(filter-out src/main.c,$(SRCS))
 
-build-fuzz/%: tests/fuzz/%.c $(FUZZ_LIBSRCS) $(wildcard src/*.h) src/inside/runner.py
+build-fuzz/%: tests/fuzz/%.c $(FUZZ_LIBSRCS) $(wildcard src/*.h) src/inside/runner.py src/inside/template.py
 	@mkdir -p build-fuzz
 	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_LIBSRCS) $(LDLIBS)
 

@@ -15,6 +15,7 @@
 #include "audit.h"
 #include "binds.h"
 #include "cli.h"
+#include "fork_template.h"
 #include "hostfile.h"
 #include "jsonrpc.h"
 #include "log.h"
@@ -49,6 +50,7 @@ static void shutdown_server(struct server *srv)
     }
   }
   warm_pool_clear(srv);
+  fork_template_clear(srv);
   flush_output_for(srv, 2000);
 }
 
@@ -66,6 +68,8 @@ static const char mcp_usage[] =
     "                           (default 2, 0 disables); each serves one call\n"
     "  --warm-lang LIST         the languages kept warm, N sandboxes each (default python); the\n"
     "                           others start cold\n"
+    "  --warm-mode MODE         prestart (default): python sandboxes built ahead, as above; fork:\n"
+    "                           each python call forks from one idle template (sandboxd-mcp(7))\n"
     "  --max-message-size SIZE  largest JSON-RPC message accepted (default 4M)\n"
     "  --text-limit N           characters of output a result's text shows (default 40000);\n"
     "                           beyond that its head and tail, and a line saying what was cut\n"
@@ -134,6 +138,7 @@ enum {
   OPT_MAX_STREAMS,
   OPT_MAX_SESSIONS,
   OPT_IDLE_TIMEOUT,
+  OPT_WARM_MODE,
 };
 
 /* The --http options (mcp_http.h); false: not one of them. */
@@ -239,6 +244,7 @@ static int parse_args(int argc, char **argv, struct server *srv, const char **re
       {"max-streams", required_argument, NULL, OPT_MAX_STREAMS},
       {"max-sessions", required_argument, NULL, OPT_MAX_SESSIONS},
       {"idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT},
+      {"warm-mode", required_argument, NULL, OPT_WARM_MODE},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
@@ -314,6 +320,11 @@ static int parse_args(int argc, char **argv, struct server *srv, const char **re
     case OPT_WARM_LANG:
       if (mcp_lang_parse_list("--warm-lang", optarg, &srv->warm_langs, err) < 0)
         return -1;
+      break;
+    case OPT_WARM_MODE:
+      if (strcmp(optarg, "fork") != 0 && strcmp(optarg, "prestart") != 0)
+        return sbx_error_set(err, 0, "--warm-mode `%s`: expected fork or prestart", optarg);
+      srv->warm_fork = strcmp(optarg, "fork") == 0;
       break;
     case OPT_ALLOW_HOST:
       if (policy_allow_opts_add(&srv->allow_hosts, optarg, err) < 0)
@@ -424,6 +435,9 @@ static int setup(struct server *srv, const char *policy_name, const char *rootfs
   *ret_masked = true;
   if (srv->sigfd < 0)
     return sbx_error_errno(err, "signalfd");
+  /* Fork mode fails here, not at the first call, where the kernel or policy cannot do it. */
+  if (srv->warm_fork && fork_template_init(srv, err) < 0)
+    return -1;
   srv->stdout_flags = stdout_nonblocking();
   jsonrpc_framer_init(&srv->framer, srv->max_message);
   return 0;

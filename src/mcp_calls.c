@@ -14,6 +14,7 @@
 #include "audit.h"
 #include "cleanup.h"
 #include "egress_proxy.h"
+#include "fork_template.h"
 #include "json.h"
 #include "jsonrpc.h"
 #include "log.h"
@@ -31,6 +32,7 @@ void call_free(struct call *c)
   if (!c)
     return;
   sandbox_free(c->sb);
+  fork_template_release(c->srv, c->fork_tmpl);
   if (c->pending)
     warm_free(c->pending);
   job_free(&c->job);
@@ -548,6 +550,9 @@ static int call_start(struct server *srv, struct call *c, sbx_error_t *err)
     proxy_on_done(c->proxy, bridge_done, c);
   }
 
+  /* --warm-mode fork: a fork of the template, never a silent cold start instead. */
+  if (c->lang == MCP_LANG_PYTHON && srv->warm_fork)
+    return fork_call_start(srv, c, err);
   /* A ready warm sandbox if there is one. Else one still being built, which the call waits for
    * (call_pending_ready): it is further along than a cold one started now would be, and
    * building both would split the CPUs between them. Only an empty pool (a burst) starts cold. */

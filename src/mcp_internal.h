@@ -150,7 +150,8 @@ struct call {
    * exchange its answer and notifications go to, and the client as audit records name it. */
   uint64_t client, route;
   char client_name[48];
-  const char *protocol; /* the client's protocol version when it called (static), or NULL */
+  const char *protocol;            /* the client's protocol version when it called (static), or NULL */
+  struct fork_template *fork_tmpl; /* --warm-mode fork: the template its sandbox forked from */
 };
 
 struct server {
@@ -190,6 +191,10 @@ struct server {
   size_t n_warm;
   uint64_t warm_retry_ns; /* no new warm sandbox before this */
   uint64_t last_call_ns;  /* when the latest call started (WARM_DEFER_NS) */
+  /* --warm-mode fork: Python calls fork from a template (fork_template.c) instead of the pool;
+   * retired templates wait there for their last call. */
+  bool warm_fork;
+  struct fork_template *fork_tmpl, *fork_next, *fork_retired;
 
   struct bind_opts binds; /* --bind, --bind-rw */
   struct mcp_roots roots; /* --roots: the client's */

@@ -380,6 +380,8 @@ static void write_capabilities(struct server *srv, json_writer_t *w)
   json_kv_uint(w, "max_message_bytes", srv->max_message);
   /* Sandboxes built ahead of the calls (--warm); each still serves exactly one call. */
   json_kv_uint(w, "warm_pool", srv->warm_target);
+  /* --warm-mode: fork, where Python calls fork from a template instead of the pool. */
+  json_kv_str(w, "warm_mode", srv->warm_fork ? "fork" : "prestart");
   json_obj_end(w);
   json_key(w, "servers");
   json_arr_begin(w);
@@ -782,7 +784,8 @@ void serve(struct server *srv)
 
     size_t n_hosts = mcp_hosts_max_pollfds(srv->hs.hosts);
     size_t n_http = srv->http ? mcp_http_max_pollfds(srv->http) : 0;
-    size_t need = FD_FIXED + n_hosts + FDS_PER_CALL * srv->n_running + srv->n_warm + n_http;
+    size_t need =
+        FD_FIXED + n_hosts + FDS_PER_CALL * srv->n_running + srv->n_warm + n_http + 1; /* + fork_next */
     if (need > cap) {
       struct pollfd *p = realloc(pfds, need * sizeof *p);
       if (p)

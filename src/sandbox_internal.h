@@ -32,10 +32,16 @@ struct sbx_sandbox {
   const struct sbx_policy *policy; /* network proxy: the allowlist and limits its proxy serves */
   struct egress_log *egress;       /* network proxy: the proxy's log, from READY on; else NULL */
   pid_t egress_pid;                /* the proxy process until reaped, else 0 */
+  /* Forked from a template (sandbox_adopt): pid 1 is not our child; it says how the code ended
+   * ("exit STATUS") on sync_fd, and its pidfd turns readable when it has exited. */
+  bool forked;
 };
 
 /* Close every fd from 3 up except a and b (either may be -1) (init.c; also the net helper). */
 int close_fds_except(int a, int b);
+
+/* A forked sandbox's end: wait for pid 1 to exit, read the code's status (sandbox_fork.c). */
+void sandbox_fork_wait(struct sbx_sandbox *s);
 
 /* Reap the network namespace helper if it has not been (sandbox_proc.c). */
 void reap_net_helper(struct sbx_sandbox *s, bool kill_it);

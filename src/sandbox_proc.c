@@ -251,10 +251,13 @@ int sandbox_wait(struct sbx_sandbox *s, struct sbx_result *res, sbx_error_t *err
 {
   struct rusage ru = {0};
   int st = 0;
-  pid_t r;
-  do
-    r = wait4(s->pid, &st, 0, &ru);
-  while (r < 0 && errno == EINTR);
+  pid_t r = 0;
+  if (s->forked)
+    sandbox_fork_wait(s); /* its usage is the cgroup's */
+  else
+    do
+      r = wait4(s->pid, &st, 0, &ru);
+    while (r < 0 && errno == EINTR);
   if (r < 0)
     return sbx_error_errno(err, "wait for sandbox");
   s->reaped = true;
@@ -281,8 +284,11 @@ void sandbox_free(struct sbx_sandbox *s)
     return;
   if (!s->reaped) {
     signal_init(s, SIGKILL);
-    while (waitpid(s->pid, NULL, 0) < 0 && errno == EINTR)
-      ;
+    if (s->forked)
+      sandbox_fork_wait(s);
+    else
+      while (waitpid(s->pid, NULL, 0) < 0 && errno == EINTR)
+        ;
   }
   reap_net_helper(s, true);
   reap_egress(s, true);

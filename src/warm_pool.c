@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "fork_template.h"
 #include "log.h"
 #include "mcp_internal.h"
 #include "mcp_server.h"
@@ -119,7 +120,8 @@ static bool warm_short(const struct server *srv, enum mcp_lang *ret)
   for (const struct warm *w = srv->warm; w; w = w->next)
     have[w->lang]++;
   for (int l = 0; l < MCP_LANG_COUNT; l++)
-    if ((srv->warm_langs & MCP_LANG_BIT(l)) && have[l] < srv->warm_target && have[l] < least) {
+    if ((srv->warm_langs & MCP_LANG_BIT(l)) && !(l == MCP_LANG_PYTHON && srv->warm_fork) &&
+        have[l] < srv->warm_target && have[l] < least) {
       least = have[l];
       *ret = (enum mcp_lang) l;
     }
@@ -154,21 +156,23 @@ void warm_pool_top_up(struct server *srv, int *timeout)
     *timeout = t;
 }
 
-/* One entry per warm sandbox, in pool order: its setup while it is built, then its end. */
+/* One entry per warm sandbox, in pool order: its setup while it is built, then its end; then the
+ * fork template's successor while it starts (fork_template.c). */
 size_t warm_pool_pollfds(struct server *srv, struct pollfd *pfds)
 {
   size_t n = 0;
   for (struct warm *w = srv->warm; w; w = w->next)
     pfds[n++] =
         (struct pollfd){.fd = w->ready ? sandbox_pidfd(w->sb) : sandbox_spawn_fd(w->sb), .events = POLLIN};
-  return n;
+  return n + fork_template_pollfds(srv, pfds + n);
 }
 
 /* The n entries of warm_pool_pollfds, the pool unchanged since. */
 void warm_pool_dispatch(struct server *srv, const struct pollfd *pfds, size_t n)
 {
   struct warm *w = srv->warm;
-  for (size_t i = 0; i < n && w; i++) {
+  size_t i = 0;
+  for (; i < n && w; i++) {
     struct warm *next = w->next;
     if (pfds[i].revents && !w->ready) {
       sbx_error_t werr = {0};
@@ -181,6 +185,8 @@ void warm_pool_dispatch(struct server *srv, const struct pollfd *pfds, size_t n)
     }
     w = next;
   }
+  if (i < n) /* after the pool's entries */
+    fork_template_dispatch(srv, &pfds[i]);
 }
 
 /* Kill and reap every idle warm sandbox. */

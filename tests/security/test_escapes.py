@@ -242,13 +242,15 @@ def test_bombs_stay_inside_their_limits(bomb, tmp_path):
         assert r.rc == 0 and r.json()["mib"] <= 16, r.describe()
 
 
-def test_output_bomb_is_capped_in_mcp():
+@pytest.mark.parametrize("mode", ["prestart", "fork"])
+def test_output_bomb_is_capped_in_mcp(mode):
     """`sandboxd mcp` caps captured output at the policy's output_limit (1 MiB by default)."""
     msgs = [{"jsonrpc": "2.0", "id": 1, "method": "initialize",
              "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}},
             {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
              "params": {"name": "run_python", "arguments": {"code": "import sys\nfor i in range(200):\n    sys.stdout.write('x' * 65536)"}}}]
-    p = subprocess.Popen([sbx.SANDBOXD, "mcp", "--rootfs", sbx.ROOTFS], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+    p = subprocess.Popen([sbx.SANDBOXD, "mcp", "--rootfs", sbx.ROOTFS, "--warm-mode", mode], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE,
                          stderr=subprocess.DEVNULL, text=True, env=dict(os.environ, SANDBOXD_AUDIT_LOG="off"))
     p.stdin.write("".join(json.dumps(m) + "\n" for m in msgs))
     p.stdin.flush()

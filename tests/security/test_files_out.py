@@ -56,11 +56,11 @@ def test_exec_starts_with_an_empty_out_of_the_sandbox_uid():
     assert json.loads(r.stdout) == [["out"], [], 1000, "0o40755"]
 
 
-@pytest.mark.parametrize("warm", ["0", "1"])
+@pytest.mark.parametrize("warm", ["0", "1", "fork"])
 def test_mcp_reads_out_as_this_user_and_never_through_what_the_code_planted(tmp_path, warm):
     secret = tmp_path / "secret"
     secret.write_text("host secret\n")
-    s = Mcp(warm=warm)
+    s = Mcp("--warm-mode", "fork") if warm == "fork" else Mcp(warm=warm)
     try:
         r = s.run(f"""
 import os

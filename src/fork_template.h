@@ -1,0 +1,31 @@
+/* The fork template of `sandboxd mcp --warm-mode fork` (fork_template.c): each run_python call's
+ * sandbox is a fork of one trusted, idle Python that makes the call's namespaces itself. */
+#ifndef SBX_FORK_TEMPLATE_H
+#define SBX_FORK_TEMPLATE_H
+
+#include <stddef.h>
+
+#include "error.h"
+
+/* Calls one template serves before it is replaced: they share its str hash secret and its
+ * address-space layout (sandboxd-mcp(7)). */
+#define FORK_TEMPLATE_CALLS 32
+
+struct server;
+struct call;
+struct fork_template;
+
+/* At server start: the first template, or why the fork path cannot work here. */
+int fork_template_init(struct server *srv, sbx_error_t *err);
+/* Start the call's sandbox as a fork of the template and hand it its code (call_deliver). */
+int fork_call_start(struct server *srv, struct call *c, sbx_error_t *err);
+/* The call of t has ended (call_free). NULL is fine. */
+void fork_template_release(struct server *srv, struct fork_template *t);
+/* The successor being started in the background: at most one poll entry, then what it says. */
+struct pollfd;
+size_t fork_template_pollfds(struct server *srv, struct pollfd *pfd);
+void fork_template_dispatch(struct server *srv, const struct pollfd *pfd);
+/* Kill every template (at shutdown, after the calls). */
+void fork_template_clear(struct server *srv);
+
+#endif

@@ -1,0 +1,373 @@
+"""`sandboxd mcp --warm-mode fork` (issue #19): each run_python call is a fork of one idle template
+sandbox that makes the call's namespaces, mounts, cgroup and filter itself. What a call sees must
+be a cold sandbox's (fds, MAP_SHARED mappings, modules, credentials, limits); its namespaces are
+its own, neither the template's nor another call's; random state, uuid4, secrets and tempfile
+names differ between calls; nothing one call leaves is seen by the next; the template is replaced
+after its 32 calls (the str hash secret, shared by the calls of one template, changes then) and
+when it dies. Runs as root and as the unprivileged user (tests/run)."""
+import json
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+import sbx
+from mcpsession import Mcp
+
+# FORK_TEMPLATE_CALLS in src/fork_template.h
+TEMPLATE_CALLS = 32
+
+PROBE = r'''
+import sys
+modules = sorted(sys.modules)
+main = sorted(globals())
+import json, os, random, secrets, tempfile, uuid
+status = {}
+for line in open("/proc/self/status"):
+    k, _, v = line.partition(":")
+    if k in ("Uid", "Gid", "Groups", "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb", "NoNewPrivs", "Seccomp"):
+        status[k] = v.split()
+fds = {}
+for fd in sorted(os.listdir("/proc/self/fd"), key=int):
+    try:
+        t = os.readlink("/proc/self/fd/" + fd)
+    except OSError:
+        continue
+    fds[fd] = [t.split(":")[0] if t.startswith(("pipe:", "socket:")) else t, os.get_inheritable(int(fd))]
+shared = sorted({l.split()[5] if len(l.split()) > 5 else "[anon]" for l in open("/proc/self/maps") if l.split()[1][3] == "s"})
+ns = {k: os.readlink("/proc/self/ns/" + k) for k in ("user", "mnt", "pid", "net", "ipc", "uts", "cgroup")}
+limits = [l.split("  ")[0] + " " + " ".join(l.split()[-3:]) for l in open("/proc/self/limits")][1:]
+print(json.dumps(dict(modules=modules, main=main, status=status, fds=fds, shared=shared, ns=ns, pid=os.getpid(),
+                      cwd=os.getcwd(), env=dict(os.environ), limits=limits, argv=sys.argv,
+                      procs=sorted(p for p in os.listdir("/proc") if p.isdigit()),
+                      random=random.random(), uuid=str(uuid.uuid4()), secrets=secrets.token_hex(16),
+                      tmp=next(tempfile._get_candidate_names()), hash=hash("sandboxd"))))
+'''
+
+
+def run(m, code, timeout=None):
+    args = {"code": code}
+    if timeout is not None:
+        args["timeout"] = timeout
+    r = m.send("tools/call", {"name": "run_python", "arguments": args})
+    return "".join(c["text"] for c in r["content"] if c["type"] == "text")
+
+
+def probe(m):
+    out = run(m, PROBE)
+    assert out.startswith("{"), out
+    return json.loads(out.split("\n--- ")[0])
+
+
+def children(pid, depth=None):
+    kids = {}
+    for p in os.listdir("/proc"):
+        if p.isdigit():
+            try:
+                with open("/proc/%s/stat" % p) as f:
+                    s = f.read()
+                kids.setdefault(int(s[s.rindex(")") + 2:].split()[1]), []).append(int(p))
+            except OSError:
+                pass
+    if depth == 1:
+        return kids.get(pid, [])
+    out, todo = [], [pid]
+    while todo:
+        q = todo.pop()
+        out += kids.get(q, [])
+        todo += kids.get(q, [])
+    return out
+
+
+def template_pid(m):
+    """The template's Python: a child of the init of a sandbox of sandboxd's, with the template's
+    argv (the calls' pid 1s, its forks, have that argv too, but the template as their parent)."""
+    for init in children(m.p.pid, depth=1):
+        for p in children(init, depth=1):
+            try:
+                with open("/proc/%d/cmdline" % p, "rb") as f:
+                    cmd = f.read().split(b"\0")
+            except OSError:
+                continue
+            if len(cmd) >= 3 and b"sandboxd fork template" in cmd[2]:
+                return p
+    return None
+
+
+def alive(pid):
+    """Running (a zombie has no cmdline)."""
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as f:
+            return bool(f.read())
+    except OSError:
+        return False
+
+
+@pytest.fixture
+def fork():
+    sbx.require_sandboxd()
+    m = Mcp("--warm-mode", "fork")
+    yield m
+    m.close()
+
+
+@pytest.fixture(scope="module")
+def cold_facts():
+    sbx.require_sandboxd()
+    m = Mcp()
+    facts = probe(m)
+    m.close()
+    return facts
+
+
+def test_a_call_sees_what_a_cold_sandbox_sees(fork, cold_facts):
+    f = probe(fork)
+    for k in ("fds", "modules", "main", "status", "cwd", "env", "limits", "argv", "procs"):
+        assert f[k] == cold_facts[k], k
+
+
+def test_no_shared_mapping_a_cold_sandbox_lacks(fork, cold_facts):
+    assert set(probe(fork)["shared"]) <= set(cold_facts["shared"])
+
+
+NS = r'''
+import json, os, time
+print(json.dumps({k: os.readlink("/proc/self/ns/" + k) for k in ("user", "mnt", "pid", "net", "ipc", "uts", "cgroup")}))
+time.sleep(1)
+'''
+
+
+def test_namespaces_differ_from_the_templates_and_between_calls(fork):
+    """Two calls at once (a namespace's inode number is reused once it is gone), and the template."""
+    for i in (1, 2):
+        fork.p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": "ns%d" % i, "method": "tools/call",
+                                       "params": {"name": "run_python", "arguments": {"code": NS}}}) + "\n")
+    fork.p.stdin.flush()
+    got = {}
+    while len(got) < 2:
+        m = json.loads(fork.p.stdout.readline())
+        if str(m.get("id", "")).startswith("ns"):
+            got[m["id"]] = json.loads(m["result"]["content"][0]["text"].split("\n")[0])
+    a, b = got["ns1"], got["ns2"]
+    t = template_pid(fork)
+    assert t, "no template process found"
+    tmpl = {k: os.readlink("/proc/%d/ns/%s" % (t, k)) for k in a}
+    for k in a:
+        assert a[k] != tmpl[k], k
+        assert b[k] != tmpl[k], k
+        assert a[k] != b[k], k
+
+
+def test_random_uuid_secrets_and_tempfile_names_differ_between_calls(fork):
+    a, b = probe(fork), probe(fork)
+    for k in ("random", "uuid", "secrets", "tmp"):
+        assert a[k] != b[k], k
+
+
+LEAVE = r'''
+import os, sys, json
+open("/tmp/left", "w").write("a")
+open("/workspace/left", "w").write("a")
+open("/dev/shm/left", "w").write("a")
+os.environ["LEFT"] = "a"
+json.left = "a"
+sys.modules["left_module"] = json
+sys.path.append("/left")
+for p in ("/run/left", "/left"):
+    try:
+        open(p, "w").write("a")
+    except OSError:  # / is read-only; /run is the call's own
+        pass
+print("ok")
+'''
+
+SEE = r'''
+import os, sys, json
+print(sorted(p for p in ("/tmp/left", "/workspace/left", "/dev/shm/left", "/run/left", "/left") if os.path.exists(p)),
+      "LEFT" in os.environ, hasattr(json, "left"), "left_module" in sys.modules, "/left" in sys.path)
+'''
+
+
+def test_nothing_one_call_leaves_is_seen_by_the_next(fork):
+    assert run(fork, LEAVE) == "ok\n"
+    assert run(fork, SEE) == "[] False False False False\n"
+
+
+def test_the_template_is_replaced_after_its_calls(fork):
+    """Calls of one template share its str hash secret: the 33rd call has a new one."""
+    hashes = [probe(fork)["hash"] for _ in range(TEMPLATE_CALLS + 1)]
+    assert len(set(hashes[:TEMPLATE_CALLS])) == 1
+    assert hashes[TEMPLATE_CALLS] != hashes[0]
+
+
+def test_the_template_restarts_when_killed(fork):
+    assert run(fork, "print(1)") == "1\n"
+    t = template_pid(fork)
+    assert t
+    os.kill(t, signal.SIGKILL)
+    deadline = time.monotonic() + 5
+    while alive(t) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    # Replaced at once, not by the next call.
+    assert wait_for(lambda: template_pid(fork) not in (None, t)), children(fork.p.pid)
+    assert run(fork, "print(2)") == "2\n"
+
+
+def test_a_timeout_kills_the_call_and_leaves_nothing(fork):
+    out = run(fork, "import subprocess, time\nsubprocess.Popen(['sleep', '60'])\ntime.sleep(60)", timeout=1)
+    assert "timeout" in out, out
+    assert run(fork, "print(3)") == "3\n"
+    t = template_pid(fork)
+    # Only the template sandbox is left: its init and its Python.
+    deadline = time.monotonic() + 5
+    while len(children(fork.p.pid)) > 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert t in children(fork.p.pid)
+    assert len(children(fork.p.pid)) == 2, children(fork.p.pid)
+
+
+def test_files_out_come_back(fork):
+    r = fork.send("tools/call", {"name": "run_python", "arguments": {
+        "code": "open('/workspace/out/a.txt', 'w').write('from the fork')"}})
+    files = r.get("structuredContent", {}).get("files", [])
+    assert [f["path"] for f in files] == ["a.txt"], r
+
+
+def test_nothing_outlives_the_server():
+    sbx.require_sandboxd()
+    m = Mcp("--warm-mode", "fork")
+    assert run(m, "print(1)") == "1\n"
+    t = template_pid(m)
+    assert t
+    m.close()
+    assert not alive(t)
+
+
+@pytest.mark.parametrize("value", ["", "forks", "cold"])
+def test_a_bad_warm_mode_is_a_usage_error(value):
+    sbx.require_sandboxd()
+    r = subprocess.run([sbx.SANDBOXD, "mcp", "--warm-mode", value], stdin=subprocess.DEVNULL, capture_output=True,
+                       text=True)
+    assert r.returncode == 125
+    assert "--warm-mode" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def start_sleeper(m, rid, seconds=60):
+    m.p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {
+        "name": "run_python", "arguments": {"code": "import time\nprint('up', flush=True)\ntime.sleep(%d)" % seconds}}})
+        + "\n")
+    m.p.stdin.flush()
+
+
+def wait_for(pred, seconds=5):
+    deadline = time.monotonic() + seconds
+    while not pred() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return pred()
+
+
+def test_a_cancelled_call_is_killed_and_never_answered(fork):
+    start_sleeper(fork, "c1")
+    t = template_pid(fork)
+    # The template sandbox is two processes; the call adds its pid 1 and its code.
+    assert wait_for(lambda: len(children(fork.p.pid)) >= 4), children(fork.p.pid)
+    fork.p.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                                   "params": {"requestId": "c1", "reason": "test"}}) + "\n")
+    fork.p.stdin.flush()
+    assert wait_for(lambda: len(children(fork.p.pid)) == 2), children(fork.p.pid)
+    assert t in children(fork.p.pid)
+    # The next answer is the next call's: the cancelled one got none.
+    assert run(fork, "print(4)") == "4\n"
+
+
+def test_eof_kills_a_running_call_and_the_template():
+    sbx.require_sandboxd()
+    m = Mcp("--warm-mode", "fork")
+    start_sleeper(m, "e1")
+    assert wait_for(lambda: len(children(m.p.pid)) >= 4), children(m.p.pid)
+    procs = children(m.p.pid)
+    m.p.stdin.close()
+    assert m.p.wait(timeout=10) == 0
+    assert not [p for p in procs if alive(p)]
+
+
+def test_what_the_fork_path_cannot_do_fails_at_start(tmp_path):
+    """A policy whose filter refuses capset (a cold sandbox drops its capabilities before its filter
+    goes on; a forked call's setup runs under the template's): one line, exit 125, before any call."""
+    import shutil
+    sbx.require_sandboxd()
+    for name in os.listdir(sbx.POLICY_SRC):
+        if name.endswith((".policy", ".inc")):
+            shutil.copy(os.path.join(sbx.POLICY_SRC, name), tmp_path / name)
+    inc = (tmp_path / "syscalls.inc").read_text()
+    assert " capset " in inc
+    (tmp_path / "syscalls.inc").write_text(inc.replace(" capset ", " "))
+    r = subprocess.run([sbx.SANDBOXD, "mcp", "--rootfs", sbx.ROOTFS, "--policy", str(tmp_path / "default.policy"),
+                        "--warm-mode", "fork", "--audit-log", "off"], stdin=subprocess.DEVNULL, capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 125, r
+    # (Without a cgroup, the degraded warning comes first, as for any sandbox.)
+    lines = [line for line in r.stderr.strip().splitlines() if not line.startswith("sandboxd: warning: no cgroup")]
+    assert len(lines) == 1 and "--warm-mode fork" in lines[0] and "capset" in lines[0], r.stderr
+    # The same policy serves cold and prestart calls.
+    m = Mcp("--policy", str(tmp_path / "default.policy"))
+    assert run(m, "print(5)") == "5\n"
+    m.close()
+
+
+def test_sigterm_kills_a_running_call_and_the_template():
+    sbx.require_sandboxd()
+    m = Mcp("--warm-mode", "fork")
+    start_sleeper(m, "t1")
+    assert wait_for(lambda: len(children(m.p.pid)) >= 4), children(m.p.pid)
+    procs = children(m.p.pid)
+    m.p.send_signal(signal.SIGTERM)
+    m.p.wait(timeout=10)
+    assert not [p for p in procs if alive(p)]
+
+
+def test_numpy_global_random_state_differs_between_calls():
+    """numpy seeds its legacy global state at first use: in each call, since the template never
+    imports numpy (a template that had used np.random would hand every call the same stream)."""
+    sbx.require_data_rootfs()
+    m = Mcp("--warm-mode", "fork", "--rootfs", sbx.DATA_ROOTFS)
+    a, b = (run(m, "import numpy\nprint(numpy.random.rand())", timeout=60) for _ in range(2))
+    m.close()
+    assert a != b and "status" not in a, (a, b)
+
+
+@pytest.mark.parametrize("args, mode", [((), "prestart"), (("--warm-mode", "fork"), "fork")])
+def test_the_capabilities_resource_says_the_warm_mode(args, mode):
+    sbx.require_sandboxd()
+    m = Mcp(*args)
+    r = m.send("resources/read", {"uri": "sandboxd://capabilities"})
+    m.close()
+    assert json.loads(r["contents"][0]["text"])["concurrency"]["warm_mode"] == mode
+
+
+def test_execute_code_python_is_forked_too(fork):
+    r = fork.send("tools/call", {"name": "execute_code", "arguments": {"language": "python", "code": PROBE}})
+    text = "".join(c["text"] for c in r["content"] if c["type"] == "text")
+    facts = json.loads(text.split("\n--- ")[0])
+    t = template_pid(fork)
+    assert facts["ns"]["user"] != os.readlink("/proc/%d/ns/user" % t)
+    # Forked: the calls of one template share its hash secret (a cold sandbox has its own).
+    assert facts["hash"] == probe(fork)["hash"]
+
+
+def test_binds_under_the_fresh_tmpfs_are_bound_again(tmp_path):
+    """A call's /workspace, /tmp and /run are its own tmpfs; the binds the template had there (a
+    --bind-rw with a space in its name, sandboxd's helpers at /run/sandboxd/python) are bound again."""
+    sbx.require_sandboxd()
+    host = tmp_path / "a dir"
+    host.mkdir()
+    host.chmod(0o777)
+    tmp_path.chmod(0o755)
+    m = Mcp("--warm-mode", "fork", "--bind-rw", "%s:/workspace/a b" % host)
+    out = run(m, "import os\nopen('/workspace/a b/w.txt', 'w').write('from the call')\n"
+                 "print(os.path.isdir('/run/sandboxd/python/mcp'))")
+    m.close()
+    assert out == "True\n", out
+    assert (host / "w.txt").read_text() == "from the call"
