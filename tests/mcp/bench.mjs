@@ -1,5 +1,5 @@
 // run_python print(1) through the official SDK client, side by side in one run: `sandboxd mcp`
-// with each --warm in BENCH_WARM (default "0 2 4") and the reference stub, bench/bwrap-stub.py (one
+// with each --warm in BENCH_WARM (default "0 2 4"), with --warm-mode fork, and the reference stub, bench/bwrap-stub.py (one
 // bubblewrap sandbox per call; BENCH_STUB=0 leaves it out). For each server, after 10 warm-up calls:
 //   paced:        PACED calls (default 50), PAUSE ms apart (default 50): p50/p95/p99;
 //   back to back: N calls, one in flight: p50/p95/p99, calls/s;
@@ -196,6 +196,10 @@ const servers = (process.env.BENCH_WARM ?? '0 2 4').split(' ').filter(Boolean).m
   label: `sandboxd mcp --warm ${w}${TRANSPORT === 'stdio' ? '' : ` (${TRANSPORT})`}`, command: SANDBOXD,
   args: [...SERVER_ARGS, ...HTTP_ARGS, '--warm', w], http: TRANSPORT !== 'stdio',
 }));
+// --warm-mode fork: each call forked from a template that has started Python (BENCH_FORK=0: not).
+if (process.env.BENCH_FORK !== '0')
+  servers.push({ label: `sandboxd mcp --warm-mode fork${TRANSPORT === 'stdio' ? '' : ` (${TRANSPORT})`}`,
+    command: SANDBOXD, args: [...SERVER_ARGS, ...HTTP_ARGS, '--warm-mode', 'fork'], http: TRANSPORT !== 'stdio' });
 const hasBwrap = (() => { try { execFileSync('sh', ['-c', 'command -v bwrap'], { stdio: 'ignore' }); return true; } catch { return false; } })();
 if (TRANSPORT !== 'stdio')
   console.error(`bench: over ${TRANSPORT}; the stub speaks stdio only and is left out`);
