@@ -29,6 +29,7 @@
 
 #include "cgroup.h"
 #include "cleanup.h"
+#include "egress_proxy.h"
 #include "fork_template.h"
 #include "log.h"
 #include "mcp_internal.h"
@@ -106,6 +107,9 @@ static int template_policy(struct fork_template *t, const struct server *srv, sb
   }
   t->policy.rules = t->rules;
   t->policy.mask_proc = false;
+  /* The template reaches nothing: with network proxy, each call's pid 1 makes its own listener
+   * and gets its own proxy (sandbox_adopt); the variables are set for the call (template.py). */
+  t->policy.network = SBX_NET_NONE;
   t->policy.budgets.namespaces = (p->budgets.namespaces + 8) * (srv->max_concurrent + 4);
   _cleanup_free_ char *text = policy_format_canonical(&t->policy);
   if (!text)
@@ -144,7 +148,7 @@ static int send_setup(struct fork_template *t, const struct server *srv, const s
       "tmp %llu\nworkspace %llu\nshm %llu\nnofile %llu\nfsize %llu\nmemory %llu\npids %llu\n"
       "cpu_seconds %llu\ndegraded %d\nmask_proc %d\ninotify_instances %llu\ninotify_watches %llu\n"
       "fanotify_groups %llu\nfanotify_marks %llu\nnamespaces %llu\nsigpending %llu\nmsgqueue %llu\n"
-      "memlock %llu\nrunner %zu\nmain %zu\nexcept %zu\n",
+      "memlock %llu\nproxy %d\nrunner %zu\nmain %zu\nexcept %zu\n",
       (unsigned long long) l->tmp_bytes, (unsigned long long) l->workspace_bytes,
       (unsigned long long) l->shm_bytes, (unsigned long long) l->nofile, (unsigned long long) l->fsize_bytes,
       (unsigned long long) l->memory_bytes, (unsigned long long) l->pids,
@@ -152,8 +156,8 @@ static int send_setup(struct fork_template *t, const struct server *srv, const s
       (unsigned long long) b->inotify_instances, (unsigned long long) b->inotify_watches,
       (unsigned long long) b->fanotify_groups, (unsigned long long) b->fanotify_marks,
       (unsigned long long) b->namespaces, (unsigned long long) b->sigpending,
-      (unsigned long long) b->msgqueue_bytes, (unsigned long long) b->memlock_bytes, runner_len,
-      bpf.main_len * 8, bpf.except_len * 8);
+      (unsigned long long) b->msgqueue_bytes, (unsigned long long) b->memlock_bytes,
+      p->network == SBX_NET_PROXY ? EGRESS_PROXY_PORT : 0, runner_len, bpf.main_len * 8, bpf.except_len * 8);
   for (size_t i = 0; r == 0 && i < p->n_proc_masked; i++)
     r = strbuf_printf(&sb, "mask %s\n", p->proc_masked[i]);
   for (size_t i = 0; r == 0 && i < p->n_proc_readonly; i++)
@@ -373,12 +377,13 @@ void fork_template_clear(struct server *srv)
 
 /* One message from the child: its text (NUL-terminated), the sender's pid in our namespace, and
  * at most one fd. */
-static int child_recv(int fd, char *buf, size_t size, pid_t *ret_pid, int *ret_fd, sbx_error_t *err)
+static int child_recv(int fd, char *buf, size_t size, pid_t *ret_pid, int *ret_fd, int *ret_fd2,
+                      sbx_error_t *err)
 {
   if (wait_readable(fd, CHILD_STEP_MS, "answer from the call's sandbox", err) < 0)
     return -1;
   union {
-    char buf[CMSG_SPACE(sizeof(struct ucred)) + CMSG_SPACE(sizeof(int))];
+    char buf[CMSG_SPACE(sizeof(struct ucred)) + CMSG_SPACE(2 * sizeof(int))];
     struct cmsghdr align;
   } u;
   struct iovec iov = {.iov_base = buf, .iov_len = size - 1};
@@ -390,6 +395,8 @@ static int child_recv(int fd, char *buf, size_t size, pid_t *ret_pid, int *ret_f
   *ret_pid = 0;
   if (ret_fd)
     *ret_fd = -1;
+  if (ret_fd2)
+    *ret_fd2 = -1;
   for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
     if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_CREDENTIALS) {
       struct ucred cr;
@@ -402,6 +409,8 @@ static int child_recv(int fd, char *buf, size_t size, pid_t *ret_pid, int *ret_f
         memcpy(&f, CMSG_DATA(c) + i * sizeof(int), sizeof f);
         if (ret_fd && *ret_fd < 0)
           *ret_fd = f;
+        else if (ret_fd2 && *ret_fd2 < 0)
+          *ret_fd2 = f;
         else
           close(f);
       }
@@ -410,6 +419,8 @@ static int child_recv(int fd, char *buf, size_t size, pid_t *ret_pid, int *ret_f
   if (strncmp(buf, "error ", 6) == 0) {
     if (ret_fd && *ret_fd >= 0)
       close(TAKE_FD(*ret_fd));
+    if (ret_fd2 && *ret_fd2 >= 0)
+      close(TAKE_FD(*ret_fd2));
     return sbx_error_set(err, 0, "the call's sandbox: %s", buf + 6);
   }
   if (*ret_pid <= 0)
@@ -452,7 +463,7 @@ static int fork_child(struct fork_template *t, struct server *srv, const struct 
   int cgfds[CGROUP_MAX_ATTACH_FDS], n_cg = 0;
   if (call_cgroup(srv, limits, &cg, cgfds, &n_cg, err) < 0)
     return -1;
-  int sv[2] = {-1, -1}, ws = -1, pidfd = -1;
+  int sv[2] = {-1, -1}, ws = -1, lfd = -1, pidfd = -1;
   int one = 1;
   pid_t c1, p1 = 0;
   char buf[600];
@@ -492,7 +503,7 @@ static int fork_child(struct fork_template *t, struct server *srv, const struct 
     goto fail;
   }
   /* The child's pid reaches us translated; on v2 it goes into the cgroup before it goes on. */
-  if (child_recv(sv[0], buf, sizeof buf, &c1, NULL, err) < 0)
+  if (child_recv(sv[0], buf, sizeof buf, &c1, NULL, NULL, err) < 0)
     goto fail;
   if (cg && cgroup_clone_fd(cg) >= 0 && cgroup_attach_pid(cg, c1, err) < 0)
     goto fail;
@@ -501,7 +512,8 @@ static int fork_child(struct fork_template *t, struct server *srv, const struct 
     goto fail;
   }
   pid_t ready;
-  if (child_recv(sv[0], buf, sizeof buf, &ready, &ws, err) < 0)
+  /* READY: the workspace, then (network proxy) the egress listener it made in its netns. */
+  if (child_recv(sv[0], buf, sizeof buf, &ready, &ws, &lfd, err) < 0)
     goto fail; /* (it has exited, or is about to: its pid is not ours to signal) */
   p1 = ready;
   unsigned long long ino = 0, dev = 0;
@@ -514,7 +526,8 @@ static int fork_child(struct fork_template *t, struct server *srv, const struct 
     sbx_error_errno(err, "fork: pidfd_open");
     goto fail;
   }
-  if (sandbox_adopt(p1, pidfd, TAKE_FD(sv[0]), cg, ws, ino, dev, limits, ret, err) < 0) {
+  if (sandbox_adopt(p1, pidfd, TAKE_FD(sv[0]), cg, ws, ino, dev, limits, srv->policy, TAKE_FD(lfd), t->sb,
+                    ret, err) < 0) {
     /* sandbox_adopt took the fds and the cgroup, and killed it */
     return -1;
   }
@@ -524,6 +537,8 @@ fail:
     kill(p1, SIGKILL);
   if (ws >= 0)
     close(ws);
+  if (lfd >= 0)
+    close(lfd);
   if (sv[0] >= 0)
     close(sv[0]);
   if (sv[1] >= 0)
@@ -572,12 +587,6 @@ int fork_call_start(struct server *srv, struct call *c, sbx_error_t *err)
  * with fails here, with what failed, rather than at every call. */
 int fork_template_init(struct server *srv, sbx_error_t *err)
 {
-  /* A forked call gets loopback only: it has no egress proxy of its own (issue #17's). */
-  if (srv->policy->network != SBX_NET_NONE)
-    return sbx_error_set(err, EOPNOTSUPP,
-                         "--warm-mode fork: policy `%s` has network proxy, which a forked call cannot have "
-                         "yet; use --warm-mode prestart",
-                         srv->policy->name);
   if (template_start(srv, &srv->fork_tmpl, err) < 0)
     return -1;
   struct sbx_limits req, limits;

@@ -15,20 +15,27 @@
 #include <unistd.h>
 
 #include "cgroup.h"
+#include "egress_proxy.h"
+#include "policy.h"
 #include "util.h"
 
 int sandbox_adopt(pid_t pid, int pidfd, int sync_fd, struct sbx_cgroup *cg, int workspace_fd,
                   unsigned long long pidns_ino, unsigned long long pidns_dev, const struct sbx_limits *limits,
+                  const struct sbx_policy *policy, int listen_fd, const struct sbx_sandbox *tmpl,
                   struct sbx_sandbox **ret, sbx_error_t *err)
 {
-  struct sbx_sandbox *s = calloc(1, sizeof *s);
+  bool proxy = policy->network == SBX_NET_PROXY;
+  struct sbx_sandbox *s = proxy && listen_fd < 0 ? NULL : calloc(1, sizeof *s);
   if (!s) {
     syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
     close(pidfd);
     close(sync_fd);
     close(workspace_fd);
+    if (listen_fd >= 0)
+      close(listen_fd);
     cgroup_destroy(cg);
-    return sbx_error_set(err, ENOMEM, "sandbox");
+    return proxy && listen_fd < 0 ? sbx_error_set(err, 0, "fork: the call's sandbox sent no egress listener")
+                                  : sbx_error_set(err, ENOMEM, "sandbox");
   }
   uint64_t now = now_ns();
   *s = (struct sbx_sandbox){.pid = pid,
@@ -43,7 +50,17 @@ int sandbox_adopt(pid_t pid, int pidfd, int sync_fd, struct sbx_cgroup *cg, int 
                             .pidns_dev = pidns_dev,
                             .workspace_fd = workspace_fd,
                             .host_id_lock = -1,
+                            .policy = policy,
                             .forked = true};
+  /* The proxy serves the listener from here (the host's network namespace) until pid 1 exits,
+   * as the cold path's does (sandbox_spawn_finish); it takes listen_fd. */
+  if (proxy && egress_proxy_start(policy, listen_fd, s->pidfd, tmpl ? tmpl->host_id : 0, &s->egress,
+                                  &s->egress_pid, err) < 0) {
+    sandbox_free(s);
+    return -1;
+  }
+  if (!proxy && listen_fd >= 0)
+    close(listen_fd);
   *ret = s;
   return 0;
 }

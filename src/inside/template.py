@@ -226,10 +226,25 @@ def _pid1(cfg, sock, out_w, err_w, chan):
     for sig in FORWARDED:
         signal.signal(sig, lambda *_: None)
     signal.pthread_sigmask(signal.SIG_BLOCK, FORWARDED + (signal.SIGCHLD,))
+    # network proxy: the egress listener in this network namespace, served from the host side by
+    # the proxy sandboxd starts on it (egress_proxy.c), and the variables that name it, below the
+    # policy's env and --env, as the cold path sets them (sandbox.c).
+    fds = [ws]
+    if cfg["proxy"]:
+        lst = socket.socket(socket.AF_INET, socket.SOCK_STREAM | socket.SOCK_NONBLOCK)
+        lst.bind(("127.0.0.1", cfg["proxy"]))
+        lst.listen(64)
+        fds.append(lst.detach())
+        url = "http://127.0.0.1:%d" % cfg["proxy"]
+        for k in ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
+            os.environ.setdefault(k, url)
+        for k in ("NO_PROXY", "no_proxy"):
+            os.environ.setdefault(k, "")
     _drop_privileges(cfg)
     sync = socket.socket(fileno=sock_fd)
-    _send(sync, "ready %d %d" % (pidns.st_ino, pidns.st_dev), [ws])
-    os.close(ws)
+    _send(sync, "ready %d %d" % (pidns.st_ino, pidns.st_dev), fds)
+    for f in fds:
+        os.close(f)
     code = os.fork()
     if code == 0:
         try:

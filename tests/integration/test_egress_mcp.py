@@ -46,15 +46,22 @@ except urllib.error.HTTPError as e:
 '''
 
 
-@pytest.mark.parametrize("warm", ["0", "1"])
+@pytest.mark.parametrize("warm", ["0", "1", "fork"])
 def test_mcp_calls_get_the_proxy_and_leave_nothing(warm, tmp_path):
+    """Cold, warm (prestart) and forked (--warm-mode fork: each call's pid 1 makes its listener in
+    its own network namespace, template.py) sandboxes alike."""
     web, other = egresshost.HttpServer(), egresshost.HoldServer()
     log = tmp_path / "audit.log"
-    m = Mcp("--allow-host", f"127.0.0.1:{web.port}", warm=warm, audit=str(log))
+    mode = ["--warm-mode", "fork"] if warm == "fork" else []
+    m = Mcp("--allow-host", f"127.0.0.1:{web.port}", *mode, warm="0" if warm == "fork" else warm, audit=str(log))
     try:
         pid = m.p.pid
         r, _ = m.execute("python", "print(1)")
-        base_kids = len(settle(pid, 1 if warm == "1" else 0))
+        if warm == "fork":  # the template's sandbox: its children are not the server's
+            time.sleep(0.5)
+            base_kids = len(children(pid))
+        else:
+            base_kids = len(settle(pid, 1 if warm == "1" else 0))
         time.sleep(0.3)  # the first call's sandbox freed (see below)
         base_socks = sockets(pid)
         for i in range(3):
