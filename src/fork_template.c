@@ -36,6 +36,7 @@
 #include "policy.h"
 #include "sandbox.h"
 #include "seccomp.h"
+#include "slist.h"
 #include "util.h"
 #include "warn.h"
 
@@ -290,7 +291,7 @@ static int template_start(struct server *srv, struct fork_template **ret, sbx_er
 
 /* Its sandbox has not ended, and its Python still holds fd 3 and has not written to it (it only
  * answers its setup): its Python may die a moment before the sandbox's init does. */
-static bool template_alive(const struct fork_template *t)
+bool fork_template_alive(const struct fork_template *t)
 {
   struct pollfd pfd[2] = {{.fd = sandbox_pidfd(t->sb), .events = POLLIN},
                           {.fd = t->ctl_fd, .events = POLLIN}};
@@ -325,9 +326,11 @@ static void template_retire(struct server *srv)
 static int template_get(struct server *srv, struct fork_template **ret, sbx_error_t *err)
 {
   struct fork_template *t = srv->fork_tmpl;
-  if (t && !template_alive(t))
+  if (t && !fork_template_alive(t)) {
     template_ended(t);
-  if (t && (!template_alive(t) || t->served >= FORK_TEMPLATE_CALLS || t->binds_hash != binds_hash(srv)))
+    warm_pool_drop_forked(srv, t);
+  }
+  if (t && (!fork_template_alive(t) || t->served >= FORK_TEMPLATE_CALLS || t->binds_hash != binds_hash(srv)))
     template_retire(srv);
   /* The one started in the background (fork_template_dispatch), if it is for these binds. */
   if (!srv->fork_tmpl && srv->fork_next) {
@@ -532,6 +535,19 @@ fail:
   return -1;
 }
 
+/* t served one more sandbox (a call's, or a ready one's, which counts from its fork): its
+ * successor is started ahead so that the sandbox after its last finds it ready. */
+static struct fork_template *template_served(struct server *srv, struct fork_template *t)
+{
+  t->served++;
+  t->refs++;
+  sbx_error_t why = {0};
+  if (!srv->fork_next && t->served + FORK_TEMPLATE_AHEAD >= FORK_TEMPLATE_CALLS &&
+      template_begin(srv, &srv->fork_next, &why) < 0)
+    log_warn("the next fork template: %s", why.msg);
+  return t;
+}
+
 int fork_call_start(struct server *srv, struct call *c, sbx_error_t *err)
 {
   struct fork_template *t;
@@ -554,17 +570,51 @@ int fork_call_start(struct server *srv, struct call *c, sbx_error_t *err)
         fork_child(t, srv, &c->limits, out_w, err_w, inside, &c->sb, &why) < 0)
       return (*err = why, -1);
   }
-  t->served++;
-  t->refs++;
-  c->fork_tmpl = t;
-  /* Its successor, started ahead so that the call after its last finds it ready. */
-  sbx_error_t why = {0};
-  if (!srv->fork_next && t->served + FORK_TEMPLATE_AHEAD >= FORK_TEMPLATE_CALLS &&
-      template_begin(srv, &srv->fork_next, &why) < 0)
-    log_warn("the next fork template: %s", why.msg);
+  c->fork_tmpl = template_served(srv, t);
   c->out_fd = TAKE_FD(out_r);
   c->err_fd = TAKE_FD(err_r);
   return call_deliver(c, TAKE_FD(job), "fork", err);
+}
+
+/* A ready forked sandbox for the pool (--warm): forked and set up all the way to reading its job,
+ * as a call's is by fork_call_start, with the longest timeout a call may ask for (its degraded
+ * RLIMIT_CPU); the call sets its deadline at delivery (call_start_warm). It counts toward its
+ * template's FORK_TEMPLATE_CALLS from now, and holds a reference to it until its call ends. */
+int fork_warm_spawn(struct server *srv, sbx_error_t *err)
+{
+  struct sbx_limits req, limits;
+  limits_unset(&req);
+  req.timeout_ms = srv->policy->max.timeout_ms;
+  if (policy_resolve_limits(srv->policy, &req, &limits, err) < 0)
+    return -1;
+  struct fork_template *t;
+  if (template_get(srv, &t, err) < 0)
+    return -1;
+  _cleanup_close_ int out_w = -1, err_w = -1;
+  _cleanup_close_ int out_r = -1, err_r = -1;
+  if (open_pipe(&out_r, &out_w, err) < 0 || open_pipe(&err_r, &err_w, err) < 0)
+    return -1;
+  _cleanup_close_ int job = -1, inside = -1;
+  if (code_channel(MCP_LANG_PYTHON, &job, &inside, err) < 0)
+    return -1;
+  struct warm *w = calloc(1, sizeof *w);
+  if (!w)
+    return sbx_error_set(err, ENOMEM, "ready forked sandbox");
+  if (fork_child(t, srv, &limits, out_w, err_w, inside, &w->sb, err) < 0) {
+    free(w);
+    return sbx_error_prefix(err, "ready forked sandbox");
+  }
+  /* No deadline while idle: the call's starts at delivery. */
+  sandbox_set_deadline(w->sb, UINT64_MAX);
+  w->lang = MCP_LANG_PYTHON;
+  w->ready = true;
+  w->fork_tmpl = template_served(srv, t);
+  w->out_fd = TAKE_FD(out_r);
+  w->err_fd = TAKE_FD(err_r);
+  w->job_fd = TAKE_FD(job);
+  slist_append(&srv->warm, w);
+  srv->n_warm++;
+  return 0;
 }
 
 /* At server start: the first template, and one sandbox forked from it all the way to its code
@@ -619,6 +669,7 @@ void fork_template_dispatch(struct server *srv, const struct pollfd *pfd)
     return;
   }
   template_ended(srv->fork_tmpl);
+  warm_pool_drop_forked(srv, srv->fork_tmpl); /* they died with it */
   template_retire(srv);
   if (template_begin(srv, &srv->fork_next, &err) < 0)
     log_warn("the next fork template: %s", err.msg);

@@ -3,6 +3,7 @@
 #ifndef SBX_FORK_TEMPLATE_H
 #define SBX_FORK_TEMPLATE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "error.h"
@@ -19,6 +20,10 @@ struct fork_template;
 int fork_template_init(struct server *srv, sbx_error_t *err);
 /* Start the call's sandbox as a fork of the template and hand it its code (call_deliver). */
 int fork_call_start(struct server *srv, struct call *c, sbx_error_t *err);
+/* A ready forked sandbox added to the pool (--warm in fork mode). */
+int fork_warm_spawn(struct server *srv, sbx_error_t *err);
+/* t's sandbox and its Python are alive (a ready forked sandbox dies with them). */
+bool fork_template_alive(const struct fork_template *t);
 /* The call of t has ended (call_free). NULL is fine. */
 void fork_template_release(struct server *srv, struct fork_template *t);
 /* The successor being started in the background: at most one poll entry, then what it says. */

@@ -82,10 +82,11 @@ struct request {
 struct warm {
   struct warm *next;
   struct sbx_sandbox *sb;
-  enum mcp_lang lang; /* what it runs (--warm-lang) */
-  bool ready;         /* setup finished (sandbox_spawn_finish); until then it is being built */
-  int out_fd, err_fd; /* read ends of its stdout/stderr, adopted by the call */
-  int job_fd;         /* our end of the socket at SBX_BRIDGE_FD inside, or of its stdin pipe */
+  enum mcp_lang lang;              /* what it runs (--warm-lang) */
+  bool ready;                      /* setup finished (sandbox_spawn_finish); until then it is being built */
+  int out_fd, err_fd;              /* read ends of its stdout/stderr, adopted by the call */
+  int job_fd;                      /* our end of the socket at SBX_BRIDGE_FD inside, or of its stdin pipe */
+  struct fork_template *fork_tmpl; /* --warm-mode fork: the template it forked from; else NULL */
 };
 
 /* The job on its way to the runner (mcp_job.c): the frame's parts and how much is written. */
@@ -303,6 +304,8 @@ size_t warm_pool_pollfds(struct server *srv, struct pollfd *pfds);
 void warm_pool_dispatch(struct server *srv, const struct pollfd *pfds, size_t n);
 /* Kill and reap every idle warm sandbox. */
 void warm_pool_clear(struct server *srv);
+/* Kill and reap the idle ones forked from t (it died). */
+void warm_pool_drop_forked(struct server *srv, const struct fork_template *t);
 
 static inline int ms_until(uint64_t when, uint64_t now)
 {

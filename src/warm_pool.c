@@ -80,16 +80,25 @@ void warm_unlink(struct server *srv, struct warm *w)
     srv->n_warm--;
 }
 
+/* Kill and reap an idle one taken out of the pool, and let go of its fork template. */
+static void warm_drop(struct server *srv, struct warm *w)
+{
+  struct fork_template *t = TAKE_PTR(w->fork_tmpl);
+  warm_free(w);
+  fork_template_release(srv, t);
+}
+
 /* Give the call a warm sandbox. On failure the warm sandbox is gone and the call gets a cold one. */
 int call_start_warm(struct call *c, struct warm *w, sbx_error_t *err)
 {
   /* The call's clock and deadline start at delivery, as a cold one's start at its spawn. */
   sandbox_start_clock(w->sb);
   sandbox_set_deadline(w->sb, now_ns() + c->limits.timeout_ms * 1000000ULL);
-  if (call_deliver(c, TAKE_FD(w->job_fd), "warm", err) < 0) {
-    warm_free(w);
+  if (call_deliver(c, TAKE_FD(w->job_fd), w->fork_tmpl ? "preforked" : "warm", err) < 0) {
+    warm_drop(c->srv, w);
     return -1;
   }
+  c->fork_tmpl = TAKE_PTR(w->fork_tmpl); /* released when the call ends (call_free) */
   c->sb = TAKE_PTR(w->sb);
   c->out_fd = TAKE_FD(w->out_fd);
   c->err_fd = TAKE_FD(w->err_fd);
@@ -101,6 +110,12 @@ int call_start_warm(struct call *c, struct warm *w, sbx_error_t *err)
  * and wait a while before the next, so a broken setup does not spin. */
 static void warm_died(struct server *srv, struct warm *w, const char *why)
 {
+  /* A ready forked one dies with its template, which is replaced at once (fork_template.c). */
+  if (w->fork_tmpl && !fork_template_alive(w->fork_tmpl)) {
+    warm_unlink(srv, w);
+    warm_drop(srv, w);
+    return;
+  }
   char buf[512];
   ssize_t n = why ? 0 : read(w->err_fd, buf, sizeof buf - 1);
   buf[n > 0 ? n : 0] = '\0';
@@ -109,7 +124,7 @@ static void warm_died(struct server *srv, struct warm *w, const char *why)
   else
     log_warn("a warm sandbox ended before it got a job%s%s", n > 0 ? ": " : "", buf);
   warm_unlink(srv, w);
-  warm_free(w);
+  warm_drop(srv, w);
   srv->warm_retry_ns = now_ns() + WARM_RETRY_NS;
 }
 
@@ -120,8 +135,7 @@ static bool warm_short(const struct server *srv, enum mcp_lang *ret)
   for (const struct warm *w = srv->warm; w; w = w->next)
     have[w->lang]++;
   for (int l = 0; l < MCP_LANG_COUNT; l++)
-    if ((srv->warm_langs & MCP_LANG_BIT(l)) && !(l == MCP_LANG_PYTHON && srv->warm_fork) &&
-        have[l] < srv->warm_target && have[l] < least) {
+    if ((srv->warm_langs & MCP_LANG_BIT(l)) && have[l] < srv->warm_target && have[l] < least) {
       least = have[l];
       *ret = (enum mcp_lang) l;
     }
@@ -132,7 +146,9 @@ static bool warm_short(const struct server *srv, enum mcp_lang *ret)
 static void warm_refill(struct server *srv, enum mcp_lang lang)
 {
   sbx_error_t err = {0};
-  if (warm_spawn(srv, lang, &err) < 0) {
+  /* --warm-mode fork: Python's are forks of the template, set up all the way to their job. */
+  bool forked = lang == MCP_LANG_PYTHON && srv->warm_fork;
+  if ((forked ? fork_warm_spawn(srv, &err) : warm_spawn(srv, lang, &err)) < 0) {
     log_warn("warm sandbox: %s", err.msg);
     srv->warm_retry_ns = now_ns() + WARM_RETRY_NS;
   }
@@ -150,9 +166,14 @@ void warm_pool_top_up(struct server *srv, int *timeout)
   if (code_running(srv) && srv->last_call_ns + WARM_DEFER_NS > at)
     at = srv->last_call_ns + WARM_DEFER_NS;
   int t = ms_until(at, now);
-  if (t == 0)
+  if (t == 0) {
     warm_refill(srv, lang);
-  else if (*timeout < 0 || t < *timeout)
+    /* A forked one is ready at once, with no fd to wake the loop: the next turn tops up again. */
+    bool forked = lang == MCP_LANG_PYTHON && srv->warm_fork;
+    if (!forked || srv->warm_retry_ns > now || !warm_short(srv, &lang))
+      return;
+  }
+  if (*timeout < 0 || t < *timeout)
     *timeout = t;
 }
 
@@ -195,6 +216,17 @@ void warm_pool_clear(struct server *srv)
   while (srv->warm) {
     struct warm *w = srv->warm;
     warm_unlink(srv, w);
-    warm_free(w);
+    warm_drop(srv, w);
+  }
+}
+
+void warm_pool_drop_forked(struct server *srv, const struct fork_template *t)
+{
+  for (struct warm *w = srv->warm, *next; w; w = next) {
+    next = w->next;
+    if (w->fork_tmpl == t) {
+      warm_unlink(srv, w);
+      warm_drop(srv, w);
+    }
   }
 }
