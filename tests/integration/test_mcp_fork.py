@@ -424,7 +424,7 @@ def wait_ready(m, n, seconds=5):
         time.sleep(0.02)
 
 
-def served_by_ready(m, code, n=1):
+def served_by_ready(m, code, n=1, timeout=None):
     """Run code once n sandboxes are ready (and the one of the call before, if it was one, is
     gone); its first line is its pid namespace: that it was one of those ready before the call was
     sent, and the rest of its output."""
@@ -432,7 +432,7 @@ def served_by_ready(m, code, n=1):
     assert last is None or wait_for(lambda: not alive(last)), last
     before = wait_ready(m, n)
     assert len(before) == n, children(m.p.pid)
-    out = run(m, PIDNS + code)
+    out = run(m, PIDNS + code, timeout)
     ns, _, rest = out.partition("\n")
     served = [p for p, pns in before.items() if pns == ns]
     assert served, (ns, before)
@@ -488,3 +488,20 @@ def test_a_killed_template_drops_its_ready_sandboxes():
     assert not alive(new)
     assert "warm sandbox" not in err, err
 
+
+
+def test_a_ready_forked_sandbox_gets_the_calls_timeout_at_delivery():
+    """It waited with no deadline (longer than the call's timeout here); the call's starts when it
+    takes it, and kills it."""
+    sbx.require_sandboxd()
+    m = Mcp("--warm-mode", "fork", warm="1")
+    try:
+        assert len(wait_ready(m, 1)) == 1
+        time.sleep(1.2)
+        t0 = time.monotonic()
+        out = served_by_ready(m, "import sys, time\nprint('up', flush=True)\ntime.sleep(30)", timeout=1)
+        assert "timeout" in out and "up" in out, out
+        assert time.monotonic() - t0 < 10
+        assert served_by_ready(m, "print(7)") == "7\n"
+    finally:
+        m.close()
