@@ -82,11 +82,12 @@ struct request {
 struct warm {
   struct warm *next;
   struct sbx_sandbox *sb;
-  enum mcp_lang lang;              /* what it runs (--warm-lang) */
-  bool ready;                      /* setup finished (sandbox_spawn_finish); until then it is being built */
-  int out_fd, err_fd;              /* read ends of its stdout/stderr, adopted by the call */
-  int job_fd;                      /* our end of the socket at SBX_BRIDGE_FD inside, or of its stdin pipe */
-  struct fork_template *fork_tmpl; /* --warm-mode fork: the template it forked from; else NULL */
+  enum mcp_lang lang; /* what it runs (--warm-lang) */
+  bool ready;         /* setup finished (sandbox_spawn_finish); until then it is being built */
+  int out_fd, err_fd; /* read ends of its stdout/stderr, adopted by the call */
+  int job_fd;         /* our end of the socket at SBX_BRIDGE_FD inside, or of its stdin pipe */
+  /* --warm-mode fork: the template it was forked from (a reference, fork_template.c); else NULL */
+  struct fork_template *fork_tmpl;
 };
 
 /* The job on its way to the runner (mcp_job.c): the frame's parts and how much is written. */
