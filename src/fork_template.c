@@ -446,24 +446,58 @@ static int call_cgroup(struct server *srv, const struct sbx_limits *limits, stru
   return 0;
 }
 
-/* Ask the template for the call's sandbox, with out_w, err_w and inside (its fd 3) as
- * base_spec's; on success *ret is built and its runner waits for its job on inside. */
-static int fork_child(struct fork_template *t, struct server *srv, const struct sbx_limits *limits, int out_w,
-                      int err_w, int inside, struct sbx_sandbox **ret, sbx_error_t *err)
+/* A sandbox being forked: asked of the template, its child's answers not all in yet. */
+struct fork_pending {
+  struct sbx_cgroup *cg; /* the call's, until sandbox_adopt takes it */
+  int sv;                /* our end of the child's socket */
+  bool acked;            /* its hello answered; its READY next */
+  struct sbx_limits limits;
+  uint64_t deadline_ns; /* for its next answer */
+};
+
+void fork_pending_free(struct fork_pending *fp)
 {
-  struct sbx_cgroup *cg = NULL;
+  if (!fp)
+    return;
+  if (fp->sv >= 0)
+    close(fp->sv);
+  cgroup_destroy(fp->cg); /* kills whatever moved in */
+  free(fp);
+}
+
+int fork_pending_fd(const struct fork_pending *fp)
+{
+  return fp->sv;
+}
+
+uint64_t fork_pending_deadline(const struct fork_pending *fp)
+{
+  return fp->deadline_ns;
+}
+
+/* Ask the template for the call's sandbox, with out_w, err_w and inside (its fd 3) as
+ * base_spec's; fork_pending_step collects its child's answers. */
+static int fork_begin(struct fork_template *t, struct server *srv, const struct sbx_limits *limits, int out_w,
+                      int err_w, int inside, struct fork_pending **ret, sbx_error_t *err)
+{
+  struct fork_pending *fp = calloc(1, sizeof *fp);
+  if (!fp)
+    return sbx_error_set(err, ENOMEM, "fork");
+  fp->sv = -1;
+  fp->limits = *limits;
   int cgfds[CGROUP_MAX_ATTACH_FDS], n_cg = 0;
-  if (call_cgroup(srv, limits, &cg, cgfds, &n_cg, err) < 0)
+  if (call_cgroup(srv, limits, &fp->cg, cgfds, &n_cg, err) < 0) {
+    free(fp);
     return -1;
-  int sv[2] = {-1, -1}, ws = -1, pidfd = -1;
+  }
+  int sv[2] = {-1, -1};
   int one = 1;
-  pid_t c1, p1 = 0;
-  char buf[600];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0 ||
       setsockopt(sv[0], SOL_SOCKET, SO_PASSCRED, &one, sizeof one) < 0) {
     sbx_error_errno(err, "fork: socketpair");
     goto fail;
   }
+  fp->sv = sv[0];
   int fds[4 + CGROUP_MAX_ATTACH_FDS] = {sv[1], out_w, err_w, inside};
   for (int i = 0; i < n_cg; i++)
     fds[4 + i] = cgfds[i];
@@ -494,45 +528,74 @@ static int fork_child(struct fork_template *t, struct server *srv, const struct 
     sbx_error_errno(err, "fork: ask the template");
     goto fail;
   }
-  /* The child's pid reaches us translated; on v2 it goes into the cgroup before it goes on. */
-  if (child_recv(sv[0], buf, sizeof buf, &c1, NULL, err) < 0)
-    goto fail;
-  if (cg && cgroup_clone_fd(cg) >= 0 && cgroup_attach_pid(cg, c1, err) < 0)
-    goto fail;
-  if (send(sv[0], "ack", 3, MSG_NOSIGNAL) != 3) {
-    sbx_error_errno(err, "fork: ack");
-    goto fail;
+  fp->deadline_ns = now_ns() + CHILD_STEP_MS * 1000000ULL;
+  *ret = fp;
+  return 0;
+fail:
+  if (sv[1] >= 0)
+    close(sv[1]);
+  while (n_cg > 0)
+    close(cgfds[--n_cg]);
+  fork_pending_free(fp);
+  return -1;
+}
+
+/* Its child's next answer: 1 when the sandbox is built (*ret, fp freed), 0 when another answer
+ * is due (fp->sv turns readable), -1 when it failed (fp freed). Blocks up to CHILD_STEP_MS. */
+static int fork_pending_step(struct fork_pending *fp, struct sbx_sandbox **ret, sbx_error_t *err)
+{
+  char buf[600];
+  pid_t pid;
+  int ws = -1;
+  if (!fp->acked) {
+    /* The child's pid reaches us translated; on v2 it goes into the cgroup before it goes on. */
+    if (child_recv(fp->sv, buf, sizeof buf, &pid, NULL, err) < 0 ||
+        (fp->cg && cgroup_clone_fd(fp->cg) >= 0 && cgroup_attach_pid(fp->cg, pid, err) < 0))
+      goto fail;
+    if (send(fp->sv, "ack", 3, MSG_NOSIGNAL) != 3) {
+      sbx_error_errno(err, "fork: ack");
+      goto fail;
+    }
+    fp->acked = true;
+    fp->deadline_ns = now_ns() + CHILD_STEP_MS * 1000000ULL;
+    return 0;
   }
-  pid_t ready;
-  if (child_recv(sv[0], buf, sizeof buf, &ready, &ws, err) < 0)
+  if (child_recv(fp->sv, buf, sizeof buf, &pid, &ws, err) < 0)
     goto fail; /* (it has exited, or is about to: its pid is not ours to signal) */
-  p1 = ready;
   unsigned long long ino = 0, dev = 0;
   if (sscanf(buf, "ready %llu %llu", &ino, &dev) != 2 || ws < 0) {
     sbx_error_set(err, 0, "fork: unexpected answer `%.80s`", buf);
-    goto fail;
+    goto fail_kill;
   }
-  pidfd = (int) syscall(SYS_pidfd_open, p1, 0);
+  int pidfd = (int) syscall(SYS_pidfd_open, pid, 0);
   if (pidfd < 0) {
     sbx_error_errno(err, "fork: pidfd_open");
-    goto fail;
+    goto fail_kill;
   }
-  if (sandbox_adopt(p1, pidfd, TAKE_FD(sv[0]), cg, ws, ino, dev, limits, ret, err) < 0) {
-    /* sandbox_adopt took the fds and the cgroup, and killed it */
-    return -1;
-  }
-  return 0;
+  /* sandbox_adopt takes the fds and the cgroup (and kills it on failure). */
+  int r = sandbox_adopt(pid, pidfd, TAKE_FD(fp->sv), TAKE_PTR(fp->cg), ws, ino, dev, &fp->limits, ret, err);
+  fork_pending_free(fp);
+  return r < 0 ? -1 : 1;
+fail_kill:
+  kill(pid, SIGKILL); /* it waits to fork the code: its pid still names it */
 fail:
-  if (p1 > 0) /* it waits to fork the code: its pid still names it */
-    kill(p1, SIGKILL);
   if (ws >= 0)
     close(ws);
-  if (sv[0] >= 0)
-    close(sv[0]);
-  if (sv[1] >= 0)
-    close(sv[1]);
-  cgroup_destroy(cg); /* kills whatever moved in */
+  fork_pending_free(fp);
   return -1;
+}
+
+/* fork_begin, then its answers, blocking. */
+static int fork_child(struct fork_template *t, struct server *srv, const struct sbx_limits *limits, int out_w,
+                      int err_w, int inside, struct sbx_sandbox **ret, sbx_error_t *err)
+{
+  struct fork_pending *fp;
+  if (fork_begin(t, srv, limits, out_w, err_w, inside, &fp, err) < 0)
+    return -1;
+  int r;
+  while ((r = fork_pending_step(fp, ret, err)) == 0)
+    ;
+  return r < 0 ? -1 : 0;
 }
 
 /* t served one more sandbox (a call's, or a ready one's, which counts from its fork): its
@@ -600,14 +663,12 @@ int fork_warm_spawn(struct server *srv, sbx_error_t *err)
   struct warm *w = calloc(1, sizeof *w);
   if (!w)
     return sbx_error_set(err, ENOMEM, "ready forked sandbox");
-  if (fork_child(t, srv, &limits, out_w, err_w, inside, &w->sb, err) < 0) {
+  /* Its child's answers are collected by the loop (warm_pool_dispatch, fork_warm_step). */
+  if (fork_begin(t, srv, &limits, out_w, err_w, inside, &w->fork_pending, err) < 0) {
     free(w);
     return sbx_error_prefix(err, "ready forked sandbox");
   }
-  /* No deadline while idle: the call's starts at delivery. */
-  sandbox_set_deadline(w->sb, UINT64_MAX);
   w->lang = MCP_LANG_PYTHON;
-  w->ready = true;
   w->fork_tmpl = template_served(srv, t);
   w->out_fd = TAKE_FD(out_r);
   w->err_fd = TAKE_FD(err_r);
@@ -615,6 +676,20 @@ int fork_warm_spawn(struct server *srv, sbx_error_t *err)
   slist_append(&srv->warm, w);
   srv->n_warm++;
   return 0;
+}
+
+int fork_warm_step(struct warm *w, sbx_error_t *err)
+{
+  int r = fork_pending_step(w->fork_pending, &w->sb, err);
+  if (r == 0)
+    return 0;
+  w->fork_pending = NULL; /* freed */
+  if (r < 0)
+    return sbx_error_prefix(err, "ready forked sandbox");
+  /* No deadline while idle: the call's starts at delivery. */
+  sandbox_set_deadline(w->sb, UINT64_MAX);
+  w->ready = true;
+  return 1;
 }
 
 /* At server start: the first template, and one sandbox forked from it all the way to its code

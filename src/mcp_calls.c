@@ -554,7 +554,7 @@ static int call_start(struct server *srv, struct call *c, sbx_error_t *err)
    * never a silent cold start instead. */
   if (c->lang == MCP_LANG_PYTHON && srv->warm_fork) {
     struct warm *f = srv->warm;
-    while (f && f->lang != MCP_LANG_PYTHON)
+    while (f && (f->lang != MCP_LANG_PYTHON || !f->ready))
       f = f->next;
     if (f) {
       sbx_error_t ferr = {0};

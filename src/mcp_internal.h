@@ -88,6 +88,7 @@ struct warm {
   int job_fd;         /* our end of the socket at SBX_BRIDGE_FD inside, or of its stdin pipe */
   /* --warm-mode fork: the template it was forked from (a reference, fork_template.c); else NULL */
   struct fork_template *fork_tmpl;
+  struct fork_pending *fork_pending; /* while it is forked (not ready), else NULL */
 };
 
 /* The job on its way to the runner (mcp_job.c): the frame's parts and how much is written. */

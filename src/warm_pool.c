@@ -24,6 +24,7 @@ void warm_free(struct warm *w)
   if (!w)
     return;
   sandbox_free(w->sb); /* kills and reaps */
+  fork_pending_free(w->fork_pending);
   if (w->out_fd >= 0)
     close(w->out_fd);
   if (w->err_fd >= 0)
@@ -160,18 +161,27 @@ static void warm_refill(struct server *srv, enum mcp_lang lang)
 void warm_pool_top_up(struct server *srv, int *timeout)
 {
   enum mcp_lang lang;
+  uint64_t now = now_ns();
+  /* A forked one whose child does not answer in time (fork_template.c's CHILD_STEP_MS) goes. */
+  for (struct warm *w = srv->warm, *next; w; w = next) {
+    next = w->next;
+    if (!w->fork_pending)
+      continue;
+    int t = ms_until(fork_pending_deadline(w->fork_pending), now);
+    if (t == 0)
+      warm_died(srv, w, "a forked sandbox did not answer in time");
+    else if (*timeout < 0 || t < *timeout)
+      *timeout = t;
+  }
   if (!warm_short(srv, &lang))
     return;
-  uint64_t now = now_ns(), at = srv->warm_retry_ns;
+  uint64_t at = srv->warm_retry_ns;
   if (code_running(srv) && srv->last_call_ns + WARM_DEFER_NS > at)
     at = srv->last_call_ns + WARM_DEFER_NS;
   int t = ms_until(at, now);
   if (t == 0) {
     warm_refill(srv, lang);
-    /* A forked one is ready at once, with no fd to wake the loop: the next turn tops up again. */
-    bool forked = lang == MCP_LANG_PYTHON && srv->warm_fork;
-    if (!forked || srv->warm_retry_ns > now || !warm_short(srv, &lang))
-      return;
+    return;
   }
   if (*timeout < 0 || t < *timeout)
     *timeout = t;
@@ -183,8 +193,10 @@ size_t warm_pool_pollfds(struct server *srv, struct pollfd *pfds)
 {
   size_t n = 0;
   for (struct warm *w = srv->warm; w; w = w->next)
-    pfds[n++] =
-        (struct pollfd){.fd = w->ready ? sandbox_pidfd(w->sb) : sandbox_spawn_fd(w->sb), .events = POLLIN};
+    pfds[n++] = (struct pollfd){.fd = w->ready          ? sandbox_pidfd(w->sb)
+                                      : w->fork_pending ? fork_pending_fd(w->fork_pending)
+                                                        : sandbox_spawn_fd(w->sb),
+                                .events = POLLIN};
   return n + fork_template_pollfds(srv, pfds + n);
 }
 
@@ -195,7 +207,11 @@ void warm_pool_dispatch(struct server *srv, const struct pollfd *pfds, size_t n)
   size_t i = 0;
   for (; i < n && w; i++) {
     struct warm *next = w->next;
-    if (pfds[i].revents && !w->ready) {
+    if (pfds[i].revents && w->fork_pending) {
+      sbx_error_t werr = {0};
+      if (fork_warm_step(w, &werr) < 0)
+        warm_died(srv, w, werr.msg);
+    } else if (pfds[i].revents && !w->ready) {
       sbx_error_t werr = {0};
       if (sandbox_spawn_finish(w->sb, &werr) == 0)
         w->ready = true;

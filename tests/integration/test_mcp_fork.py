@@ -505,3 +505,29 @@ def test_a_ready_forked_sandbox_gets_the_calls_timeout_at_delivery():
         assert served_by_ready(m, "print(7)") == "7\n"
     finally:
         m.close()
+
+
+def test_a_fork_made_ahead_never_blocks_the_server_and_one_that_hangs_is_dropped():
+    """The pool's fork is asked of the template and its answers collected by the server's loop: a
+    template that does not answer (stopped here) delays nothing else, and after the step's limit
+    (5 s, CHILD_STEP_MS) the fork is dropped and another made once the template answers again."""
+    sbx.require_sandboxd()
+    m = Mcp("--warm-mode", "fork", warm="1")
+    try:
+        assert served_by_ready(m, "print(8)") == "8\n"
+        assert len(wait_ready(m, 1)) == 1
+        t = template_pid(m)
+        os.kill(t, signal.SIGSTOP)
+        try:
+            # The refill after this call is asked of the stopped template.
+            assert served_by_ready(m, "print(9)") == "9\n"
+            t0 = time.monotonic()
+            m.send("tools/list", {})
+            assert time.monotonic() - t0 < 2.5  # not held for the fork's 5 s
+            time.sleep(5.5)
+        finally:
+            os.kill(t, signal.SIGCONT)
+        assert served_by_ready(m, "print(10)") == "10\n"
+    finally:
+        err = m.close()
+    assert "did not answer in time" in err, err
