@@ -492,12 +492,15 @@ static int fork_begin(struct fork_template *t, struct server *srv, const struct 
   }
   int sv[2] = {-1, -1};
   int one = 1;
-  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0 ||
-      setsockopt(sv[0], SOL_SOCKET, SO_PASSCRED, &one, sizeof one) < 0) {
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
     sbx_error_errno(err, "fork: socketpair");
     goto fail;
   }
   fp->sv = sv[0];
+  if (setsockopt(fp->sv, SOL_SOCKET, SO_PASSCRED, &one, sizeof one) < 0) {
+    sbx_error_errno(err, "fork: SO_PASSCRED");
+    goto fail;
+  }
   int fds[4 + CGROUP_MAX_ATTACH_FDS] = {sv[1], out_w, err_w, inside};
   for (int i = 0; i < n_cg; i++)
     fds[4 + i] = cgfds[i];
