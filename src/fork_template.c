@@ -37,6 +37,7 @@
 #include "policy.h"
 #include "sandbox.h"
 #include "seccomp.h"
+#include "slist.h"
 #include "util.h"
 #include "warn.h"
 
@@ -294,7 +295,7 @@ static int template_start(struct server *srv, struct fork_template **ret, sbx_er
 
 /* Its sandbox has not ended, and its Python still holds fd 3 and has not written to it (it only
  * answers its setup): its Python may die a moment before the sandbox's init does. */
-static bool template_alive(const struct fork_template *t)
+bool fork_template_alive(const struct fork_template *t)
 {
   struct pollfd pfd[2] = {{.fd = sandbox_pidfd(t->sb), .events = POLLIN},
                           {.fd = t->ctl_fd, .events = POLLIN}};
@@ -329,9 +330,11 @@ static void template_retire(struct server *srv)
 static int template_get(struct server *srv, struct fork_template **ret, sbx_error_t *err)
 {
   struct fork_template *t = srv->fork_tmpl;
-  if (t && !template_alive(t))
+  if (t && !fork_template_alive(t)) {
     template_ended(t);
-  if (t && (!template_alive(t) || t->served >= FORK_TEMPLATE_CALLS || t->binds_hash != binds_hash(srv)))
+    warm_pool_drop_forked(srv, t);
+  }
+  if (t && (!fork_template_alive(t) || t->served >= FORK_TEMPLATE_CALLS || t->binds_hash != binds_hash(srv)))
     template_retire(srv);
   /* The one started in the background (fork_template_dispatch), if it is for these binds. */
   if (!srv->fork_tmpl && srv->fork_next) {
@@ -454,22 +457,63 @@ static int call_cgroup(struct server *srv, const struct sbx_limits *limits, stru
   return 0;
 }
 
-/* Ask the template for the call's sandbox, with out_w, err_w and inside (its fd 3) as
- * base_spec's; on success *ret is built and its runner waits for its job on inside. */
-static int fork_child(struct fork_template *t, struct server *srv, const struct sbx_limits *limits, int out_w,
-                      int err_w, int inside, struct sbx_sandbox **ret, sbx_error_t *err)
+/* A sandbox being forked: asked of the template, its child's answers not all in yet. */
+struct fork_pending {
+  struct sbx_cgroup *cg; /* the call's, until sandbox_adopt takes it */
+  int sv;                /* our end of the child's socket */
+  bool acked;            /* its hello answered; its READY next */
+  struct sbx_limits limits;
+  uint64_t deadline_ns;            /* for its next answer */
+  const struct sbx_policy *policy; /* the server's: network proxy gets the call a proxy */
+  unsigned host_id;                /* the template's (root): its proxy runs as it */
+};
+
+void fork_pending_free(struct fork_pending *fp)
 {
-  struct sbx_cgroup *cg = NULL;
+  if (!fp)
+    return;
+  if (fp->sv >= 0)
+    close(fp->sv);
+  cgroup_destroy(fp->cg); /* kills whatever moved in */
+  free(fp);
+}
+
+int fork_pending_fd(const struct fork_pending *fp)
+{
+  return fp->sv;
+}
+
+uint64_t fork_pending_deadline(const struct fork_pending *fp)
+{
+  return fp->deadline_ns;
+}
+
+/* Ask the template for the call's sandbox, with out_w, err_w and inside (its fd 3) as
+ * base_spec's; fork_pending_step collects its child's answers. */
+static int fork_begin(struct fork_template *t, struct server *srv, const struct sbx_limits *limits, int out_w,
+                      int err_w, int inside, struct fork_pending **ret, sbx_error_t *err)
+{
+  struct fork_pending *fp = calloc(1, sizeof *fp);
+  if (!fp)
+    return sbx_error_set(err, ENOMEM, "fork");
+  fp->sv = -1;
+  fp->limits = *limits;
+  fp->policy = srv->policy;
+  fp->host_id = sandbox_host_id(t->sb);
   int cgfds[CGROUP_MAX_ATTACH_FDS], n_cg = 0;
-  if (call_cgroup(srv, limits, &cg, cgfds, &n_cg, err) < 0)
+  if (call_cgroup(srv, limits, &fp->cg, cgfds, &n_cg, err) < 0) {
+    free(fp);
     return -1;
-  int sv[2] = {-1, -1}, ws = -1, lfd = -1, pidfd = -1;
+  }
+  int sv[2] = {-1, -1};
   int one = 1;
-  pid_t c1, p1 = 0;
-  char buf[600];
-  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0 ||
-      setsockopt(sv[0], SOL_SOCKET, SO_PASSCRED, &one, sizeof one) < 0) {
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
     sbx_error_errno(err, "fork: socketpair");
+    goto fail;
+  }
+  fp->sv = sv[0];
+  if (setsockopt(fp->sv, SOL_SOCKET, SO_PASSCRED, &one, sizeof one) < 0) {
+    sbx_error_errno(err, "fork: SO_PASSCRED");
     goto fail;
   }
   int fds[4 + CGROUP_MAX_ATTACH_FDS] = {sv[1], out_w, err_w, inside};
@@ -502,49 +546,91 @@ static int fork_child(struct fork_template *t, struct server *srv, const struct 
     sbx_error_errno(err, "fork: ask the template");
     goto fail;
   }
-  /* The child's pid reaches us translated; on v2 it goes into the cgroup before it goes on. */
-  if (child_recv(sv[0], buf, sizeof buf, &c1, NULL, NULL, err) < 0)
-    goto fail;
-  if (cg && cgroup_clone_fd(cg) >= 0 && cgroup_attach_pid(cg, c1, err) < 0)
-    goto fail;
-  if (send(sv[0], "ack", 3, MSG_NOSIGNAL) != 3) {
-    sbx_error_errno(err, "fork: ack");
-    goto fail;
+  fp->deadline_ns = now_ns() + CHILD_STEP_MS * 1000000ULL;
+  *ret = fp;
+  return 0;
+fail:
+  if (sv[1] >= 0)
+    close(sv[1]);
+  while (n_cg > 0)
+    close(cgfds[--n_cg]);
+  fork_pending_free(fp);
+  return -1;
+}
+
+/* Its child's next answer: 1 when the sandbox is built (*ret, fp freed), 0 when another answer
+ * is due (fp->sv turns readable), -1 when it failed (fp freed). Blocks up to CHILD_STEP_MS. */
+static int fork_pending_step(struct fork_pending *fp, struct sbx_sandbox **ret, sbx_error_t *err)
+{
+  char buf[600];
+  pid_t pid;
+  int ws = -1, lfd = -1;
+  if (!fp->acked) {
+    /* The child's pid reaches us translated; on v2 it goes into the cgroup before it goes on. */
+    if (child_recv(fp->sv, buf, sizeof buf, &pid, NULL, NULL, err) < 0 ||
+        (fp->cg && cgroup_clone_fd(fp->cg) >= 0 && cgroup_attach_pid(fp->cg, pid, err) < 0))
+      goto fail;
+    if (send(fp->sv, "ack", 3, MSG_NOSIGNAL) != 3) {
+      sbx_error_errno(err, "fork: ack");
+      goto fail;
+    }
+    fp->acked = true;
+    fp->deadline_ns = now_ns() + CHILD_STEP_MS * 1000000ULL;
+    return 0;
   }
-  pid_t ready;
   /* READY: the workspace, then (network proxy) the egress listener it made in its netns. */
-  if (child_recv(sv[0], buf, sizeof buf, &ready, &ws, &lfd, err) < 0)
+  if (child_recv(fp->sv, buf, sizeof buf, &pid, &ws, &lfd, err) < 0)
     goto fail; /* (it has exited, or is about to: its pid is not ours to signal) */
-  p1 = ready;
   unsigned long long ino = 0, dev = 0;
   if (sscanf(buf, "ready %llu %llu", &ino, &dev) != 2 || ws < 0) {
     sbx_error_set(err, 0, "fork: unexpected answer `%.80s`", buf);
-    goto fail;
+    goto fail_kill;
   }
-  pidfd = (int) syscall(SYS_pidfd_open, p1, 0);
+  int pidfd = (int) syscall(SYS_pidfd_open, pid, 0);
   if (pidfd < 0) {
     sbx_error_errno(err, "fork: pidfd_open");
-    goto fail;
+    goto fail_kill;
   }
-  if (sandbox_adopt(p1, pidfd, TAKE_FD(sv[0]), cg, ws, ino, dev, limits, srv->policy, TAKE_FD(lfd), t->sb,
-                    ret, err) < 0) {
-    /* sandbox_adopt took the fds and the cgroup, and killed it */
-    return -1;
-  }
-  return 0;
+  /* sandbox_adopt takes the fds and the cgroup (and kills it on failure). */
+  int r = sandbox_adopt(pid, pidfd, TAKE_FD(fp->sv), TAKE_PTR(fp->cg), ws, ino, dev, &fp->limits, fp->policy,
+                        lfd, fp->host_id, ret, err);
+  fork_pending_free(fp);
+  return r < 0 ? -1 : 1;
+fail_kill:
+  kill(pid, SIGKILL); /* it waits to fork the code: its pid still names it */
 fail:
-  if (p1 > 0) /* it waits to fork the code: its pid still names it */
-    kill(p1, SIGKILL);
   if (ws >= 0)
     close(ws);
   if (lfd >= 0)
     close(lfd);
-  if (sv[0] >= 0)
-    close(sv[0]);
-  if (sv[1] >= 0)
-    close(sv[1]);
-  cgroup_destroy(cg); /* kills whatever moved in */
+  fork_pending_free(fp);
   return -1;
+}
+
+/* fork_begin, then its answers, blocking. */
+static int fork_child(struct fork_template *t, struct server *srv, const struct sbx_limits *limits, int out_w,
+                      int err_w, int inside, struct sbx_sandbox **ret, sbx_error_t *err)
+{
+  struct fork_pending *fp;
+  if (fork_begin(t, srv, limits, out_w, err_w, inside, &fp, err) < 0)
+    return -1;
+  int r;
+  while ((r = fork_pending_step(fp, ret, err)) == 0)
+    ;
+  return r < 0 ? -1 : 0;
+}
+
+/* t served one more sandbox (a call's, or a ready one's, which counts from its fork): its
+ * successor is started ahead so that the sandbox after its last finds it ready. */
+static struct fork_template *template_served(struct server *srv, struct fork_template *t)
+{
+  t->served++;
+  t->refs++;
+  sbx_error_t why = {0};
+  if (!srv->fork_next && t->served + FORK_TEMPLATE_AHEAD >= FORK_TEMPLATE_CALLS &&
+      template_begin(srv, &srv->fork_next, &why) < 0)
+    log_warn("the next fork template: %s", why.msg);
+  return t;
 }
 
 int fork_call_start(struct server *srv, struct call *c, sbx_error_t *err)
@@ -569,17 +655,63 @@ int fork_call_start(struct server *srv, struct call *c, sbx_error_t *err)
         fork_child(t, srv, &c->limits, out_w, err_w, inside, &c->sb, &why) < 0)
       return (*err = why, -1);
   }
-  t->served++;
-  t->refs++;
-  c->fork_tmpl = t;
-  /* Its successor, started ahead so that the call after its last finds it ready. */
-  sbx_error_t why = {0};
-  if (!srv->fork_next && t->served + FORK_TEMPLATE_AHEAD >= FORK_TEMPLATE_CALLS &&
-      template_begin(srv, &srv->fork_next, &why) < 0)
-    log_warn("the next fork template: %s", why.msg);
+  c->fork_tmpl = template_served(srv, t);
   c->out_fd = TAKE_FD(out_r);
   c->err_fd = TAKE_FD(err_r);
   return call_deliver(c, TAKE_FD(job), "fork", err);
+}
+
+/* A ready forked sandbox for the pool (--warm): forked and set up all the way to reading its job,
+ * as a call's is by fork_call_start, with the longest timeout a call may ask for (its degraded
+ * RLIMIT_CPU); the call sets its deadline at delivery (call_start_warm). It counts toward its
+ * template's FORK_TEMPLATE_CALLS from now, and holds a reference to it until its call ends. */
+int fork_warm_spawn(struct server *srv, sbx_error_t *err)
+{
+  struct sbx_limits req, limits;
+  limits_unset(&req);
+  req.timeout_ms = srv->policy->max.timeout_ms;
+  if (policy_resolve_limits(srv->policy, &req, &limits, err) < 0)
+    return -1;
+  struct fork_template *t;
+  if (template_get(srv, &t, err) < 0)
+    return -1;
+  _cleanup_close_ int out_w = -1, err_w = -1;
+  _cleanup_close_ int out_r = -1, err_r = -1;
+  if (open_pipe(&out_r, &out_w, err) < 0 || open_pipe(&err_r, &err_w, err) < 0)
+    return -1;
+  _cleanup_close_ int job = -1, inside = -1;
+  if (code_channel(MCP_LANG_PYTHON, &job, &inside, err) < 0)
+    return -1;
+  struct warm *w = calloc(1, sizeof *w);
+  if (!w)
+    return sbx_error_set(err, ENOMEM, "ready forked sandbox");
+  /* Its child's answers are collected by the loop (warm_pool_dispatch, fork_warm_step). */
+  if (fork_begin(t, srv, &limits, out_w, err_w, inside, &w->fork_pending, err) < 0) {
+    free(w);
+    return sbx_error_prefix(err, "ready forked sandbox");
+  }
+  w->lang = MCP_LANG_PYTHON;
+  w->fork_tmpl = template_served(srv, t);
+  w->out_fd = TAKE_FD(out_r);
+  w->err_fd = TAKE_FD(err_r);
+  w->job_fd = TAKE_FD(job);
+  slist_append(&srv->warm, w);
+  srv->n_warm++;
+  return 0;
+}
+
+int fork_warm_step(struct warm *w, sbx_error_t *err)
+{
+  int r = fork_pending_step(w->fork_pending, &w->sb, err);
+  if (r == 0)
+    return 0;
+  w->fork_pending = NULL; /* freed */
+  if (r < 0)
+    return sbx_error_prefix(err, "ready forked sandbox");
+  /* No deadline while idle: the call's starts at delivery. */
+  sandbox_set_deadline(w->sb, UINT64_MAX);
+  w->ready = true;
+  return 1;
 }
 
 /* At server start: the first template, and one sandbox forked from it all the way to its code
@@ -628,6 +760,7 @@ void fork_template_dispatch(struct server *srv, const struct pollfd *pfd)
     return;
   }
   template_ended(srv->fork_tmpl);
+  warm_pool_drop_forked(srv, srv->fork_tmpl); /* they died with it */
   template_retire(srv);
   if (template_begin(srv, &srv->fork_next, &err) < 0)
     log_warn("the next fork template: %s", err.msg);

@@ -3,7 +3,9 @@
 #ifndef SBX_FORK_TEMPLATE_H
 #define SBX_FORK_TEMPLATE_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "error.h"
 
@@ -19,6 +21,17 @@ struct fork_template;
 int fork_template_init(struct server *srv, sbx_error_t *err);
 /* Start the call's sandbox as a fork of the template and hand it its code (call_deliver). */
 int fork_call_start(struct server *srv, struct call *c, sbx_error_t *err);
+/* A forked sandbox added to the pool (--warm in fork mode), not ready yet: the loop collects its
+ * child's answers on fork_pending_fd with fork_warm_step (1: ready, 0: not yet, -1: failed). */
+struct warm;
+struct fork_pending;
+int fork_warm_spawn(struct server *srv, sbx_error_t *err);
+int fork_warm_step(struct warm *w, sbx_error_t *err);
+int fork_pending_fd(const struct fork_pending *fp);
+uint64_t fork_pending_deadline(const struct fork_pending *fp); /* now_ns() clock */
+void fork_pending_free(struct fork_pending *fp);
+/* t's sandbox and its Python are alive (a ready forked sandbox dies with them). */
+bool fork_template_alive(const struct fork_template *t);
 /* The call of t has ended (call_free). NULL is fine. */
 void fork_template_release(struct server *srv, struct fork_template *t);
 /* The successor being started in the background: at most one poll entry, then what it says. */

@@ -550,9 +550,21 @@ static int call_start(struct server *srv, struct call *c, sbx_error_t *err)
     proxy_on_done(c->proxy, bridge_done, c);
   }
 
-  /* --warm-mode fork: a fork of the template, never a silent cold start instead. */
-  if (c->lang == MCP_LANG_PYTHON && srv->warm_fork)
+  /* --warm-mode fork: a ready forked sandbox (--warm), else a fork of the template made now;
+   * never a silent cold start instead. */
+  if (c->lang == MCP_LANG_PYTHON && srv->warm_fork) {
+    struct warm *f = srv->warm;
+    while (f && (f->lang != MCP_LANG_PYTHON || !f->ready))
+      f = f->next;
+    if (f) {
+      sbx_error_t ferr = {0};
+      warm_unlink(srv, f);
+      if (call_start_warm(c, f, &ferr) == 0)
+        return 0;
+      log_warn("%s; forking the call's sandbox now", ferr.msg);
+    }
     return fork_call_start(srv, c, err);
+  }
   /* A ready warm sandbox if there is one. Else one still being built, which the call waits for
    * (call_pending_ready): it is further along than a cold one started now would be, and
    * building both would split the CPUs between them. Only an empty pool (a burst) starts cold. */

@@ -86,6 +86,9 @@ struct warm {
   bool ready;         /* setup finished (sandbox_spawn_finish); until then it is being built */
   int out_fd, err_fd; /* read ends of its stdout/stderr, adopted by the call */
   int job_fd;         /* our end of the socket at SBX_BRIDGE_FD inside, or of its stdin pipe */
+  /* --warm-mode fork: the template it was forked from (a reference, fork_template.c); else NULL */
+  struct fork_template *fork_tmpl;
+  struct fork_pending *fork_pending; /* while it is forked (not ready), else NULL */
 };
 
 /* The job on its way to the runner (mcp_job.c): the frame's parts and how much is written. */
@@ -303,6 +306,8 @@ size_t warm_pool_pollfds(struct server *srv, struct pollfd *pfds);
 void warm_pool_dispatch(struct server *srv, const struct pollfd *pfds, size_t n);
 /* Kill and reap every idle warm sandbox. */
 void warm_pool_clear(struct server *srv);
+/* Kill and reap the idle ones forked from t (it died). */
+void warm_pool_drop_forked(struct server *srv, const struct fork_template *t);
 
 static inline int ms_until(uint64_t when, uint64_t now)
 {

@@ -115,14 +115,16 @@ int sandbox_result_now(struct sbx_sandbox *s, int exit_code, struct sbx_result *
 /* A sandbox made outside sandbox_spawn (a fork of `sandboxd mcp`'s template, fork_template.c):
  * pid 1 (pid, pidfd, not our child), the socket it reports the code's status on, its cgroup (or
  * NULL), workspace tmpfs and pid namespace. With network proxy (policy), listen_fd is the egress
- * listener pid 1 made in its network namespace: its proxy is started here, as the template's
- * (tmpl's) host id. Takes pidfd, sync_fd, cg, workspace_fd and listen_fd, even on failure (then
+ * listener pid 1 made in its network namespace: its proxy is started here, as run_as (the
+ * template's host id). Takes pidfd, sync_fd, cg, workspace_fd and listen_fd, even on failure (then
  * it is killed). */
 struct sbx_cgroup;
 int sandbox_adopt(pid_t pid, int pidfd, int sync_fd, struct sbx_cgroup *cg, int workspace_fd,
                   unsigned long long pidns_ino, unsigned long long pidns_dev, const struct sbx_limits *limits,
-                  const struct sbx_policy *policy, int listen_fd, const struct sbx_sandbox *tmpl,
-                  struct sbx_sandbox **ret, sbx_error_t *err);
+                  const struct sbx_policy *policy, int listen_fd, unsigned run_as, struct sbx_sandbox **ret,
+                  sbx_error_t *err);
+/* Root: the sandbox's host uid and gid (hostid.h), as its egress proxy runs; else 0. */
+unsigned sandbox_host_id(const struct sbx_sandbox *s);
 /* Kill if still running, reap, release everything. NULL is fine. */
 void sandbox_free(struct sbx_sandbox *s);
 

@@ -21,8 +21,8 @@
 
 int sandbox_adopt(pid_t pid, int pidfd, int sync_fd, struct sbx_cgroup *cg, int workspace_fd,
                   unsigned long long pidns_ino, unsigned long long pidns_dev, const struct sbx_limits *limits,
-                  const struct sbx_policy *policy, int listen_fd, const struct sbx_sandbox *tmpl,
-                  struct sbx_sandbox **ret, sbx_error_t *err)
+                  const struct sbx_policy *policy, int listen_fd, unsigned run_as, struct sbx_sandbox **ret,
+                  sbx_error_t *err)
 {
   bool proxy = policy->network == SBX_NET_PROXY;
   struct sbx_sandbox *s = proxy && listen_fd < 0 ? NULL : calloc(1, sizeof *s);
@@ -54,8 +54,7 @@ int sandbox_adopt(pid_t pid, int pidfd, int sync_fd, struct sbx_cgroup *cg, int 
                             .forked = true};
   /* The proxy serves the listener from here (the host's network namespace) until pid 1 exits,
    * as the cold path's does (sandbox_spawn_finish); it takes listen_fd. */
-  if (proxy && egress_proxy_start(policy, listen_fd, s->pidfd, tmpl ? tmpl->host_id : 0, &s->egress,
-                                  &s->egress_pid, err) < 0) {
+  if (proxy && egress_proxy_start(policy, listen_fd, s->pidfd, run_as, &s->egress, &s->egress_pid, err) < 0) {
     sandbox_free(s);
     return -1;
   }
@@ -76,4 +75,9 @@ void sandbox_fork_wait(struct sbx_sandbox *s)
   int st;
   if (n > 0 && (buf[n] = '\0', sscanf(buf, "exit %d", &st) == 1))
     s->code_status = st;
+}
+
+unsigned sandbox_host_id(const struct sbx_sandbox *s)
+{
+  return s->host_id;
 }

@@ -24,6 +24,7 @@ void warm_free(struct warm *w)
   if (!w)
     return;
   sandbox_free(w->sb); /* kills and reaps */
+  fork_pending_free(w->fork_pending);
   if (w->out_fd >= 0)
     close(w->out_fd);
   if (w->err_fd >= 0)
@@ -80,16 +81,25 @@ void warm_unlink(struct server *srv, struct warm *w)
     srv->n_warm--;
 }
 
+/* Kill and reap an idle one taken out of the pool, and let go of its fork template. */
+static void warm_drop(struct server *srv, struct warm *w)
+{
+  struct fork_template *t = TAKE_PTR(w->fork_tmpl);
+  warm_free(w);
+  fork_template_release(srv, t);
+}
+
 /* Give the call a warm sandbox. On failure the warm sandbox is gone and the call gets a cold one. */
 int call_start_warm(struct call *c, struct warm *w, sbx_error_t *err)
 {
   /* The call's clock and deadline start at delivery, as a cold one's start at its spawn. */
   sandbox_start_clock(w->sb);
   sandbox_set_deadline(w->sb, now_ns() + c->limits.timeout_ms * 1000000ULL);
-  if (call_deliver(c, TAKE_FD(w->job_fd), "warm", err) < 0) {
-    warm_free(w);
+  if (call_deliver(c, TAKE_FD(w->job_fd), w->fork_tmpl ? "preforked" : "warm", err) < 0) {
+    warm_drop(c->srv, w);
     return -1;
   }
+  c->fork_tmpl = TAKE_PTR(w->fork_tmpl); /* released when the call ends (call_free) */
   c->sb = TAKE_PTR(w->sb);
   c->out_fd = TAKE_FD(w->out_fd);
   c->err_fd = TAKE_FD(w->err_fd);
@@ -101,6 +111,12 @@ int call_start_warm(struct call *c, struct warm *w, sbx_error_t *err)
  * and wait a while before the next, so a broken setup does not spin. */
 static void warm_died(struct server *srv, struct warm *w, const char *why)
 {
+  /* A ready forked one dies with its template, which is replaced at once (fork_template.c). */
+  if (w->fork_tmpl && !fork_template_alive(w->fork_tmpl)) {
+    warm_unlink(srv, w);
+    warm_drop(srv, w);
+    return;
+  }
   char buf[512];
   ssize_t n = why ? 0 : read(w->err_fd, buf, sizeof buf - 1);
   buf[n > 0 ? n : 0] = '\0';
@@ -109,7 +125,7 @@ static void warm_died(struct server *srv, struct warm *w, const char *why)
   else
     log_warn("a warm sandbox ended before it got a job%s%s", n > 0 ? ": " : "", buf);
   warm_unlink(srv, w);
-  warm_free(w);
+  warm_drop(srv, w);
   srv->warm_retry_ns = now_ns() + WARM_RETRY_NS;
 }
 
@@ -120,8 +136,7 @@ static bool warm_short(const struct server *srv, enum mcp_lang *ret)
   for (const struct warm *w = srv->warm; w; w = w->next)
     have[w->lang]++;
   for (int l = 0; l < MCP_LANG_COUNT; l++)
-    if ((srv->warm_langs & MCP_LANG_BIT(l)) && !(l == MCP_LANG_PYTHON && srv->warm_fork) &&
-        have[l] < srv->warm_target && have[l] < least) {
+    if ((srv->warm_langs & MCP_LANG_BIT(l)) && have[l] < srv->warm_target && have[l] < least) {
       least = have[l];
       *ret = (enum mcp_lang) l;
     }
@@ -132,7 +147,9 @@ static bool warm_short(const struct server *srv, enum mcp_lang *ret)
 static void warm_refill(struct server *srv, enum mcp_lang lang)
 {
   sbx_error_t err = {0};
-  if (warm_spawn(srv, lang, &err) < 0) {
+  /* --warm-mode fork: Python's are forks of the template, set up all the way to their job. */
+  bool forked = lang == MCP_LANG_PYTHON && srv->warm_fork;
+  if ((forked ? fork_warm_spawn(srv, &err) : warm_spawn(srv, lang, &err)) < 0) {
     log_warn("warm sandbox: %s", err.msg);
     srv->warm_retry_ns = now_ns() + WARM_RETRY_NS;
   }
@@ -144,15 +161,29 @@ static void warm_refill(struct server *srv, enum mcp_lang lang)
 void warm_pool_top_up(struct server *srv, int *timeout)
 {
   enum mcp_lang lang;
+  uint64_t now = now_ns();
+  /* A forked one whose child does not answer in time (fork_template.c's CHILD_STEP_MS) goes. */
+  for (struct warm *w = srv->warm, *next; w; w = next) {
+    next = w->next;
+    if (!w->fork_pending)
+      continue;
+    int t = ms_until(fork_pending_deadline(w->fork_pending), now);
+    if (t == 0)
+      warm_died(srv, w, "a forked sandbox did not answer in time");
+    else if (*timeout < 0 || t < *timeout)
+      *timeout = t;
+  }
   if (!warm_short(srv, &lang))
     return;
-  uint64_t now = now_ns(), at = srv->warm_retry_ns;
+  uint64_t at = srv->warm_retry_ns;
   if (code_running(srv) && srv->last_call_ns + WARM_DEFER_NS > at)
     at = srv->last_call_ns + WARM_DEFER_NS;
   int t = ms_until(at, now);
-  if (t == 0)
+  if (t == 0) {
     warm_refill(srv, lang);
-  else if (*timeout < 0 || t < *timeout)
+    return;
+  }
+  if (*timeout < 0 || t < *timeout)
     *timeout = t;
 }
 
@@ -162,8 +193,10 @@ size_t warm_pool_pollfds(struct server *srv, struct pollfd *pfds)
 {
   size_t n = 0;
   for (struct warm *w = srv->warm; w; w = w->next)
-    pfds[n++] =
-        (struct pollfd){.fd = w->ready ? sandbox_pidfd(w->sb) : sandbox_spawn_fd(w->sb), .events = POLLIN};
+    pfds[n++] = (struct pollfd){.fd = w->ready          ? sandbox_pidfd(w->sb)
+                                      : w->fork_pending ? fork_pending_fd(w->fork_pending)
+                                                        : sandbox_spawn_fd(w->sb),
+                                .events = POLLIN};
   return n + fork_template_pollfds(srv, pfds + n);
 }
 
@@ -174,7 +207,11 @@ void warm_pool_dispatch(struct server *srv, const struct pollfd *pfds, size_t n)
   size_t i = 0;
   for (; i < n && w; i++) {
     struct warm *next = w->next;
-    if (pfds[i].revents && !w->ready) {
+    if (pfds[i].revents && w->fork_pending) {
+      sbx_error_t werr = {0};
+      if (fork_warm_step(w, &werr) < 0)
+        warm_died(srv, w, werr.msg);
+    } else if (pfds[i].revents && !w->ready) {
       sbx_error_t werr = {0};
       if (sandbox_spawn_finish(w->sb, &werr) == 0)
         w->ready = true;
@@ -195,6 +232,17 @@ void warm_pool_clear(struct server *srv)
   while (srv->warm) {
     struct warm *w = srv->warm;
     warm_unlink(srv, w);
-    warm_free(w);
+    warm_drop(srv, w);
+  }
+}
+
+void warm_pool_drop_forked(struct server *srv, const struct fork_template *t)
+{
+  for (struct warm *w = srv->warm, *next; w; w = next) {
+    next = w->next;
+    if (w->fork_tmpl == t) {
+      warm_unlink(srv, w);
+      warm_drop(srv, w);
+    }
   }
 }

@@ -195,9 +195,14 @@ def test_nothing_one_call_leaves_is_seen_by_the_next(fork):
     assert run(fork, SEE) == "[] False False False False\n"
 
 
-def test_the_template_is_replaced_after_its_calls(fork):
-    """Calls of one template share its str hash secret: the 33rd call has a new one."""
-    hashes = [probe(fork)["hash"] for _ in range(TEMPLATE_CALLS + 1)]
+@pytest.mark.parametrize("warm", ["0", "1"])
+def test_the_template_is_replaced_after_its_calls(warm):
+    """Calls of one template share its str hash secret: the 33rd call has a new one. A ready forked
+    sandbox (--warm 1) counts toward its template's calls from its fork."""
+    sbx.require_sandboxd()
+    m = Mcp("--warm-mode", "fork", warm=warm)
+    hashes = [probe(m)["hash"] for _ in range(TEMPLATE_CALLS + 1)]
+    m.close()
     assert len(set(hashes[:TEMPLATE_CALLS])) == 1
     assert hashes[TEMPLATE_CALLS] != hashes[0]
 
@@ -371,3 +376,158 @@ def test_binds_under_the_fresh_tmpfs_are_bound_again(tmp_path):
     m.close()
     assert out == "True\n", out
     assert (host / "w.txt").read_text() == "from the call"
+
+
+# --warm N in fork mode: N sandboxes forked from the template ahead of the calls, set up all the way
+# to reading their job. What shows a call was served by one: its pid namespace existed before the
+# call was sent (seen from here in /proc/PID/ns/pid of the ready sandbox's code process, which is
+# dumpable as an exec'd runner is).
+PIDNS = "import os\nprint(os.readlink('/proc/self/ns/pid'))\n"
+
+
+def pidns(pid):
+    try:
+        return os.readlink("/proc/%d/ns/pid" % pid)
+    except OSError:
+        return None
+
+
+def ppid(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            s = f.read()
+        return int(s[s.rindex(")") + 2:].split()[1])
+    except OSError:
+        return None
+
+
+def ready_procs(m):
+    """{code process: its pid namespace} of the sandboxes forked from the template whose code
+    process and pid 1 are alive: the ready ones, and a call's that has just ended."""
+    t = template_pid(m)
+    if not t:
+        return {}
+    procs = {p: pidns(p) for p in children(t) if alive(p) and ppid(ppid(p)) == t and alive(ppid(p))}
+    return {p: ns for p, ns in procs.items() if ns}
+
+
+def ready_pidns(m):
+    return set(ready_procs(m).values())
+
+
+def wait_ready(m, n, seconds=5):
+    deadline = time.monotonic() + seconds
+    while True:
+        got = ready_procs(m)
+        if len(got) == n or time.monotonic() > deadline:
+            return got
+        time.sleep(0.02)
+
+
+def served_by_ready(m, code, n=1, timeout=None):
+    """Run code once n sandboxes are ready (and the one of the call before, if it was one, is
+    gone); its first line is its pid namespace: that it was one of those ready before the call was
+    sent, and the rest of its output."""
+    last = getattr(m, "last_served", None)
+    assert last is None or wait_for(lambda: not alive(last)), last
+    before = wait_ready(m, n)
+    assert len(before) == n, children(m.p.pid)
+    out = run(m, PIDNS + code, timeout)
+    ns, _, rest = out.partition("\n")
+    served = [p for p, pns in before.items() if pns == ns]
+    assert served, (ns, before)
+    m.last_served = served[0]
+    return rest
+
+
+def test_a_paced_call_is_served_by_a_sandbox_forked_before_it():
+    sbx.require_sandboxd()
+    m = Mcp("--warm-mode", "fork", warm="1")
+    try:
+        assert served_by_ready(m, "print(1)") == "1\n"
+        # Refilled once the call ended.
+        assert served_by_ready(m, "print(2)") == "2\n"
+    finally:
+        m.close()
+
+
+def test_nothing_passes_between_calls_served_by_ready_forked_sandboxes():
+    sbx.require_sandboxd()
+    m = Mcp("--warm-mode", "fork", warm="1")
+    try:
+        assert served_by_ready(m, LEAVE) == "ok\n"
+        assert served_by_ready(m, SEE) == "[] False False False False\n"
+        a = json.loads(served_by_ready(m, PROBE).split("\n--- ")[0])
+        b = json.loads(served_by_ready(m, PROBE).split("\n--- ")[0])
+        for k in ("random", "uuid", "secrets", "tmp"):
+            assert a[k] != b[k], k
+    finally:
+        m.close()
+
+
+def test_a_killed_template_drops_its_ready_sandboxes():
+    """They die with it and are dropped as such (not as warm sandboxes that failed, which would
+    delay the refill); the pool is refilled from its successor, and the next call is served by one
+    of those."""
+    sbx.require_sandboxd()
+    m = Mcp("--warm-mode", "fork", warm="2")
+    try:
+        old = list(wait_ready(m, 2))
+        assert len(old) == 2, children(m.p.pid)
+        t = template_pid(m)
+        assert old and t
+        os.kill(t, signal.SIGKILL)
+        assert wait_for(lambda: not [p for p in old + [t] if alive(p)]), children(m.p.pid)
+        assert wait_for(lambda: template_pid(m) not in (None, t)), children(m.p.pid)
+        new = template_pid(m)
+        # Both refilled, both forked by the new template.
+        assert len(wait_ready(m, 2)) == 2, children(m.p.pid)  # (children of the new template)
+        assert served_by_ready(m, "print(6)", n=2) == "6\n"
+    finally:
+        err = m.close()
+    assert not alive(new)
+    assert "warm sandbox" not in err, err
+
+
+
+def test_a_ready_forked_sandbox_gets_the_calls_timeout_at_delivery():
+    """It waited with no deadline (longer than the call's timeout here); the call's starts when it
+    takes it, and kills it."""
+    sbx.require_sandboxd()
+    m = Mcp("--warm-mode", "fork", warm="1")
+    try:
+        assert len(wait_ready(m, 1)) == 1
+        time.sleep(1.2)
+        t0 = time.monotonic()
+        out = served_by_ready(m, "import sys, time\nprint('up', flush=True)\ntime.sleep(30)", timeout=1)
+        assert "timeout" in out and "up" in out, out
+        assert time.monotonic() - t0 < 10
+        assert served_by_ready(m, "print(7)") == "7\n"
+    finally:
+        m.close()
+
+
+def test_a_fork_made_ahead_never_blocks_the_server_and_one_that_hangs_is_dropped():
+    """The pool's fork is asked of the template and its answers collected by the server's loop: a
+    template that does not answer (stopped here) delays nothing else, and after the step's limit
+    (5 s, CHILD_STEP_MS) the fork is dropped and another made once the template answers again."""
+    sbx.require_sandboxd()
+    m = Mcp("--warm-mode", "fork", warm="1")
+    try:
+        assert served_by_ready(m, "print(8)") == "8\n"
+        assert len(wait_ready(m, 1)) == 1
+        t = template_pid(m)
+        os.kill(t, signal.SIGSTOP)
+        try:
+            # The refill after this call is asked of the stopped template.
+            assert served_by_ready(m, "print(9)") == "9\n"
+            t0 = time.monotonic()
+            m.send("tools/list", {})
+            assert time.monotonic() - t0 < 2.5  # not held for the fork's 5 s
+            time.sleep(5.5)
+        finally:
+            os.kill(t, signal.SIGCONT)
+        assert served_by_ready(m, "print(10)") == "10\n"
+    finally:
+        err = m.close()
+    assert "did not answer in time" in err, err

@@ -37,10 +37,13 @@ def probe_json(m, name, *args):
     return json.loads(out.splitlines()[-1])
 
 
-@pytest.fixture(scope="module")
-def servers():
+# --warm 0: each call forked on its path; --warm 1: by a sandbox forked and set up ahead of it (a
+# ready fork; the server refills it before it reads the next request).
+@pytest.fixture(scope="module", params=["0", "1"], ids=["on-path", "ready"])
+def servers(request):
     sbx.require_sandboxd()
-    fork, cold = Mcp("--warm-mode", "fork"), Mcp()
+    fork, cold = Mcp("--warm-mode", "fork", warm=request.param), Mcp()
+    fork.ready = request.param != "0"
     yield fork, cold
     fork.close()
     cold.close()
@@ -70,6 +73,15 @@ def test_every_isolation_fact_is_the_cold_one(servers):
     args = (sbx.REPO, sbx.SANDBOXD, sbx.WORK, "/work", "/home/sbxtest")
     f, c = probe_json(fork, "facts", *args), probe_json(cold, "facts", *args)
     by_construction = {"mounts", "uid_map", "gid_map", "setgroups", "status", "processes", "fds"}
+    if fork.ready and f.get("rlimits") != c.get("rlimits"):
+        # Without a cgroup, a ready fork's CPU backstop is the longest timeout a call may ask for,
+        # as a prestarted sandbox's (sandboxd-mcp(7)); the call's own deadline applies at delivery.
+        caps = fork.send("resources/read", {"uri": "sandboxd://capabilities"})
+        top = (json.loads(caps["contents"][0]["text"])["max_limits"]["timeout_ms"] + 999) // 1000 + 1
+        fr, cr = dict(f["rlimits"]), dict(c["rlimits"])
+        assert fr.pop("CPU") == [top, top] and cr.pop("CPU") != [top, top]
+        assert fr == cr
+        by_construction.add("rlimits")
     for k in set(f) | set(c):
         if k not in by_construction:
             assert f.get(k) == c.get(k), k
