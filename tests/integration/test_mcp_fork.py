@@ -266,6 +266,9 @@ def start_sleeper(m, rid, seconds=60):
     m.p.stdin.flush()
 
 
+# The waits for a call's processes allow 20 s: under a loaded full run (make check) a forked call
+# has been seen to take over 5 s to appear (the server's start, or a template being replaced,
+# blocks its loop up to CHILD_STEP_MS); they wait for a state, they time nothing.
 def wait_for(pred, seconds=5):
     deadline = time.monotonic() + seconds
     while not pred() and time.monotonic() < deadline:
@@ -277,7 +280,7 @@ def test_a_cancelled_call_is_killed_and_never_answered(fork):
     start_sleeper(fork, "c1")
     t = template_pid(fork)
     # The template sandbox is two processes; the call adds its pid 1 and its code.
-    assert wait_for(lambda: len(children(fork.p.pid)) >= 4), children(fork.p.pid)
+    assert wait_for(lambda: len(children(fork.p.pid)) >= 4, seconds=20), children(fork.p.pid)
     fork.p.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled",
                                    "params": {"requestId": "c1", "reason": "test"}}) + "\n")
     fork.p.stdin.flush()
@@ -291,7 +294,7 @@ def test_eof_kills_a_running_call_and_the_template():
     sbx.require_sandboxd()
     m = Mcp("--warm-mode", "fork")
     start_sleeper(m, "e1")
-    assert wait_for(lambda: len(children(m.p.pid)) >= 4), children(m.p.pid)
+    assert wait_for(lambda: len(children(m.p.pid)) >= 4, seconds=20), children(m.p.pid)
     procs = children(m.p.pid)
     m.p.stdin.close()
     assert m.p.wait(timeout=10) == 0
@@ -326,7 +329,7 @@ def test_sigterm_kills_a_running_call_and_the_template():
     sbx.require_sandboxd()
     m = Mcp("--warm-mode", "fork")
     start_sleeper(m, "t1")
-    assert wait_for(lambda: len(children(m.p.pid)) >= 4), children(m.p.pid)
+    assert wait_for(lambda: len(children(m.p.pid)) >= 4, seconds=20), children(m.p.pid)
     procs = children(m.p.pid)
     m.p.send_signal(signal.SIGTERM)
     m.p.wait(timeout=10)
