@@ -203,8 +203,14 @@ def test_the_template_is_replaced_after_its_calls(warm):
     m = Mcp("--warm-mode", "fork", warm=warm)
     hashes = [probe(m)["hash"] for _ in range(TEMPLATE_CALLS + 1)]
     m.close()
-    assert len(set(hashes[:TEMPLATE_CALLS])) == 1
-    assert hashes[TEMPLATE_CALLS] != hashes[0]
+    if warm == "0":
+        assert len(set(hashes[:TEMPLATE_CALLS])) == 1
+        assert hashes[TEMPLATE_CALLS] != hashes[0]
+    else:
+        # Ready forks (and the start's probe) count from their fork, which the loop's refill
+        # timing places: where the change falls varies, the bound does not.
+        assert max(hashes.count(h) for h in set(hashes)) <= TEMPLATE_CALLS, hashes
+        assert len(set(hashes)) >= 2
 
 
 def test_the_template_restarts_when_killed(fork):
