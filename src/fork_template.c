@@ -584,20 +584,27 @@ static int fork_pending_step(struct fork_pending *fp, struct sbx_sandbox **ret, 
   unsigned long long ino = 0, dev = 0;
   if (sscanf(buf, "ready %llu %llu", &ino, &dev) != 2 || ws < 0) {
     sbx_error_set(err, 0, "fork: unexpected answer `%.80s`", buf);
-    goto fail_kill;
+    goto fail; /* pid 1 waits for a go that never comes: it exits when fp->sv closes */
   }
+  /* pid 1 waits for "go" before it forks the code, so it cannot have exited (and its pid cannot
+   * name another process) until this pidfd holds it; without the go it exits on its own, when
+   * fp->sv closes. */
   int pidfd = (int) syscall(SYS_pidfd_open, pid, 0);
   if (pidfd < 0) {
     sbx_error_errno(err, "fork: pidfd_open");
-    goto fail_kill;
+    goto fail;
+  }
+  if (send(fp->sv, "go", 2, MSG_NOSIGNAL) != 2) {
+    sbx_error_errno(err, "fork: go");
+    syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+    close(pidfd);
+    goto fail;
   }
   /* sandbox_adopt takes the fds and the cgroup (and kills it on failure). */
   int r = sandbox_adopt(pid, pidfd, TAKE_FD(fp->sv), TAKE_PTR(fp->cg), ws, ino, dev, &fp->limits, fp->policy,
                         lfd, fp->host_id, ret, err);
   fork_pending_free(fp);
   return r < 0 ? -1 : 1;
-fail_kill:
-  kill(pid, SIGKILL); /* it waits to fork the code: its pid still names it */
 fail:
   if (ws >= 0)
     close(ws);

@@ -14,8 +14,9 @@
 #   pid 1 of the new pid namespace (P1): fresh /proc with the policy's masks, loopback up, a
 #     cgroup namespace rooted at the call's cgroup, stdio and the call's fd 3, every other fd
 #     closed, rlimits, capabilities dropped, no_new_privs, not dumpable, the policy's seccomp
-#     filter (the same BPF the cold path installs); READY (with the workspace tmpfs), then it
-#     forks the code process and, like init.c, relays signals, reaps, and reports the status.
+#     filter (the same BPF the cold path installs); READY (with the workspace tmpfs), sandboxd's
+#     go (it holds a pidfd on P1 now), then it forks the code process and, like init.c, relays
+#     signals, reaps, and reports the status.
 #   code process: dumpable again (as an exec'd runner is), the template's modules and globals
 #     gone from sys.modules and __main__, then the runner (runner.py) reads the job from fd 3.
 # Nothing here may write to stdout or stderr: a fork would inherit what is buffered.
@@ -245,6 +246,10 @@ def _pid1(cfg, sock, out_w, err_w, chan):
     _send(sync, "ready %d %d" % (pidns.st_ino, pidns.st_dev), fds)
     for f in fds:
         os.close(f)
+    # sandboxd opens a pidfd on this process from the pid READY carried, then says go: until then
+    # this process cannot exit (its pid names it, and no other), whatever the code would do.
+    if sync.recv(16) != b"go":
+        os._exit(SETUP_FAILED)
     code = os.fork()
     if code == 0:
         try:
