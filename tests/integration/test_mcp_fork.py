@@ -272,6 +272,22 @@ def start_sleeper(m, rid, seconds=60):
     m.p.stdin.flush()
 
 
+def code_running(m):
+    """The call's code process exists: pid 2 of a pid namespace below the template's (NSpid, read
+    from /proc/PID/status, lists the pid in each namespace from ours down). A count of processes
+    is not that state: while the call's first child (C1) exits, it and the call's pid 1 make the
+    count the code would make, and the count drops back before the code is forked."""
+    for p in children(m.p.pid):
+        try:
+            with open("/proc/%d/status" % p) as f:
+                ns = next((line.split()[1:] for line in f if line.startswith("NSpid:")), [])
+        except OSError:
+            continue
+        if len(ns) >= 3 and ns[-1] == "2":
+            return True
+    return False
+
+
 # The waits for a call's processes allow 20 s: under a loaded full run (make check) a forked call
 # has been seen to take over 5 s to appear (the server's start, or a template being replaced,
 # blocks its loop up to CHILD_STEP_MS); they wait for a state, they time nothing.
@@ -283,10 +299,11 @@ def wait_for(pred, seconds=5):
 
 
 def test_a_cancelled_call_is_killed_and_never_answered(fork):
+    assert not code_running(fork)  # (no call yet, and --warm 0)
     start_sleeper(fork, "c1")
     t = template_pid(fork)
     # The template sandbox is two processes; the call adds its pid 1 and its code.
-    assert wait_for(lambda: len(children(fork.p.pid)) >= 4, seconds=20), children(fork.p.pid)
+    assert wait_for(lambda: code_running(fork), seconds=20), children(fork.p.pid)
     fork.p.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled",
                                    "params": {"requestId": "c1", "reason": "test"}}) + "\n")
     fork.p.stdin.flush()
@@ -300,7 +317,7 @@ def test_eof_kills_a_running_call_and_the_template():
     sbx.require_sandboxd()
     m = Mcp("--warm-mode", "fork")
     start_sleeper(m, "e1")
-    assert wait_for(lambda: len(children(m.p.pid)) >= 4, seconds=20), children(m.p.pid)
+    assert wait_for(lambda: code_running(m), seconds=20), children(m.p.pid)
     procs = children(m.p.pid)
     m.p.stdin.close()
     assert m.p.wait(timeout=10) == 0
@@ -335,7 +352,7 @@ def test_sigterm_kills_a_running_call_and_the_template():
     sbx.require_sandboxd()
     m = Mcp("--warm-mode", "fork")
     start_sleeper(m, "t1")
-    assert wait_for(lambda: len(children(m.p.pid)) >= 4, seconds=20), children(m.p.pid)
+    assert wait_for(lambda: code_running(m), seconds=20), children(m.p.pid)
     procs = children(m.p.pid)
     m.p.send_signal(signal.SIGTERM)
     m.p.wait(timeout=10)
