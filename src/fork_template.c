@@ -640,45 +640,12 @@ static struct fork_template *template_served(struct server *srv, struct fork_tem
   return t;
 }
 
-int fork_call_start(struct server *srv, struct call *c, sbx_error_t *err)
+/* A forked sandbox, begun (its child's answers are collected by the loop: fork_warm_step), with
+ * limits; not in the pool. It counts toward its template's FORK_TEMPLATE_CALLS from now, and
+ * holds a reference to it until its call ends. */
+static int fork_warm_begin(struct server *srv, const struct sbx_limits *limits, struct warm **ret,
+                           sbx_error_t *err)
 {
-  struct fork_template *t;
-  if (template_get(srv, &t, err) < 0)
-    return -1;
-  _cleanup_close_ int out_w = -1, err_w = -1;
-  _cleanup_close_ int out_r = -1, err_r = -1;
-  if (open_pipe(&out_r, &out_w, err) < 0 || open_pipe(&err_r, &err_w, err) < 0)
-    return -1;
-  _cleanup_close_ int job = -1, inside = -1;
-  if (code_channel(MCP_LANG_PYTHON, &job, &inside, err) < 0)
-    return -1;
-  if (fork_child(t, srv, &c->limits, out_w, err_w, inside, &c->sb, err) < 0) {
-    /* It died just now (its init may outlive its Python by a moment): once more, with a new one. */
-    struct pollfd pfd = {.fd = sandbox_pidfd(t->sb), .events = POLLIN};
-    if (poll(&pfd, 1, 100) != 1)
-      return -1;
-    sbx_error_t why = {0};
-    if (template_get(srv, &t, &why) < 0 ||
-        fork_child(t, srv, &c->limits, out_w, err_w, inside, &c->sb, &why) < 0)
-      return (*err = why, -1);
-  }
-  c->fork_tmpl = template_served(srv, t);
-  c->out_fd = TAKE_FD(out_r);
-  c->err_fd = TAKE_FD(err_r);
-  return call_deliver(c, TAKE_FD(job), "fork", err);
-}
-
-/* A ready forked sandbox for the pool (--warm): forked and set up all the way to reading its job,
- * as a call's is by fork_call_start, with the longest timeout a call may ask for (its degraded
- * RLIMIT_CPU); the call sets its deadline at delivery (call_start_warm). It counts toward its
- * template's FORK_TEMPLATE_CALLS from now, and holds a reference to it until its call ends. */
-int fork_warm_spawn(struct server *srv, sbx_error_t *err)
-{
-  struct sbx_limits req, limits;
-  limits_unset(&req);
-  req.timeout_ms = srv->policy->max.timeout_ms;
-  if (policy_resolve_limits(srv->policy, &req, &limits, err) < 0)
-    return -1;
   struct fork_template *t;
   if (template_get(srv, &t, err) < 0)
     return -1;
@@ -691,17 +658,55 @@ int fork_warm_spawn(struct server *srv, sbx_error_t *err)
     return -1;
   struct warm *w = calloc(1, sizeof *w);
   if (!w)
-    return sbx_error_set(err, ENOMEM, "ready forked sandbox");
-  /* Its child's answers are collected by the loop (warm_pool_dispatch, fork_warm_step). */
-  if (fork_begin(t, srv, &limits, out_w, err_w, inside, &w->fork_pending, err) < 0) {
+    return sbx_error_set(err, ENOMEM, "forked sandbox");
+  if (fork_begin(t, srv, limits, out_w, err_w, inside, &w->fork_pending, err) < 0) {
     free(w);
-    return sbx_error_prefix(err, "ready forked sandbox");
+    return -1;
   }
   w->lang = MCP_LANG_PYTHON;
   w->fork_tmpl = template_served(srv, t);
   w->out_fd = TAKE_FD(out_r);
   w->err_fd = TAKE_FD(err_r);
   w->job_fd = TAKE_FD(job);
+  *ret = w;
+  return 0;
+}
+
+/* The call's own forked sandbox, begun: the call waits for it (c->pending, call_pending_ready)
+ * while the loop serves everything else, so that several calls' sandboxes are set up at once. */
+int fork_call_start(struct server *srv, struct call *c, sbx_error_t *err)
+{
+  struct warm *w;
+  if (fork_warm_begin(srv, &c->limits, &w, err) < 0) {
+    /* The template died just now (its init may outlive its Python by a moment): once more, with
+     * a new one. */
+    struct fork_template *t = srv->fork_tmpl;
+    struct pollfd pfd = {.fd = t ? sandbox_pidfd(t->sb) : -1, .events = POLLIN};
+    if (!t || poll(&pfd, 1, 100) != 1)
+      return -1;
+    sbx_error_t why = {0};
+    if (fork_warm_begin(srv, &c->limits, &w, &why) < 0)
+      return (*err = why, -1);
+  }
+  w->for_call = true;
+  c->pending = w;
+  c->pending_until = fork_pending_deadline(w->fork_pending);
+  return 0;
+}
+
+/* A ready forked sandbox for the pool (--warm): forked and set up all the way to reading its job,
+ * as a call's is, with the longest timeout a call may ask for (its degraded RLIMIT_CPU); the call
+ * sets its deadline at delivery (call_start_warm). */
+int fork_warm_spawn(struct server *srv, sbx_error_t *err)
+{
+  struct sbx_limits req, limits;
+  limits_unset(&req);
+  req.timeout_ms = srv->policy->max.timeout_ms;
+  if (policy_resolve_limits(srv->policy, &req, &limits, err) < 0)
+    return -1;
+  struct warm *w;
+  if (fork_warm_begin(srv, &limits, &w, err) < 0)
+    return sbx_error_prefix(err, "ready forked sandbox");
   slist_append(&srv->warm, w);
   srv->n_warm++;
   return 0;
@@ -714,7 +719,7 @@ int fork_warm_step(struct warm *w, sbx_error_t *err)
     return 0;
   w->fork_pending = NULL; /* freed */
   if (r < 0)
-    return sbx_error_prefix(err, "ready forked sandbox");
+    return -1;
   /* No deadline while idle: the call's starts at delivery. */
   sandbox_set_deadline(w->sb, UINT64_MAX);
   w->ready = true;

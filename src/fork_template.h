@@ -19,7 +19,8 @@ struct fork_template;
 
 /* At server start: the first template, or why the fork path cannot work here. */
 int fork_template_init(struct server *srv, sbx_error_t *err);
-/* Start the call's sandbox as a fork of the template and hand it its code (call_deliver). */
+/* Begin the call's sandbox as a fork of the template: the call waits for it (c->pending, which
+ * call_pending_ready steps with fork_warm_step, then hands it its code). */
 int fork_call_start(struct server *srv, struct call *c, sbx_error_t *err);
 /* A forked sandbox added to the pool (--warm in fork mode), not ready yet: the loop collects its
  * child's answers on fork_pending_fd with fork_warm_step (1: ready, 0: not yet, -1: failed). */

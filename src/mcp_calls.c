@@ -34,7 +34,7 @@ void call_free(struct call *c)
   sandbox_free(c->sb);
   fork_template_release(c->srv, c->fork_tmpl);
   if (c->pending)
-    warm_free(c->pending);
+    warm_drop(c->srv, c->pending);
   job_free(&c->job);
   free(c->job_error);
   if (c->out_fd >= 0)
@@ -550,12 +550,22 @@ static int call_start(struct server *srv, struct call *c, sbx_error_t *err)
     proxy_on_done(c->proxy, bridge_done, c);
   }
 
-  /* --warm-mode fork: a ready forked sandbox (--warm), else a fork of the template made now;
-   * never a silent cold start instead. */
+  /* --warm-mode fork: a ready forked sandbox (--warm), else one of the pool's still being set up
+   * (further along than a fork begun now), else a fork of the template begun now; the call waits
+   * for either without blocking the loop (call_pending_ready). Never a silent cold start. */
   if (c->lang == MCP_LANG_PYTHON && srv->warm_fork) {
     struct warm *f = srv->warm;
     while (f && (f->lang != MCP_LANG_PYTHON || !f->ready))
       f = f->next;
+    for (struct warm *p = srv->warm; !f && p; p = p->next)
+      if (p->lang == MCP_LANG_PYTHON && p->fork_pending)
+        f = p;
+    if (f && !f->ready) {
+      warm_unlink(srv, f);
+      c->pending = f;
+      c->pending_until = fork_pending_deadline(f->fork_pending);
+      return 0;
+    }
     if (f) {
       sbx_error_t ferr = {0};
       warm_unlink(srv, f);
@@ -675,11 +685,43 @@ static void call_start_failed(struct server *srv, struct call *c, const sbx_erro
   call_free(c);
 }
 
+/* --warm-mode fork: the forked sandbox a call waits for answered, or took too long (give_up):
+ * wait on, deliver the job, or fork once more (a fork, never a cold start). */
+static void call_fork_ready(struct server *srv, struct call *c, struct warm *w, bool give_up)
+{
+  sbx_error_t werr = {0}, err = {0};
+  int r = give_up ? sbx_error_set(&werr, ETIMEDOUT, "its forked sandbox did not answer in time")
+                  : fork_warm_step(w, &werr);
+  if (r == 0) {
+    c->pending = w;
+    c->pending_until = fork_pending_deadline(w->fork_pending);
+    return;
+  }
+  if (r == 1) {
+    if (call_start_warm(c, w, &werr) == 0) /* (drops w when it fails) */
+      return;
+  } else {
+    warm_drop(srv, w);
+  }
+  if (c->fork_retried) {
+    call_start_failed(srv, c, &werr);
+    return;
+  }
+  c->fork_retried = true;
+  log_warn("%s; forking the call's sandbox again", werr.msg);
+  if (fork_call_start(srv, c, &err) < 0)
+    call_start_failed(srv, c, &err);
+}
+
 /* The warm sandbox a call waited for is built, or failed, or took too long (give_up): deliver
  * the job, or start cold. */
 void call_pending_ready(struct server *srv, struct call *c, bool give_up)
 {
   struct warm *w = TAKE_PTR(c->pending);
+  if (w->fork_tmpl) {
+    call_fork_ready(srv, c, w, give_up);
+    return;
+  }
   sbx_error_t werr = {0}, err = {0};
   if (give_up) {
     sbx_error_set(&werr, ETIMEDOUT, "a warm sandbox was not built in time");

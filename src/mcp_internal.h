@@ -89,6 +89,7 @@ struct warm {
   /* --warm-mode fork: the template it was forked from (a reference, fork_template.c); else NULL */
   struct fork_template *fork_tmpl;
   struct fork_pending *fork_pending; /* while it is forked (not ready), else NULL */
+  bool for_call;                     /* forked for a call (fork_call_start), not for the pool */
 };
 
 /* The job on its way to the runner (mcp_job.c): the frame's parts and how much is written. */
@@ -130,7 +131,9 @@ struct call {
   char *job_error;        /* why the sandbox did not take its code (it is killed), or NULL */
   int done_fd;            /* without a bridge: the runner's done channel (runner.py), or -1 */
   struct warm *pending;   /* a warm sandbox still being built that this call waits for, or NULL */
-  uint64_t pending_until; /* then it gives up on that sandbox and starts a cold one */
+  uint64_t pending_until; /* then it gives up on that sandbox and starts a cold one (a fork: once
+                             more, a fork) */
+  bool fork_retried;      /* --warm-mode fork: its sandbox failed once and was forked again */
   bool answered;          /* answered at the runner's done byte; reaped and audited when it has ended */
   struct sbx_result res;  /* what was answered, for the audit record */
 
@@ -297,6 +300,7 @@ void job_free(struct job *j);
 /* warm_pool.c */
 void warm_free(struct warm *w);
 void warm_unlink(struct server *srv, struct warm *w);
+void warm_drop(struct server *srv, struct warm *w); /* warm_free, and let go of its fork template */
 /* Give the call a warm sandbox. On failure the warm sandbox is gone and the call gets a cold one. */
 int call_start_warm(struct call *c, struct warm *w, sbx_error_t *err);
 /* Top the pool up by one if it is short and it is time; lowers *timeout to when it will be. */

@@ -20,6 +20,7 @@
 
 #include "audit.h"
 #include "cleanup.h"
+#include "fork_template.h"
 #include "json.h"
 #include "jsonrpc.h"
 #include "log.h"
@@ -730,7 +731,10 @@ static size_t call_pollfds(struct server *srv, struct pollfd *pfds, struct call 
     if (c->state != CALL_RUNNING)
       continue;
     /* Waiting for its warm sandbox: that sandbox's setup, instead of an end. */
-    int fds[3] = {c->pending ? sandbox_spawn_fd(c->pending->sb) : sandbox_pidfd(c->sb), c->out_fd, c->err_fd};
+    int fds[3] = {c->pending && c->pending->fork_pending ? fork_pending_fd(c->pending->fork_pending)
+                  : c->pending                           ? sandbox_spawn_fd(c->pending->sb)
+                                                         : sandbox_pidfd(c->sb),
+                  c->out_fd, c->err_fd};
     for (int i = 0; i < 3; i++) {
       owners[n] = c;
       pfds[n++] = (struct pollfd){.fd = fds[i], .events = POLLIN};

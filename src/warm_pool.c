@@ -82,7 +82,7 @@ void warm_unlink(struct server *srv, struct warm *w)
 }
 
 /* Kill and reap an idle one taken out of the pool, and let go of its fork template. */
-static void warm_drop(struct server *srv, struct warm *w)
+void warm_drop(struct server *srv, struct warm *w)
 {
   struct fork_template *t = TAKE_PTR(w->fork_tmpl);
   warm_free(w);
@@ -95,7 +95,8 @@ int call_start_warm(struct call *c, struct warm *w, sbx_error_t *err)
   /* The call's clock and deadline start at delivery, as a cold one's start at its spawn. */
   sandbox_start_clock(w->sb);
   sandbox_set_deadline(w->sb, now_ns() + c->limits.timeout_ms * 1000000ULL);
-  if (call_deliver(c, TAKE_FD(w->job_fd), w->fork_tmpl ? "preforked" : "warm", err) < 0) {
+  const char *kind = w->for_call ? "fork" : w->fork_tmpl ? "preforked" : "warm";
+  if (call_deliver(c, TAKE_FD(w->job_fd), kind, err) < 0) {
     warm_drop(c->srv, w);
     return -1;
   }

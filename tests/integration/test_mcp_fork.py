@@ -313,6 +313,34 @@ def test_a_cancelled_call_is_killed_and_never_answered(fork):
     assert run(fork, "print(4)") == "4\n"
 
 
+def test_a_call_waiting_for_its_fork_does_not_hold_the_server(fork):
+    """The loop serves everything else while a call's sandbox is set up: with the template stopped,
+    a ping sent after the call is answered first, and the call completes once it goes on."""
+    assert run(fork, "print(0)") == "0\n"
+    t = template_pid(fork)
+    os.kill(t, signal.SIGSTOP)
+    try:
+        for msg in ({"jsonrpc": "2.0", "id": "w1", "method": "tools/call",
+                     "params": {"name": "run_python", "arguments": {"code": "print(7)"}}},
+                    {"jsonrpc": "2.0", "id": "p1", "method": "ping"}):
+            fork.p.stdin.write(json.dumps(msg) + "\n")
+        fork.p.stdin.flush()
+        first = answer(fork)
+    finally:
+        os.kill(t, signal.SIGCONT)
+    assert first.get("id") == "p1", first
+    m = answer(fork)
+    assert m.get("id") == "w1" and m["result"]["content"][0]["text"] == "7\n", m
+
+
+def answer(m):
+    """The next message with an id (notifications skipped)."""
+    while True:
+        msg = json.loads(m.p.stdout.readline())
+        if "id" in msg:
+            return msg
+
+
 def test_eof_kills_a_running_call_and_the_template():
     sbx.require_sandboxd()
     m = Mcp("--warm-mode", "fork")

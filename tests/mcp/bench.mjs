@@ -7,7 +7,8 @@
 //   CPU per call over all those calls (>= 1,000 with N >= 317): from the cgroup counter, and
 //   user+sys from /proc as a cross-check (see cpuMeter below).
 // Usage: node bench.mjs [N=350]   (SANDBOXD_MCP_ARGS adds server options; BENCH_OUT=DIR also
-// writes DIR/mcp.json and DIR/mcp.md). bench/mcp runs it; `make bench` runs bench/mcp.
+// writes DIR/mcp.json and DIR/mcp.md; BENCH_BASELINE=PATH adds the fork row of another binary).
+// bench/mcp runs it; `make bench` runs bench/mcp.
 // BENCH_TRANSPORT=http or http-stateless: the sandboxd rows over Streamable HTTP (`--http
 // 127.0.0.1:0`, SDK's StreamableHTTPClientTransport) instead of stdio; the stub speaks stdio
 // only and is left out (compare with a stdio run of the same N).
@@ -200,6 +201,12 @@ const servers = (process.env.BENCH_WARM ?? '0 2 4').split(' ').filter(Boolean).m
 if (process.env.BENCH_FORK !== '0')
   servers.push({ label: `sandboxd mcp --warm-mode fork${TRANSPORT === 'stdio' ? '' : ` (${TRANSPORT})`}`,
     command: SANDBOXD, args: [...SERVER_ARGS, ...HTTP_ARGS, '--warm-mode', 'fork'], http: TRANSPORT !== 'stdio' });
+// BENCH_BASELINE=PATH: the fork row again with another sandboxd binary (say, a build of the commit
+// before a change), for a before/after side by side in one run.
+if (process.env.BENCH_BASELINE && process.env.BENCH_FORK !== '0')
+  servers.push({ label: `baseline ${process.env.BENCH_BASELINE_LABEL || 'build'}: --warm-mode fork`,
+    command: process.env.BENCH_BASELINE, args: [...SERVER_ARGS, ...HTTP_ARGS, '--warm-mode', 'fork'],
+    http: TRANSPORT !== 'stdio' });
 const hasBwrap = (() => { try { execFileSync('sh', ['-c', 'command -v bwrap'], { stdio: 'ignore' }); return true; } catch { return false; } })();
 if (TRANSPORT !== 'stdio')
   console.error(`bench: over ${TRANSPORT}; the stub speaks stdio only and is left out`);
