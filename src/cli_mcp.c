@@ -68,8 +68,9 @@ static const char mcp_usage[] =
     "                           (default 2, 0 disables); each serves one call\n"
     "  --warm-lang LIST         the languages kept warm, N sandboxes each (default python); the\n"
     "                           others start cold\n"
-    "  --warm-mode MODE         prestart (default): python sandboxes built ahead, as above; fork:\n"
-    "                           each python call forks from one idle template (sandboxd-mcp(7))\n"
+    "  --warm-mode MODE         fork: each python call forks from one idle template; prestart:\n"
+    "                           python sandboxes built ahead, as above; auto (default): fork,\n"
+    "                           prestart as root (sandboxd-mcp(7))\n"
     "  --max-message-size SIZE  largest JSON-RPC message accepted (default 4M)\n"
     "  --text-limit N           characters of output a result's text shows (default 40000);\n"
     "                           beyond that its head and tail, and a line saying what was cut\n"
@@ -322,9 +323,14 @@ static int parse_args(int argc, char **argv, struct server *srv, const char **re
         return -1;
       break;
     case OPT_WARM_MODE:
-      if (strcmp(optarg, "fork") != 0 && strcmp(optarg, "prestart") != 0)
-        return sbx_error_set(err, 0, "--warm-mode `%s`: expected fork or prestart", optarg);
-      srv->warm_fork = strcmp(optarg, "fork") == 0;
+      if (strcmp(optarg, "fork") == 0)
+        srv->warm_mode = WARM_FORK;
+      else if (strcmp(optarg, "prestart") == 0)
+        srv->warm_mode = WARM_PRESTART;
+      else if (strcmp(optarg, "auto") == 0)
+        srv->warm_mode = WARM_AUTO;
+      else
+        return sbx_error_set(err, 0, "--warm-mode `%s`: expected auto, fork or prestart", optarg);
       break;
     case OPT_ALLOW_HOST:
       if (policy_allow_opts_add(&srv->allow_hosts, optarg, err) < 0)
@@ -397,6 +403,24 @@ static int setup_langs(struct server *srv, sbx_error_t *err)
 /* Everything the server needs before it reads a request. Refuse to start rather than fail every
  * call: the client shows the server as failed, and stderr says why. *ret_masked: the signal mask
  * was changed (old holds the previous one). */
+/* Fork mode fails here, not at the first call, where the kernel or policy cannot do it; after
+ * every option is checked (a bad --token-file is one line, not a sandbox's warnings first). auto
+ * forks unless root: as root a cold sandbox has a host uid of its own (host_id_range), which the
+ * calls of one template share; otherwise every sandbox is the invoking user anyway. Where auto's
+ * fork path cannot work, it says why and prestarts. */
+static int setup_warm_mode(struct server *srv, sbx_error_t *err)
+{
+  srv->warm_fork = srv->warm_mode == WARM_FORK || (srv->warm_mode == WARM_AUTO && geteuid() != 0);
+  sbx_error_t why = {0};
+  if (!srv->warm_fork || fork_template_init(srv, srv->warm_mode == WARM_FORK ? err : &why) == 0)
+    return 0;
+  if (srv->warm_mode == WARM_FORK)
+    return -1;
+  log_warn("%s; --warm-mode auto prestarts instead", why.msg);
+  srv->warm_fork = false;
+  return 0;
+}
+
 static int setup(struct server *srv, const char *policy_name, const char *rootfs, const char *output_dir,
                  sigset_t *old, bool *ret_masked, sbx_error_t *err)
 {
@@ -435,9 +459,6 @@ static int setup(struct server *srv, const char *policy_name, const char *rootfs
   *ret_masked = true;
   if (srv->sigfd < 0)
     return sbx_error_errno(err, "signalfd");
-  /* Fork mode fails here, not at the first call, where the kernel or policy cannot do it. */
-  if (srv->warm_fork && fork_template_init(srv, err) < 0)
-    return -1;
   srv->stdout_flags = stdout_nonblocking();
   jsonrpc_framer_init(&srv->framer, srv->max_message);
   return 0;
@@ -509,7 +530,8 @@ int cmd_mcp(int argc, char **argv)
   int rc = 0;
   char url[128];
   if (setup(&srv, policy_name, rootfs, output_dir, &old, &masked, &err) < 0 ||
-      (use_http && mcp_http_start(&srv, &http, &srv.http, url, sizeof url, &err) < 0)) {
+      (use_http && mcp_http_start(&srv, &http, &srv.http, url, sizeof url, &err) < 0) ||
+      setup_warm_mode(&srv, &err) < 0) {
     log_sbx_error(&err);
     rc = SBX_EXIT_SETUP;
   } else {

@@ -197,8 +197,10 @@ struct server {
   size_t n_warm;
   uint64_t warm_retry_ns; /* no new warm sandbox before this */
   uint64_t last_call_ns;  /* when the latest call started (WARM_DEFER_NS) */
-  /* --warm-mode fork: Python calls fork from a template (fork_template.c) instead of the pool;
-   * retired templates wait there for their last call. */
+  /* --warm-mode: what was asked (auto, the default: fork unless root); warm_fork: what runs,
+   * Python calls forked from a template (fork_template.c) instead of the pool; retired templates
+   * wait there for their last call. */
+  enum warm_mode { WARM_AUTO, WARM_PRESTART, WARM_FORK } warm_mode;
   bool warm_fork;
   struct fork_template *fork_tmpl, *fork_next, *fork_retired;
 

@@ -69,12 +69,19 @@ void sandbox_fork_wait(struct sbx_sandbox *s)
   struct pollfd pfd = {.fd = s->pidfd, .events = POLLIN};
   while (poll(&pfd, 1, -1) < 0 && errno == EINTR)
     ;
-  /* pid 1 sends it before it exits: a non-blocking read finds it or nothing (killed). */
-  char buf[32];
+  /* pid 1 sends it before it exits: a non-blocking read finds it or nothing (killed). With the
+   * code's status, the CPU time (us) and peak RSS (KiB) of pid 1 and the code, as wait4 gives a
+   * cold sandbox's (template.py). */
+  char buf[96];
   ssize_t n = recv(s->sync_fd, buf, sizeof buf - 1, MSG_DONTWAIT);
   int st;
-  if (n > 0 && (buf[n] = '\0', sscanf(buf, "exit %d", &st) == 1))
+  unsigned long long cpu_us, maxrss_kib;
+  if (n > 0 && (buf[n] = '\0', sscanf(buf, "exit %d %llu %llu", &st, &cpu_us, &maxrss_kib) == 3)) {
     s->code_status = st;
+    s->fork_ru.ru_utime.tv_sec = (time_t) (cpu_us / 1000000);
+    s->fork_ru.ru_utime.tv_usec = (suseconds_t) (cpu_us % 1000000);
+    s->fork_ru.ru_maxrss = (long) maxrss_kib;
+  }
 }
 
 unsigned sandbox_host_id(const struct sbx_sandbox *s)

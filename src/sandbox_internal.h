@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/resource.h>
 #include <sys/types.h>
 
 #include "egress_proxy.h"
@@ -33,8 +34,10 @@ struct sbx_sandbox {
   struct egress_log *egress;       /* network proxy: the proxy's log, from READY on; else NULL */
   pid_t egress_pid;                /* the proxy process until reaped, else 0 */
   /* Forked from a template (sandbox_adopt): pid 1 is not our child; it says how the code ended
-   * ("exit STATUS") on sync_fd, and its pidfd turns readable when it has exited. */
+   * ("exit STATUS CPU_US MAXRSS_KIB") on sync_fd, and its pidfd turns readable when it has
+   * exited; fork_ru: the usage it reported, what wait4 gives for a cold sandbox's pid 1. */
   bool forked;
+  struct rusage fork_ru;
 };
 
 /* Close every fd from 3 up except a and b (either may be -1) (init.c; also the net helper). */

@@ -252,9 +252,10 @@ int sandbox_wait(struct sbx_sandbox *s, struct sbx_result *res, sbx_error_t *err
   struct rusage ru = {0};
   int st = 0;
   pid_t r = 0;
-  if (s->forked)
-    sandbox_fork_wait(s); /* its usage is the cgroup's */
-  else
+  if (s->forked) {
+    sandbox_fork_wait(s); /* pid 1 reports its usage (the cgroup's, where there is one) */
+    ru = s->fork_ru;
+  } else
     do
       r = wait4(s->pid, &st, 0, &ru);
     while (r < 0 && errno == EINTR);

@@ -52,7 +52,7 @@ def test_mcp_calls_get_the_proxy_and_leave_nothing(warm, tmp_path):
     its own network namespace, template.py) sandboxes alike."""
     web, other = egresshost.HttpServer(), egresshost.HoldServer()
     log = tmp_path / "audit.log"
-    mode = ["--warm-mode", "fork"] if warm == "fork" else []
+    mode = ["--warm-mode", "fork" if warm == "fork" else "prestart"]
     m = Mcp("--allow-host", f"127.0.0.1:{web.port}", *mode, warm="0" if warm == "fork" else warm, audit=str(log))
     try:
         pid = m.p.pid

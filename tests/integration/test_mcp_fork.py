@@ -116,7 +116,7 @@ def fork():
 @pytest.fixture(scope="module")
 def cold_facts():
     sbx.require_sandboxd()
-    m = Mcp()
+    m = Mcp("--warm-mode", "prestart")
     facts = probe(m)
     m.close()
     return facts
@@ -370,10 +370,12 @@ def test_what_the_fork_path_cannot_do_fails_at_start(tmp_path):
     # (Without a cgroup, the degraded warning comes first, as for any sandbox.)
     lines = [line for line in r.stderr.strip().splitlines() if not line.startswith("sandboxd: warning: no cgroup")]
     assert len(lines) == 1 and "--warm-mode fork" in lines[0] and "capset" in lines[0], r.stderr
-    # The same policy serves cold and prestart calls.
+    # The same policy serves cold and prestart calls; auto (the default) says why it does not fork
+    # (as an ordinary user; root's auto prestarts without trying).
     m = Mcp("--policy", str(tmp_path / "default.policy"))
     assert run(m, "print(5)") == "5\n"
-    m.close()
+    err = m.close()
+    assert ("--warm-mode auto prestarts instead" in err) == (os.geteuid() != 0), err
 
 
 def test_sigterm_kills_a_running_call_and_the_template():
@@ -397,7 +399,12 @@ def test_numpy_global_random_state_differs_between_calls():
     assert a != b and "status" not in a, (a, b)
 
 
-@pytest.mark.parametrize("args, mode", [((), "prestart"), (("--warm-mode", "fork"), "fork")])
+# auto, the default, forks unless root (whose cold sandboxes each have a host uid of their own).
+AUTO = "prestart" if os.geteuid() == 0 else "fork"
+
+
+@pytest.mark.parametrize("args, mode", [((), AUTO), (("--warm-mode", "auto"), AUTO),
+                                        (("--warm-mode", "prestart"), "prestart"), (("--warm-mode", "fork"), "fork")])
 def test_the_capabilities_resource_says_the_warm_mode(args, mode):
     sbx.require_sandboxd()
     m = Mcp(*args)

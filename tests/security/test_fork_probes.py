@@ -42,7 +42,7 @@ def probe_json(m, name, *args):
 @pytest.fixture(scope="module", params=["0", "1"], ids=["on-path", "ready"])
 def servers(request):
     sbx.require_sandboxd()
-    fork, cold = Mcp("--warm-mode", "fork", warm=request.param), Mcp()
+    fork, cold = Mcp("--warm-mode", "fork", warm=request.param), Mcp("--warm-mode", "prestart")
     fork.ready = request.param != "0"
     yield fork, cold
     fork.close()
