@@ -194,8 +194,10 @@ function table(rows) {
 const HTTP_ARGS = { stdio: [], http: ['--http', '127.0.0.1:0'], 'http-stateless': ['--http', '127.0.0.1:0', '--stateless'] }[TRANSPORT];
 if (!HTTP_ARGS) throw new Error(`BENCH_TRANSPORT=${TRANSPORT}: stdio, http or http-stateless`);
 const servers = (process.env.BENCH_WARM ?? '0 2 4').split(' ').filter(Boolean).map((w) => ({
-  label: `sandboxd mcp --warm ${w}${TRANSPORT === 'stdio' ? '' : ` (${TRANSPORT})`}`, command: SANDBOXD,
-  args: [...SERVER_ARGS, ...HTTP_ARGS, '--warm', w], http: TRANSPORT !== 'stdio',
+  // --warm-mode prestart said, whoever runs it (auto, the default, forks unless root).
+  label: `sandboxd mcp --warm ${w} --warm-mode prestart${TRANSPORT === 'stdio' ? '' : ` (${TRANSPORT})`}`,
+  command: SANDBOXD, args: [...SERVER_ARGS, ...HTTP_ARGS, '--warm', w, '--warm-mode', 'prestart'],
+  http: TRANSPORT !== 'stdio',
 }));
 // --warm-mode fork: each call forked from a template that has started Python (BENCH_FORK=0: not).
 if (process.env.BENCH_FORK !== '0')
