@@ -333,6 +333,28 @@ def test_a_call_waiting_for_its_fork_does_not_hold_the_server(fork):
     assert m.get("id") == "w1" and m["result"]["content"][0]["text"] == "7\n", m
 
 
+def test_a_call_whose_fork_does_not_answer_is_forked_once_more(fork):
+    """Its fork's setup step past 5 s (the template stopped): dropped with a warning, and the call's
+    sandbox forked once more, which serves it once the template goes on."""
+    import select
+    assert run(fork, "print(0)") == "0\n"
+    t = template_pid(fork)
+    os.kill(t, signal.SIGSTOP)
+    try:
+        fork.p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": "r1", "method": "tools/call", "params": {
+            "name": "run_python", "arguments": {"code": "print(8)"}}}) + "\n")
+        fork.p.stdin.flush()
+        err, deadline = b"", time.monotonic() + 30
+        while b"forking the call's sandbox again" not in err and time.monotonic() < deadline:
+            if select.select([fork.p.stderr], [], [], 0.5)[0]:
+                err += os.read(fork.p.stderr.fileno(), 4096)
+    finally:
+        os.kill(t, signal.SIGCONT)
+    assert b"forking the call's sandbox again" in err, err
+    m = answer(fork)
+    assert m.get("id") == "r1" and m["result"]["content"][0]["text"] == "8\n", m
+
+
 def answer(m):
     """The next message with an id (notifications skipped)."""
     while True:
