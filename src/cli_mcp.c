@@ -400,9 +400,6 @@ static int setup_langs(struct server *srv, sbx_error_t *err)
   return 0;
 }
 
-/* Everything the server needs before it reads a request. Refuse to start rather than fail every
- * call: the client shows the server as failed, and stderr says why. *ret_masked: the signal mask
- * was changed (old holds the previous one). */
 /* Fork mode fails here, not at the first call, where the kernel or policy cannot do it; after
  * every option is checked (a bad --token-file is one line, not a sandbox's warnings first). auto
  * forks unless root: as root a cold sandbox has a host uid of its own (host_id_range), which the
@@ -421,6 +418,9 @@ static int setup_warm_mode(struct server *srv, sbx_error_t *err)
   return 0;
 }
 
+/* Everything the server needs before it reads a request. Refuse to start rather than fail every
+ * call: the client shows the server as failed, and stderr says why. *ret_masked: the signal mask
+ * was changed (old holds the previous one). */
 static int setup(struct server *srv, const char *policy_name, const char *rootfs, const char *output_dir,
                  sigset_t *old, bool *ret_masked, sbx_error_t *err)
 {
