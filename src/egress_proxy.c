@@ -2,8 +2,9 @@
  *
  *   sandboxd                       proxy (forked at READY)             one per connection
  *   -----------------------------  ----------------------------------  -------------------------
- *   gets the listener with READY   caps dropped, no_new_privs, only
- *   fork ------------------------> the listener and pid 1's pidfd;
+ *   gets the listener with READY   caps dropped, no_new_privs, the
+ *   fork ------------------------> helpers' filter (seccomp.h), only
+ *                                  the listener and pid 1's pidfd;
  *                                  accept (in the sandbox's netns)
  *                                    at the limit: 503, recorded
  *                                  fork ------------------------------> head (deadline: 408),
@@ -45,6 +46,7 @@
 #include "egress_host.h"
 #include "egress_http.h"
 #include "egress_rules.h"
+#include "seccomp.h"
 #include "util.h"
 
 char *const egress_proxy_env[EGRESS_N_ENV] = {
@@ -771,6 +773,8 @@ static int isolate(int *listen_fd, int *pidfd)
   return (int) syscall(SYS_close_range, 5U, ~0U, 0);
 }
 
+static struct sbx_bpf helper_filter; /* seccomp_helper_compile, once */
+
 static _Noreturn void proxy_main(const struct sbx_policy *p, struct egress_shared *sh, int listen_fd,
                                  int pidfd, unsigned run_as)
 {
@@ -803,7 +807,7 @@ static _Noreturn void proxy_main(const struct sbx_policy *p, struct egress_share
     _exit(1);
   if (!run_as && geteuid() == 0 && caps_drop_all(&err) < 0)
     _exit(1);
-  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || seccomp_install(&helper_filter, &err) < 0)
     _exit(1);
   for (;;) {
     struct pollfd pfd[3] = {{.fd = s.pidfd, .events = POLLIN},
@@ -834,6 +838,10 @@ int egress_proxy_start(const struct sbx_policy *p, int listen_fd, int pidfd, uns
                        struct egress_log **ret_log, pid_t *ret_pid, sbx_error_t *err)
 {
   _cleanup_close_ int lfd = listen_fd;
+  /* The proxy parses what the sandbox sends: it and its connections run under the host-side
+   * helpers' filter (seccomp.h), compiled once here and inherited by every fork. */
+  if (!helper_filter.main_prog && seccomp_helper_compile(&helper_filter, err) < 0)
+    return sbx_error_prefix(err, "egress proxy");
   struct egress_log *l = calloc(1, sizeof *l);
   if (!l)
     return sbx_error_set(err, ENOMEM, "egress proxy");

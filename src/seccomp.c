@@ -12,12 +12,14 @@
 #include <limits.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
+#include <sched.h>
 #include <seccomp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -156,6 +158,75 @@ out:
   if (exc_ctx)
     seccomp_release(exc_ctx);
   return rc;
+}
+
+/* The host-side helpers' filter (seccomp.h). Denied with EPERM: what neither relaying nor the
+ * resolver (NSS: files, DNS, nscd or systemd-resolved over AF_UNIX) uses. */
+static const char *const helper_denied[] = {
+    /* other programs, other processes */
+    "execve", "execveat", "ptrace", "process_vm_readv", "process_vm_writev", "process_madvise", "pidfd_getfd",
+    "kcmp",
+    /* namespaces, mounts, roots */
+    "unshare", "setns", "mount", "umount2", "pivot_root", "chroot", "move_mount", "open_tree", "fsopen",
+    "fsconfig", "fsmount", "fspick", "mount_setattr", "open_by_handle_at", "name_to_handle_at",
+    /* identity and capabilities (set before the filter, for good) */
+    "setuid", "setgid", "setreuid", "setregid", "setresuid", "setresgid", "setgroups", "setfsuid", "setfsgid",
+    "capset", "personality",
+    /* the kernel's own state and attack surface */
+    "keyctl", "add_key", "request_key", "init_module", "finit_module", "delete_module", "kexec_load",
+    "kexec_file_load", "reboot", "swapon", "swapoff", "acct", "quotactl", "quotactl_fd", "bpf",
+    "perf_event_open", "userfaultfd", "io_uring_setup", "io_uring_enter", "io_uring_register", "syslog",
+    "settimeofday", "clock_settime", "clock_adjtime", "adjtimex", "sethostname", "setdomainname", "iopl",
+    "ioperm", "vhangup", "uselib", "fanotify_init", "lookup_dcookie"};
+
+static int helper_rule(scmp_filter_ctx ctx, uint32_t action, const char *name, unsigned n_args,
+                       const struct scmp_arg_cmp *arg, sbx_error_t *err)
+{
+  int nr = seccomp_syscall_resolve_name(name);
+  if (nr == __NR_SCMP_ERROR)
+    return 0; /* not on this architecture */
+  int rc =
+      n_args ? seccomp_rule_add_exact(ctx, action, nr, 1, *arg) : seccomp_rule_add_exact(ctx, action, nr, 0);
+  if (rc < 0 && rc != -EACCES && rc != -EDOM)
+    return sbx_error_set(err, -rc, "seccomp: helper rule for `%s`", name);
+  return 0;
+}
+
+int seccomp_helper_compile(struct sbx_bpf *ret, sbx_error_t *err)
+{
+  static const unsigned long newns[] = {CLONE_NEWNS,   CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC,
+                                        CLONE_NEWUSER, CLONE_NEWPID,    CLONE_NEWNET};
+  scmp_filter_ctx ctx = new_ctx(SCMP_ACT_ALLOW, SCMP_ACT_KILL_PROCESS);
+  if (!ctx)
+    return sbx_error_set(err, ENOMEM, "seccomp: helper filter");
+  int r = 0;
+  uint32_t eperm = SCMP_ACT_ERRNO(EPERM);
+  for (size_t i = 0; r == 0 && i < ARRAY_SIZE(helper_denied); i++)
+    r = helper_rule(ctx, eperm, helper_denied[i], 0, NULL, err);
+  /* clone3's flags are in memory, out of a filter's reach: ENOSYS sends glibc to clone, whose
+   * namespace flags are refused here. */
+  if (r == 0)
+    r = helper_rule(ctx, SCMP_ACT_ERRNO(ENOSYS), "clone3", 0, NULL, err);
+  for (size_t i = 0; r == 0 && i < ARRAY_SIZE(newns); i++) {
+    struct scmp_arg_cmp c = SCMP_A0(SCMP_CMP_MASKED_EQ, newns[i], newns[i]);
+    r = helper_rule(ctx, eperm, "clone", 1, &c, err);
+  }
+  /* Sockets: IPv4 and IPv6 (the origins, DNS) and AF_UNIX (nscd, systemd-resolved); no netlink,
+   * packet or other family. */
+  for (int d = 0; r == 0 && d <= AF_INET6; d++) {
+    struct scmp_arg_cmp c = SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t) d);
+    if (d != AF_UNIX && d != AF_INET && d != AF_INET6)
+      r = helper_rule(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), "socket", 1, &c, err);
+  }
+  if (r == 0) {
+    struct scmp_arg_cmp c = SCMP_A0(SCMP_CMP_GT, AF_INET6);
+    r = helper_rule(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), "socket", 1, &c, err);
+  }
+  *ret = (struct sbx_bpf){0};
+  if (r == 0)
+    r = export_bpf(ctx, &ret->main_prog, &ret->main_len, err);
+  seccomp_release(ctx);
+  return r;
 }
 
 void seccomp_bpf_free(struct sbx_bpf *bpf)

@@ -27,6 +27,12 @@ int seccomp_prepare(const struct sbx_policy *p, struct sbx_bpf *ret, sbx_error_t
 /* No rule allows keyctl, add_key or request_key, and each is denied: the kernel keyrings are out
  * of the sandbox's reach (else it gets a session keyring of its own, and no filter is cached). */
 bool seccomp_policy_denies_keyrings(const struct sbx_policy *p);
+/* The filter of sandboxd's host-side helpers that read what a sandbox sends (the egress proxy):
+ * everything allowed but, with EPERM, other programs (execve), other processes (ptrace,
+ * process_vm_*), namespaces and mounts, identity and capability changes, kernel keyrings,
+ * modules, BPF, perf, io_uring, userfaultfd and the like, and sockets other than AF_UNIX, IPv4
+ * and IPv6; other architectures' calls kill. Compiled once, installed with seccomp_install. */
+int seccomp_helper_compile(struct sbx_bpf *ret, sbx_error_t *err);
 /* Install the compiled filters in the calling thread. Async-signal-safe (no allocation). */
 int seccomp_install(const struct sbx_bpf *bpf, sbx_error_t *err);
 const char *seccomp_arch_name(void);

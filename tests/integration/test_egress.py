@@ -418,8 +418,9 @@ def _fds(pid):
 
 
 def test_proxy_processes_hold_no_privilege_and_nothing_else():
-    """The proxy and its connection processes: no capabilities, no_new_privs, as root the sandbox's
-    own host id (not root), and no fd but /dev/null, sockets and the proxy's pidfd/signalfd."""
+    """The proxy and its connection processes: no capabilities, no_new_privs, their seccomp filter,
+    as root the sandbox's own host id (not root), and no fd but /dev/null, sockets and the proxy's
+    pidfd/signalfd."""
     import subprocess
     hold = egresshost.HoldServer()
     marker = f"egress-priv-{os.getpid()}-{time.monotonic_ns()}"
@@ -441,6 +442,8 @@ time.sleep(30)
             st = procs[pid]
             assert int(st["CapEff"][0], 16) == 0 and int(st["CapPrm"][0], 16) == 0, st
             assert st["NoNewPrivs"] == ["1"], st
+            # The host-side helpers' filter (seccomp.h): one, not the sandbox's.
+            assert st["Seccomp"] == ["2"] and st["Seccomp_filters"] == ["1"], st
             uid, gid = int(st["Uid"][0]), int(st["Gid"][0])
             if sbx.IS_ROOT:
                 assert uid != 0 and sbx.is_host_id(uid, gid), st
