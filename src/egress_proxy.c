@@ -58,6 +58,8 @@ char *const egress_proxy_env[EGRESS_N_ENV] = {
     "all_proxy=" EGRESS_PROXY_URL,
     "NO_PROXY=",
     "no_proxy=",
+    /* Node's fetch and http take the variables only when told (Node 24; older ones ignore it). */
+    "NODE_USE_ENV_PROXY=1",
 };
 
 /* ------------------------------------------------------------------ the shared log */

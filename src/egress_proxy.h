@@ -21,7 +21,7 @@
 #define EGRESS_PROXY_PORT 3128
 #define EGRESS_PROXY_URL "http://127.0.0.1:3128"
 /* The variables every `network proxy` sandbox gets (NO_PROXY empty: even loopback goes to it). */
-#define EGRESS_N_ENV 8
+#define EGRESS_N_ENV 9
 extern char *const egress_proxy_env[EGRESS_N_ENV];
 /* Attempts recorded one by one per sandbox; the rest are counted. */
 #define EGRESS_MAX_RECORDS 64

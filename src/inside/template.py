@@ -241,6 +241,7 @@ def _pid1(cfg, sock, out_w, err_w, chan):
             os.environ.setdefault(k, url)
         for k in ("NO_PROXY", "no_proxy"):
             os.environ.setdefault(k, "")
+        os.environ.setdefault("NODE_USE_ENV_PROXY", "1")
     _drop_privileges(cfg)
     sync = socket.socket(fileno=sock_fd)
     _send(sync, "ready %d %d" % (pidns.st_ino, pidns.st_dev), fds)

@@ -164,3 +164,21 @@ def test_mcp_refuses_the_node_rootfs_as_its_own():
     r = sbx.sandboxd("mcp", "--rootfs", sbx.NODE_ROOTFS, input=b"")
     sbx.assert_usage_error(r, "mcp --rootfs node-slim")
     assert "has no python3 in /usr/local/bin or /usr/bin" in r.stderr, r.describe()
+
+
+def test_node_fetch_goes_through_the_egress_proxy():
+    """With network proxy, Node's own fetch uses HTTP_PROXY (NODE_USE_ENV_PROXY, which sandboxd
+    sets): an allowed host answers through the proxy; without the variable fetch connects directly
+    and gets the sandbox's own loopback (refused)."""
+    import egresshost
+    web = egresshost.HttpServer()
+    src = ("fetch('http://127.0.0.1:%d/').then(async (r) => console.log(r.status, (await r.text()).trim()))"
+           ".catch((e) => console.log('error', e.cause ? e.cause.code : e.message))" % web.port)
+    try:
+        r = sbx.node(("-e", src), opts=["--allow-host", f"127.0.0.1:{web.port}", *node_opts()])
+        assert r.rc == 0 and r.stdout.strip().startswith("200 hello from the host"), r.describe()
+        r = sbx.node(("-e", src), opts=["--allow-host", f"127.0.0.1:{web.port}", "--env", "NODE_USE_ENV_PROXY=",
+                                        *node_opts()])
+        assert r.rc == 0 and r.stdout.strip() == "error ECONNREFUSED", r.describe()
+    finally:
+        web.close()
