@@ -672,13 +672,6 @@ int sandbox_spawn_start(const struct sbx_spec *spec, struct sbx_sandbox **ret, s
     while (n > 0)
       close(fds[--n]);
   }
-  /* Cgroups left by a SIGKILLed sandboxd: once per process, off the child's path. */
-  static bool swept;
-  if (a.join != JOIN_NONE && !swept) {
-    swept = true;
-    cgroup_cleanup_stale();
-  }
-
   struct sbx_sandbox *s = calloc(1, sizeof *s);
   if (!s) {
     sbx_error_set(err, ENOMEM, "sandbox");
@@ -755,6 +748,13 @@ int sandbox_spawn_finish(struct sbx_sandbox *s, sbx_error_t *err)
     return sbx_error_set(err, 0, "sandbox setup failed: unexpected message %d", m.type);
   if (proxy && listen_fd < 0)
     return sbx_error_set(err, 0, "sandbox setup failed: no egress proxy listener");
+  /* Cgroups left by a SIGKILLed sandboxd: once per process, while the code runs (on the other
+   * CPU from it), not while the child, the net helper and this process set the sandbox up. */
+  static bool swept;
+  if (s->cgroup && !swept) {
+    swept = true;
+    cgroup_cleanup_stale();
+  }
   /* The proxy serves the listener from here (the host's network namespace) until pid 1 exits;
    * as root, as the sandbox's own host id. */
   if (proxy &&
