@@ -84,24 +84,49 @@ static void *net_thread(void *arg)
   return NULL;
 }
 
+/* The code is pid 2 of the sandbox's pid namespace (sandboxd(1)), as in a forked call: the thread
+ * takes a pid out of its way (ns_last_pid; ours to write as the namespace's owner, with its user
+ * namespace's CAP_SYS_ADMIN), and the next one goes back to 2 once it has ended. A pid the
+ * thread held could still be taken for a moment after it has gone. */
+#define THREAD_PID "99"
+#define CODE_PID "1"
+
+static bool set_next_pid(int fd, const char *last)
+{
+  return pwrite(fd, last, strlen(last), 0) == (ssize_t) strlen(last);
+}
+
 int ns_net_start(struct ns_net *n, const struct sbx_budgets *budgets, sbx_error_t *err)
 {
-  *n = (struct ns_net){.budgets = budgets, .net_fd = -1};
+  *n = (struct ns_net){.budgets = budgets, .net_fd = -1, .last_pid_fd = -1};
   /* pivot_root and the read-only /proc/sys come while the thread runs: it works through this. */
   n->proc_fd = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (n->proc_fd < 0)
     return sbx_error_errno(err, "network namespace: open /proc");
+  n->last_pid_fd = openat(n->proc_fd, "sys/kernel/ns_last_pid", O_WRONLY | O_CLOEXEC);
+  /* Without ns_last_pid (a kernel without CONFIG_CHECKPOINT_RESTORE): made here, before the
+   * mounts, so that the code is still pid 2. */
+  if (n->last_pid_fd < 0 || !set_next_pid(n->last_pid_fd, THREAD_PID)) {
+    net_thread(n);
+    return 0;
+  }
   int e = pthread_create(&n->thread, NULL, net_thread, n);
   if (e != 0) {
+    close(n->last_pid_fd);
     close(n->proc_fd);
     return sbx_error_set(err, e, "network namespace: start its thread");
   }
+  n->threaded = true;
   return 0;
 }
 
 int ns_net_join(struct ns_net *n, sbx_error_t *err)
 {
-  int e = pthread_join(n->thread, NULL);
+  int e = n->threaded ? pthread_join(n->thread, NULL) : 0;
+  if (e == 0 && n->threaded && !set_next_pid(n->last_pid_fd, CODE_PID))
+    e = errno;
+  if (n->last_pid_fd >= 0)
+    close(n->last_pid_fd);
   close(n->proc_fd);
   if (e != 0)
     return sbx_error_set(err, e, "network namespace: wait for its thread");

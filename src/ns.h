@@ -22,8 +22,10 @@ int ns_write_id_maps(pid_t pid, const struct sbx_policy *p, unsigned host_id, sb
 struct ns_net {
   pthread_t thread;
   const struct sbx_budgets *budgets;
-  int proc_fd; /* /proc as it is when the thread starts, not as pid 1's mounts make it */
-  int net_fd;  /* the thread's result, or -1 with err */
+  int proc_fd;     /* /proc as it is when the thread starts, not as pid 1's mounts make it */
+  int net_fd;      /* the thread's result, or -1 with err */
+  int last_pid_fd; /* /proc/sys/kernel/ns_last_pid: the pid the thread and the code get */
+  bool threaded;   /* false: no ns_last_pid, so made by ns_net_start itself */
   sbx_error_t err;
 };
 int ns_net_start(struct ns_net *n, const struct sbx_budgets *budgets, sbx_error_t *err);
