@@ -56,9 +56,9 @@ static int set_limits_v1(struct sbx_cgroup *cg, const struct sbx_limits *l, sbx_
     return -1;
   if (cg_write_at(cg->v1[C_PIDS], "pids.max", v) < 0)
     return sbx_error_errno(err, "cgroup: set pids.max");
+  /* The quota per period of 100 ms: a new cgroup's period (the kernel's default_cfs_period, not
+   * inherited), so it is not written, which would apply the bandwidth a second time. */
   if (cg->v1[C_CPU][0]) {
-    if (cg_write_at(cg->v1[C_CPU], "cpu.cfs_period_us", "100000") < 0)
-      return sbx_error_errno(err, "cgroup: set cpu.cfs_period_us");
     if (bufprintf(v, sizeof v, err, "%llu", (unsigned long long) l->cpus_milli * 100) < 0)
       return -1;
     if (cg_write_at(cg->v1[C_CPU], "cpu.cfs_quota_us", v) < 0)
