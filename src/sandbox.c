@@ -372,6 +372,9 @@ static _Noreturn void sandbox_child(const struct child_args *a)
   int proxy_fd = p->network == SBX_NET_PROXY ? egress_listen(&err) : -1;
   if (p->network == SBX_NET_PROXY && proxy_fd < 0)
     sync_fail(sync_fd, &err);
+  /* Before RLIMIT_AS (without a cgroup): caps_drop_all below allocates nothing then. */
+  if (p->drop_capabilities)
+    caps_prepare();
   if (set_rlimits(&spec->limits, &p->budgets, a->join == JOIN_NONE, &err) < 0)
     sync_fail(sync_fd, &err);
 
