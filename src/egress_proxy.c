@@ -834,10 +834,6 @@ int egress_proxy_start(const struct sbx_policy *p, int listen_fd, int pidfd, uns
                        struct egress_log **ret_log, pid_t *ret_pid, sbx_error_t *err)
 {
   _cleanup_close_ int lfd = listen_fd;
-  /* Here, before the fork: the proxy's processes inherit it, and a missing library is a setup
-   * error, not a 500 on every request. */
-  if (egress_http_load(err) < 0)
-    return -1;
   struct egress_log *l = calloc(1, sizeof *l);
   if (!l)
     return sbx_error_set(err, ENOMEM, "egress proxy");
@@ -845,6 +841,12 @@ int egress_proxy_start(const struct sbx_policy *p, int listen_fd, int pidfd, uns
   if (l->sh == MAP_FAILED) {
     free(l);
     return sbx_error_errno(err, "egress proxy: mmap");
+  }
+  /* Here, before the fork: the proxy's processes inherit it, and a missing library is a setup
+   * error, not a 500 on every request. */
+  if (egress_http_load(err) < 0) {
+    egress_log_free(l);
+    return -1;
   }
   pid_t parent = getpid();
   pid_t pid = fork();
