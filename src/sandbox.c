@@ -609,7 +609,7 @@ int sandbox_spawn_start(const struct sbx_spec *spec, struct sbx_sandbox **ret, s
     sandbox_child(&a);
   }
   close(TAKE_FD(child_fd));
-  /* The child has its copy; the helper forked below must not hold one (valgrind: lost). */
+  /* The child has its copy (pid 1 frees it); ours goes now. */
   free(TAKE_PTR(envp));
 
   /* Maps must be written before the child calls setresuid/setgroups. */
@@ -703,7 +703,7 @@ int sandbox_spawn_finish(struct sbx_sandbox *s, sbx_error_t *err)
   if (proxy && listen_fd < 0)
     return sbx_error_set(err, 0, "sandbox setup failed: no egress proxy listener");
   /* Cgroups left by a SIGKILLed sandboxd: once per process, while the code runs (on the other
-   * CPU from it), not while the child, the net helper and this process set the sandbox up. */
+   * CPU from it), not while pid 1, its thread and this process set the sandbox up. */
   static bool swept;
   if (s->cgroup && !swept) {
     swept = true;
