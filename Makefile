@@ -18,8 +18,8 @@ CFLAGS  ?=
 override CFLAGS += -std=gnu17 -D_GNU_SOURCE $(WARN) $(HARDEN) $(OPT) $(shell pkg-config --cflags $(PKGS)) $(CFLAGS_PKGS)
 LDFLAGS ?=
 override LDFLAGS += -pie -Wl,-z,relro,-z,now
-# libhttp-parser (the egress proxy's request heads, egress_http.c) has no .pc file.
-LDLIBS   = $(shell pkg-config --libs $(PKGS)) -lhttp_parser
+# libhttp-parser (the egress proxy's request heads, egress_http.c) is dlopened: its header only.
+LDLIBS   = $(shell pkg-config --libs $(PKGS))
 
 SRCS    := $(wildcard src/*.c)
 OBJS    := $(SRCS:src/%.c=$(BUILD)/obj/%.o)

@@ -2,10 +2,7 @@
 
 #include <cap-ng.h>
 #include <errno.h>
-#include <linux/capability.h>
 #include <sys/prctl.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 int caps_drop_all(sbx_error_t *err)
 {
@@ -21,13 +18,7 @@ int caps_drop_all(sbx_error_t *err)
   return 0;
 }
 
-/* By capget itself: libcap-ng's state names the process that read it, which a child that later
- * drops its capabilities through it must not inherit. */
-bool caps_effective(int cap)
+void caps_prepare(void)
 {
-  struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
-  struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
-  if (cap < 0 || cap >= 32 * _LINUX_CAPABILITY_U32S_3 || syscall(SYS_capget, &h, d) < 0)
-    return false;
-  return d[cap / 32].effective & (1U << (cap % 32));
+  capng_clear(CAPNG_SELECT_BOTH);
 }

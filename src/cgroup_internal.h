@@ -15,7 +15,7 @@
 #include "policy.h"
 
 /* The v1 controllers sandboxd uses, one hierarchy each. */
-enum { C_MEMORY, C_PIDS, C_CPU, C_CPUACCT, C_FREEZER, C_MAX };
+enum { C_MEMORY, C_PIDS, C_CPU, C_CPUACCT, C_MAX };
 _Static_assert(C_MAX <= CGROUP_MAX_ATTACH_FDS, "one attach fd per v1 hierarchy");
 extern const char *const cgroup_v1_names[C_MAX];
 

@@ -1,6 +1,8 @@
 /* cgroup v1, on hybrid and legacy hosts: one directory per sandbox in each controller's
  * hierarchy. clone3 cannot place a process in several hierarchies, so the sandbox moves itself in
- * through files opened here (cgroup_attach_fds), and the freezer stops forks while it is killed. */
+ * through files opened here (cgroup_attach_fds). No freezer hierarchy: what would need freezing
+ * is normally gone with the sandbox's pid 1 (the kernel kills its whole pid namespace before
+ * reporting it dead), and what is left is stopped from forking by pids.max 0 (remove_v1). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -12,7 +14,7 @@
 #include "cgroup_internal.h"
 #include "util.h"
 
-const char *const cgroup_v1_names[C_MAX] = {"memory", "pids", "cpu", "cpuacct", "freezer"};
+const char *const cgroup_v1_names[C_MAX] = {"memory", "pids", "cpu", "cpuacct"};
 
 static char v1_base[C_MAX][PATH_MAX]; /* per controller; "" if unavailable */
 static bool v1_memsw;
@@ -54,9 +56,9 @@ static int set_limits_v1(struct sbx_cgroup *cg, const struct sbx_limits *l, sbx_
     return -1;
   if (cg_write_at(cg->v1[C_PIDS], "pids.max", v) < 0)
     return sbx_error_errno(err, "cgroup: set pids.max");
+  /* The quota per period of 100 ms: a new cgroup's period (the kernel's default_cfs_period, not
+   * inherited), so it is not written, which would apply the bandwidth a second time. */
   if (cg->v1[C_CPU][0]) {
-    if (cg_write_at(cg->v1[C_CPU], "cpu.cfs_period_us", "100000") < 0)
-      return sbx_error_errno(err, "cgroup: set cpu.cfs_period_us");
     if (bufprintf(v, sizeof v, err, "%llu", (unsigned long long) l->cpus_milli * 100) < 0)
       return -1;
     if (cg_write_at(cg->v1[C_CPU], "cpu.cfs_quota_us", v) < 0)
@@ -71,18 +73,17 @@ static bool has_procs(const char *dir)
   return dir[0] && cg_read_at(dir, "cgroup.procs", buf, sizeof buf) == 0 && buf[0] != '\0';
 }
 
-static void remove_v1_freezing(struct sbx_cgroup *cg)
+static void remove_v1(struct sbx_cgroup *cg)
 {
-  /* Freeze first so nothing forks between reading tasks and killing them. Only when something
-   * is left: freezing flips a kernel static key (text patching and an IPI to every CPU), and
-   * normally the pid namespace is already empty by now. */
-  const char *fz = cg->v1[C_FREEZER];
-  if (fz[0] && has_procs(cg->v1[C_PIDS])) {
-    cg_write_at(fz, "freezer.state", "FROZEN");
+  /* Normally nothing is left: the pid namespace died with its pid 1 (a forked call whose setup
+   * failed may leave its process). Whatever is left cannot fork once pids.max is 0, so killing
+   * what cgroup.procs lists leaves nothing behind; every process of the sandbox is in its pids
+   * cgroup (the probe requires the controller). The usage was read before (sandbox_wait). */
+  if (has_procs(cg->v1[C_PIDS])) {
+    cg_write_at(cg->v1[C_PIDS], "pids.max", "0");
     for (int c = 0; c < C_MAX; c++)
       if (cg->v1[c][0])
         cg_kill_procs(cg->v1[c], "cgroup.procs");
-    cg_write_at(fz, "freezer.state", "THAWED");
   }
   for (int c = 0; c < C_MAX; c++)
     cg_remove_dir(cg->v1[c], false);
@@ -180,5 +181,5 @@ const struct cgroup_ops cgroup_v1_ops = {
     .kill = kill_v1,
     .read_cpu = read_cpu_v1,
     .read_stats = read_stats_v1,
-    .remove = remove_v1_freezing,
+    .remove = remove_v1,
 };

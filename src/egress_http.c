@@ -6,11 +6,61 @@
  * (not a proxy request), https:// without CONNECT, and versions other than HTTP/1.0 and 1.1 (400). */
 #include "egress_http.h"
 
+#include <dlfcn.h>
+#include <errno.h>
 #include <http_parser.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+
+/* libhttp-parser is loaded when a sandbox with `network proxy` starts (egress_proxy_start, before
+ * the proxy forks) or when a head is first parsed: linked normally, every sandboxd start (every
+ * `exec`) would map it, one library of seven. */
+#define HTTP_PARSER_FUNCS(X)                                                                                 \
+  X(http_method_str)                                                                                         \
+  X(http_parser_execute)                                                                                     \
+  X(http_parser_init)                                                                                        \
+  X(http_parser_parse_url)                                                                                   \
+  X(http_parser_pause)                                                                                       \
+  X(http_parser_settings_init)                                                                               \
+  X(http_parser_url_init)
+
+static struct {
+#define HP_MEMBER(f) __typeof__(&f) f;
+  HTTP_PARSER_FUNCS(HP_MEMBER)
+#undef HP_MEMBER
+} hpf;
+
+int egress_http_load(sbx_error_t *err)
+{
+  static void *handle;
+  if (handle)
+    return 0;
+  void *h = dlopen("libhttp_parser.so.2.9", RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    sbx_error_set(err, ENOENT, "network proxy: cannot load libhttp-parser: %s", dlerror());
+    return sbx_error_hint(err, "install libhttp-parser2.9");
+  }
+#define HP_LOAD(f)                                                                                           \
+  if (!(*(void **) &hpf.f = dlsym(h, #f))) {                                                                 \
+    dlclose(h);                                                                                              \
+    return sbx_error_set(err, ENOSYS, "network proxy: libhttp-parser lacks %s", #f);                         \
+  }
+  HTTP_PARSER_FUNCS(HP_LOAD)
+#undef HP_LOAD
+  handle = h;
+  return 0;
+}
+
+/* From here on, http_*() calls go through the table. */
+#define http_method_str hpf.http_method_str
+#define http_parser_execute hpf.http_parser_execute
+#define http_parser_init hpf.http_parser_init
+#define http_parser_parse_url hpf.http_parser_parse_url
+#define http_parser_pause hpf.http_parser_pause
+#define http_parser_settings_init hpf.http_parser_settings_init
+#define http_parser_url_init hpf.http_parser_url_init
 
 struct span {
   const char *p;
@@ -222,6 +272,9 @@ enum egress_head_result egress_parse_head(const char *buf, size_t len, struct eg
                                   : EGRESS_HEAD_INCOMPLETE;
   r->head_len = (size_t) (end - buf);
 
+  sbx_error_t lerr;
+  if (egress_http_load(&lerr) < 0)
+    return bad(500, st, why, wl, "no HTTP parser");
   struct head h = {0};
   http_parser hp;
   http_parser_init(&hp, HTTP_REQUEST);
@@ -264,6 +317,9 @@ enum egress_head_result egress_response_head(const char *buf, size_t len, strbuf
                                              bool *ret_interim)
 {
   *ret_interim = false;
+  sbx_error_t lerr;
+  if (egress_http_load(&lerr) < 0)
+    return EGRESS_HEAD_BAD;
   struct head h = {0};
   http_parser hp;
   http_parser_init(&hp, HTTP_RESPONSE);

@@ -31,6 +31,9 @@ enum egress_head_result {
   EGRESS_HEAD_BAD,        /* *ret_status (400, 431) and why say what is wrong */
 };
 
+/* Load libhttp-parser (once): the proxy needs it; every other run of sandboxd does not map it. */
+int egress_http_load(sbx_error_t *err);
+
 /* Parse the head at the start of buf (len bytes read so far). On OK the caller frees
  * ret->upstream (strbuf_free). why gets a one-line reason for the client on BAD. */
 enum egress_head_result egress_parse_head(const char *buf, size_t len, struct egress_request *ret,

@@ -852,6 +852,12 @@ int egress_proxy_start(const struct sbx_policy *p, int listen_fd, int pidfd, uns
     free(l);
     return sbx_error_errno(err, "egress proxy: mmap");
   }
+  /* Here, before the fork: the proxy's processes inherit it, and a missing library is a setup
+   * error, not a 500 on every request. */
+  if (egress_http_load(err) < 0) {
+    egress_log_free(l);
+    return -1;
+  }
   pid_t parent = getpid();
   pid_t pid = fork();
   if (pid < 0) {

@@ -1,6 +1,6 @@
 /* The sandbox's namespaces: clone3 into all but the network one (as root, with the sandbox's own
- * host id as the user namespace's owner), the uid/gid maps, and the helper that makes the network
- * namespace and writes the user namespace's kernel budgets. */
+ * host id as the user namespace's owner), the uid/gid maps, and the thread of pid 1 that makes the
+ * network namespace and writes the user namespace's kernel budgets. */
 #include "ns.h"
 
 #include <errno.h>
@@ -10,23 +10,23 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "netlink.h"
-#include "sandbox_internal.h"
-#include "syncsock.h"
 #include "util.h"
 
-/* The network namespace is not among them: a helper makes it beside the child (ns_net_helper). */
+/* The network namespace is not among them: a thread of the child makes it (ns_net_start). */
 #define NS_FLAGS (CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP)
 
 /* The per-user-namespace budgets (policy: inotify_instances ... namespaces). A new user namespace
  * starts with INT_MAX for each; what is charged in it is charged to its owner outside as well.
- * Written from inside, where joining gave us CAP_SYS_RESOURCE, which writing needs: /proc/sys/user
- * shows the reader's user namespace, whichever proc mount it is read through. */
-static int write_userns_budgets(const struct sbx_budgets *b, sbx_error_t *err)
+ * Written from inside, where being the namespace's creator gave us CAP_SYS_RESOURCE, which
+ * writing needs: /proc/sys/user shows the reader's user namespace, whichever proc mount it is read
+ * through (proc_fd: the host's, still writable). */
+static int write_userns_budgets(int proc_fd, const struct sbx_budgets *b, sbx_error_t *err)
 {
   const struct {
     const char *name;
@@ -41,18 +41,24 @@ static int write_userns_budgets(const struct sbx_budgets *b, sbx_error_t *err)
   };
   char path[64], val[24];
   for (size_t i = 0; i < sizeof w / sizeof *w; i++) {
-    if (bufprintf(path, sizeof path, err, "/proc/sys/user/%s", w[i].name) < 0 ||
+    if (bufprintf(path, sizeof path, err, "sys/user/%s", w[i].name) < 0 ||
         bufprintf(val, sizeof val, err, "%llu\n", (unsigned long long) w[i].v) < 0)
       return sbx_error_prefix(err, "kernel budgets");
+    int fd = openat(proc_fd, path, O_WRONLY | O_CLOEXEC);
     /* A kernel without the count (fanotify before 5.13, time before 5.6) has nothing to bound. */
-    if (write_file(path, val, err) < 0 && err->errnum != ENOENT)
-      return sbx_error_prefix(err, "kernel budgets");
+    if (fd < 0 && errno == ENOENT)
+      continue;
+    ssize_t n = fd < 0 ? -1 : write(fd, val, strlen(val));
+    int e = errno;
+    if (fd >= 0)
+      close(fd);
+    if (n != (ssize_t) strlen(val))
+      return sbx_error_set(err, n < 0 ? e : EIO, "kernel budgets: write `/proc/%s`", path);
   }
-  *err = (sbx_error_t){0};
   return 0;
 }
 
-int ns_net_make(const struct sbx_budgets *budgets, sbx_error_t *err)
+static int net_make(int proc_fd, const struct sbx_budgets *budgets, sbx_error_t *err)
 {
   if (unshare(CLONE_NEWNET) < 0) {
     sbx_error_errno(err, "cannot create the network namespace");
@@ -60,45 +66,78 @@ int ns_net_make(const struct sbx_budgets *budgets, sbx_error_t *err)
   }
   if (netlink_loopback_up(err) < 0)
     return -1;
-  return write_userns_budgets(budgets, err);
+  return write_userns_budgets(proc_fd, budgets, err);
 }
 
-/* The sandbox's network namespace is made by this helper, forked by the parent once the child
- * is on its way, instead of by clone: creating one is ~0.3 ms of kernel work (setup_net, most of
- * clone's cost), which then runs beside the child's mount setup rather than before it. The helper
- * joins the sandbox's user namespace first, so the new network namespace belongs to it (the
- * sandbox may configure its own loopback and nothing else), brings loopback up, writes the user
- * namespace's budgets, and passes the namespace to the child over the sync socket. It runs only
- * sandboxd's code and exits. */
-_Noreturn void ns_net_helper(pid_t pid, int pidfd, int sync_fd, const struct sbx_budgets *budgets)
+/* Creating a network namespace is most of what clone would cost (~0.3 ms in setup_net): this
+ * thread makes it while pid 1 builds its mounts, in pid 1's user namespace, so the sandbox owns
+ * it (it may configure its own loopback and nothing else). Only this thread enters it; pid 1 joins
+ * once the thread is done. The budgets are written before: the code starts only after pid 1 has
+ * joined, so never without them. A thread, not a process: nothing is copied or torn down, and no
+ * credentials are needed to enter the user namespace, which pid 1 is already in. */
+static void *net_thread(void *arg)
 {
-  sbx_error_t err = {0};
-  int fd = -1;
-  /* Hold nothing of the parent's (other sandboxes' pipes) beyond the two fds needed here. */
-  close_fds_except(pidfd, sync_fd);
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
-  /* By pidfd (Linux 5.8), which cannot name a recycled pid; else by /proc (the child cannot be
-   * reaped, so its pid cannot be reused, before we are). */
-  if (setns(pidfd, CLONE_NEWUSER) < 0) {
-    char path[64];
-    int ufd = bufprintf(path, sizeof path, NULL, "/proc/%d/ns/user", (int) pid) < 0
-                  ? -1
-                  : open(path, O_RDONLY | O_CLOEXEC);
-    if (ufd < 0 || setns(ufd, CLONE_NEWUSER) < 0) {
-      sbx_error_errno(&err, "network namespace: join the sandbox's user namespace");
-      goto out;
-    }
-    close(ufd);
+  struct ns_net *n = arg;
+  if (net_make(n->proc_fd, n->budgets, &n->err) == 0 &&
+      (n->net_fd = openat(n->proc_fd, "thread-self/ns/net", O_RDONLY | O_CLOEXEC)) < 0)
+    sbx_error_errno(&n->err, "network namespace: open /proc/thread-self/ns/net");
+  return NULL;
+}
+
+/* The code is pid 2 of the sandbox's pid namespace (sandboxd(1)), as in a forked call: the thread
+ * takes a pid out of its way (ns_last_pid; ours to write as the namespace's owner, with its user
+ * namespace's CAP_SYS_ADMIN), and the next one goes back to 2 once it has ended. A pid the
+ * thread held could still be taken for a moment after it has gone. */
+#define THREAD_PID "99"
+#define CODE_PID "1"
+
+static bool set_next_pid(int fd, const char *last)
+{
+  return pwrite(fd, last, strlen(last), 0) == (ssize_t) strlen(last);
+}
+
+int ns_net_start(struct ns_net *n, const struct sbx_budgets *budgets, sbx_error_t *err)
+{
+  *n = (struct ns_net){.budgets = budgets, .net_fd = -1, .last_pid_fd = -1};
+  /* pivot_root and the read-only /proc/sys come while the thread runs: it works through this. */
+  n->proc_fd = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (n->proc_fd < 0)
+    return sbx_error_errno(err, "network namespace: open /proc");
+  n->last_pid_fd = openat(n->proc_fd, "sys/kernel/ns_last_pid", O_WRONLY | O_CLOEXEC);
+  /* Without ns_last_pid (a kernel without CONFIG_CHECKPOINT_RESTORE): made here, before the
+   * mounts, so that the code is still pid 2. */
+  if (n->last_pid_fd < 0 || !set_next_pid(n->last_pid_fd, THREAD_PID)) {
+    net_thread(n);
+    return 0;
   }
-  /* Before MSG_NETNS: the code starts only after the child has it, so never without its budgets. */
-  if (ns_net_make(budgets, &err) < 0)
-    goto out;
-  if ((fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC)) < 0)
-    sbx_error_errno(&err, "network namespace: open /proc/thread-self/ns/net");
-out:;
-  struct sync_msg m = {.type = MSG_NETNS, .err = err};
-  sync_send_fds(sync_fd, &m, &fd, fd >= 0 ? 1 : 0);
-  _exit(fd >= 0 ? 0 : 1);
+  int e = pthread_create(&n->thread, NULL, net_thread, n);
+  if (e != 0) {
+    close(n->last_pid_fd);
+    close(n->proc_fd);
+    return sbx_error_set(err, e, "network namespace: start its thread");
+  }
+  n->threaded = true;
+  return 0;
+}
+
+int ns_net_join(struct ns_net *n, sbx_error_t *err)
+{
+  int e = n->threaded ? pthread_join(n->thread, NULL) : 0;
+  if (e == 0 && n->threaded && !set_next_pid(n->last_pid_fd, CODE_PID))
+    e = errno;
+  if (n->last_pid_fd >= 0)
+    close(n->last_pid_fd);
+  close(n->proc_fd);
+  if (e != 0)
+    return sbx_error_set(err, e, "network namespace: wait for its thread");
+  if (n->net_fd < 0) {
+    *err = n->err;
+    return -1;
+  }
+  int r =
+      setns(n->net_fd, CLONE_NEWNET) < 0 ? sbx_error_errno(err, "join the sandbox's network namespace") : 0;
+  close(n->net_fd);
+  return r;
 }
 
 /* As root, this thread acts as the user namespace's owner for a moment (ns_clone_sandbox, the

@@ -2,6 +2,7 @@
 #ifndef SBX_NS_H
 #define SBX_NS_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <sys/types.h>
 
@@ -15,10 +16,20 @@
 pid_t ns_clone_sandbox(int cgroup_fd, unsigned owner, int *ret_pidfd, bool *ret_in_cgroup);
 /* Map the policy's uid and gid to host_id (root), or to our own ids when host_id is 0. */
 int ns_write_id_maps(pid_t pid, const struct sbx_policy *p, unsigned host_id, sbx_error_t *err);
-/* From inside the sandbox's user namespace: a new network namespace with loopback up, and the
- * user namespace's kernel budgets (through any /proc mount not yet read-only). */
-int ns_net_make(const struct sbx_budgets *budgets, sbx_error_t *err);
-/* The network namespace helper, in a fork of the parent: never returns. */
-_Noreturn void ns_net_helper(pid_t pid, int pidfd, int sync_fd, const struct sbx_budgets *budgets);
+/* The sandbox's network namespace, made by a thread of its pid 1 while pid 1 sets up its mounts:
+ * ns_net_start (pid 1 still single-threaded, /proc still the host's), ns_net_join (before pid 1
+ * moves into its cgroup or installs its filter: single-threaded again after it). */
+struct ns_net {
+  pthread_t thread;
+  const struct sbx_budgets *budgets;
+  int proc_fd;     /* /proc as it is when the thread starts, not as pid 1's mounts make it */
+  int net_fd;      /* the thread's result, or -1 with err */
+  int last_pid_fd; /* /proc/sys/kernel/ns_last_pid: the pid the thread and the code get */
+  bool threaded;   /* false: no ns_last_pid, so made by ns_net_start itself */
+  sbx_error_t err;
+};
+int ns_net_start(struct ns_net *n, const struct sbx_budgets *budgets, sbx_error_t *err);
+/* Wait for the thread, then join its network namespace. */
+int ns_net_join(struct ns_net *n, sbx_error_t *err);
 
 #endif

@@ -3,12 +3,11 @@
  * minijail_enter(): namespaces, identity, mounts, pivot_root, host identity, drop caps,
  * no_new_privs, seccomp last.
  *
- * Three processes build a sandbox; a fourth is the code. They talk over one SOCK_SEQPACKET
- * socketpair, the sync socket (syncsock.h): the parent holds one end and pid 1 the other; the net
- * helper, a fork of the parent, writes on the parent's end, so pid 1 reads it like the parent.
- * Six message types; time runs down:
+ * Two processes build a sandbox, with a thread of pid 1's; a third process is the code. They
+ * talk over one SOCK_SEQPACKET socketpair, the sync socket (syncsock.h): the parent holds one
+ * end and pid 1 the other. Five message types; time runs down:
  *
- *   parent (sandboxd)                  pid 1 (here, then init.c)         net helper (ns.c)
+ *   parent (sandboxd)                  pid 1 (here, then init.c)         pid 1's net thread (ns.c)
  *   ---------------------------------  --------------------------------  -------------------------
  *   v2: create the cgroup
  *   clone3: new user, mnt, pid, ipc,   waits for GO
@@ -16,36 +15,35 @@
  *     cgroup)
  *   write the uid/gid maps
  *   (v2 before 5.7: move it in)
- *   GO ------------------------------> stdio, fds; mounts; the sandbox
- *   fork ------------------------------------------------------------->  join pid 1's user ns,
- *   v1: create the cgroup;               uid; tmpfs, /dev, /proc, binds;   new net ns, loopback up,
- *     CGROUP (its files) ------------>   pivot_root, hostname              user ns budgets
- *   return (sandbox_spawn_start)       <------------------------------- NETNS (the ns fd, or why
- *                                      join the net ns; v1: move self      not); exits
- *                                        into the cgroup; network proxy:
- *                                        listen on 127.0.0.1:3128
+ *   GO ------------------------------> stdio, fds; start the thread --->  new net ns, loopback up,
+ *   v1: create the cgroup;             mounts; the sandbox uid; tmpfs,     user ns budgets; ends
+ *     CGROUP (its files) ------------>   /dev, /proc, binds; pivot_root,
+ *   return (sandbox_spawn_start)         hostname
+ *                                      join the thread and its net ns;
+ *                                        v1: move self into the cgroup;
+ *                                        network proxy: listen on
+ *                                        127.0.0.1:3128
  *                                      rlimits, signals, caps,
  *                                        no_new_privs, seccomp
- *                                      fork: the code execs
+ *                                      clone: the code execs
  *   <------------------------------- READY (its pid namespace; the
  *                                      proxy's listener; the workspace
  *                                      tmpfs, if the spec asks)
- *   reap the helper (sandbox_spawn_finish); network proxy: fork the
- *     egress proxy on the listener (egress_proxy.c)
+ *   sweep stale cgroups (once); network proxy: fork the egress proxy
+ *     on the listener (egress_proxy.c) (sandbox_spawn_finish)
  *   ... runs: signals go to pid 1, which relays them to the code; kill, sample (sandbox_proc.c)
  *   <------------------------------- EXIT (the code's wait status); pid 1 exits, the kernel kills
  *   reap pid 1 (sandbox_wait)          the rest of its pid namespace
  *
- * Any step of pid 1's that fails, the helper's included (its NETNS says why), sends ERROR instead
- * of READY and exits 125; sandbox_spawn_finish() returns it to the caller. NETNS and CGROUP come
- * in either order. Why this shape:
+ * Any step of pid 1's that fails, its thread's included, sends ERROR instead of READY and exits
+ * 125; sandbox_spawn_finish() returns it to the caller. Why this shape:
  * - pid 1 has no identity in its new user namespace until its uid/gid maps are written from
  *   outside: the parent writes them, with its own credentials, then sends GO.
- * - A network namespace is most of what clone costs (~0.3 ms in setup_net): the helper makes it
- *   while pid 1 mounts, inside pid 1's user namespace so the sandbox owns it.
- *   As root without CAP_SYS_ADMIN and CAP_SYS_PTRACE (a container's root) no helper could join
- *   pid 1's user namespace (helper_can_join): there is none, and pid 1 makes its network
- *   namespace itself right after GO (own_netns), so no NETNS comes.
+ * - A network namespace is most of what clone costs (~0.3 ms in setup_net): a thread of pid 1
+ *   makes it while pid 1 mounts, inside pid 1's user namespace so the sandbox owns it, and pid 1
+ *   joins it once the thread has ended (a forked helper cost a copy of the parent, its page
+ *   faults and its exit, and could join the user namespace only with CAP_SYS_ADMIN and
+ *   CAP_SYS_PTRACE, which a container's root lacks).
  * - cgroup v1 has no CLONE_INTO_CGROUP: the parent creates the cgroup while pid 1 mounts, off
  *   its path, and pid 1 moves itself in (single-threaded, which makes that cheap on v1) before
  *   the code starts.
@@ -60,7 +58,6 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
-#include <linux/capability.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -113,7 +110,6 @@ struct child_args {
   int sync_fd;
   bool host_root;
   bool own_keyring; /* the policy lets the code call keyctl: leave it no inherited keyring */
-  bool own_netns;   /* no net helper could join us: make the network namespace ourselves */
 };
 
 static int set_rlimit(int res, uint64_t v, const char *name, sbx_error_t *err)
@@ -169,41 +165,23 @@ static int set_rlimits(const struct sbx_limits *l, const struct sbx_budgets *b, 
   return 0;
 }
 
-/* What the parent side sends after GO, in either order: the network namespace the net helper
- * made (always), and on cgroup v1 the files to move ourselves into our cgroup through (the parent
- * creates it meanwhile). Without the namespace the code must not run: it would share the host's
- * network. */
-static int join_netns_and_cgroup(int sync_fd, bool netns, bool want_cgroup, sbx_error_t *err)
+/* On cgroup v1, the files to move ourselves into our cgroup through: the parent creates it while
+ * we set up the mounts, and sends them after GO. */
+static int join_cgroup(int sync_fd, sbx_error_t *err)
 {
-  while (!netns || want_cgroup) {
-    struct sync_msg m;
-    int fds[MSG_MAX_FDS];
-    int n = sync_recv_fds(sync_fd, &m, fds);
-    if (n < 0)
-      return sbx_error_set(err, 0, "sandbox setup: no answer from sandboxd");
-    int r = 0;
-    if (m.type == MSG_NETNS && !netns) {
-      netns = true;
-      if (n != 1)
-        r = m.err.msg[0] ? (*err = m.err, -1)
-                         : sbx_error_set(err, 0, "network namespace: no answer from the helper");
-      else if (setns(fds[0], CLONE_NEWNET) < 0)
-        r = sbx_error_errno(err, "join the sandbox's network namespace");
-    } else if (m.type == MSG_CGROUP && want_cgroup) {
-      want_cgroup = false;
-      r = cgroup_attach_self(fds, n, err);
-      /* As for JOIN_BY_PARENT in sandbox_child: a cgroup namespace rooted at our own cgroup. */
-      if (r == 0 && unshare(CLONE_NEWCGROUP) < 0)
-        r = sbx_error_errno(err, "unshare(CLONE_NEWCGROUP)");
-    } else {
-      r = sbx_error_set(err, 0, "sandbox setup: unexpected message %d", m.type);
-    }
-    for (int i = 0; i < n; i++)
-      close(fds[i]);
-    if (r < 0)
-      return -1;
-  }
-  return 0;
+  struct sync_msg m;
+  int fds[MSG_MAX_FDS];
+  int n = sync_recv_fds(sync_fd, &m, fds);
+  if (n < 0)
+    return sbx_error_set(err, 0, "sandbox setup: no answer from sandboxd");
+  int r = m.type == MSG_CGROUP ? cgroup_attach_self(fds, n, err)
+                               : sbx_error_set(err, 0, "sandbox setup: unexpected message %d", m.type);
+  /* As for JOIN_BY_PARENT in sandbox_child: a cgroup namespace rooted at our own cgroup. */
+  if (r == 0 && unshare(CLONE_NEWCGROUP) < 0)
+    r = sbx_error_errno(err, "unshare(CLONE_NEWCGROUP)");
+  for (int i = 0; i < n; i++)
+    close(fds[i]);
+  return r;
 }
 
 /* Stdio to 0, 1, 2, the sync socket to 3 (*sync_fd says so after), the bridge to 4 (returned,
@@ -279,9 +257,6 @@ static _Noreturn void sandbox_child(const struct child_args *a)
     _exit(SBX_EXIT_SETUP);
 
   init_hide_host_argv();
-  /* No helper comes (own_netns): while the host's /proc is ours to write the budgets through. */
-  if (a->own_netns && ns_net_make(&p->budgets, &err) < 0)
-    sync_fail(sync_fd, &err);
   /* A policy that allows keyctl must not hand the code our session keyring (a login's links the
    * user's keyring, where sandboxd's secret is). The shipped policies deny keyctl: no cost there. */
   if (a->own_keyring && keyring_join_anonymous(&err) < 0)
@@ -293,6 +268,12 @@ static _Noreturn void sandbox_child(const struct child_args *a)
 
   /* Before any other fd is opened. */
   int bridge_fd = arrange_fds(spec, &sync_fd);
+  /* The network namespace, made beside the mounts below by a thread, which also writes the user
+   * namespace's budgets: before anything changes /proc, and after the keyring and the cgroup
+   * namespace, which it shares. */
+  struct ns_net net;
+  if (ns_net_start(&net, &p->budgets, &err) < 0)
+    sync_fail(sync_fd, &err);
 
   /* Nothing we mount may propagate back to the host. */
   if (mount_make_private(&err) < 0)
@@ -324,9 +305,13 @@ static _Noreturn void sandbox_child(const struct child_args *a)
   /* Become the sandbox uid now, keeping our capabilities in the new user namespace: files the
    * setup creates in the tmpfs mounts must be owned by a mapped uid (else EOVERFLOW). From
    * host uid 0 (unmapped here) setresuid does not clear capabilities (capabilities(7)). */
-  if (a->host_root && setgroups(0, NULL) < 0) /* drop root's host supplementary groups */
+  /* Raw syscalls, this thread's credentials only: glibc's would stop the network namespace
+   * thread to change its own, and wait for it to leave the kernel (setup_net, ~0.3 ms). It keeps
+   * the ids it has (the same uid and gid, mapped) and ends before the code starts. */
+  if (a->host_root && syscall(SYS_setgroups, 0, NULL) < 0) /* drop root's host supplementary groups */
     sync_fail(sync_fd, (sbx_error_errno(&err, "setgroups"), &err));
-  if (setresgid(p->gid, p->gid, p->gid) < 0 || setresuid(p->uid, p->uid, p->uid) < 0)
+  if (syscall(SYS_setresgid, p->gid, p->gid, p->gid) < 0 ||
+      syscall(SYS_setresuid, p->uid, p->uid, p->uid) < 0)
     sync_fail(sync_fd, (sbx_error_errno(&err, "set sandbox uid/gid"), &err));
   /* Changing credentials clears the parent-death signal (prctl(2)): set it again, then check
    * the parent did not die in between (its end of the sync socket would be closed). */
@@ -376,16 +361,20 @@ static _Noreturn void sandbox_child(const struct child_args *a)
 
   if (sethostname(p->hostname, strlen(p->hostname)) < 0)
     sync_fail(sync_fd, (sbx_error_errno(&err, "sethostname"), &err));
-  /* Our network namespace and, on cgroup v1, our cgroup: both made by the parent side while we
-   * set up the mounts. We move ourselves (single-threaded, which makes it cheap on v1; see
-   * cgroup_attach_fds) before anything the limits are for: the code has not started. */
-  if (join_netns_and_cgroup(sync_fd, a->own_netns, a->join == JOIN_BY_SELF, &err) < 0)
+  /* Our network namespace, made by our thread, and on cgroup v1 our cgroup, made by the parent,
+   * both while we set up the mounts. The thread has ended before we move ourselves (as a single
+   * thread, which makes it cheap on v1; see cgroup_attach_fds) and before anything the limits are
+   * for: the code has not started. */
+  if (ns_net_join(&net, &err) < 0 || (a->join == JOIN_BY_SELF && join_cgroup(sync_fd, &err) < 0))
     sync_fail(sync_fd, &err);
   /* network proxy: the proxy's listener, in our network namespace (its loopback is up), before
    * any code could bind the port; it goes to the parent with READY (egress_proxy.h). */
   int proxy_fd = p->network == SBX_NET_PROXY ? egress_listen(&err) : -1;
   if (p->network == SBX_NET_PROXY && proxy_fd < 0)
     sync_fail(sync_fd, &err);
+  /* Before RLIMIT_AS (without a cgroup): caps_drop_all below allocates nothing then. */
+  if (p->drop_capabilities)
+    caps_prepare();
   if (set_rlimits(&spec->limits, &p->budgets, a->join == JOIN_NONE, &err) < 0)
     sync_fail(sync_fd, &err);
 
@@ -548,21 +537,6 @@ static int check_spec(const struct sbx_spec *spec, sbx_error_t *err)
 }
 
 /* Why the sandbox's clone failed (errno e). */
-/* Whether the net helper, root in our user namespace, can join a sandbox's user namespace, which
- * (as root) its host id owns: setns checks ptrace access to pid 1 (not dumpable: CAP_SYS_PTRACE)
- * and CAP_SYS_ADMIN over the namespace, which only its owner has without CAP_SYS_ADMIN here. A
- * container's root has neither (Docker drops both); then pid 1 makes its own network namespace,
- * on its path (~0.3 ms). Our capabilities do not change: read once. */
-static bool helper_can_join(unsigned host_id)
-{
-  static int can = -1;
-  if (host_id == 0)
-    return true;
-  if (can < 0)
-    can = caps_effective(CAP_SYS_ADMIN) && caps_effective(CAP_SYS_PTRACE);
-  return can;
-}
-
 static int clone_error(int e, unsigned host_id, const struct sbx_policy *p, sbx_error_t *err)
 {
   /* setresuid's EINVAL: sandboxd is "root" in a user namespace (a container) whose map lacks the id. */
@@ -618,7 +592,6 @@ int sandbox_spawn_start(const struct sbx_spec *spec, struct sbx_sandbox **ret, s
       .sync_fd = child_fd,
       .host_root = host_root,
       .own_keyring = !seccomp_policy_denies_keyrings(p),
-      .own_netns = !helper_can_join(host_id),
   };
   int pidfd = -1;
   bool in_cgroup;
@@ -636,11 +609,10 @@ int sandbox_spawn_start(const struct sbx_spec *spec, struct sbx_sandbox **ret, s
     sandbox_child(&a);
   }
   close(TAKE_FD(child_fd));
-  /* The child has its copy; the helper forked below must not hold one (valgrind: lost). */
+  /* The child has its copy (pid 1 frees it); ours goes now. */
   free(TAKE_PTR(envp));
 
   /* Maps must be written before the child calls setresuid/setgroups. */
-  pid_t helper = -1;
   if (ns_write_id_maps(pid, p, host_id, err) < 0) {
     sbx_error_prefix(err, "write uid/gid maps");
     sbx_error_hint(err, "see sandboxd doctor");
@@ -650,14 +622,6 @@ int sandbox_spawn_start(const struct sbx_spec *spec, struct sbx_sandbox **ret, s
   if (a.join == JOIN_BY_PARENT && cgroup_attach_pid(cg, pid, err) < 0)
     goto fail;
   sync_send(parent_fd, &(struct sync_msg){.type = MSG_GO});
-  /* Forked before anything is allocated here, so the helper's copy holds nothing of ours. */
-  helper = a.own_netns ? 0 : fork();
-  if (helper < 0) {
-    sbx_error_errno(err, "sandbox: fork the network namespace helper");
-    goto fail;
-  }
-  if (helper == 0 && !a.own_netns)
-    ns_net_helper(pid, pidfd, parent_fd, &p->budgets);
 
   /* While the child sets up its mounts: create its cgroup (v1), and hand it the files to move
    * itself in through. */
@@ -672,13 +636,6 @@ int sandbox_spawn_start(const struct sbx_spec *spec, struct sbx_sandbox **ret, s
     while (n > 0)
       close(fds[--n]);
   }
-  /* Cgroups left by a SIGKILLed sandboxd: once per process, off the child's path. */
-  static bool swept;
-  if (a.join != JOIN_NONE && !swept) {
-    swept = true;
-    cgroup_cleanup_stale();
-  }
-
   struct sbx_sandbox *s = calloc(1, sizeof *s);
   if (!s) {
     sbx_error_set(err, ENOMEM, "sandbox");
@@ -686,7 +643,6 @@ int sandbox_spawn_start(const struct sbx_spec *spec, struct sbx_sandbox **ret, s
   }
   *s = (struct sbx_sandbox){.pid = pid,
                             .pidfd = pidfd,
-                            .net_pid = helper,
                             .sync_fd = TAKE_FD(parent_fd),
                             .start_ns = start,
                             .code_status = -1,
@@ -701,15 +657,10 @@ int sandbox_spawn_start(const struct sbx_spec *spec, struct sbx_sandbox **ret, s
   return 0;
 
 fail:
-  /* Neither has been waited for, so their pids still name them. */
+  /* Not waited for yet, so its pid still names it. */
   kill(pid, SIGKILL);
   while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
     ;
-  if (helper > 0) {
-    kill(helper, SIGKILL);
-    while (waitpid(helper, NULL, 0) < 0 && errno == EINTR)
-      ;
-  }
   close(pidfd);
   cgroup_destroy(cg);
   return -1;
@@ -737,10 +688,6 @@ int sandbox_spawn_finish(struct sbx_sandbox *s, sbx_error_t *err)
       s->workspace_fd = fds[i];
     else
       close(fds[i]);
-  /* It sent the child its namespace and exited (READY follows its message); the error paths
-   * reap it in sandbox_free(). */
-  if (m.type == MSG_READY)
-    reap_net_helper(s, false);
   s->pidns_ino = m.pidns_ino;
   s->pidns_dev = m.pidns_dev;
   if (m.type == MSG_ERROR) {
@@ -755,6 +702,13 @@ int sandbox_spawn_finish(struct sbx_sandbox *s, sbx_error_t *err)
     return sbx_error_set(err, 0, "sandbox setup failed: unexpected message %d", m.type);
   if (proxy && listen_fd < 0)
     return sbx_error_set(err, 0, "sandbox setup failed: no egress proxy listener");
+  /* Cgroups left by a SIGKILLed sandboxd: once per process, while the code runs (on the other
+   * CPU from it), not while pid 1, its thread and this process set the sandbox up. */
+  static bool swept;
+  if (s->cgroup && !swept) {
+    swept = true;
+    cgroup_cleanup_stale();
+  }
   /* The proxy serves the listener from here (the host's network namespace) until pid 1 exits;
    * as root, as the sandbox's own host id. */
   if (proxy &&

@@ -15,8 +15,7 @@
 extern const int sandbox_forwarded_signals[SBX_N_FORWARDED_SIGNALS];
 
 struct sbx_sandbox {
-  pid_t pid;     /* the sandbox's init, in our pid namespace */
-  pid_t net_pid; /* the network namespace helper until reaped, else 0 */
+  pid_t pid; /* the sandbox's init, in our pid namespace */
   int pidfd;
   int sync_fd; /* our end of the sync socket */
   uint64_t start_ns, deadline_ns;
@@ -40,13 +39,10 @@ struct sbx_sandbox {
   struct rusage fork_ru;
 };
 
-/* Close every fd from 3 up except a and b (either may be -1) (init.c; also the net helper). */
+/* Close every fd from 3 up except a and b (either may be -1) (init.c). */
 int close_fds_except(int a, int b);
 
 /* A forked sandbox's end: wait for pid 1 to exit, read the code's status (sandbox_fork.c). */
 void sandbox_fork_wait(struct sbx_sandbox *s);
-
-/* Reap the network namespace helper if it has not been (sandbox_proc.c). */
-void reap_net_helper(struct sbx_sandbox *s, bool kill_it);
 
 #endif

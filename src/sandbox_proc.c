@@ -51,17 +51,6 @@ static const char *probe_mode_name(void)
   return cgroup_mode_name(m);
 }
 
-void reap_net_helper(struct sbx_sandbox *s, bool kill_it)
-{
-  if (s->net_pid <= 0)
-    return;
-  if (kill_it)
-    kill(s->net_pid, SIGKILL);
-  while (waitpid(s->net_pid, NULL, 0) < 0 && errno == EINTR)
-    ;
-  s->net_pid = 0;
-}
-
 /* The proxy exits once pid 1 has (it watches its pidfd), after closing every connection. */
 static void reap_egress(struct sbx_sandbox *s, bool kill_it)
 {
@@ -291,7 +280,6 @@ void sandbox_free(struct sbx_sandbox *s)
       while (waitpid(s->pid, NULL, 0) < 0 && errno == EINTR)
         ;
   }
-  reap_net_helper(s, true);
   reap_egress(s, true);
   egress_log_free(s->egress);
   if (s->pidfd >= 0)

@@ -73,8 +73,8 @@ int sync_recv_fds(int sock, struct sync_msg *m, int fds[MSG_MAX_FDS])
   return nfds;
 }
 
-/* A child that exits with messages still unread in its queue (the helper's and ours, when its
- * setup failed early) makes the kernel report ECONNRESET on our end once, before the messages it
+/* A child that exits with messages still unread in its queue (ours, when its setup failed
+ * early) makes the kernel report ECONNRESET on our end once, before the messages it
  * did send, such as its MSG_ERROR: read on past it. */
 int sync_recv(int fd, struct sync_msg *m, int flags)
 {

@@ -9,14 +9,14 @@
 #include "cgroup.h"
 #include "error.h"
 
-enum msg_type { MSG_GO = 1, MSG_READY, MSG_ERROR, MSG_EXIT, MSG_NETNS, MSG_CGROUP };
+enum msg_type { MSG_GO = 1, MSG_READY, MSG_ERROR, MSG_EXIT, MSG_CGROUP };
 struct sync_msg {
   int type;
   int wait_status;               /* MSG_EXIT: the code's wait status */
   uint64_t pidns_ino, pidns_dev; /* MSG_READY: the sandbox's pid namespace (and maybe one fd) */
-  sbx_error_t err;               /* MSG_ERROR; MSG_NETNS when the helper failed (then no fd comes with it) */
+  sbx_error_t err;               /* MSG_ERROR */
 };
-/* Most fds one message carries: MSG_NETNS one, MSG_CGROUP one per hierarchy, MSG_READY the
+/* Most fds one message carries: MSG_CGROUP one per hierarchy, MSG_READY the
  * egress proxy's listener (network proxy) and the workspace (when the spec asks for it). */
 #define MSG_MAX_FDS CGROUP_MAX_ATTACH_FDS
 

@@ -326,6 +326,47 @@ def test_nothing_left_after_a_timeout(marker, host_state):
     assert_nothing_left(host_state, marker, r)
 
 
+def test_forkers_die_with_pid_1(marker, host_state):
+    """What the code leaves forking when it ends dies with the sandbox's pid 1: the kernel kills
+    the whole pid namespace before it reports pid 1 dead, so by the time exec returns nothing is
+    left (no freezer is needed to stop forks while a cgroup is emptied), and no cgroup either."""
+    src = ("import os, time\n"
+           "if os.fork() == 0:\n"
+           "    os.setsid()\n"
+           "    if os.fork() == 0:\n"
+           "        while True:  # every child forks too, up to --pids; all carry the marker (argv)\n"
+           "            try:\n"
+           "                os.fork()\n"
+           "            except OSError:\n"
+           "                time.sleep(0.001)\n"
+           "    os._exit(0)\n"
+           "time.sleep(0.3)\n")
+    r = sbx.code(src, marker, opts=["--pids", "32"], timeout=60)
+    assert r.rc == 0, r.describe()
+    left = sbx.processes_with(marker)
+    assert not left, f"processes outlived exec: {left}\n{r.describe()}"
+    assert_nothing_left(host_state, marker, r)
+
+
+def test_v1_uses_no_freezer(marker):
+    """On cgroup v1 a sandbox's cgroups are memory, pids, cpu and cpuacct: none in the freezer
+    hierarchy (see test_forkers_die_with_pid_1)."""
+    if expected_mode() != "cgroup1":
+        pytest.skip("cgroup v1 only (this host gives cgroup2)")
+    _, v1 = _cgroup_mounts()
+    cmd = sbx.exec_cmd(("-c", "import sys; print('READY', flush=True); sys.stdin.read()"), [marker])
+    p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert p.stdout.readline() == b"READY\n", p.stderr.read() if p.poll() is not None else b""
+        mine = cgroups_of(p.pid)
+        assert mine, f"no sandboxd-{p.pid}-* cgroup in {cgroup_parents()}"
+        hierarchies = {c for c, mnt in v1.items() for d in mine if d.startswith(mnt.rstrip("/") + "/")}
+        assert hierarchies == {"memory", "pids", "cpu", "cpuacct"} & set(v1), (sorted(mine), v1)
+    finally:
+        p.kill()
+        p.wait()
+
+
 def test_sigkilled_sandboxd_is_swept_by_the_next_start(marker, host_state):
     """SIGKILL to sandboxd leaves its cgroup (nobody is left to remove it); its processes die
     with it, and the next sandboxd that starts removes the stale cgroup."""

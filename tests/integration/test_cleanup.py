@@ -114,8 +114,8 @@ sys.exit(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
 
 
 def test_no_network_namespace_is_a_setup_error(marker, host_state, env):
-    """The network namespace is made by a helper process beside the sandbox's init. When the
-    kernel refuses one, the sandbox never runs: exit 125 with one line, and the helper, init and
+    """The network namespace is made by a thread of the sandbox's init. When the kernel refuses
+    one, the sandbox never runs: exit 125 with one line, and init and
     the code are all gone."""
     sbx.root_only("needs root to map a second uid into a user namespace")
     # Readable by uid 1234: under sbx.WORK, not pytest's private tmp_path.

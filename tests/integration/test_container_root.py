@@ -21,8 +21,8 @@ PROBE = ("import json, os\n"
          "open('/proc/net/dev').read().splitlines()[2:]), 'answer': 6 * 7,\n"
          " 'budgets': [int(open('/proc/sys/user/max_' + k).read()) for k in ('user_namespaces', "
          "'inotify_instances')]}))")
-# The policies' user namespace budgets (namespaces, inotify_instances), which pid 1 writes itself
-# when no helper could join it.
+# The policies' user namespace budgets (namespaces, inotify_instances), which pid 1's network
+# namespace thread writes from inside the user namespace (no capability outside it needed).
 BUDGETS = {"default": [2, 16], "ci": [2, 32]}
 
 
