@@ -207,7 +207,7 @@ if (process.env.BENCH_FORK !== '0')
 // before a change), for a before/after side by side in one run.
 if (process.env.BENCH_BASELINE && process.env.BENCH_FORK !== '0')
   servers.push({ label: `baseline ${process.env.BENCH_BASELINE_LABEL || 'build'}: --warm-mode fork`,
-    command: process.env.BENCH_BASELINE, args: [...SERVER_ARGS, ...HTTP_ARGS, '--warm-mode', 'fork'],
+    command: process.env.BENCH_BASELINE, args: [...SERVER_ARGS, ...HTTP_ARGS, '--rootfs', ROOTFS, '--warm-mode', 'fork'],
     http: TRANSPORT !== 'stdio' });
 const hasBwrap = (() => { try { execFileSync('sh', ['-c', 'command -v bwrap'], { stdio: 'ignore' }); return true; } catch { return false; } })();
 if (TRANSPORT !== 'stdio')
