@@ -18,6 +18,9 @@
 enum { C_MEMORY, C_PIDS, C_CPU, C_CPUACCT, C_MAX };
 _Static_assert(C_MAX <= CGROUP_MAX_ATTACH_FDS, "one attach fd per v1 hierarchy");
 extern const char *const cgroup_v1_names[C_MAX];
+/* first[c]: the first controller whose directory base[c] is too (co-mounted controllers, such as
+ * systemd's cpu,cpuacct, are one hierarchy), else c. */
+void cgroup_v1_shared(const char (*base)[PATH_MAX], int first[C_MAX]);
 
 /* Mount points of cgroup2 and of each v1 controller; "" where not mounted. */
 struct cgroup_mounts {

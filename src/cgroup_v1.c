@@ -17,7 +17,25 @@
 const char *const cgroup_v1_names[C_MAX] = {"memory", "pids", "cpu", "cpuacct"};
 
 static char v1_base[C_MAX][PATH_MAX]; /* per controller; "" if unavailable */
+/* The first controller in the same hierarchy (cgroup_v1_shared); each its own until probed. */
+static int v1_first[C_MAX] = {C_MEMORY, C_PIDS, C_CPU, C_CPUACCT};
 static bool v1_memsw;
+
+void cgroup_v1_shared(const char (*base)[PATH_MAX], int first[C_MAX])
+{
+  for (int c = 0; c < C_MAX; c++) {
+    first[c] = c;
+    for (int j = 0; j < c && first[c] == c; j++)
+      if (base[c][0] && strcmp(base[c], base[j]) == 0)
+        first[c] = j;
+  }
+}
+
+/* A controller whose hierarchy an earlier one already stands for: its directory is that one's. */
+static bool v1_dup(int c)
+{
+  return v1_first[c] != c;
+}
 
 static int probe_v1(const struct cgroup_mounts *m, sbx_error_t *err)
 {
@@ -33,6 +51,8 @@ static int probe_v1(const struct cgroup_mounts *m, sbx_error_t *err)
     if (cg_writable_dir(base))
       memcpy(v1_base[c], base, PATH_MAX); /* the same size */
   }
+  /* Co-mounted controllers (systemd's cpu,cpuacct) share one hierarchy: one directory there. */
+  cgroup_v1_shared((const char(*)[PATH_MAX]) v1_base, v1_first);
   if (!v1_base[C_MEMORY][0] || !v1_base[C_PIDS][0])
     return sbx_error_set(err, EACCES,
                          "cgroup v1: the memory and pids controllers are not writable by this user");
@@ -82,17 +102,18 @@ static void remove_v1(struct sbx_cgroup *cg)
   if (has_procs(cg->v1[C_PIDS])) {
     cg_write_at(cg->v1[C_PIDS], "pids.max", "0");
     for (int c = 0; c < C_MAX; c++)
-      if (cg->v1[c][0])
+      if (cg->v1[c][0] && !v1_dup(c))
         cg_kill_procs(cg->v1[c], "cgroup.procs");
   }
   for (int c = 0; c < C_MAX; c++)
-    cg_remove_dir(cg->v1[c], false);
+    if (!v1_dup(c))
+      cg_remove_dir(cg->v1[c], false);
 }
 
 static void sweep_v1(void)
 {
   for (int c = 0; c < C_MAX; c++)
-    if (v1_base[c][0])
+    if (v1_base[c][0] && !v1_dup(c))
       cg_sweep(v1_base[c], false);
 }
 
@@ -103,6 +124,8 @@ static int create_v1(struct sbx_cgroup *cg, const char *name, const struct sbx_l
       continue;
     if (bufprintf(cg->v1[c], PATH_MAX, err, "%s/%s", v1_base[c], name) < 0)
       return sbx_error_prefix(err, "cgroup");
+    if (v1_dup(c)) /* made with its hierarchy's first controller */
+      continue;
     if (mkdir(cg->v1[c], 0755) < 0) {
       sbx_error_errno(err, "cgroup: create `%s`", cg->v1[c]);
       cg->v1[c][0] = '\0';
@@ -124,7 +147,7 @@ static int attach_fds_v1(struct sbx_cgroup *cg, int fds[CGROUP_MAX_ATTACH_FDS], 
    * writer's, and a process may always move itself. */
   for (int c = 0; c < C_MAX; c++) {
     const char *dir = cg->v1[c];
-    if (!dir[0])
+    if (!dir[0] || v1_dup(c))
       continue;
     if (bufprintf(path, sizeof path, err, "%s/tasks", dir) < 0 ||
         (fds[n] = open(path, O_WRONLY | O_CLOEXEC)) < 0) {
@@ -142,7 +165,7 @@ static int attach_fds_v1(struct sbx_cgroup *cg, int fds[CGROUP_MAX_ATTACH_FDS], 
 static void kill_v1(struct sbx_cgroup *cg)
 {
   for (int c = 0; c < C_MAX; c++)
-    if (cg->v1[c][0])
+    if (cg->v1[c][0] && !v1_dup(c))
       cg_kill_procs(cg->v1[c], "cgroup.procs");
 }
 
