@@ -86,5 +86,5 @@ def test_node_environment_is_the_policys(facts):
     if sbx.EGRESS_OPTS:  # network proxy (SANDBOXD_TEST_ALLOW_HOST): the proxy's variables too
         want.update({k: "http://127.0.0.1:3128" for k in ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY",
                                                            "https_proxy", "ALL_PROXY", "all_proxy")})
-        want.update(NO_PROXY="", no_proxy="")
+        want.update(NO_PROXY="", no_proxy="", NODE_USE_ENV_PROXY="1")
     assert env == want, env
