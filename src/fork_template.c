@@ -4,9 +4,9 @@
  *
  * The template is a sandbox like any other (sandbox_spawn, the call's spec), under a policy
  * derived from the server's: /proc unmasked (the kernel refuses a fresh proc mount in a nested
- * namespace where a proc mount is partly hidden) and unshare and mount allowed (its children make
- * the call's namespaces and mounts; the child's filter, the server policy's own, stacks on top
- * before the code runs), and namespace budgets for its calls' namespaces. It has no capabilities
+ * namespace where a proc mount is partly hidden), clone and unshare with namespace flags and mount
+ * allowed (a call's pid 1 is forked into its namespaces and makes its mounts; its filter, the
+ * server policy's own, stacks on top before the code runs), and namespace budgets for its calls' namespaces. It has no capabilities
  * (a user namespace needs none) and no_new_privs.
  *
  * Per call, here: the call's cgroup (v1: files opened for the child to move itself in; v2: moved
@@ -88,9 +88,9 @@ static void template_free(struct fork_template *t)
   free(t);
 }
 
-/* The template's policy: the server's, but its children may unshare and mount (their own
- * filter, the server's, is installed before any code), /proc is whole, and its user namespace
- * has room for the namespaces of the calls in flight. */
+/* The template's policy: the server's, but it may clone into namespaces and its children may
+ * unshare and mount (their own filter, the server's, is installed before any code), /proc is
+ * whole, and its user namespace has room for the namespaces of the calls in flight. */
 static int template_policy(struct fork_template *t, const struct server *srv, sbx_error_t *err)
 {
   const struct sbx_policy *p = srv->policy;
@@ -100,7 +100,8 @@ static int template_policy(struct fork_template *t, const struct server *srv, sb
     return sbx_error_set(err, ENOMEM, "fork template policy");
   for (size_t i = 0; i < p->n_rules; i++) {
     t->rules[i] = p->rules[i];
-    if (strcmp(p->rules[i].syscall, "unshare") == 0 || strcmp(p->rules[i].syscall, "mount") == 0) {
+    if (strcmp(p->rules[i].syscall, "unshare") == 0 || strcmp(p->rules[i].syscall, "mount") == 0 ||
+        strcmp(p->rules[i].syscall, "clone") == 0) {
       t->rules[i].action = SBX_ACT_ALLOW;
       t->rules[i].cmp = SBX_CMP_ANY;
       t->rules[i].cond_text = NULL;

@@ -2,16 +2,17 @@
 # this file's text as the first message on fd 3 to `python3 -c TEMPLATE_BOOT` (fork_template.c:
 # it execs it, so that neither ps nor a call's /proc/1/cmdline shows this text) inside a sandbox of
 # its own (the template sandbox: the call policy's rootfs, binds, env and identity; /proc unmasked
-# and unshare/mount allowed, so that a child can make a call's namespaces). The template never runs user code. It reads its setup from
+# and clone/unshare with namespace flags and mount allowed, so that a child can make a call's
+# namespaces). The template never runs user code. It reads its setup from
 # fd 3 once (the runner's source, the call policy's compiled seccomp filter, the call's limits),
 # then serves one fork per message on fd 3: each message carries the call's fds. Per call:
-#   child (C1): joins the call's cgroup (v1: through the files sandboxd opened), fresh user, mnt,
-#     pid, net, ipc and uts namespaces, its uid/gid mapped to itself, the user namespace's kernel
-#     budgets, fresh tmpfs /tmp, /workspace(/out), /dev/shm and /run (the binds under them bound
-#     again); says hello (its pid
-#     reaches sandboxd by SCM_CREDENTIALS), waits for sandboxd's ack (v2: sandboxd moved it into
-#     the call's cgroup), forks and exits.
-#   pid 1 of the new pid namespace (P1): fresh /proc with the policy's masks, loopback up, a
+#   pid 1 of a new pid namespace (P1), forked by clone(2) with fresh user, mnt, pid, net, ipc and
+#     uts namespaces (_fork_call: one copy of the template per call, not two): joins the call's
+#     cgroup (v1: through the files sandboxd opened), its uid/gid mapped to the template's, the
+#     user namespace's kernel budgets, fresh tmpfs /tmp, /workspace(/out), /dev/shm and /run (the
+#     binds under them bound again); says hello (its pid reaches sandboxd by SCM_CREDENTIALS),
+#     waits for sandboxd's ack (v2: sandboxd moved it into the call's cgroup); then fresh /proc
+#     with the policy's masks, loopback up, a
 #     cgroup namespace rooted at the call's cgroup, stdio and the call's fd 3, every other fd
 #     closed, rlimits, capabilities dropped, no_new_privs, not dumpable, the policy's seccomp
 #     filter (the same BPF the cold path installs); READY (with the workspace tmpfs), sandboxd's
@@ -45,6 +46,20 @@ MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVA
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_SECCOMP, PR_CAPBSET_DROP = 1, 4, 22, 24
 PR_SET_NO_NEW_PRIVS, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, PR_SET_CHILD_SUBREAPER = 38, 47, 4, 36
 SECCOMP_MODE_FILTER = 2
+CALL_NAMESPACES = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS
+
+# clone(2) as os.fork() calls fork(): through PyDLL, which keeps the GIL (as os.fork does), between
+# PyOS_BeforeFork and PyOS_AfterFork_Child/Parent, the C API's hooks for a fork made outside
+# os.fork. Raw clone with a null stack is fork with namespace flags (glibc's fork takes none). Its
+# number per architecture sandboxd builds filters for (seccomp.c); the arguments after the flags
+# are zero, so their order (it differs on aarch64) does not matter.
+_CLONE_NR = {"x86_64": 56, "aarch64": 220}.get(os.uname().machine)
+_raw = ctypes.PyDLL(None, use_errno=True)
+_syscall = _raw.syscall
+_syscall.restype = ctypes.c_long
+_syscall.argtypes = [ctypes.c_long] * 6
+_before_fork, _after_fork_child, _after_fork_parent = (
+    ctypes.pythonapi.PyOS_BeforeFork, ctypes.pythonapi.PyOS_AfterFork_Child, ctypes.pythonapi.PyOS_AfterFork_Parent)
 FORWARDED = (signal.SIGHUP, signal.SIGINT, signal.SIGQUIT, signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2)
 SETUP_FAILED = 125
 
@@ -330,19 +345,35 @@ def _fresh(cfg, path, flags, data):
         os.close(fd)
 
 
+def _fork_call():
+    """A fork of this process that is pid 1 of fresh call namespaces (CALL_NAMESPACES): 0 in the
+    child, its pid here. glibc's cached thread id stays the template's in the child, which only
+    raise() and pthread_kill() use; the code process is forked by os.fork(), which sets its own."""
+    if _CLONE_NR is None:
+        raise OSError(38, "clone: no system call number for %s" % os.uname().machine)
+    _before_fork()
+    pid = _syscall(_CLONE_NR, CALL_NAMESPACES | signal.SIGCHLD, 0, 0, 0, 0)
+    if pid == 0:
+        _after_fork_child()
+        return 0
+    e = ctypes.get_errno()
+    _after_fork_parent()
+    if pid < 0:
+        raise OSError(e, "clone: %s" % os.strerror(e))
+    return pid
+
+
 def _call(cfg, fds):
+    """pid 1 of the call's namespaces, just forked: the call's sandbox, then the code (_pid1)."""
     sock_fd, out_w, err_w, chan = fds[:4]
     _sync[0] = sock_fd
     sock = socket.socket(fileno=sock_fd)
     for f in fds[4:]:  # cgroup v1: the call's cgroup, before anything else
         os.write(f, b"0")
         os.close(f)
-    uid, gid = os.getuid(), os.getgid()
-    _ck(_libc.unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS),
-        "unshare")
     _write("/proc/self/setgroups", "deny")
-    _write("/proc/self/uid_map", "%d %d 1" % (uid, uid))
-    _write("/proc/self/gid_map", "%d %d 1" % (gid, gid))
+    _write("/proc/self/uid_map", "%d %d 1" % (cfg["uid"], cfg["uid"]))
+    _write("/proc/self/gid_map", "%d %d 1" % (cfg["gid"], cfg["gid"]))
     _budgets(cfg)
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
     # /workspace/out as the cold path's (sandbox_child), unless a bind is there.
@@ -355,23 +386,23 @@ def _call(cfg, fds):
     _send(sock, "hello")
     if sock.recv(16) != b"ack":
         os._exit(SETUP_FAILED)
-    if os.fork() == 0:
-        try:
-            _pid1(cfg, sock, out_w, err_w, chan)
-        except BaseException as e:
-            _fail(e)
-    os._exit(0)
+    _pid1(cfg, sock, out_w, err_w, chan)
 
 
 _sync = [-1]  # the call's sync socket, where it is now
 
 
-def _fail(e):
-    """Setup failed: say why on the call's sync socket (sandboxd shows it), and exit."""
+def _say_error(fd, e):
+    """Say why setup failed on the call's sync socket fd (sandboxd shows it)."""
     try:
-        os.write(_sync[0], ("error %s" % e).encode()[:500])
+        os.write(fd, ("error %s" % e).encode()[:500])
     except BaseException:
         pass
+
+
+def _fail(e):
+    """Setup failed: say why on the call's sync socket, where it is now, and exit."""
+    _say_error(_sync[0], e)
     os._exit(SETUP_FAILED)
 
 
@@ -389,6 +420,7 @@ def _serve():
     cfg = _read_setup(ctl)
     cfg["under"] = _binds_under()
     cfg["budget_files"] = {n[4:] for n in os.listdir("/proc/sys/user") if n.startswith("max_")}
+    cfg["uid"], cfg["gid"] = os.getuid(), os.getgid()  # a call's are mapped to these
     # Orphaned pid 1s of the calls come back here to be reaped.
     _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     signal.signal(signal.SIGCHLD, _reap)
@@ -405,15 +437,19 @@ def _serve():
             for f in fds:
                 os.close(f)
             continue
-        pid = os.fork()
+        try:
+            pid = _fork_call()
+        except OSError as e:  # the call fails with why (a namespace budget spent, say); not the template
+            _say_error(fds[0], e)
+            pid = -1
         if pid == 0:
+            _sync[0] = fds[0]
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
             ctl.close()
             try:
                 cfg["cpu_seconds"] = int(msg.split()[1])
                 _call(cfg, fds)
-            except BaseException as e:
-                _sync[0] = fds[0]
+            except BaseException as e:  # _sync[0]: where the sync socket is by then
                 _fail(e)
         for f in fds:
             os.close(f)
