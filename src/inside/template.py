@@ -25,8 +25,13 @@ _main_keys = set(globals())  # what __main__ holds before this file's names (a c
 import sys
 
 _before = set(sys.modules)  # what a cold runner starts with (a call gets only these)
-# Imported here, once: an import in a call would load the module on every call.
+# Imported here, once: an import in a call would load the module on every call. Not threading:
+# its after-fork hook would run in every fork (a call's pid 1 and its code process), about 90
+# page faults each; ctypes imports it through sysconfig, which it needs on Android only.
+sys.modules["sysconfig"] = type(sys)("sysconfig")
 import ctypes
+
+del sys.modules["sysconfig"], ctypes._sysconfig
 import fcntl
 import os
 import resource
