@@ -208,14 +208,16 @@ def _code(cfg, sock_fd):
     _libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)  # as after exec: the code may read its own /proc files
     os.chdir("/workspace")
     code = cfg["runner_code"]
-    modules, main, keep, before, _exit = sys.modules, sys.modules["__main__"].__dict__, _main_keys, _before, os._exit
-    for k in list(main):  # the globals of this file: from here only locals
-        if k not in keep:
-            del main[k]
-    for k in list(modules):
-        if k not in before:
-            del modules[k]
-    exec(code, main)
+    modules, keep, before, _exit = sys.modules, _main_keys, _before, os._exit
+    # A fresh __main__ with what a cold one holds, not this file's names deleted one by one: each
+    # deletion writes to the object it drops (a page copied per object). The template's modules
+    # leave sys.modules; this frame keeps them and the old __main__ (never returns: _exit).
+    old = modules["__main__"]
+    main = type(sys)("__main__")
+    main.__dict__.update((k, v) for k, v in old.__dict__.items() if k in keep)
+    modules["__main__"] = main
+    gone = [modules.pop(k) for k in list(modules) if k not in before]
+    exec(code, main.__dict__)
     _exit(0)
 
 
