@@ -428,6 +428,12 @@ def _serve():
     cfg["under"] = _binds_under()
     cfg["budget_files"] = {n[4:] for n in os.listdir("/proc/sys/user") if n.startswith("max_")}
     cfg["uid"], cfg["gid"] = os.getuid(), os.getgid()  # a call's are mapped to these
+    # What the imports and the setup left over goes before the first fork, not copied by each
+    # (about 400 KiB of heap fewer, and fewer pages for a call to fault in).
+    import gc
+
+    gc.collect()
+    _libc.malloc_trim(0)
     # Orphaned pid 1s of the calls come back here to be reaped.
     _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     signal.signal(signal.SIGCHLD, _reap)
