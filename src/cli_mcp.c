@@ -70,7 +70,7 @@ static const char mcp_usage[] =
     "                           others start cold\n"
     "  --warm-mode MODE         fork: each python call forks from one idle template; prestart:\n"
     "                           python sandboxes built ahead, as above; auto (default): fork,\n"
-    "                           prestart as root (sandboxd-mcp(7))\n"
+    "                           or prestart where forking cannot work (sandboxd-mcp(7))\n"
     "  --max-message-size SIZE  largest JSON-RPC message accepted (default 4M)\n"
     "  --text-limit N           characters of output a result's text shows (default 40000);\n"
     "                           beyond that its head and tail, and a line saying what was cut\n"
@@ -402,12 +402,11 @@ static int setup_langs(struct server *srv, sbx_error_t *err)
 
 /* Fork mode fails here, not at the first call, where the kernel or policy cannot do it; after
  * every option is checked (a bad --token-file is one line, not a sandbox's warnings first). auto
- * forks unless root: as root a cold sandbox has a host uid of its own (host_id_range), which the
- * calls of one template share; otherwise every sandbox is the invoking user anyway. Where auto's
- * fork path cannot work, it says why and prestarts. */
+ * forks (as root each call has a host id of its own, as a cold sandbox has); where its fork path
+ * cannot work, it says why and prestarts. */
 static int setup_warm_mode(struct server *srv, sbx_error_t *err)
 {
-  srv->warm_fork = srv->warm_mode == WARM_FORK || (srv->warm_mode == WARM_AUTO && geteuid() != 0);
+  srv->warm_fork = srv->warm_mode == WARM_FORK || srv->warm_mode == WARM_AUTO;
   sbx_error_t why = {0};
   if (!srv->warm_fork || fork_template_init(srv, srv->warm_mode == WARM_FORK ? err : &why) == 0)
     return 0;

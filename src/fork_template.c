@@ -6,8 +6,8 @@
  * derived from the server's: /proc unmasked (the kernel refuses a fresh proc mount in a nested
  * namespace where a proc mount is partly hidden), clone and unshare with namespace flags and mount
  * allowed (a call's pid 1 is forked into its namespaces and makes its mounts; its filter, the
- * server policy's own, stacks on top before the code runs), and namespace budgets for its calls' namespaces. It has no capabilities
- * (a user namespace needs none) and no_new_privs.
+ * server policy's own, stacks on top before the code runs), and namespace budgets for its calls' namespaces.
+ * It has no capabilities (a user namespace needs none) and no_new_privs.
  *
  * Per call, here: the call's cgroup (v1: files opened for the child to move itself in; v2: moved
  * in by pid after the child's hello, before its ack), a SOCK_SEQPACKET socket whose credentials
@@ -31,9 +31,11 @@
 #include "cleanup.h"
 #include "egress_proxy.h"
 #include "fork_template.h"
+#include "hostid.h"
 #include "log.h"
 #include "mcp_internal.h"
 #include "mcp_server.h"
+#include "ns.h"
 #include "policy.h"
 #include "sandbox.h"
 #include "seccomp.h"
@@ -60,6 +62,7 @@ struct fork_template {
   enum { TMPL_SPAWNING, TMPL_SETUP, TMPL_READY } state; /* sandbox setup, then Python's */
   int ctl_fd;                                           /* our end of its fd 3 */
   int log_fd;                                           /* its stdout and stderr: read only when it died */
+  int userns_fd; /* root: its user namespace, where a call's id maps are written from; else -1 */
   unsigned served, refs;
   size_t binds_hash;
 };
@@ -84,35 +87,76 @@ static void template_free(struct fork_template *t)
     close(t->ctl_fd);
   if (t->log_fd >= 0)
     close(t->log_fd);
+  if (t->userns_fd >= 0)
+    close(t->userns_fd);
   free(t->rules);
   free(t);
 }
 
-/* The template's policy: the server's, but it may clone into namespaces and its children may
- * unshare and mount (their own filter, the server's, is installed before any code), /proc is
- * whole, and its user namespace has room for the namespaces of the calls in flight. */
+/* What the template's filter allows that the server's may not: clone into namespaces, and for
+ * its children unshare and mount; as root also the id changes by which a call's pid 1 takes the
+ * host id sandboxd mapped for it. The template itself has no capabilities for any of them in its
+ * own user namespace; a call's own filter, the server's, is installed before any code. */
+static const char *const template_allows[] = {"clone",     "unshare",   "mount",
+                                              "setgroups", "setresgid", "setresuid"};
+#define TEMPLATE_ALLOWS_ALWAYS 3
+
+static bool template_allowed(const char *syscall, size_t n)
+{
+  for (size_t i = 0; i < n; i++)
+    if (strcmp(syscall, template_allows[i]) == 0)
+      return true;
+  return false;
+}
+
+/* The template's policy: the server's, with template_allows, /proc whole, and its user namespace
+ * has room for the namespaces of the calls in flight. */
 static int template_policy(struct fork_template *t, const struct server *srv, sbx_error_t *err)
 {
   const struct sbx_policy *p = srv->policy;
+  size_t n_allows =
+      geteuid() == 0 ? sizeof template_allows / sizeof *template_allows : TEMPLATE_ALLOWS_ALWAYS;
   t->policy = *p;
-  t->rules = calloc(p->n_rules ? p->n_rules : 1, sizeof *t->rules);
+  t->rules = calloc(p->n_rules + n_allows, sizeof *t->rules);
   if (!t->rules)
     return sbx_error_set(err, ENOMEM, "fork template policy");
+  size_t n = 0;
   for (size_t i = 0; i < p->n_rules; i++) {
-    t->rules[i] = p->rules[i];
-    if (strcmp(p->rules[i].syscall, "unshare") == 0 || strcmp(p->rules[i].syscall, "mount") == 0 ||
-        strcmp(p->rules[i].syscall, "clone") == 0) {
-      t->rules[i].action = SBX_ACT_ALLOW;
-      t->rules[i].cmp = SBX_CMP_ANY;
-      t->rules[i].cond_text = NULL;
+    t->rules[n] = p->rules[i];
+    if (template_allowed(p->rules[i].syscall, n_allows)) {
+      t->rules[n].action = SBX_ACT_ALLOW;
+      t->rules[n].cmp = SBX_CMP_ANY;
+      t->rules[n].cond_text = NULL;
     }
+    n++;
+  }
+  /* Those the server's policy does not name (its default action refuses them). */
+  for (size_t a = 0; a < n_allows; a++) {
+    bool named = false;
+    for (size_t i = 0; i < p->n_rules && !named; i++)
+      named = strcmp(p->rules[i].syscall, template_allows[a]) == 0;
+    if (!named)
+      t->rules[n++] = (struct sbx_rule){.syscall = (char *) template_allows[a],
+                                        .action = SBX_ACT_ALLOW,
+                                        .cmp = SBX_CMP_ANY,
+                                        .file = "fork template"};
   }
   t->policy.rules = t->rules;
+  t->policy.n_rules = n;
   t->policy.mask_proc = false;
   /* The template reaches nothing: with network proxy, each call's pid 1 makes its own listener
    * and gets its own proxy (sandbox_adopt); the variables are set for the call (template.py). */
   t->policy.network = SBX_NET_NONE;
-  t->policy.budgets.namespaces = (p->budgets.namespaces + 8) * (srv->max_concurrent + 4);
+  /* What a call's user namespace is charged is charged to the template's owner in the template's
+   * as well: room there for every call in flight at its own budget (each call's namespace holds it
+   * to that), so that one call at its budget does not leave another without. */
+  unsigned long long calls = srv->max_concurrent + 4;
+  struct sbx_budgets *b = &t->policy.budgets;
+  b->namespaces = (p->budgets.namespaces + 8) * calls;
+  b->inotify_instances = p->budgets.inotify_instances * calls;
+  b->inotify_watches = p->budgets.inotify_watches * calls;
+  b->fanotify_groups = p->budgets.fanotify_groups * calls;
+  b->fanotify_marks = p->budgets.fanotify_marks * calls;
   _cleanup_free_ char *text = policy_format_canonical(&t->policy);
   if (!text)
     return sbx_error_set(err, ENOMEM, "fork template policy");
@@ -150,7 +194,7 @@ static int send_setup(struct fork_template *t, const struct server *srv, const s
       "tmp %llu\nworkspace %llu\nshm %llu\nnofile %llu\nfsize %llu\nmemory %llu\npids %llu\n"
       "cpu_seconds %llu\ndegraded %d\nmask_proc %d\ninotify_instances %llu\ninotify_watches %llu\n"
       "fanotify_groups %llu\nfanotify_marks %llu\nnamespaces %llu\nsigpending %llu\nmsgqueue %llu\n"
-      "memlock %llu\nproxy %d\nrunner %zu\nmain %zu\nexcept %zu\n",
+      "memlock %llu\nproxy %d\nserver_maps %d\nrunner %zu\nmain %zu\nexcept %zu\n",
       (unsigned long long) l->tmp_bytes, (unsigned long long) l->workspace_bytes,
       (unsigned long long) l->shm_bytes, (unsigned long long) l->nofile, (unsigned long long) l->fsize_bytes,
       (unsigned long long) l->memory_bytes, (unsigned long long) l->pids,
@@ -159,7 +203,8 @@ static int send_setup(struct fork_template *t, const struct server *srv, const s
       (unsigned long long) b->fanotify_groups, (unsigned long long) b->fanotify_marks,
       (unsigned long long) b->namespaces, (unsigned long long) b->sigpending,
       (unsigned long long) b->msgqueue_bytes, (unsigned long long) b->memlock_bytes,
-      p->network == SBX_NET_PROXY ? EGRESS_PROXY_PORT : 0, runner_len, bpf.main_len * 8, bpf.except_len * 8);
+      p->network == SBX_NET_PROXY ? EGRESS_PROXY_PORT : 0, t->userns_fd >= 0, runner_len, bpf.main_len * 8,
+      bpf.except_len * 8);
   for (size_t i = 0; r == 0 && i < p->n_proc_masked; i++)
     r = strbuf_printf(&sb, "mask %s\n", p->proc_masked[i]);
   for (size_t i = 0; r == 0 && i < p->n_proc_readonly; i++)
@@ -239,7 +284,7 @@ static int template_begin(struct server *srv, struct fork_template **ret, sbx_er
   struct fork_template *t = calloc(1, sizeof *t);
   if (!t)
     return sbx_error_set(err, ENOMEM, "fork template");
-  t->ctl_fd = t->log_fd = -1;
+  t->ctl_fd = t->log_fd = t->userns_fd = -1;
   int sv[2];
   _cleanup_close_ int log_w = -1, inside = -1;
   struct sbx_limits req, limits;
@@ -259,7 +304,11 @@ static int template_begin(struct server *srv, struct fork_template **ret, sbx_er
   spec.policy = &t->policy;
   spec.argv = argv;
   spec.keep_workspace = false;
-  if (sandbox_spawn_start(&spec, &t->sb, err) < 0)
+  /* As root each call gets a host id of its own (as a cold sandbox does), mapped from the
+   * template's user namespace, which maps the whole host_id_range for that. */
+  spec.map_host_range = geteuid() == 0;
+  if (sandbox_spawn_start(&spec, &t->sb, err) < 0 ||
+      (spec.map_host_range && (t->userns_fd = sandbox_userns_fd(t->sb, err)) < 0))
     goto fail;
   sandbox_set_deadline(t->sb, UINT64_MAX);
   close(TAKE_FD(inside));
@@ -466,7 +515,9 @@ struct fork_pending {
   struct sbx_limits limits;
   uint64_t deadline_ns;            /* for its next answer */
   const struct sbx_policy *policy; /* the server's: network proxy gets the call a proxy */
-  unsigned host_id;                /* the template's (root): its proxy runs as it */
+  int userns_fd;                   /* root: the template's user namespace; else -1 */
+  unsigned host_id;                /* root: the call's own host id (its proxy runs as it); else 0 */
+  int host_id_lock;                /* root: holds host_id until the call's sandbox is torn down */
 };
 
 void fork_pending_free(struct fork_pending *fp)
@@ -476,6 +527,10 @@ void fork_pending_free(struct fork_pending *fp)
   if (fp->sv >= 0)
     close(fp->sv);
   cgroup_destroy(fp->cg); /* kills whatever moved in */
+  if (fp->userns_fd >= 0)
+    close(fp->userns_fd);
+  if (fp->host_id_lock >= 0)
+    close(fp->host_id_lock);
   free(fp);
 }
 
@@ -497,10 +552,15 @@ static int fork_begin(struct fork_template *t, struct server *srv, const struct 
   struct fork_pending *fp = calloc(1, sizeof *fp);
   if (!fp)
     return sbx_error_set(err, ENOMEM, "fork");
-  fp->sv = -1;
+  fp->sv = fp->host_id_lock = -1;
   fp->limits = *limits;
   fp->policy = srv->policy;
-  fp->host_id = sandbox_host_id(t->sb);
+  fp->userns_fd = t->userns_fd >= 0 ? fcntl(t->userns_fd, F_DUPFD_CLOEXEC, 3) : -1;
+  if (t->userns_fd >= 0 && fp->userns_fd < 0) {
+    sbx_error_errno(err, "fork: dup");
+    free(fp);
+    return -1;
+  }
   int cgfds[CGROUP_MAX_ATTACH_FDS], n_cg = 0;
   if (call_cgroup(srv, limits, &fp->cg, cgfds, &n_cg, err) < 0) {
     free(fp);
@@ -571,6 +631,11 @@ static int fork_pending_step(struct fork_pending *fp, struct sbx_sandbox **ret, 
     if (child_recv(fp->sv, buf, sizeof buf, &pid, NULL, NULL, err) < 0 ||
         (fp->cg && cgroup_clone_fd(fp->cg) >= 0 && cgroup_attach_pid(fp->cg, pid, err) < 0))
       goto fail;
+    /* As root: a host id of the call's own, as a cold sandbox's (sandbox_spawn_start). */
+    if (fp->userns_fd >= 0 && (hostid_acquire(fp->policy->host_id_start, fp->policy->host_id_count,
+                                              &fp->host_id, &fp->host_id_lock, err) < 0 ||
+                               ns_write_call_maps(fp->userns_fd, pid, fp->policy, fp->host_id, err) < 0))
+      goto fail;
     if (send(fp->sv, "ack", 3, MSG_NOSIGNAL) != 3) {
       sbx_error_errno(err, "fork: ack");
       goto fail;
@@ -603,7 +668,7 @@ static int fork_pending_step(struct fork_pending *fp, struct sbx_sandbox **ret, 
   }
   /* sandbox_adopt takes the fds and the cgroup (and kills it on failure). */
   int r = sandbox_adopt(pid, pidfd, TAKE_FD(fp->sv), TAKE_PTR(fp->cg), ws, ino, dev, &fp->limits, fp->policy,
-                        lfd, fp->host_id, ret, err);
+                        lfd, fp->host_id, TAKE_FD(fp->host_id_lock), ret, err);
   fork_pending_free(fp);
   return r < 0 ? -1 : 1;
 fail:

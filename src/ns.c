@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "netlink.h"
@@ -175,12 +176,36 @@ static void back_to_root(const struct as_owner *o)
   errno = e;
 }
 
+/* One map: inside to host_id, and with range (the fork template's) every other id of the policy's
+ * host_id_range to itself, which inside must then be outside of. */
+static int id_map(char *map, size_t size, unsigned inside, unsigned host_id, const struct sbx_policy *p,
+                  bool range, sbx_error_t *err)
+{
+  if (bufprintf(map, size, err, "%u %u 1\n", inside, host_id) < 0)
+    return -1;
+  if (!range)
+    return 0;
+  unsigned start = p->host_id_start, end = p->host_id_start + p->host_id_count;
+  if (inside >= start && inside < end)
+    return sbx_error_set(err, EINVAL, "policy `%s`: uid/gid %u is inside its host_id_range %u %u", p->name,
+                         inside, start, p->host_id_count);
+  size_t n = strlen(map);
+  if (host_id > start && bufprintf(map + n, size - n, err, "%u %u %u\n", start, start, host_id - start) < 0)
+    return -1;
+  n = strlen(map);
+  if (host_id + 1 < end &&
+      bufprintf(map + n, size - n, err, "%u %u %u\n", host_id + 1, host_id + 1, end - host_id - 1) < 0)
+    return -1;
+  return 0;
+}
+
 /* host_id: the sandbox's own host uid and gid (root), or 0: the invoking user's. As root, written
  * as the namespace's owner: a map of a namespace takes CAP_SYS_ADMIN over it, which root has only
  * through CAP_SYS_ADMIN outside, which a container's root lacks (Docker drops it). */
-static int write_id_maps(pid_t pid, const struct sbx_policy *p, unsigned host_id, sbx_error_t *err)
+static int write_id_maps(pid_t pid, const struct sbx_policy *p, unsigned host_id, bool range,
+                         sbx_error_t *err)
 {
-  char path[64], map[64];
+  char path[64], map[192];
   bool host_root = host_id != 0;
   unsigned host_uid = host_root ? host_id : (unsigned) geteuid();
   unsigned host_gid = host_root ? host_id : (unsigned) getegid();
@@ -191,23 +216,83 @@ static int write_id_maps(pid_t pid, const struct sbx_policy *p, unsigned host_id
       return -1;
   }
   if (bufprintf(path, sizeof path, err, "/proc/%d/uid_map", pid) < 0 ||
-      bufprintf(map, sizeof map, err, "%u %u 1\n", p->uid, host_uid) < 0 || write_file(path, map, err) < 0 ||
-      bufprintf(path, sizeof path, err, "/proc/%d/gid_map", pid) < 0 ||
-      bufprintf(map, sizeof map, err, "%u %u 1\n", p->gid, host_gid) < 0)
+      id_map(map, sizeof map, p->uid, host_uid, p, range && host_root, err) < 0 ||
+      write_file(path, map, err) < 0 || bufprintf(path, sizeof path, err, "/proc/%d/gid_map", pid) < 0 ||
+      id_map(map, sizeof map, p->gid, host_gid, p, range && host_root, err) < 0)
     return -1;
   return write_file(path, map, err);
 }
 
-int ns_write_id_maps(pid_t pid, const struct sbx_policy *p, unsigned host_id, sbx_error_t *err)
+int ns_write_id_maps(pid_t pid, const struct sbx_policy *p, unsigned host_id, bool range, sbx_error_t *err)
 {
   struct as_owner o;
   if (host_id == 0)
-    return write_id_maps(pid, p, host_id, err);
+    return write_id_maps(pid, p, host_id, false, err);
   if (become_owner(host_id, &o) < 0)
     return sbx_error_errno(err, "act as host id %u", host_id);
-  int r = write_id_maps(pid, p, host_id, err);
+  int r = write_id_maps(pid, p, host_id, range, err);
   back_to_root(&o);
   return r;
+}
+
+/* ns_write_call_maps's helper: in the template's user namespace, the parent of the call's, the
+ * only one whose processes may write the call's maps (user_namespaces(7)); it exits with 0 or an
+ * errno. */
+struct call_maps {
+  int userns_fd;
+  char path[2][64], map[2][32];
+};
+
+static int call_maps_main(void *arg)
+{
+  const struct call_maps *c = arg;
+  if (setns(c->userns_fd, CLONE_NEWUSER) < 0)
+    _exit(errno);
+  for (int i = 0; i < 2; i++) {
+    int fd = open(c->path[i], O_WRONLY | O_CLOEXEC);
+    size_t len = strlen(c->map[i]);
+    if (fd < 0 || write(fd, c->map[i], len) != (ssize_t) len)
+      _exit(errno ? errno : EIO);
+    close(fd);
+  }
+  _exit(0);
+}
+
+#ifndef __SANITIZE_ADDRESS__
+/* The helper's stack: it shares our memory, and we are suspended until it exits. */
+static char call_maps_stack[16 << 10] __attribute__((aligned(64)));
+#endif
+
+int ns_write_call_maps(int userns_fd, pid_t pid, const struct sbx_policy *p, unsigned host_id,
+                       sbx_error_t *err)
+{
+  struct call_maps c = {.userns_fd = userns_fd};
+  if (bufprintf(c.path[0], sizeof c.path[0], err, "/proc/%d/uid_map", pid) < 0 ||
+      bufprintf(c.path[1], sizeof c.path[1], err, "/proc/%d/gid_map", pid) < 0 ||
+      bufprintf(c.map[0], sizeof c.map[0], err, "%u %u 1\n", p->uid, host_id) < 0 ||
+      bufprintf(c.map[1], sizeof c.map[1], err, "%u %u 1\n", p->gid, host_id) < 0)
+    return -1;
+    /* As init.c starts the code: CLONE_VM | CLONE_VFORK, no copy of our memory (not under
+     * AddressSanitizer, which takes the helper's stack for an error). setns takes a process of its
+     * own (no CLONE_THREAD) with a filesystem context of its own (no CLONE_FS). */
+#ifndef __SANITIZE_ADDRESS__
+  pid_t h =
+      clone(call_maps_main, call_maps_stack + sizeof call_maps_stack, CLONE_VM | CLONE_VFORK | SIGCHLD, &c);
+#else
+  pid_t h = fork();
+  if (h == 0)
+    call_maps_main(&c);
+#endif
+  if (h < 0)
+    return sbx_error_errno(err, "map the call's ids: clone");
+  int st;
+  while (waitpid(h, &st, 0) < 0)
+    if (errno != EINTR)
+      return sbx_error_errno(err, "map the call's ids: waitpid");
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+    return sbx_error_set(err, WIFEXITED(st) ? WEXITSTATUS(st) : EIO, "map the call's ids to host id %u: %s",
+                         host_id, WIFEXITED(st) ? strerror(WEXITSTATUS(st)) : "its helper was killed");
+  return 0;
 }
 
 /* clone3 with CLONE_INTO_CGROUP puts the child in its cgroup atomically (Linux 5.7); without it

@@ -613,7 +613,7 @@ int sandbox_spawn_start(const struct sbx_spec *spec, struct sbx_sandbox **ret, s
   free(TAKE_PTR(envp));
 
   /* Maps must be written before the child calls setresuid/setgroups. */
-  if (ns_write_id_maps(pid, p, host_id, err) < 0) {
+  if (ns_write_id_maps(pid, p, host_id, spec->map_host_range, err) < 0) {
     sbx_error_prefix(err, "write uid/gid maps");
     sbx_error_hint(err, "see sandboxd doctor");
     goto fail;

@@ -40,6 +40,9 @@ struct sbx_spec {
   /* Hand the parent the workspace tmpfs (sandbox_workspace_fd), to collect /workspace/out from
    * after the run (`sandboxd mcp`): the fd pins the tmpfs past the sandbox's mount namespace. */
   bool keep_workspace;
+  /* The fork template's (as root): its user namespace maps the policy's whole host_id_range too,
+   * so that each of its calls gets a host id of its own (ns_write_call_maps). */
+  bool map_host_range;
 };
 
 /* Every sandbox starts with this empty directory, the sandbox uid's, for the files it returns. */
@@ -115,16 +118,18 @@ int sandbox_result_now(struct sbx_sandbox *s, int exit_code, struct sbx_result *
 /* A sandbox made outside sandbox_spawn (a fork of `sandboxd mcp`'s template, fork_template.c):
  * pid 1 (pid, pidfd, not our child), the socket it reports the code's status on, its cgroup (or
  * NULL), workspace tmpfs and pid namespace. With network proxy (policy), listen_fd is the egress
- * listener pid 1 made in its network namespace: its proxy is started here, as run_as (the
- * template's host id). Takes pidfd, sync_fd, cg, workspace_fd and listen_fd, even on failure (then
- * it is killed). */
+ * listener pid 1 made in its network namespace: its proxy is started here, as host_id. host_id:
+ * root: the call's own host uid and gid, held by host_id_lock (hostid.h) until the sandbox is
+ * torn down; else 0 and -1. Takes pidfd, sync_fd, cg, workspace_fd, listen_fd and host_id_lock,
+ * even on failure (then it is killed). */
 struct sbx_cgroup;
 int sandbox_adopt(pid_t pid, int pidfd, int sync_fd, struct sbx_cgroup *cg, int workspace_fd,
                   unsigned long long pidns_ino, unsigned long long pidns_dev, const struct sbx_limits *limits,
-                  const struct sbx_policy *policy, int listen_fd, unsigned run_as, struct sbx_sandbox **ret,
-                  sbx_error_t *err);
-/* Root: the sandbox's host uid and gid (hostid.h), as its egress proxy runs; else 0. */
-unsigned sandbox_host_id(const struct sbx_sandbox *s);
+                  const struct sbx_policy *policy, int listen_fd, unsigned host_id, int host_id_lock,
+                  struct sbx_sandbox **ret, sbx_error_t *err);
+/* Root: an fd of the user namespace of a sandbox being spawned (the fork template's), which its
+ * forked calls' maps are written from (ns_write_call_maps). */
+int sandbox_userns_fd(const struct sbx_sandbox *s, sbx_error_t *err);
 /* Kill if still running, reap, release everything. NULL is fine. */
 void sandbox_free(struct sbx_sandbox *s);
 

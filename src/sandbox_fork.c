@@ -5,6 +5,7 @@
 #include "sandbox_internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -21,8 +22,8 @@
 
 int sandbox_adopt(pid_t pid, int pidfd, int sync_fd, struct sbx_cgroup *cg, int workspace_fd,
                   unsigned long long pidns_ino, unsigned long long pidns_dev, const struct sbx_limits *limits,
-                  const struct sbx_policy *policy, int listen_fd, unsigned run_as, struct sbx_sandbox **ret,
-                  sbx_error_t *err)
+                  const struct sbx_policy *policy, int listen_fd, unsigned host_id, int host_id_lock,
+                  struct sbx_sandbox **ret, sbx_error_t *err)
 {
   bool proxy = policy->network == SBX_NET_PROXY;
   struct sbx_sandbox *s = proxy && listen_fd < 0 ? NULL : calloc(1, sizeof *s);
@@ -33,6 +34,8 @@ int sandbox_adopt(pid_t pid, int pidfd, int sync_fd, struct sbx_cgroup *cg, int 
     close(workspace_fd);
     if (listen_fd >= 0)
       close(listen_fd);
+    if (host_id_lock >= 0)
+      close(host_id_lock);
     cgroup_destroy(cg);
     return proxy && listen_fd < 0 ? sbx_error_set(err, 0, "fork: the call's sandbox sent no egress listener")
                                   : sbx_error_set(err, ENOMEM, "sandbox");
@@ -49,12 +52,14 @@ int sandbox_adopt(pid_t pid, int pidfd, int sync_fd, struct sbx_cgroup *cg, int 
                             .pidns_ino = pidns_ino,
                             .pidns_dev = pidns_dev,
                             .workspace_fd = workspace_fd,
-                            .host_id_lock = -1,
+                            .host_id_lock = host_id_lock,
+                            .host_id = host_id,
                             .policy = policy,
                             .forked = true};
   /* The proxy serves the listener from here (the host's network namespace) until pid 1 exits,
    * as the cold path's does (sandbox_spawn_finish); it takes listen_fd. */
-  if (proxy && egress_proxy_start(policy, listen_fd, s->pidfd, run_as, &s->egress, &s->egress_pid, err) < 0) {
+  if (proxy &&
+      egress_proxy_start(policy, listen_fd, s->pidfd, host_id, &s->egress, &s->egress_pid, err) < 0) {
     sandbox_free(s);
     return -1;
   }
@@ -84,7 +89,11 @@ void sandbox_fork_wait(struct sbx_sandbox *s)
   }
 }
 
-unsigned sandbox_host_id(const struct sbx_sandbox *s)
+int sandbox_userns_fd(const struct sbx_sandbox *s, sbx_error_t *err)
 {
-  return s->host_id;
+  char path[64];
+  if (bufprintf(path, sizeof path, err, "/proc/%d/ns/user", (int) s->pid) < 0)
+    return -1;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  return fd < 0 ? sbx_error_errno(err, "open `%s`", path) : fd;
 }

@@ -8,10 +8,11 @@
 # then serves one fork per message on fd 3: each message carries the call's fds. Per call:
 #   pid 1 of a new pid namespace (P1), forked by clone(2) with fresh user, mnt, pid, net, ipc and
 #     uts namespaces (_fork_call: one copy of the template per call, not two): joins the call's
-#     cgroup (v1: through the files sandboxd opened), its uid/gid mapped to the template's, the
-#     user namespace's kernel budgets, fresh tmpfs /tmp, /workspace(/out), /dev/shm and /run (the
-#     binds under them bound again); says hello (its pid reaches sandboxd by SCM_CREDENTIALS),
-#     waits for sandboxd's ack (v2: sandboxd moved it into the call's cgroup); then fresh /proc
+#     cgroup (v1: through the files sandboxd opened), its uid/gid mapped to the template's (as
+#     root: by sandboxd, after the hello, to a host id of the call's own); says hello (its pid
+#     reaches sandboxd by SCM_CREDENTIALS), waits for sandboxd's ack (v2: sandboxd moved it into
+#     the call's cgroup); the user namespace's kernel budgets, fresh tmpfs /tmp,
+#     /workspace(/out), /dev/shm and /run (the binds under them bound again); then fresh /proc
 #     with the policy's masks, loopback up, a
 #     cgroup namespace rooted at the call's cgroup, stdio and the call's fd 3, every other fd
 #     closed, rlimits, capabilities dropped, no_new_privs, not dumpable, the policy's seccomp
@@ -378,9 +379,20 @@ def _call(cfg, fds):
     for f in fds[4:]:  # cgroup v1: the call's cgroup, before anything else
         os.write(f, b"0")
         os.close(f)
-    _write("/proc/self/setgroups", "deny")
-    _write("/proc/self/uid_map", "%d %d 1" % (cfg["uid"], cfg["uid"]))
-    _write("/proc/self/gid_map", "%d %d 1" % (cfg["gid"], cfg["gid"]))
+    uid, gid = cfg["uid"], cfg["gid"]
+    if not cfg["server_maps"]:  # its ids mapped to the template's, which are ours
+        _write("/proc/self/setgroups", "deny")
+        _write("/proc/self/uid_map", "%d %d 1" % (uid, uid))
+        _write("/proc/self/gid_map", "%d %d 1" % (gid, gid))
+    _send(sock, "hello")
+    if sock.recv(16) != b"ack":
+        os._exit(SETUP_FAILED)
+    if cfg["server_maps"]:
+        # As root, sandboxd mapped them to a host id of the call's own (ns_write_call_maps): this
+        # process is the template's host id until it takes them.
+        os.setgroups([])
+        os.setresgid(gid, gid, gid)
+        os.setresuid(uid, uid, uid)
     _budgets(cfg)
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
     # /workspace/out as the cold path's (sandbox_child), unless a bind is there.
@@ -390,9 +402,6 @@ def _call(cfg, fds):
         os.mkdir("/workspace/out", 0o755)
     _fresh(cfg, "/dev/shm", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=%d,mode=1777" % cfg["shm"])
     _fresh(cfg, "/run", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=1048576,mode=755")
-    _send(sock, "hello")
-    if sock.recv(16) != b"ack":
-        os._exit(SETUP_FAILED)
     _pid1(cfg, sock, out_w, err_w, chan)
 
 

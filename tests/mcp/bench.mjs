@@ -194,7 +194,7 @@ function table(rows) {
 const HTTP_ARGS = { stdio: [], http: ['--http', '127.0.0.1:0'], 'http-stateless': ['--http', '127.0.0.1:0', '--stateless'] }[TRANSPORT];
 if (!HTTP_ARGS) throw new Error(`BENCH_TRANSPORT=${TRANSPORT}: stdio, http or http-stateless`);
 const servers = (process.env.BENCH_WARM ?? '0 2 4').split(' ').filter(Boolean).map((w) => ({
-  // --warm-mode prestart said, whoever runs it (auto, the default, forks unless root).
+  // --warm-mode prestart said: auto, the default, forks.
   label: `sandboxd mcp --warm ${w} --warm-mode prestart${TRANSPORT === 'stdio' ? '' : ` (${TRANSPORT})`}`,
   command: SANDBOXD, args: [...SERVER_ARGS, ...HTTP_ARGS, '--warm', w, '--warm-mode', 'prestart'],
   http: TRANSPORT !== 'stdio',

@@ -87,12 +87,21 @@ def test_every_isolation_fact_is_the_cold_one(servers):
             assert f.get(k) == c.get(k), k
     # What each path shows is the cold sandbox's, with the same flags.
     assert visible_mounts(f["mounts"]) == visible_mounts(c["mounts"])
-    # One uid and one gid, each mapped to itself: the template's (the cold sandbox maps its own
-    # host id); supplementary groups can never be changed.
+    # One uid and one gid: as root each mapped to a host id of the sandbox's own, as the cold
+    # sandbox's (the template maps host_id_range); else to itself, the template's, and
+    # supplementary groups can never be changed.
     uid, gid = f["uid_map"][0][0], f["gid_map"][0][0]
-    assert f["uid_map"] == [[uid, uid, "1"]] and f["gid_map"] == [[gid, gid, "1"]]
     assert (uid, gid) == (c["uid_map"][0][0], c["gid_map"][0][0])
-    assert f["setgroups"] == "deny"
+    if os.geteuid() == 0:
+        start, count = sbx.host_id_range()
+        for m in (f, c):
+            host = m["uid_map"][0][1]
+            assert m["uid_map"] == [[uid, host, "1"]] and m["gid_map"] == [[gid, host, "1"]]
+            assert start <= int(host) < start + count, host
+        assert f["setgroups"] == c["setgroups"]
+    else:
+        assert f["uid_map"] == [[uid, uid, "1"]] and f["gid_map"] == [[gid, gid, "1"]]
+        assert f["setgroups"] == "deny"
     # Credentials, capabilities, no_new_privs and seccomp mode as cold; the template's filters
     # stay stacked beneath the call's own.
     fs, cs = dict(f["status"]), dict(c["status"])
