@@ -178,10 +178,10 @@ if want mcp; then
       MCP_TESTS="./mcp.test.mjs ./execute.test.mjs"
   done
 fi
-# The same suite with every Python call forked from a template (--warm-mode fork; the prestart
-# pool's warm.test.mjs skips itself): about 45 s more.
-! want mcp || run_node "mcp (fork)" "$repo/tests/mcp" "$rundir/mcp-fork.log" SANDBOXD_MCP_ARGS="--warm-mode fork" \
-  CLAUDE_CODE_TEST=0
+# The same suite with every Python call from the prestart pool (--warm-mode prestart; auto, the
+# default, forks each from a template, as root too): about 45 s more.
+! want mcp || run_node "mcp (prestart)" "$repo/tests/mcp" "$rundir/mcp-prestart.log" \
+  SANDBOXD_MCP_ARGS="--warm-mode prestart" CLAUDE_CODE_TEST=0
 # The MCP proxy with real host servers (server-everything, server-memory).
 ! want proxy || run_node proxy "$repo/tests/proxy" "$rundir/proxy.log"
 # Three stateless HTTP replicas behind nginx, one killed mid-run (tests/scale; about 5 s).

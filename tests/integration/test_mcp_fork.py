@@ -272,11 +272,10 @@ def start_sleeper(m, rid, seconds=60):
     m.p.stdin.flush()
 
 
-def code_running(m):
-    """The call's code process exists: pid 2 of a pid namespace below the template's (NSpid, read
-    from /proc/PID/status, lists the pid in each namespace from ours down). A count of processes
-    is not that state: while the call's first child (C1) exits, it and the call's pid 1 make the
-    count the code would make, and the count drops back before the code is forked."""
+def code_pids(m):
+    """The host pids of the calls' code processes: pid 2 of a pid namespace below the template's
+    (NSpid, read from /proc/PID/status, lists the pid in each namespace from ours down)."""
+    out = []
     for p in children(m.p.pid):
         try:
             with open("/proc/%d/status" % p) as f:
@@ -284,8 +283,14 @@ def code_running(m):
         except OSError:
             continue
         if len(ns) >= 3 and ns[-1] == "2":
-            return True
-    return False
+            out.append(p)
+    return out
+
+
+def code_running(m):
+    """The call's code process exists. A count of processes is not that state: the call's pid 1
+    and the template make the count the code would make before the code is forked."""
+    return bool(code_pids(m))
 
 
 # The waits for a call's processes allow 20 s: under a loaded full run (make check) a forked call
@@ -613,20 +618,6 @@ def test_a_fork_made_ahead_never_blocks_the_server_and_one_that_hangs_is_dropped
     finally:
         err = m.close()
     assert "did not answer in time" in err, err
-
-
-def code_pids(m):
-    """The host pids of the calls' code processes (pid 2 of a pid namespace below the template's)."""
-    out = []
-    for p in children(m.p.pid):
-        try:
-            with open("/proc/%d/status" % p) as f:
-                ns = next((line.split()[1:] for line in f if line.startswith("NSpid:")), [])
-        except OSError:
-            continue
-        if len(ns) >= 3 and ns[-1] == "2":
-            out.append(p)
-    return out
 
 
 def host_ids(pid):

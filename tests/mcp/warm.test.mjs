@@ -89,7 +89,7 @@ print(json.dumps({
 `;
 
 async function probe(warm) {
-  const srv = await connect(['--warm', String(warm)]);
+  const srv = await connect(['--warm', String(warm), ...PRESTART]);
   try {
     if (warm) await waitPool(srv.transport.pid, warm);
     const r = await run(srv.client, { code: PROBE });
@@ -100,9 +100,11 @@ async function probe(warm) {
   }
 }
 
-// The prestart pool; with --warm-mode fork (SANDBOXD_MCP_ARGS) there is none for Python: a forked
-// call's own tests are tests/integration/test_mcp_fork.py.
+// The prestart pool, asked for (auto, the default, forks); with --warm-mode fork
+// (SANDBOXD_MCP_ARGS) there is none for Python: a forked call's own tests are
+// tests/integration/test_mcp_fork.py.
 const FORK = SERVER_ARGS.includes('fork');
+const PRESTART = FORK ? [] : ['--warm-mode', 'prestart'];
 describe('warm pool', { skip: FORK && 'no prestart pool with --warm-mode fork' }, () => {
   test('a warm sandbox is indistinguishable from a cold one from inside', async () => {
     const cold = await probe(0);
@@ -120,7 +122,7 @@ describe('warm pool', { skip: FORK && 'no prestart pool with --warm-mode fork' }
 
   describe('with --warm 2', () => {
     let conn;
-    before(async () => { conn = await connect(['--warm', '2']); });
+    before(async () => { conn = await connect(['--warm', '2', ...PRESTART]); });
     after(async () => { await conn?.client.close(); });
 
     test('the capabilities resource gives the pool size', async () => {
@@ -186,7 +188,7 @@ describe('warm pool', { skip: FORK && 'no prestart pool with --warm-mode fork' }
   test('back-to-back calls wait for the warm sandbox being built instead of starting cold ones', async () => {
     // --warm 1: every call after the first arrives while its replacement is still being built.
     // From inside the two are the same; sandboxd's debug log says which served each call.
-    const srv = await connect(['--warm', '1']);
+    const srv = await connect(['--warm', '1', ...PRESTART]);
     try {
       const kinds = [];
       srv.client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => {
@@ -207,7 +209,7 @@ describe('warm pool', { skip: FORK && 'no prestart pool with --warm-mode fork' }
 
   for (const how of ['EOF', 'SIGTERM']) {
     test(`${how} kills and reaps idle warm sandboxes and running ones`, async () => {
-      const srv = new RawServer(['--warm', '2']);
+      const srv = new RawServer(['--warm', '2', ...PRESTART]);
       await srv.initialize();
       await waitPool(srv.proc.pid, 2);
       const marker = `warmstop_${randomUUID().replace(/-/g, '')}`;
