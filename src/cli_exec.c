@@ -386,6 +386,8 @@ none:
 static void audit(const struct exec_options *o, const struct sbx_policy *p, const struct sbx_limits *l,
                   const struct sbx_result *res, const sbx_error_t *err, const char *calls, const char *egress)
 {
+  if (audit_off()) /* nothing to write: the code is not read again for its hash */
+    return;
   size_t len;
   _cleanup_free_ char *code = code_text(o, &len);
   struct audit_record r = {
