@@ -66,6 +66,19 @@ static void append(strbuf_t *sb, const char *s)
   strbuf_append(sb, s, strlen(s));
 }
 
+/* "0x" and v in lowercase hex, as "0x%llx" writes it ("0x0" for 0). */
+static void append_hex(strbuf_t *sb, uint64_t v)
+{
+  char buf[19], *p = buf + sizeof buf;
+  do {
+    *--p = "0123456789abcdef"[v & 15];
+    v >>= 4;
+  } while (v);
+  *--p = 'x';
+  *--p = '0';
+  strbuf_append(sb, p, (size_t) (buf + sizeof buf - p));
+}
+
 static void fmt_action(strbuf_t *sb, enum sbx_action a, int e)
 {
   if (a == SBX_ACT_ALLOW) {
@@ -150,7 +163,11 @@ static char *format(const struct sbx_policy *p, bool comments)
    * starts (rules come mostly grouped), so this is not groups x rules. */
   size_t first = 0;
   for (size_t g = 0; g < p->n_groups; g++) {
-    strbuf_printf(&sb, "group %s \"%s\"\n", p->groups[g].name, p->groups[g].reason);
+    append(&sb, "group ");
+    append(&sb, p->groups[g].name);
+    append(&sb, " \"");
+    append(&sb, p->groups[g].reason);
+    append(&sb, "\"\n");
     while (first < p->n_rules && p->rules[first].group < g)
       first++;
     for (size_t i = first; i < p->n_rules; i++) {
@@ -160,11 +177,18 @@ static char *format(const struct sbx_policy *p, bool comments)
       fmt_action(&sb, r->action, r->errno_value);
       append(&sb, " ");
       append(&sb, r->syscall);
-      if (r->cmp == SBX_CMP_EQ32)
-        strbuf_printf(&sb, " when arg%u == 0x%llx", r->arg, (unsigned long long) r->value);
-      else if (r->cmp == SBX_CMP_MASKED_EQ)
-        strbuf_printf(&sb, " when arg%u & 0x%llx == 0x%llx", r->arg, (unsigned long long) r->mask,
-                      (unsigned long long) r->value);
+      if (r->cmp == SBX_CMP_EQ32 || r->cmp == SBX_CMP_MASKED_EQ) {
+        char arg[] = " when argN ";
+        arg[9] = (char) ('0' + r->arg); /* 0..5 (the parser's check) */
+        append(&sb, arg);
+        if (r->cmp == SBX_CMP_MASKED_EQ) {
+          append(&sb, "& ");
+          append_hex(&sb, r->mask);
+          append(&sb, " ");
+        }
+        append(&sb, "== ");
+        append_hex(&sb, r->value);
+      }
       if (comments && r->cond_text)
         strbuf_printf(&sb, "   # %s", r->cond_text);
       append(&sb, "\n");

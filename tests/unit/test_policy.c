@@ -247,6 +247,19 @@ static void test_conditions(void)
     sbx_error_t e2;
     CHECK(check_failure(parse(line, &e2), &e2, "condition too long"));
   }
+  /* The canonical text of conditions: args and values as "0x%llx" writes them, 0 and 2^32-1 included. */
+  {
+    sbx_error_t e2;
+    struct sbx_policy *q = parse("group c \"c\"\nallow made_up_a when arg5 & 0xff00 == 0\n"
+                                 "allow made_up_b when arg0 == 4294967295\nallow made_up_b when arg0 == 0\n",
+                                 &e2);
+    char *canon = q ? policy_format_canonical(q) : NULL;
+    CHECK(canon && strstr(canon, "allow made_up_a when arg5 & 0xff00 == 0x0\n") &&
+          strstr(canon, "allow made_up_b when arg0 == 0xffffffff\n") &&
+          strstr(canon, "allow made_up_b when arg0 == 0x0\n") && strstr(canon, "group c \"c\"\n"));
+    free(canon);
+    policy_free(q);
+  }
   /* Its edge: "arg2 == VALUE" of 511 bytes is kept whole, 512 is refused. */
   {
     char line[1024], value[600];
