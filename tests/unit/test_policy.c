@@ -254,6 +254,10 @@ static void test_conditions(void)
                                  "allow made_up_b when arg0 == 4294967295\nallow made_up_b when arg0 == 0\n",
                                  &e2);
     char *canon = q ? policy_format_canonical(q) : NULL;
+    /* Keys padded to 18 columns (longer ones not), sizes in their largest exact unit, ms as s. */
+    CHECK(canon && strstr(canon, "\nname               t\n") && strstr(canon, "\ntimeout            30s\n") &&
+          strstr(canon, "\nmax_workspace_size 2G\n") && strstr(canon, "\negress_connection_time 60s\n") &&
+          strstr(canon, "\nuid                1000\ngid                1000\n"));
     CHECK(canon && strstr(canon, "allow made_up_a when arg5 & 0xff00 == 0x0\n") &&
           strstr(canon, "allow made_up_b when arg0 == 0xffffffff\n") &&
           strstr(canon, "allow made_up_b when arg0 == 0x0\n") && strstr(canon, "group c \"c\"\n"));
