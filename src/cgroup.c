@@ -158,27 +158,21 @@ static void find_mounts(struct cgroup_mounts *m)
 /* /proc/self/cgroup, read once per probe: one line per hierarchy. */
 static char self_cgroup[8192];
 
-/* "0::/x" (v2) or "N:a,b:/x" (v1). */
+/* "0::/x" (v2) or "N:a,b:/x" (v1). Read in place: a line is not copied, nor its controllers. */
 int cg_own_path(const char *controller, char *buf, size_t len)
 {
-  char line[4096];
   for (const char *l = self_cgroup; *l;) {
     size_t n = strcspn(l, "\n");
-    int cut = bufprintf(line, sizeof line, NULL, "%.*s", (int) n, l);
+    const char *line = l, *eol = l + n;
     l += n + (l[n] == '\n');
-    if (cut < 0) /* a cut line could name another cgroup */
+    if (n >= 4096) /* as long as a path may be, and more: not ours */
       continue;
-    char *a = strchr(line, ':'), *b = a ? strchr(a + 1, ':') : NULL;
+    const char *a = memchr(line, ':', n), *b = a ? memchr(a + 1, ':', (size_t) (eol - a - 1)) : NULL;
     if (!b)
       continue;
-    *b = '\0';
-    bool match = !controller && !a[1];
-    char *save = NULL;
-    for (char *t = controller ? strtok_r(a + 1, ",", &save) : NULL; t && !match;
-         t = strtok_r(NULL, ",", &save))
-      match = !strcmp(t, controller);
+    bool match = controller ? mi_has_opt(a + 1, (size_t) (b - a - 1), controller) : b == a + 1;
     if (match)
-      return bufprintf(buf, len, NULL, "%s", b + 1);
+      return bufprintf(buf, len, NULL, "%.*s", (int) (eol - b - 1), b + 1);
   }
   return -1;
 }
