@@ -165,7 +165,7 @@ int cg_own_path(const char *controller, char *buf, size_t len)
     size_t n = strcspn(l, "\n");
     const char *line = l, *eol = l + n;
     l += n + (l[n] == '\n');
-    if (n >= 4096) /* as long as a path may be, and more: not ours */
+    if (n >= 4096) /* skipped, as when lines were copied to 4 KiB: a cut one could name another cgroup */
       continue;
     const char *a = memchr(line, ':', n), *b = a ? memchr(a + 1, ':', (size_t) (eol - a - 1)) : NULL;
     if (!b)
