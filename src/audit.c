@@ -84,6 +84,13 @@ unsigned long audit_dropped(void)
   return dropped;
 }
 
+bool audit_off(void)
+{
+  if (!configured)
+    audit_configure(NULL);
+  return disabled;
+}
+
 const char *audit_target(void)
 {
   if (!configured)

@@ -48,5 +48,8 @@ void audit_reopen(void);
 unsigned long audit_dropped(void);
 /* Where records go, for messages. */
 const char *audit_target(void);
+/* Whether audit_write() drops every record (`off`, or a log refused at the start): a caller can
+ * skip building one. */
+bool audit_off(void);
 
 #endif

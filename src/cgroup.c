@@ -73,65 +73,106 @@ uint64_t cg_keyed(const char *text, const char *key)
   return 0;
 }
 
-/* Mount points of cgroup2 and of each v1 controller, from mountinfo. */
+/* The next field of a mountinfo line, from *p up to end: its start and length (0: none left);
+ * *p moves past it. Fields hold no raw blank: the kernel writes one as \040. */
+static size_t mi_field(const char **p, const char *end, const char **start)
+{
+  const char *s = *p;
+  while (s < end && (*s == ' ' || *s == '\t'))
+    s++;
+  const char *e = s;
+  while (e < end && *e != ' ' && *e != '\t')
+    e++;
+  *start = s;
+  *p = e;
+  return (size_t) (e - s);
+}
+
+/* Whether the comma-separated opts (len bytes) hold name as one option. */
+static bool mi_has_opt(const char *opts, size_t len, const char *name)
+{
+  size_t nl = strlen(name);
+  for (const char *o = opts, *end = opts + len; o < end;) {
+    const char *comma = memchr(o, ',', (size_t) (end - o));
+    const char *e = comma ? comma : end;
+    if ((size_t) (e - o) == nl && !memcmp(o, name, nl))
+      return true;
+    o = comma ? comma + 1 : end;
+  }
+  return false;
+}
+
+/* "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPER_OPTIONS": the
+ * first cgroup2 mount, and the first cgroup (v1) mount whose super options name each controller.
+ * A mount point that does not fit PATH_MAX is skipped (a cut one is another path). */
+void cg_parse_mountinfo(const char *text, struct cgroup_mounts *m)
+{
+  m->v2[0] = '\0';
+  for (int c = 0; c < C_MAX; c++)
+    m->v1[c][0] = '\0';
+  for (const char *l = text; *l;) {
+    const char *end = strchr(l, '\n');
+    if (!end)
+      end = l + strlen(l);
+    const char *line = l;
+    l = *end ? end + 1 : end;
+    const char *sep = memmem(line, (size_t) (end - line), " - ", 3);
+    if (!sep)
+      continue;
+    const char *p = line, *mnt = NULL, *fstype, *src, *opts;
+    size_t mnt_len = 0;
+    for (int i = 0; i < 5 && (i == 0 || mnt_len); i++)
+      mnt_len = mi_field(&p, sep, &mnt);
+    if (!mnt_len || mnt_len >= PATH_MAX)
+      continue;
+    p = sep + 3;
+    size_t fs_len = mi_field(&p, end, &fstype);
+    size_t opts_len = mi_field(&p, end, &src) ? mi_field(&p, end, &opts) : 0;
+    if (!fs_len || !opts_len)
+      continue;
+    bool v2 = fs_len == 7 && !memcmp(fstype, "cgroup2", 7);
+    if (v2 && !m->v2[0]) {
+      memcpy(m->v2, mnt, mnt_len);
+      m->v2[mnt_len] = '\0';
+    }
+    if (fs_len != 6 || memcmp(fstype, "cgroup", 6) != 0)
+      continue;
+    for (int c = 0; c < C_MAX; c++)
+      if (!m->v1[c][0] && mi_has_opt(opts, opts_len, cgroup_v1_names[c])) {
+        memcpy(m->v1[c], mnt, mnt_len);
+        m->v1[c][mnt_len] = '\0';
+      }
+  }
+}
+
+/* Mount points of cgroup2 and of each v1 controller, from mountinfo: one read, no stdio. */
 static void find_mounts(struct cgroup_mounts *m)
 {
-  char *v2 = m->v2, (*v1)[PATH_MAX] = m->v1;
-  v2[0] = '\0';
-  for (int c = 0; c < C_MAX; c++)
-    v1[c][0] = '\0';
-  FILE *f = fopen("/proc/self/mountinfo", "re");
-  if (!f)
-    return;
-  char line[4096];
-  while (fgets(line, sizeof line, f)) {
-    char mnt[PATH_MAX], *sep = strstr(line, " - ");
-    if (!sep || sscanf(line, "%*s %*s %*s %*s %4095s", mnt) != 1)
-      continue;
-    char fstype[64], opts[1024];
-    if (sscanf(sep + 3, "%63s %*s %1023s", fstype, opts) != 2)
-      continue;
-    if (!strcmp(fstype, "cgroup2") && !v2[0] && bufprintf(v2, PATH_MAX, NULL, "%s", mnt) < 0)
-      continue;
-    if (strcmp(fstype, "cgroup") != 0)
-      continue;
-    for (int c = 0; c < C_MAX; c++) {
-      char *o = opts, *tok, *save = NULL;
-      char copy[1024];
-      if (bufprintf(copy, sizeof copy, NULL, "%s", o) < 0)
-        continue;
-      for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
-        if (!strcmp(tok, cgroup_v1_names[c]) && !v1[c][0] && bufprintf(v1[c], PATH_MAX, NULL, "%s", mnt) < 0)
-          break;
-    }
-  }
-  fclose(f);
+  char *text = NULL;
+  if (read_file("/proc/self/mountinfo", 64 << 20, &text, NULL, NULL) < 0)
+    text = NULL;
+  cg_parse_mountinfo(text ? text : "", m);
+  free(text);
 }
 
 /* /proc/self/cgroup, read once per probe: one line per hierarchy. */
 static char self_cgroup[8192];
 
-/* "0::/x" (v2) or "N:a,b:/x" (v1). */
+/* "0::/x" (v2) or "N:a,b:/x" (v1). Read in place: a line is not copied, nor its controllers. */
 int cg_own_path(const char *controller, char *buf, size_t len)
 {
-  char line[4096];
   for (const char *l = self_cgroup; *l;) {
     size_t n = strcspn(l, "\n");
-    int cut = bufprintf(line, sizeof line, NULL, "%.*s", (int) n, l);
+    const char *line = l, *eol = l + n;
     l += n + (l[n] == '\n');
-    if (cut < 0) /* a cut line could name another cgroup */
+    if (n >= 4096) /* skipped, as when lines were copied to 4 KiB: a cut one could name another cgroup */
       continue;
-    char *a = strchr(line, ':'), *b = a ? strchr(a + 1, ':') : NULL;
+    const char *a = memchr(line, ':', n), *b = a ? memchr(a + 1, ':', (size_t) (eol - a - 1)) : NULL;
     if (!b)
       continue;
-    *b = '\0';
-    bool match = !controller && !a[1];
-    char *save = NULL;
-    for (char *t = controller ? strtok_r(a + 1, ",", &save) : NULL; t && !match;
-         t = strtok_r(NULL, ",", &save))
-      match = !strcmp(t, controller);
+    bool match = controller ? mi_has_opt(a + 1, (size_t) (b - a - 1), controller) : b == a + 1;
     if (match)
-      return bufprintf(buf, len, NULL, "%s", b + 1);
+      return bufprintf(buf, len, NULL, "%.*s", (int) (eol - b - 1), b + 1);
   }
   return -1;
 }

@@ -28,6 +28,9 @@ struct cgroup_mounts {
   char v1[C_MAX][PATH_MAX];
 };
 
+/* Parse /proc/self/mountinfo's text into m (pure: the probe's part that tests can reach). */
+void cg_parse_mountinfo(const char *text, struct cgroup_mounts *m);
+
 struct cgroup_ops;
 
 struct sbx_cgroup {

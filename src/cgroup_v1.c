@@ -98,15 +98,19 @@ static void remove_v1(struct sbx_cgroup *cg)
   /* Normally nothing is left: the pid namespace died with its pid 1 (a forked call whose setup
    * failed may leave its process). Whatever is left cannot fork once pids.max is 0, so killing
    * what cgroup.procs lists leaves nothing behind; every process of the sandbox is in its pids
-   * cgroup (the probe requires the controller). The usage was read before (sandbox_wait). */
-  if (has_procs(cg->v1[C_PIDS])) {
+   * cgroup (the probe requires the controller). The usage was read before (sandbox_wait).
+   * The pids directory goes first: once it is gone (rmdir fails while it has a process), so is
+   * every process of the sandbox, and the other directories go without a look at cgroup.procs. */
+  const char *pids = cg->v1[C_PIDS];
+  bool pids_gone = pids[0] && !v1_dup(C_PIDS) && (rmdir(pids) == 0 || errno == ENOENT);
+  if (!pids_gone && has_procs(pids)) {
     cg_write_at(cg->v1[C_PIDS], "pids.max", "0");
     for (int c = 0; c < C_MAX; c++)
       if (cg->v1[c][0] && !v1_dup(c))
         cg_kill_procs(cg->v1[c], "cgroup.procs");
   }
   for (int c = 0; c < C_MAX; c++)
-    if (!v1_dup(c))
+    if (!v1_dup(c) && !(c == C_PIDS && pids_gone))
       cg_remove_dir(cg->v1[c], false);
 }
 

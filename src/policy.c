@@ -76,6 +76,14 @@ static const struct named_value errnos[] = {
     {"EINVAL", EINVAL}, {"ENOTSUP", ENOTSUP},
 };
 
+uint32_t policy_name_hash(const char *syscall)
+{
+  uint32_t h = 2166136261u;
+  for (const char *c = syscall; *c; c++)
+    h = (h ^ (unsigned char) *c) * 16777619u;
+  return h;
+}
+
 int policy_constant(const char *name, uint64_t *ret)
 {
   for (size_t i = 0; i < ARRAY_SIZE(constants); i++)
@@ -275,9 +283,7 @@ static int add_rule(struct parser *ps, const char *syscall, enum sbx_action acti
     if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '_'))
       return perr(ps, "bad syscall name `%s`", syscall);
 
-  uint32_t h = 2166136261u;
-  for (const char *c = syscall; *c; c++)
-    h = (h ^ (unsigned char) *c) * 16777619u;
+  uint32_t h = policy_name_hash(syscall);
   /* Combinations libseccomp cannot express faithfully are refused here, not silently merged:
    * an unconditional rule would replace every conditional rule of the same call. */
   struct rule_index *x = ps->idx;
@@ -383,10 +389,20 @@ static int parse_rule(struct parser *ps, char **w, int n)
   if (nc < 3 || strncmp(c[0], "arg", 3) != 0 || c[0][3] < '0' || c[0][3] > '5' || c[0][4])
     return perr(ps, "condition must start with arg0..arg5");
   arg = (unsigned) (c[0][3] - '0');
-  char cond[512] = "";
-  for (int j = 0; j < nc; j++)
-    if (bufcatf(cond, sizeof cond, NULL, "%s%s", j ? " " : "", c[j]) < 0)
+  /* The words joined by spaces, as bufcatf would (at most sizeof cond - 1 bytes), without a
+   * printf per word: this runs for every conditional rule on every exec. */
+  char cond[512];
+  size_t cl = 0;
+  for (int j = 0; j < nc; j++) {
+    size_t wl = strlen(c[j]);
+    if (cl + (j ? 1 : 0) + wl >= sizeof cond)
       return perr(ps, "condition too long");
+    if (j)
+      cond[cl++] = ' ';
+    memcpy(cond + cl, c[j], wl);
+    cl += wl;
+  }
+  cond[cl] = '\0';
   uint64_t v, mask;
   if (nc == 3 && strcmp(c[1], "==") == 0) {
     if (parse_value(ps, c[2], &v) < 0)

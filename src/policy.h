@@ -203,6 +203,8 @@ int policy_check_network(const struct sbx_policy *p, sbx_error_t *err);
 
 /* Constants a policy may name (AF_UNIX, CLONE_NEWUSER, TIOCSTI, EPERM...). */
 int policy_constant(const char *name, uint64_t *ret);
+/* FNV-1a of a syscall name: struct sbx_rule's name_hash. */
+uint32_t policy_name_hash(const char *syscall);
 const char *policy_errno_name(int e);
 
 /* Apply requested limits (fields set to UINT64_MAX mean "not requested") on top of the policy's

@@ -4,9 +4,62 @@
 #include "policy.h"
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "util.h"
+
+/* Appends, not printf: this runs on every exec (~400 rules and ~60 keys), for the policy's hash. */
+static void append(strbuf_t *sb, const char *s)
+{
+  strbuf_append(sb, s, strlen(s));
+}
+
+/* As "%llu". */
+static void append_u64(strbuf_t *sb, uint64_t v)
+{
+  char buf[20], *p = buf + sizeof buf;
+  do {
+    *--p = (char) ('0' + v % 10);
+    v /= 10;
+  } while (v);
+  strbuf_append(sb, p, (size_t) (buf + sizeof buf - p));
+}
+
+/* As "%-18s ": the key padded to 18 columns, then a space. */
+static void append_key(strbuf_t *sb, const char *key)
+{
+  static const char pad[] = "                  ";
+  size_t n = strlen(key);
+  strbuf_append(sb, key, n);
+  if (n < 18)
+    strbuf_append(sb, pad, 18 - n);
+  strbuf_append(sb, " ", 1);
+}
+
+/* "KEY VALUE\n", as "%-18s %s\n" and "%-18s %llu\n". */
+static void kv_str(strbuf_t *sb, const char *key, const char *v)
+{
+  append_key(sb, key);
+  append(sb, v ? v : "(null)"); /* what printf wrote; a complete policy has every key */
+  append(sb, "\n");
+}
+
+static void kv_u64(strbuf_t *sb, const char *key, uint64_t v)
+{
+  append_key(sb, key);
+  append_u64(sb, v);
+  append(sb, "\n");
+}
+
+/* "   # comment" when there is one. */
+static void append_comment(strbuf_t *sb, const char *comment)
+{
+  if (comment) {
+    append(sb, "   # ");
+    append(sb, comment);
+  }
+}
 
 /* KEY VALUE[suffix], and `   # comment` when one is given. */
 static void fmt_size_comment(strbuf_t *sb, const char *key, uint64_t v, const char *comment)
@@ -17,8 +70,11 @@ static void fmt_size_comment(strbuf_t *sb, const char *key, uint64_t v, const ch
     v /= 1024;
     i++;
   }
-  strbuf_printf(sb, "%-18s %llu%s%s%s\n", key, (unsigned long long) v, suffix[i], comment ? "   # " : "",
-                comment ? comment : "");
+  append_key(sb, key);
+  append_u64(sb, v);
+  append(sb, suffix[i]);
+  append_comment(sb, comment);
+  append(sb, "\n");
 }
 
 static void fmt_size(strbuf_t *sb, const char *key, uint64_t v)
@@ -28,11 +84,15 @@ static void fmt_size(strbuf_t *sb, const char *key, uint64_t v)
 
 static void fmt_milli(strbuf_t *sb, const char *key, uint64_t v, const char *unit)
 {
-  if (v % 1000 == 0)
-    strbuf_printf(sb, "%-18s %llu%s\n", key, (unsigned long long) (v / 1000), unit);
-  else
-    strbuf_printf(sb, "%-18s %llu.%03llu%s\n", key, (unsigned long long) (v / 1000),
-                  (unsigned long long) (v % 1000), unit);
+  append_key(sb, key);
+  append_u64(sb, v / 1000);
+  if (v % 1000) { /* ".%03llu" */
+    char frac[5] = {'.', (char) ('0' + v % 1000 / 100), (char) ('0' + v % 100 / 10), (char) ('0' + v % 10),
+                    0};
+    append(sb, frac);
+  }
+  append(sb, unit);
+  append(sb, "\n");
 }
 
 /* The kernel budgets, each with what enforces it (policy show's comments). */
@@ -51,19 +111,29 @@ static void fmt_budgets(strbuf_t *sb, const struct sbx_budgets *b, bool comments
       {"namespaces", b->namespaces, "user.max_{user,mnt,pid,net,ipc,uts,cgroup,time}_namespaces"},
       {"sigpending", b->sigpending, "RLIMIT_SIGPENDING: queued signals and POSIX timers"},
   };
-  for (size_t i = 0; i < ARRAY_SIZE(rows); i++)
-    strbuf_printf(sb, "%-18s %llu%s%s\n", rows[i].key, (unsigned long long) rows[i].v,
-                  comments ? "   # " : "", comments ? rows[i].what : "");
+  for (size_t i = 0; i < ARRAY_SIZE(rows); i++) {
+    append_key(sb, rows[i].key);
+    append_u64(sb, rows[i].v);
+    append_comment(sb, comments ? rows[i].what : NULL);
+    append(sb, "\n");
+  }
   fmt_size_comment(sb, "msgqueue", b->msgqueue_bytes,
                    comments ? "RLIMIT_MSGQUEUE: POSIX message queue bytes" : NULL);
   fmt_size_comment(sb, "memlock", b->memlock_bytes,
                    comments ? "RLIMIT_MEMLOCK: locked memory, SHM_LOCK" : NULL);
 }
 
-/* Appends, not printf: this runs per rule (~400) on every exec, for the policy's hash. */
-static void append(strbuf_t *sb, const char *s)
+/* "0x" and v in lowercase hex, as "0x%llx" writes it ("0x0" for 0). */
+static void append_hex(strbuf_t *sb, uint64_t v)
 {
-  strbuf_append(sb, s, strlen(s));
+  char buf[19], *p = buf + sizeof buf;
+  do {
+    *--p = "0123456789abcdef"[v & 15];
+    v >>= 4;
+  } while (v);
+  *--p = 'x';
+  *--p = '0';
+  strbuf_append(sb, p, (size_t) (buf + sizeof buf - p));
 }
 
 static void fmt_action(strbuf_t *sb, enum sbx_action a, int e)
@@ -83,14 +153,14 @@ static char *format(const struct sbx_policy *p, bool comments)
   strbuf_t sb = {0};
   const struct sbx_limits *l = &p->limits, *m = &p->max;
   strbuf_printf(&sb, "sandboxd-policy %d\n", SBX_POLICY_VERSION);
-  strbuf_printf(&sb, "%-18s %s\n", "name", p->name);
-  strbuf_printf(&sb, "%-18s %s\n", "description", p->description);
+  kv_str(&sb, "name", p->name);
+  kv_str(&sb, "description", p->description);
   fmt_milli(&sb, "timeout", l->timeout_ms, "s");
   fmt_milli(&sb, "max_timeout", m->timeout_ms, "s");
   fmt_size(&sb, "memory", l->memory_bytes);
   fmt_size(&sb, "max_memory", m->memory_bytes);
-  strbuf_printf(&sb, "%-18s %llu\n", "pids", (unsigned long long) l->pids);
-  strbuf_printf(&sb, "%-18s %llu\n", "max_pids", (unsigned long long) m->pids);
+  kv_u64(&sb, "pids", l->pids);
+  kv_u64(&sb, "max_pids", m->pids);
   fmt_milli(&sb, "cpus", l->cpus_milli, "");
   fmt_milli(&sb, "max_cpus", m->cpus_milli, "");
   fmt_size(&sb, "tmp_size", l->tmp_bytes);
@@ -99,37 +169,46 @@ static char *format(const struct sbx_policy *p, bool comments)
   fmt_size(&sb, "max_workspace_size", m->workspace_bytes);
   fmt_size(&sb, "shm_size", l->shm_bytes);
   fmt_size(&sb, "max_shm_size", m->shm_bytes);
-  strbuf_printf(&sb, "%-18s %llu\n", "nofile", (unsigned long long) l->nofile);
-  strbuf_printf(&sb, "%-18s %llu\n", "max_nofile", (unsigned long long) m->nofile);
+  kv_u64(&sb, "nofile", l->nofile);
+  kv_u64(&sb, "max_nofile", m->nofile);
   fmt_size(&sb, "fsize", l->fsize_bytes);
   fmt_size(&sb, "max_fsize", m->fsize_bytes);
   fmt_size(&sb, "output_limit", l->output_bytes);
   fmt_size(&sb, "max_output_limit", m->output_bytes);
-  strbuf_printf(&sb, "%-18s %llu\n", "max_artifacts", (unsigned long long) l->artifacts);
+  kv_u64(&sb, "max_artifacts", l->artifacts);
   fmt_size(&sb, "artifact_limit", l->artifact_bytes);
-  strbuf_printf(&sb, "%-18s %u\n%-18s %u\n", "uid", p->uid, "gid", p->gid);
+  kv_u64(&sb, "uid", p->uid);
+  kv_u64(&sb, "gid", p->gid);
   strbuf_printf(&sb, "%-18s %u %u%s\n", "host_id_range", p->host_id_start, p->host_id_count,
                 comments ? "   # as root: one host uid/gid per concurrent sandbox" : "");
   fmt_budgets(&sb, &p->budgets, comments);
-  strbuf_printf(&sb, "%-18s %s\n", "hostname", p->hostname);
-  for (size_t i = 0; i < p->n_env; i++)
-    strbuf_printf(&sb, "env %s\n", p->env[i]);
-  strbuf_printf(&sb, "%-18s %s\n", "no_new_privs", p->no_new_privs ? "yes" : "no");
-  strbuf_printf(&sb, "%-18s %s\n", "drop_capabilities", p->drop_capabilities ? "yes" : "no");
-  strbuf_printf(&sb, "%-18s %s\n", "readonly_root", p->readonly_root ? "yes" : "no");
-  strbuf_printf(&sb, "%-18s %s\n", "mask_proc", p->mask_proc ? "yes" : "no");
-  strbuf_printf(&sb, "%-18s %s\n", "cgroup",
-                p->cgroup == SBX_CGROUP_REQUIRED ? "required" : "fallback-rlimit");
-  for (size_t i = 0; i < p->n_proc_masked; i++)
-    strbuf_printf(&sb, "proc_mask %s\n", p->proc_masked[i]);
-  for (size_t i = 0; i < p->n_proc_readonly; i++)
-    strbuf_printf(&sb, "proc_readonly %s\n", p->proc_readonly[i]);
+  kv_str(&sb, "hostname", p->hostname);
+  for (size_t i = 0; i < p->n_env; i++) {
+    append(&sb, "env ");
+    append(&sb, p->env[i]);
+    append(&sb, "\n");
+  }
+  kv_str(&sb, "no_new_privs", p->no_new_privs ? "yes" : "no");
+  kv_str(&sb, "drop_capabilities", p->drop_capabilities ? "yes" : "no");
+  kv_str(&sb, "readonly_root", p->readonly_root ? "yes" : "no");
+  kv_str(&sb, "mask_proc", p->mask_proc ? "yes" : "no");
+  kv_str(&sb, "cgroup", p->cgroup == SBX_CGROUP_REQUIRED ? "required" : "fallback-rlimit");
+  for (size_t i = 0; i < p->n_proc_masked; i++) {
+    append(&sb, "proc_mask ");
+    append(&sb, p->proc_masked[i]);
+    append(&sb, "\n");
+  }
+  for (size_t i = 0; i < p->n_proc_readonly; i++) {
+    append(&sb, "proc_readonly ");
+    append(&sb, p->proc_readonly[i]);
+    append(&sb, "\n");
+  }
   strbuf_printf(&sb, "%-18s", "proxy_servers");
   for (size_t i = 0; i < p->n_proxy_servers; i++)
     strbuf_printf(&sb, " %s", p->proxy_servers[i]);
   strbuf_printf(&sb, "%s\n", p->n_proxy_servers ? "" : " none");
-  strbuf_printf(&sb, "%-18s %s\n", "network", p->network == SBX_NET_PROXY ? "proxy" : "none");
-  strbuf_printf(&sb, "%-18s %s\n", "max_network", p->max_network == SBX_NET_PROXY ? "proxy" : "none");
+  kv_str(&sb, "network", p->network == SBX_NET_PROXY ? "proxy" : "none");
+  kv_str(&sb, "max_network", p->max_network == SBX_NET_PROXY ? "proxy" : "none");
   for (size_t i = 0; i < p->n_allow_hosts; i++) {
     char rule[EGRESS_HOST_MAX + 16];
     egress_rule_format(&p->allow_hosts[i], rule, sizeof rule);
@@ -137,7 +216,7 @@ static char *format(const struct sbx_policy *p, bool comments)
     strbuf_printf(&sb, "allow_host %s%s%s\n", rule, comments && reason[0] ? "   # " : "",
                   comments ? reason : "");
   }
-  strbuf_printf(&sb, "%-18s %llu\n", "egress_connections", (unsigned long long) p->egress.connections);
+  kv_u64(&sb, "egress_connections", p->egress.connections);
   fmt_size(&sb, "egress_bytes_up", p->egress.bytes_up);
   fmt_size(&sb, "egress_bytes_down", p->egress.bytes_down);
   fmt_milli(&sb, "egress_connection_time", p->egress.connection_time_ms, "s");
@@ -150,7 +229,11 @@ static char *format(const struct sbx_policy *p, bool comments)
    * starts (rules come mostly grouped), so this is not groups x rules. */
   size_t first = 0;
   for (size_t g = 0; g < p->n_groups; g++) {
-    strbuf_printf(&sb, "group %s \"%s\"\n", p->groups[g].name, p->groups[g].reason);
+    append(&sb, "group ");
+    append(&sb, p->groups[g].name);
+    append(&sb, " \"");
+    append(&sb, p->groups[g].reason);
+    append(&sb, "\"\n");
     while (first < p->n_rules && p->rules[first].group < g)
       first++;
     for (size_t i = first; i < p->n_rules; i++) {
@@ -160,11 +243,18 @@ static char *format(const struct sbx_policy *p, bool comments)
       fmt_action(&sb, r->action, r->errno_value);
       append(&sb, " ");
       append(&sb, r->syscall);
-      if (r->cmp == SBX_CMP_EQ32)
-        strbuf_printf(&sb, " when arg%u == 0x%llx", r->arg, (unsigned long long) r->value);
-      else if (r->cmp == SBX_CMP_MASKED_EQ)
-        strbuf_printf(&sb, " when arg%u & 0x%llx == 0x%llx", r->arg, (unsigned long long) r->mask,
-                      (unsigned long long) r->value);
+      if (r->cmp == SBX_CMP_EQ32 || r->cmp == SBX_CMP_MASKED_EQ) {
+        char arg[] = " when argN ";
+        arg[9] = (char) ('0' + r->arg); /* 0..5 (the parser's check) */
+        append(&sb, arg);
+        if (r->cmp == SBX_CMP_MASKED_EQ) {
+          append(&sb, "& ");
+          append_hex(&sb, r->mask);
+          append(&sb, " ");
+        }
+        append(&sb, "== ");
+        append_hex(&sb, r->value);
+      }
       if (comments && r->cond_text)
         strbuf_printf(&sb, "   # %s", r->cond_text);
       append(&sb, "\n");

@@ -247,6 +247,48 @@ static void test_conditions(void)
     sbx_error_t e2;
     CHECK(check_failure(parse(line, &e2), &e2, "condition too long"));
   }
+  /* The canonical text of conditions: args and values as "0x%llx" writes them, 0 and 2^32-1 included. */
+  {
+    sbx_error_t e2;
+    struct sbx_policy *q = parse("group c \"c\"\nallow made_up_a when arg5 & 0xff00 == 0\n"
+                                 "allow made_up_b when arg0 == 4294967295\nallow made_up_b when arg0 == 0\n",
+                                 &e2);
+    char *canon = q ? policy_format_canonical(q) : NULL;
+    /* Keys padded to 18 columns (longer ones not), sizes in their largest exact unit, ms as s. */
+    CHECK(canon && strstr(canon, "\nname               t\n") && strstr(canon, "\ntimeout            30s\n") &&
+          strstr(canon, "\nmax_workspace_size 2G\n") && strstr(canon, "\negress_connection_time 60s\n") &&
+          strstr(canon, "\nuid                1000\ngid                1000\n"));
+    CHECK(canon && strstr(canon, "allow made_up_a when arg5 & 0xff00 == 0x0\n") &&
+          strstr(canon, "allow made_up_b when arg0 == 0xffffffff\n") &&
+          strstr(canon, "allow made_up_b when arg0 == 0x0\n") && strstr(canon, "group c \"c\"\n"));
+    free(canon);
+    policy_free(q);
+  }
+  /* Its edge: "arg2 == VALUE" of 511 bytes is kept whole, 512 is refused. */
+  {
+    char line[1024], value[600];
+    for (int len = 511; len <= 512; len++) {
+      size_t vl = (size_t) len - strlen("arg2 == ");
+      memset(value, '0', vl); /* "0|0|...": still 0 */
+      for (size_t i = vl % 2 ? 1 : 2; i < vl; i += 2)
+        value[i] = '|';
+      value[vl] = '\0';
+      snprintf(line, sizeof line, "group long \"l\"\nallow made_up_call when arg2 == %s\n", value);
+      sbx_error_t e2;
+      struct sbx_policy *q = parse(line, &e2);
+      if (len == 512) {
+        CHECK(check_failure(q, &e2, "condition too long"));
+        continue;
+      }
+      const struct sbx_rule *kept = NULL;
+      for (size_t i = 0; q && i < q->n_rules; i++)
+        if (!strcmp(q->rules[i].syscall, "made_up_call"))
+          kept = &q->rules[i];
+      CHECK(kept && kept->cond_text && strlen(kept->cond_text) == 511 &&
+            !strncmp(kept->cond_text, "arg2 == 0|0|", 12));
+      policy_free(q);
+    }
+  }
   /* The filter compiles, and the conditional denial goes to the stacked exception filter. */
   struct sbx_bpf bpf;
   CHECK(seccomp_compile(p, &bpf, &err) == 0);

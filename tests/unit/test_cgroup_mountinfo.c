@@ -1,0 +1,80 @@
+/* Unit tests for the probe's mountinfo parser (cg_parse_mountinfo, src/cgroup.c): which cgroup2
+ * mount and which v1 mount per controller the probe starts from. */
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cgroup_internal.h"
+#include "check.h"
+
+static struct cgroup_mounts m;
+
+static void parse(const char *text)
+{
+  memset(&m, 'x', sizeof m); /* every field is set, found or not */
+  cg_parse_mountinfo(text, &m);
+}
+
+int main(void)
+{
+  /* This development host: hybrid, each v1 controller its own hierarchy, an empty unified one. */
+  parse("25 30 0:23 / /sys rw,nosuid,nodev,noexec,relatime shared:7 - sysfs sysfs rw\n"
+        "32 25 0:27 / /sys/fs/cgroup ro,nosuid,nodev,noexec shared:9 - tmpfs tmpfs ro,mode=755\n"
+        "33 32 0:28 / /sys/fs/cgroup/unified rw,nosuid,nodev,noexec,relatime shared:10 - cgroup2 cgroup2 "
+        "rw,nsdelegate\n"
+        "36 32 0:31 / /sys/fs/cgroup/cpuset rw,nosuid shared:14 - cgroup cgroup rw,cpuset\n"
+        "37 32 0:32 / /sys/fs/cgroup/cpu rw,nosuid shared:15 - cgroup cgroup rw,cpu\n"
+        "38 32 0:33 / /sys/fs/cgroup/cpuacct rw,nosuid shared:16 - cgroup cgroup rw,cpuacct\n"
+        "39 32 0:34 / /sys/fs/cgroup/memory rw,nosuid shared:17 - cgroup cgroup rw,memory\n"
+        "40 32 0:35 / /sys/fs/cgroup/pids rw,nosuid shared:18 - cgroup cgroup rw,pids\n");
+  CHECK(!strcmp(m.v2, "/sys/fs/cgroup/unified"));
+  CHECK(!strcmp(m.v1[C_MEMORY], "/sys/fs/cgroup/memory") && !strcmp(m.v1[C_PIDS], "/sys/fs/cgroup/pids"));
+  /* Whole options only: cpuset is not cpu, cpu is not cpuacct. */
+  CHECK(!strcmp(m.v1[C_CPU], "/sys/fs/cgroup/cpu") && !strcmp(m.v1[C_CPUACCT], "/sys/fs/cgroup/cpuacct"));
+
+  /* systemd's hybrid layout: cpu and cpuacct co-mounted, no optional fields, no final newline. */
+  parse("30 25 0:26 / /sys/fs/cgroup/cpu,cpuacct rw - cgroup cgroup rw,nosuid,cpu,cpuacct\n"
+        "31 25 0:27 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n"
+        "32 25 0:28 / /sys/fs/cgroup/pids rw - cgroup cgroup rw,pids");
+  CHECK(m.v2[0] == '\0');
+  CHECK(!strcmp(m.v1[C_CPU], "/sys/fs/cgroup/cpu,cpuacct") && !strcmp(m.v1[C_CPUACCT], m.v1[C_CPU]));
+  CHECK(!strcmp(m.v1[C_PIDS], "/sys/fs/cgroup/pids"));
+
+  /* Pure v2: the first cgroup2 mount; a second one and a v1 line without ours change nothing. */
+  parse("35 24 0:30 / /sys/fs/cgroup rw,nosuid shared:9 master:2 - cgroup2 cgroup2 rw,nsdelegate\n"
+        "36 24 0:30 / /run/other rw - cgroup2 cgroup2 rw\n"
+        "37 24 0:31 / /mnt/named rw - cgroup cgroup rw,none,name=systemd\n");
+  CHECK(!strcmp(m.v2, "/sys/fs/cgroup"));
+  for (int c = 0; c < C_MAX; c++)
+    CHECK(m.v1[c][0] == '\0');
+
+  /* Escapes stay as the kernel wrote them; lines without " - " or with too few fields are
+   * skipped; a mount point longer than PATH_MAX is skipped, not cut, and the next one counts. */
+  static char text[3 * PATH_MAX];
+  char long_mnt[PATH_MAX + 2];
+  memset(long_mnt, 'a', sizeof long_mnt - 1);
+  long_mnt[0] = '/';
+  long_mnt[sizeof long_mnt - 1] = '\0';
+  snprintf(text, sizeof text,
+           "garbage line\n"
+           "1 2 3 - cgroup cgroup rw,memory\n"
+           "40 32 0:35 / %s rw - cgroup cgroup rw,memory\n"
+           "41 32 0:35 / /sys/fs/cgroup/my\\040memory rw - cgroup cgroup rw,memory\n"
+           "42 32 0:36 / /sys/fs/cgroup/pids rw - cgroup cgroup\n",
+           long_mnt);
+  parse(text);
+  CHECK(!strcmp(m.v1[C_MEMORY], "/sys/fs/cgroup/my\\040memory"));
+  CHECK(m.v1[C_PIDS][0] == '\0'); /* no super options field */
+
+  /* Super options longer than the old parser's 1023-byte copy: the controller is still found. */
+  char opts[1500];
+  memset(opts, 'o', sizeof opts);
+  memcpy(opts + sizeof opts - 8, ",memory", 8);
+  snprintf(text, sizeof text, "40 32 0:35 / /m rw - cgroup cgroup %s\n", opts);
+  parse(text);
+  CHECK(!strcmp(m.v1[C_MEMORY], "/m"));
+
+  parse("");
+  CHECK(m.v2[0] == '\0' && m.v1[C_MEMORY][0] == '\0');
+  return check_summary("test_cgroup_mountinfo");
+}
