@@ -6,8 +6,9 @@
  * derived from the server's: /proc unmasked (the kernel refuses a fresh proc mount in a nested
  * namespace where a proc mount is partly hidden), clone and unshare with namespace flags and mount
  * allowed (a call's pid 1 is forked into its namespaces and makes its mounts; its filter, the
- * server policy's own, stacks on top before the code runs), and namespace budgets for its calls' namespaces.
- * It has no capabilities (a user namespace needs none) and no_new_privs.
+ * server policy's own, stacks on top before the code runs; as root also the id changes by which
+ * the call's pid 1 takes its own host id), and room in its user namespace's budgets for its
+ * calls'. It has no capabilities (a user namespace needs none) and no_new_privs.
  *
  * Per call, here: the call's cgroup (v1: files opened for the child to move itself in; v2: moved
  * in by pid after the child's hello, before its ack), a SOCK_SEQPACKET socket whose credentials
@@ -563,7 +564,7 @@ static int fork_begin(struct fork_template *t, struct server *srv, const struct 
   }
   int cgfds[CGROUP_MAX_ATTACH_FDS], n_cg = 0;
   if (call_cgroup(srv, limits, &fp->cg, cgfds, &n_cg, err) < 0) {
-    free(fp);
+    fork_pending_free(fp);
     return -1;
   }
   int sv[2] = {-1, -1};
