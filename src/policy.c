@@ -1,5 +1,6 @@
 /* Policy file parser. See sandboxd.policy(5). Finding the files: policy_load.c; the canonical text
- * (policy show, the sha256): policy_format.c.
+ * (policy show, the sha256): policy_format.c; the named constants and errno values:
+ * policy_names.c.
  *
  * A policy is a list of lines. The first non-blank, non-comment line is `sandboxd-policy 1`.
  * Scalar keys must be defined exactly once across a file and its include; list keys (env,
@@ -8,107 +9,15 @@
 
 #include <errno.h>
 #include <limits.h>
-#include <linux/sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
-#include <sys/socket.h>
 
 #include "cleanup.h"
 #include "util.h"
 
 #define POLICY_MAX_RULES 4096
-
-/* ------------------------------------------------------------------ named constants */
-
-struct named_value {
-  const char *name;
-  uint64_t value;
-};
-
-static const struct named_value constants[] = {
-    {"AF_UNIX", AF_UNIX},
-    {"AF_INET", AF_INET},
-    {"AF_INET6", AF_INET6},
-    {"AF_NETLINK", AF_NETLINK},
-    {"AF_PACKET", AF_PACKET},
-    {"CLONE_NEWNS", CLONE_NEWNS},
-    {"CLONE_NEWUTS", CLONE_NEWUTS},
-    {"CLONE_NEWIPC", CLONE_NEWIPC},
-    {"CLONE_NEWUSER", CLONE_NEWUSER},
-    {"CLONE_NEWPID", CLONE_NEWPID},
-    {"CLONE_NEWNET", CLONE_NEWNET},
-    {"CLONE_NEWCGROUP", CLONE_NEWCGROUP},
-    {"CLONE_NEWTIME", 0x00000080},
-    {"TIOCSTI", TIOCSTI},
-    {"TIOCLINUX", TIOCLINUX},
-    /* Terminal ioctls that change more than a terminal's modes (policy/syscalls.inc, group ioctl). */
-    {"TIOCSETD", TIOCSETD},
-    {"TIOCSCTTY", TIOCSCTTY},
-    {"TIOCSPGRP", TIOCSPGRP},
-    {"TIOCSWINSZ", TIOCSWINSZ},
-    {"TIOCEXCL", TIOCEXCL},
-    {"TIOCNXCL", TIOCNXCL},
-    {"TIOCCONS", TIOCCONS},
-    {"TIOCVHANGUP", TIOCVHANGUP},
-    {"TIOCSIG", TIOCSIG},
-    {"TIOCPKT", TIOCPKT},
-    {"TIOCSPTLCK", TIOCSPTLCK},
-    {"TIOCGPTPEER", TIOCGPTPEER},
-    {"TIOCSLCKTRMIOS", TIOCSLCKTRMIOS},
-    {"TIOCMSET", TIOCMSET},
-    {"TIOCMBIS", TIOCMBIS},
-    {"TIOCMBIC", TIOCMBIC},
-    {"TIOCSBRK", TIOCSBRK},
-    {"TIOCCBRK", TIOCCBRK},
-    {"TIOCSSOFTCAR", TIOCSSOFTCAR},
-    {"TIOCSSERIAL", TIOCSSERIAL},
-    {"TIOCSERCONFIG", TIOCSERCONFIG},
-    {"TIOCSRS485", TIOCSRS485},
-    {"TIOCSISO7816",
-     0xc0285443}, /* _IOWR('T', 0x43, struct serial_iso7816): its struct is in linux/serial.h */
-};
-
-static const struct named_value errnos[] = {
-    {"EPERM", EPERM},   {"ENOSYS", ENOSYS},   {"EACCES", EACCES}, {"EAFNOSUPPORT", EAFNOSUPPORT},
-    {"EINVAL", EINVAL}, {"ENOTSUP", ENOTSUP},
-};
-
-uint32_t policy_name_hash(const char *syscall)
-{
-  uint32_t h = 2166136261u;
-  for (const char *c = syscall; *c; c++)
-    h = (h ^ (unsigned char) *c) * 16777619u;
-  return h;
-}
-
-int policy_constant(const char *name, uint64_t *ret)
-{
-  for (size_t i = 0; i < ARRAY_SIZE(constants); i++)
-    if (strcmp(constants[i].name, name) == 0) {
-      *ret = constants[i].value;
-      return 0;
-    }
-  return -1;
-}
-
-static int errno_by_name(const char *name)
-{
-  for (size_t i = 0; i < ARRAY_SIZE(errnos); i++)
-    if (strcmp(errnos[i].name, name) == 0)
-      return (int) errnos[i].value;
-  return -1;
-}
-
-const char *policy_errno_name(int e)
-{
-  for (size_t i = 0; i < ARRAY_SIZE(errnos); i++)
-    if ((int) errnos[i].value == e)
-      return errnos[i].name;
-  return "?";
-}
 
 /* ------------------------------------------------------------------ keys */
 
@@ -360,7 +269,7 @@ static int parse_rule(struct parser *ps, char **w, int n)
     action = SBX_ACT_KILL;
   else {
     action = SBX_ACT_ERRNO;
-    if (n < 2 || (errno_value = errno_by_name(w[1])) < 0)
+    if (n < 2 || (errno_value = policy_errno_by_name(w[1])) < 0)
       return perr(ps,
                   "`errno` needs a known error name (EPERM, ENOSYS, EACCES, EAFNOSUPPORT, EINVAL, ENOTSUP)");
     i = 2;
@@ -590,7 +499,7 @@ static int parse_seccomp_action(struct parser *ps, char **w, int n, bool *seen, 
     *act = SBX_ACT_KILL;
     return 0;
   }
-  if (n == 3 && strcmp(w[1], "errno") == 0 && e && (*e = errno_by_name(w[2])) >= 0) {
+  if (n == 3 && strcmp(w[1], "errno") == 0 && e && (*e = policy_errno_by_name(w[2])) >= 0) {
     *act = SBX_ACT_ERRNO;
     return 0;
   }

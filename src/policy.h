@@ -206,6 +206,8 @@ int policy_constant(const char *name, uint64_t *ret);
 /* FNV-1a of a syscall name: struct sbx_rule's name_hash. */
 uint32_t policy_name_hash(const char *syscall);
 const char *policy_errno_name(int e);
+/* The errno value of an errno action's name (EPERM ...), or -1. */
+int policy_errno_by_name(const char *name);
 
 /* Apply requested limits (fields set to UINT64_MAX mean "not requested") on top of the policy's
  * defaults, refusing any value above the policy's max. */
