@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -110,6 +111,36 @@ static bool template_allowed(const char *syscall, size_t n)
   return false;
 }
 
+/* A call's user namespace records its creator's rlimits, the template's, as the ceiling on what
+ * all calls of the template's owner hold together there (kernel/ucount.c): so the template's
+ * sigpending and msgqueue are room for calls in flight at their budgets. Above sandboxd's own
+ * hard limit that needs CAP_SYS_RESOURCE: as root sandboxd raises its own; otherwise the hard
+ * limit holds (set_budget_rlimit), and the server says once if it is short of --max-concurrent
+ * calls. RLIMIT_MEMLOCK is not shared so: the kernel counts its pages there against a limit in
+ * bytes. */
+static uint64_t room_for_calls(int res, const char *name, uint64_t per_call, unsigned long long calls,
+                               size_t running)
+{
+  static bool told[RLIM_NLIMITS];
+  uint64_t want = per_call * calls;
+  struct rlimit rl;
+  if (getrlimit(res, &rl) < 0 || rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= want)
+    return want;
+  if (geteuid() == 0 && setrlimit(res, &(struct rlimit){.rlim_cur = rl.rlim_cur > want ? rl.rlim_cur : want,
+                                                        .rlim_max = want}) == 0)
+    return want;
+  if (per_call && rl.rlim_max / per_call < running && !told[res]) {
+    told[res] = true;
+    sbx_warn(SBX_WARN_LIMITS,
+             "--max-concurrent %zu: the hard RLIMIT_%s (%llu) holds %llu forked calls at the policy's budget "
+             "(%llu); "
+             "more calls share it",
+             running, name, (unsigned long long) rl.rlim_max, (unsigned long long) (rl.rlim_max / per_call),
+             (unsigned long long) per_call);
+  }
+  return want;
+}
+
 /* The template's policy: the server's, with template_allows, /proc whole, and its user namespace
  * has room for the namespaces of the calls in flight. */
 static int template_policy(struct fork_template *t, const struct server *srv, sbx_error_t *err)
@@ -158,6 +189,10 @@ static int template_policy(struct fork_template *t, const struct server *srv, sb
   b->inotify_watches = p->budgets.inotify_watches * calls;
   b->fanotify_groups = p->budgets.fanotify_groups * calls;
   b->fanotify_marks = p->budgets.fanotify_marks * calls;
+  b->sigpending =
+      room_for_calls(RLIMIT_SIGPENDING, "SIGPENDING", p->budgets.sigpending, calls, srv->max_concurrent);
+  b->msgqueue_bytes =
+      room_for_calls(RLIMIT_MSGQUEUE, "MSGQUEUE", p->budgets.msgqueue_bytes, calls, srv->max_concurrent);
   _cleanup_free_ char *text = policy_format_canonical(&t->policy);
   if (!text)
     return sbx_error_set(err, ENOMEM, "fork template policy");

@@ -7,6 +7,8 @@ after its 32 calls (the str hash secret, shared by the calls of one template, ch
 when it dies. Runs as root and as the unprivileged user (tests/run)."""
 import json
 import os
+import re
+import resource
 import signal
 import subprocess
 import time
@@ -686,3 +688,80 @@ def test_a_call_at_its_inotify_budget_leaves_another_call_its_own():
                  "print(libc.inotify_init1(0) >= 0, ctypes.get_errno())")
     m.close()
     assert out.startswith("True"), out
+
+
+# Each holds its policy budget (msgqueue 128K: one default queue is ~81K; sigpending 1024 queued
+# real-time signals), then waits; the probe asks for one of the same in another call.
+BUDGET_HOGS = {
+    "msgqueue": ("""import ctypes, os, time
+libc = ctypes.CDLL(None, use_errno=True)
+n = 0
+while n < 100 and libc.mq_open(("/hog%d" % n).encode(), os.O_CREAT | os.O_RDWR, 0o600, None) >= 0:
+    n += 1
+open('/tmp/held', 'w').write('%d %d' % (n, ctypes.get_errno()))
+time.sleep(60)
+""", "import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+         "print(libc.mq_open(b'/mine', os.O_CREAT | os.O_RDWR, 0o600, None) >= 0, ctypes.get_errno())"),
+    "sigpending": ("""import os, signal, time
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGRTMIN})
+for i in range(5000):
+    os.kill(os.getpid(), signal.SIGRTMIN)
+open('/tmp/held', 'w').write([l for l in open('/proc/self/status') if l.startswith('SigQ')][0])
+time.sleep(60)
+""", "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\ntimer = ctypes.c_void_p()\n"
+         "print(libc.timer_create(1, None, ctypes.byref(timer)) == 0, ctypes.get_errno())"),
+}
+
+
+@pytest.mark.parametrize("budget", sorted(BUDGET_HOGS))
+def test_a_call_at_its_msgqueue_or_sigpending_budget_leaves_another_call_its_own(budget):
+    """A call's user namespace takes its template's rlimits as the ceiling on all its calls
+    together (kernel/ucount.c): the template's are room for the calls in flight (room_for_calls).
+    Without it the template's were one call's budget, and the probe failed with EMFILE (message
+    queues) or EAGAIN (timer_create, which holds a queued signal)."""
+    sbx.require_sandboxd()
+    hog, probe = BUDGET_HOGS[budget]
+    m = Mcp("--warm-mode", "fork", "--warm", "0")
+    m.p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": "hog", "method": "tools/call", "params": {
+        "name": "run_python", "arguments": {"code": hog}}}) + "\n")
+    m.p.stdin.flush()
+    assert wait_for(lambda: code_running(m), seconds=20), children(m.p.pid)
+
+    def held():
+        for pid in code_pids(m):
+            try:
+                with open("/proc/%d/root/tmp/held" % pid) as f:
+                    return f.read()
+            except OSError:
+                return ""
+        return ""
+    assert wait_for(held, seconds=20), "the hog did not reach its budget"
+    # At its budget: one queue (a second would pass 128K), or the 1024 signals the policy allows.
+    h = held()
+    assert h == "1 24" if budget == "msgqueue" else h.split()[1] == "1024/1024", h
+    out = run(m, probe)
+    m.close()
+    assert out.startswith("True"), out
+
+
+def test_forked_calls_past_the_hard_msgqueue_limit_are_said_or_given_room():
+    """room_for_calls: with one call more in flight than sandboxd's hard RLIMIT_MSGQUEUE holds at
+    the policy's budget, root raises its own limit for the template (max_concurrent + 4 calls);
+    without CAP_SYS_RESOURCE it cannot, and the server says how many calls it holds, once."""
+    sbx.require_sandboxd()
+    per_call = int(re.search(r"(?m)^msgqueue\s+(\d+)K", sbx.policy_text("default.policy")).group(1)) << 10
+    hard = resource.getrlimit(resource.RLIMIT_MSGQUEUE)[1]
+    sbx.need(hard != resource.RLIM_INFINITY, "no hard RLIMIT_MSGQUEUE here")
+    n = hard // per_call + 1
+    m = Mcp("--warm-mode", "fork", "--max-concurrent", str(n))
+    assert run(m, "print(1)").strip() == "1"
+    with open("/proc/%d/limits" % m.p.pid) as f:
+        limit = int(re.search(r"Max msgqueue size\s+(\d+)\s+(\d+)", f.read()).group(2))
+    err = m.close()
+    said = "--max-concurrent %d: the hard RLIMIT_MSGQUEUE (%d) holds %d forked calls" % (n, hard, n - 1)
+    with open("/proc/self/status") as f:
+        cap_eff = int(re.search(r"CapEff:\s+([0-9a-f]+)", f.read()).group(1), 16)
+    if sbx.IS_ROOT and cap_eff & (1 << 24):  # CAP_SYS_RESOURCE (a container's root may lack it)
+        assert limit == per_call * (n + 4) and said not in err, (limit, err)
+    else:
+        assert limit == hard and err.count(said) == 1, (limit, err)
