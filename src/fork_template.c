@@ -56,6 +56,9 @@
 #define TEMPLATE_START_MS 10000
 #define CHILD_STEP_MS 5000
 
+/* The template's own processes beside its calls': its pid 1, itself, a call's being forked. */
+#define TEMPLATE_OWN_PIDS 8
+
 struct fork_template {
   struct fork_template *next; /* retired ones, waiting for their last call */
   struct sbx_sandbox *sb;
@@ -109,6 +112,12 @@ static bool template_allowed(const char *syscall, size_t n)
     if (strcmp(syscall, template_allows[i]) == 0)
       return true;
   return false;
+}
+
+/* The calls a template's budgets have room for: those in flight, and some being torn down. */
+static unsigned long long template_calls(const struct server *srv)
+{
+  return srv->max_concurrent + 4;
 }
 
 /* A call's user namespace records its creator's rlimits, the template's, as the ceiling on what
@@ -182,7 +191,7 @@ static int template_policy(struct fork_template *t, const struct server *srv, sb
   /* What a call's user namespace is charged is charged to the template's owner in the template's
    * as well: room there for every call in flight at its own budget (each call's namespace holds it
    * to that), so that one call at its budget does not leave another without. */
-  unsigned long long calls = srv->max_concurrent + 4;
+  unsigned long long calls = template_calls(srv);
   struct sbx_budgets *b = &t->policy.budgets;
   b->namespaces = (p->budgets.namespaces + 8) * calls;
   b->inotify_instances = p->budgets.inotify_instances * calls;
@@ -338,6 +347,14 @@ static int template_begin(struct server *srv, struct fork_template **ret, sbx_er
   struct sbx_spec spec;
   base_spec(srv, MCP_LANG_PYTHON, &limits, inside, log_w, log_w, &spec);
   spec.policy = &t->policy;
+  /* Without a cgroup the template's RLIMIT_NPROC is the ceiling on the processes of all its calls
+   * and its own together (a user namespace takes its creator's, kernel/ucount.c): room for every
+   * call in flight at its pids, each call's pid 1 holding its own to them (send_setup). */
+  spec.limits.pids = limits.pids * template_calls(srv) + TEMPLATE_OWN_PIDS;
+  struct rlimit nproc;
+  if (getrlimit(RLIMIT_NPROC, &nproc) == 0 && nproc.rlim_max != RLIM_INFINITY &&
+      nproc.rlim_max < spec.limits.pids)
+    spec.limits.pids = nproc.rlim_max;
   spec.argv = argv;
   spec.keep_workspace = false;
   /* As root each call gets a host id of its own (as a cold sandbox does), mapped from the

@@ -744,6 +744,49 @@ def test_a_call_at_its_msgqueue_or_sigpending_budget_leaves_another_call_its_own
     assert out.startswith("True"), out
 
 
+PIDS_HOG = """import os, time
+n, err = 0, 0
+for i in range(2000):
+    try:
+        pid = os.fork()
+    except OSError as e:
+        err = e.errno
+        break
+    if pid == 0:
+        time.sleep(60)
+        os._exit(0)
+    n += 1
+open('/tmp/held', 'w').write('%d %d' % (n, err))
+time.sleep(60)
+"""
+
+
+def test_a_call_at_its_pids_budget_leaves_another_call_room_to_start():
+    """Without a cgroup (cgroup fallback-rlimit) a call's pids are its RLIMIT_NPROC, and its user
+    namespace takes the template's as the ceiling on all calls' processes together: the template's
+    has room for every call in flight. Without it the next call's sandbox could not be forked
+    (clone: EAGAIN). With a cgroup, the call's pids.max holds the hog."""
+    sbx.require_sandboxd()
+    m = Mcp("--warm-mode", "fork", "--warm", "0")
+    m.p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": "hog", "method": "tools/call", "params": {
+        "name": "run_python", "arguments": {"code": PIDS_HOG}}}) + "\n")
+    m.p.stdin.flush()
+    assert wait_for(lambda: code_running(m), seconds=20), children(m.p.pid)
+
+    def held():
+        for pid in code_pids(m):
+            try:
+                with open("/proc/%d/root/tmp/held" % pid) as f:
+                    return f.read()
+            except OSError:
+                return ""
+        return ""
+    assert wait_for(held, seconds=30), "the hog did not reach its budget"
+    assert held().split()[1] == "11", held()  # EAGAIN: at its pids
+    out = run(m, "import os\npid = os.fork()\nif pid == 0:\n    os._exit(7)\nprint(os.waitpid(pid, 0)[1] >> 8)")
+    m.close()
+    assert out.strip() == "7", out
+
 def test_forked_calls_past_the_hard_msgqueue_limit_are_said_or_given_room():
     """room_for_calls: with one call more in flight than sandboxd's hard RLIMIT_MSGQUEUE holds at
     the policy's budget, root raises its own limit for the template (max_concurrent + 4 calls);
