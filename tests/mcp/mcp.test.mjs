@@ -257,8 +257,12 @@ describe('sdk client', () => {
   });
 
   test('output shaped for the model: 5 MiB becomes head, one line, tail within 40,000 characters', async () => {
-    // stderr first: stdout and stderr share the 1 MiB output_limit, in the order they arrive.
-    const code = 'import sys\nprint("E" * 100000, file=sys.stderr)\nprint("FIRST")\n' +
+    // stderr first: stdout and stderr share the 1 MiB output_limit, in the order they arrive. The
+    // code waits until the server has read all of stderr (FIONREAD: bytes left in the pipe), so
+    // that its tail cannot arrive after stdout has used the limit up.
+    const code = 'import sys, fcntl, termios, time\nprint("E" * 100000, file=sys.stderr)\n' +
+      'while int.from_bytes(fcntl.ioctl(2, termios.FIONREAD, bytes(4)), "little"):\n    time.sleep(0.001)\n' +
+      'print("FIRST")\n' +
       'for i in range(5 * 1024):\n    sys.stdout.write(f"{i:07d} " + "y" * 1015 + "\\n")\nprint("LAST")';
     const r = await run(conn.client, { code });
     const s = r.structuredContent;
