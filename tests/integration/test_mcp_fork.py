@@ -787,6 +787,17 @@ def test_a_call_at_its_pids_budget_leaves_another_call_room_to_start():
     m.close()
     assert out.strip() == "7", out
 
+def test_a_forked_call_has_a_tcp_hash_table_of_its_own():
+    """ns.c's set_child_tcp_ehash: the template's network namespace gives the ones made from it
+    (each call's) a TCP hash table of their own, so a call's end walks its own for TIME_WAIT
+    sockets, not the host's whole table."""
+    sbx.require_sandboxd()
+    sbx.need(os.path.exists("/proc/sys/net/ipv4/tcp_child_ehash_entries"), "Linux before 5.19", security=False)
+    m = Mcp("--warm-mode", "fork", "--warm", "0")
+    out = run(m, "print(open('/proc/sys/net/ipv4/tcp_ehash_entries').read().strip())")
+    m.close()
+    assert out.strip() == "1024", out
+
 def test_forked_calls_past_the_hard_msgqueue_limit_are_said_or_given_room():
     """room_for_calls: with one call more in flight than sandboxd's hard RLIMIT_MSGQUEUE holds at
     the policy's budget, root raises its own limit for the template (max_concurrent + 4 calls);
