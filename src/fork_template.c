@@ -141,10 +141,8 @@ static uint64_t room_for_calls(int res, const char *name, uint64_t per_call, uns
   if (per_call && rl.rlim_max / per_call < running && !told[res]) {
     told[res] = true;
     sbx_warn(SBX_WARN_LIMITS,
-             "--max-concurrent %zu: the hard RLIMIT_%s (%llu) holds %llu forked calls at the policy's budget "
-             "(%llu); "
-             "more calls share it",
-             running, name, (unsigned long long) rl.rlim_max, (unsigned long long) (rl.rlim_max / per_call),
+             "--max-concurrent %zu: the hard RLIMIT_%s (%llu) holds %llu forked calls at %llu each", running,
+             name, (unsigned long long) rl.rlim_max, (unsigned long long) (rl.rlim_max / per_call),
              (unsigned long long) per_call);
   }
   return want;

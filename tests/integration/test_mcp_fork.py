@@ -675,7 +675,7 @@ def test_a_call_at_its_inotify_budget_leaves_another_call_its_own():
     assert wait_for(lambda: code_running(m), seconds=20), children(m.p.pid)
     # The hog is at its budget once it has printed; its output is not read until it ends, so wait
     # on what it holds instead: the policy's inotify_instances (16 in the shipped policies).
-    def held():
+    def inotify_held():
         for pid in code_pids(m):
             try:
                 return sum(os.readlink("/proc/%d/fd/%s" % (pid, fd)) == "anon_inode:inotify"
@@ -683,11 +683,22 @@ def test_a_call_at_its_inotify_budget_leaves_another_call_its_own():
             except OSError:
                 return 0
         return 0
-    assert wait_for(lambda: held() >= 16, seconds=20), held()
+    assert wait_for(lambda: inotify_held() >= 16, seconds=20), inotify_held()
     out = run(m, "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
                  "print(libc.inotify_init1(0) >= 0, ctypes.get_errno())")
     m.close()
     assert out.startswith("True"), out
+
+
+def held(m):
+    """What a hog call wrote to its /tmp/held once at its budget ("" before)."""
+    for pid in code_pids(m):
+        try:
+            with open("/proc/%d/root/tmp/held" % pid) as f:
+                return f.read()
+        except OSError:
+            return ""
+    return ""
 
 
 # Each holds its policy budget (msgqueue 128K: one default queue is ~81K; sigpending 1024 queued
@@ -727,17 +738,9 @@ def test_a_call_at_its_msgqueue_or_sigpending_budget_leaves_another_call_its_own
     m.p.stdin.flush()
     assert wait_for(lambda: code_running(m), seconds=20), children(m.p.pid)
 
-    def held():
-        for pid in code_pids(m):
-            try:
-                with open("/proc/%d/root/tmp/held" % pid) as f:
-                    return f.read()
-            except OSError:
-                return ""
-        return ""
-    assert wait_for(held, seconds=20), "the hog did not reach its budget"
+    assert wait_for(lambda: held(m), seconds=20), "the hog did not reach its budget"
     # At its budget: one queue (a second would pass 128K), or the 1024 signals the policy allows.
-    h = held()
+    h = held(m)
     assert h == "1 24" if budget == "msgqueue" else h.split()[1] == "1024/1024", h
     out = run(m, probe)
     m.close()
@@ -773,16 +776,8 @@ def test_a_call_at_its_pids_budget_leaves_another_call_room_to_start():
     m.p.stdin.flush()
     assert wait_for(lambda: code_running(m), seconds=20), children(m.p.pid)
 
-    def held():
-        for pid in code_pids(m):
-            try:
-                with open("/proc/%d/root/tmp/held" % pid) as f:
-                    return f.read()
-            except OSError:
-                return ""
-        return ""
-    assert wait_for(held, seconds=30), "the hog did not reach its budget"
-    assert held().split()[1] == "11", held()  # EAGAIN: at its pids
+    assert wait_for(lambda: held(m), seconds=30), "the hog did not reach its budget"
+    assert held(m).split()[1] == "11", held(m)  # EAGAIN: at its pids
     out = run(m, "import os\npid = os.fork()\nif pid == 0:\n    os._exit(7)\nprint(os.waitpid(pid, 0)[1] >> 8)")
     m.close()
     assert out.strip() == "7", out
@@ -812,7 +807,8 @@ def test_forked_calls_past_the_hard_msgqueue_limit_are_said_or_given_room():
     with open("/proc/%d/limits" % m.p.pid) as f:
         limit = int(re.search(r"Max msgqueue size\s+(\d+)\s+(\d+)", f.read()).group(2))
     err = m.close()
-    said = "--max-concurrent %d: the hard RLIMIT_MSGQUEUE (%d) holds %d forked calls" % (n, hard, n - 1)
+    said = "--max-concurrent %d: the hard RLIMIT_MSGQUEUE (%d) holds %d forked calls at %d each" % (
+        n, hard, n - 1, per_call)
     with open("/proc/self/status") as f:
         cap_eff = int(re.search(r"CapEff:\s+([0-9a-f]+)", f.read()).group(1), 16)
     if sbx.IS_ROOT and cap_eff & (1 << 24):  # CAP_SYS_RESOURCE (a container's root may lack it)
