@@ -122,8 +122,8 @@ static unsigned long long template_calls(const struct server *srv)
 
 /* A call's user namespace records its creator's rlimits, the template's, as the ceiling on what
  * all calls of the template's owner hold together there (kernel/ucount.c): so the template's
- * sigpending and msgqueue are room for calls in flight at their budgets. Above sandboxd's own
- * hard limit that needs CAP_SYS_RESOURCE: as root sandboxd raises its own; otherwise the hard
+ * sigpending and msgqueue (and without a cgroup nproc) are room for calls in flight at theirs. Above
+ * sandboxd's own hard limit that needs CAP_SYS_RESOURCE: as root sandboxd raises its own; otherwise the hard
  * limit holds (set_budget_rlimit), and the server says once if it is short of --max-concurrent
  * calls. RLIMIT_MEMLOCK is not shared so: the kernel counts its pages there against a limit in
  * bytes. */
@@ -348,11 +348,19 @@ static int template_begin(struct server *srv, struct fork_template **ret, sbx_er
   /* Without a cgroup the template's RLIMIT_NPROC is the ceiling on the processes of all its calls
    * and its own together (a user namespace takes its creator's, kernel/ucount.c): room for every
    * call in flight at its pids, each call's pid 1 holding its own to them (send_setup). */
-  spec.limits.pids = limits.pids * template_calls(srv) + TEMPLATE_OWN_PIDS;
-  struct rlimit nproc;
-  if (getrlimit(RLIMIT_NPROC, &nproc) == 0 && nproc.rlim_max != RLIM_INFINITY &&
-      nproc.rlim_max < spec.limits.pids)
-    spec.limits.pids = nproc.rlim_max;
+  enum cgroup_mode mode;
+  sbx_error_t why = {0};
+  bool degraded = cgroup_probe(&mode, &why) < 0;
+  if (degraded) {
+    spec.limits.pids =
+        room_for_calls(RLIMIT_NPROC, "NPROC", limits.pids, template_calls(srv), srv->max_concurrent) +
+        TEMPLATE_OWN_PIDS;
+    /* set_rlimits sets RLIMIT_NPROC as it is, where it caps the budgets at the hard limit. */
+    struct rlimit nproc;
+    if (getrlimit(RLIMIT_NPROC, &nproc) == 0 && nproc.rlim_max != RLIM_INFINITY &&
+        nproc.rlim_max < spec.limits.pids)
+      spec.limits.pids = nproc.rlim_max;
+  }
   spec.argv = argv;
   spec.keep_workspace = false;
   /* As root each call gets a host id of its own (as a cold sandbox does), mapped from the
@@ -364,9 +372,7 @@ static int template_begin(struct server *srv, struct fork_template **ret, sbx_er
   sandbox_set_deadline(t->sb, UINT64_MAX);
   close(TAKE_FD(inside));
   close(TAKE_FD(log_w));
-  enum cgroup_mode mode;
-  sbx_error_t why = {0};
-  if (send_setup(t, srv, &limits, cgroup_probe(&mode, &why) < 0, err) < 0) {
+  if (send_setup(t, srv, &limits, degraded, err) < 0) {
     /* Its sandbox's setup failed already (a bind the rootfs cannot take): say that. */
     sbx_error_t setup = {0};
     if (err->errnum == EPIPE && sandbox_spawn_finish(t->sb, &setup) < 0)

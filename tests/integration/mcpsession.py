@@ -8,10 +8,10 @@ import sbx
 
 
 class Mcp:
-    def __init__(self, *args, warm="0", audit="off"):
+    def __init__(self, *args, warm="0", audit="off", preexec_fn=None):
         self.p = subprocess.Popen([sbx.SANDBOXD, "mcp", "--rootfs", sbx.ROOTFS, "--warm", warm, "--audit-log", audit,
                                    *sbx.EGRESS_OPTS, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                  text=True)
+                                  text=True, preexec_fn=preexec_fn)
         self.n = 0
         self.send("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
                                  "clientInfo": {"name": "t", "version": "1"}})

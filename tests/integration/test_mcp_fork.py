@@ -793,6 +793,21 @@ def test_a_forked_call_has_a_tcp_hash_table_of_its_own():
     m.close()
     assert out.strip() == "1024", out
 
+def test_without_a_cgroup_forked_calls_past_the_hard_nproc_limit_are_said():
+    """room_for_calls for RLIMIT_NPROC, which bounds a call's processes only without a cgroup: with
+    a hard limit that holds fewer calls at their pids than --max-concurrent, the server says so
+    once, and still serves (the template's is the hard limit)."""
+    sbx.require_sandboxd()
+    sbx.need(sbx.enforcement() == "degraded", "with a cgroup, pids.max bounds a call's processes", security=False)
+    per_call = int(re.search(r"(?m)^pids\s+(\d+)", sbx.policy_text("default.policy")).group(1))
+    hard = per_call * 3
+    m = Mcp("--warm-mode", "fork", "--max-concurrent", "4",
+            preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NPROC, (hard, hard)))
+    assert run(m, "print(1)").strip() == "1"
+    err = m.close()
+    said = "--max-concurrent 4: the hard RLIMIT_NPROC (%d) holds 3 forked calls at %d each" % (hard, per_call)
+    assert err.count(said) == 1, err
+
 def test_forked_calls_past_the_hard_msgqueue_limit_are_said_or_given_room():
     """room_for_calls: with one call more in flight than sandboxd's hard RLIMIT_MSGQUEUE holds at
     the policy's budget, root raises its own limit for the template (max_concurrent + 4 calls);
