@@ -3,7 +3,7 @@
  * it that makes fresh namespaces of its own (the sequence is at the top of template.py).
  *
  * The template is a sandbox like any other (sandbox_spawn, the call's spec), under a policy
- * derived from the server's: /proc unmasked (the kernel refuses a fresh proc mount in a nested
+ * derived from the server's (fork_policy.c): /proc unmasked (the kernel refuses a fresh proc mount in a nested
  * namespace where a proc mount is partly hidden), clone and unshare with namespace flags and mount
  * allowed (a call's pid 1 is forked into its namespaces and makes its mounts; its filter, the
  * server policy's own, stacks on top before the code runs; as root also the id changes by which
@@ -24,7 +24,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -32,6 +31,7 @@
 #include "cgroup.h"
 #include "cleanup.h"
 #include "egress_proxy.h"
+#include "fork_policy.h"
 #include "fork_template.h"
 #include "hostid.h"
 #include "log.h"
@@ -56,13 +56,10 @@
 #define TEMPLATE_START_MS 10000
 #define CHILD_STEP_MS 5000
 
-/* The template's own processes beside its calls': its pid 1, itself, a call's being forked. */
-#define TEMPLATE_OWN_PIDS 8
-
 struct fork_template {
   struct fork_template *next; /* retired ones, waiting for their last call */
   struct sbx_sandbox *sb;
-  struct sbx_policy policy; /* the server's, with the template's differences (template_policy) */
+  struct sbx_policy policy; /* the server's, with the template's differences (fork_policy.c) */
   struct sbx_rule *rules;
   enum { TMPL_SPAWNING, TMPL_SETUP, TMPL_READY } state; /* sandbox setup, then Python's */
   int ctl_fd;                                           /* our end of its fd 3 */
@@ -96,115 +93,6 @@ static void template_free(struct fork_template *t)
     close(t->userns_fd);
   free(t->rules);
   free(t);
-}
-
-/* What the template's filter allows that the server's may not: clone into namespaces, and for
- * its children unshare and mount; as root also the id changes by which a call's pid 1 takes the
- * host id sandboxd mapped for it. The template itself has no capabilities for any of them in its
- * own user namespace; a call's own filter, the server's, is installed before any code. */
-static const char *const template_allows[] = {"clone",     "unshare",   "mount",
-                                              "setgroups", "setresgid", "setresuid"};
-#define TEMPLATE_ALLOWS_ALWAYS 3
-
-static bool template_allowed(const char *syscall, size_t n)
-{
-  for (size_t i = 0; i < n; i++)
-    if (strcmp(syscall, template_allows[i]) == 0)
-      return true;
-  return false;
-}
-
-/* The calls a template's budgets have room for: those in flight, and some being torn down. */
-static unsigned long long template_calls(const struct server *srv)
-{
-  return srv->max_concurrent + 4;
-}
-
-/* A call's user namespace records its creator's rlimits, the template's, as the ceiling on what
- * all calls of the template's owner hold together there (kernel/ucount.c): so the template's
- * sigpending and msgqueue (and without a cgroup nproc) are room for calls in flight at theirs. Above
- * sandboxd's own hard limit that needs CAP_SYS_RESOURCE: as root sandboxd raises its own; otherwise the hard
- * limit holds (set_budget_rlimit), and the server says once if it is short of --max-concurrent
- * calls. RLIMIT_MEMLOCK is not shared so: the kernel counts its pages there against a limit in
- * bytes. */
-static uint64_t room_for_calls(int res, const char *name, uint64_t per_call, unsigned long long calls,
-                               size_t running)
-{
-  static bool told[RLIM_NLIMITS];
-  uint64_t want = per_call * calls;
-  struct rlimit rl;
-  if (getrlimit(res, &rl) < 0 || rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= want)
-    return want;
-  if (geteuid() == 0 && setrlimit(res, &(struct rlimit){.rlim_cur = rl.rlim_cur > want ? rl.rlim_cur : want,
-                                                        .rlim_max = want}) == 0)
-    return want;
-  if (per_call && rl.rlim_max / per_call < running && !told[res]) {
-    told[res] = true;
-    sbx_warn(SBX_WARN_LIMITS,
-             "--max-concurrent %zu: the hard RLIMIT_%s (%llu) holds %llu forked calls at %llu each", running,
-             name, (unsigned long long) rl.rlim_max, (unsigned long long) (rl.rlim_max / per_call),
-             (unsigned long long) per_call);
-  }
-  return want;
-}
-
-/* The template's policy: the server's, with template_allows, /proc whole, and its user namespace
- * has room for the namespaces of the calls in flight. */
-static int template_policy(struct fork_template *t, const struct server *srv, sbx_error_t *err)
-{
-  const struct sbx_policy *p = srv->policy;
-  size_t n_allows =
-      geteuid() == 0 ? sizeof template_allows / sizeof *template_allows : TEMPLATE_ALLOWS_ALWAYS;
-  t->policy = *p;
-  t->rules = calloc(p->n_rules + n_allows, sizeof *t->rules);
-  if (!t->rules)
-    return sbx_error_set(err, ENOMEM, "fork template policy");
-  size_t n = 0;
-  for (size_t i = 0; i < p->n_rules; i++) {
-    t->rules[n] = p->rules[i];
-    if (template_allowed(p->rules[i].syscall, n_allows)) {
-      t->rules[n].action = SBX_ACT_ALLOW;
-      t->rules[n].cmp = SBX_CMP_ANY;
-      t->rules[n].cond_text = NULL;
-    }
-    n++;
-  }
-  /* Those the server's policy does not name (its default action refuses them). */
-  for (size_t a = 0; a < n_allows; a++) {
-    bool named = false;
-    for (size_t i = 0; i < p->n_rules && !named; i++)
-      named = strcmp(p->rules[i].syscall, template_allows[a]) == 0;
-    if (!named)
-      t->rules[n++] = (struct sbx_rule){.syscall = (char *) template_allows[a],
-                                        .action = SBX_ACT_ALLOW,
-                                        .cmp = SBX_CMP_ANY,
-                                        .file = "fork template"};
-  }
-  t->policy.rules = t->rules;
-  t->policy.n_rules = n;
-  t->policy.mask_proc = false;
-  /* The template reaches nothing: with network proxy, each call's pid 1 makes its own listener
-   * and gets its own proxy (sandbox_adopt); the variables are set for the call (template.py). */
-  t->policy.network = SBX_NET_NONE;
-  /* What a call's user namespace is charged is charged to the template's owner in the template's
-   * as well: room there for every call in flight at its own budget (each call's namespace holds it
-   * to that), so that one call at its budget does not leave another without. */
-  unsigned long long calls = template_calls(srv);
-  struct sbx_budgets *b = &t->policy.budgets;
-  b->namespaces = (p->budgets.namespaces + 8) * calls;
-  b->inotify_instances = p->budgets.inotify_instances * calls;
-  b->inotify_watches = p->budgets.inotify_watches * calls;
-  b->fanotify_groups = p->budgets.fanotify_groups * calls;
-  b->fanotify_marks = p->budgets.fanotify_marks * calls;
-  b->sigpending =
-      room_for_calls(RLIMIT_SIGPENDING, "SIGPENDING", p->budgets.sigpending, calls, srv->max_concurrent);
-  b->msgqueue_bytes =
-      room_for_calls(RLIMIT_MSGQUEUE, "MSGQUEUE", p->budgets.msgqueue_bytes, calls, srv->max_concurrent);
-  _cleanup_free_ char *text = policy_format_canonical(&t->policy);
-  if (!text)
-    return sbx_error_set(err, ENOMEM, "fork template policy");
-  sha256_hex(text, strlen(text), t->policy.sha256);
-  return 0;
 }
 
 /* Wait up to ms for fd to be readable. */
@@ -333,8 +221,8 @@ static int template_begin(struct server *srv, struct fork_template **ret, sbx_er
   struct sbx_limits req, limits;
   limits_unset(&req);
   req.timeout_ms = srv->policy->max.timeout_ms;
-  if (template_policy(t, srv, err) < 0 || policy_resolve_limits(srv->policy, &req, &limits, err) < 0 ||
-      open_pipe(&t->log_fd, &log_w, err) < 0)
+  if (fork_policy_make(srv, &t->policy, &t->rules, err) < 0 ||
+      policy_resolve_limits(srv->policy, &req, &limits, err) < 0 || open_pipe(&t->log_fd, &log_w, err) < 0)
     goto fail;
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
     sbx_error_errno(err, "fork template: socketpair");
@@ -345,22 +233,11 @@ static int template_begin(struct server *srv, struct fork_template **ret, sbx_er
   struct sbx_spec spec;
   base_spec(srv, MCP_LANG_PYTHON, &limits, inside, log_w, log_w, &spec);
   spec.policy = &t->policy;
-  /* Without a cgroup the template's RLIMIT_NPROC is the ceiling on the processes of all its calls
-   * and its own together (a user namespace takes its creator's, kernel/ucount.c): room for every
-   * call in flight at its pids, each call's pid 1 holding its own to them (send_setup). */
   enum cgroup_mode mode;
   sbx_error_t why = {0};
   bool degraded = cgroup_probe(&mode, &why) < 0;
-  if (degraded) {
-    spec.limits.pids =
-        room_for_calls(RLIMIT_NPROC, "NPROC", limits.pids, template_calls(srv), srv->max_concurrent) +
-        TEMPLATE_OWN_PIDS;
-    /* set_rlimits sets RLIMIT_NPROC as it is, where it caps the budgets at the hard limit. */
-    struct rlimit nproc;
-    if (getrlimit(RLIMIT_NPROC, &nproc) == 0 && nproc.rlim_max != RLIM_INFINITY &&
-        nproc.rlim_max < spec.limits.pids)
-      spec.limits.pids = nproc.rlim_max;
-  }
+  if (degraded)
+    spec.limits.pids = fork_policy_pids(srv, limits.pids);
   spec.argv = argv;
   spec.keep_workspace = false;
   /* As root each call gets a host id of its own (as a cold sandbox does), mapped from the

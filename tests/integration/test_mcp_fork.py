@@ -267,11 +267,15 @@ def test_a_bad_warm_mode_is_a_usage_error(value):
     assert "--warm-mode" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
 
 
-def start_sleeper(m, rid, seconds=60):
+def start_call(m, rid, code):
+    """Send a run_python call and do not wait for its answer."""
     m.p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {
-        "name": "run_python", "arguments": {"code": "import time\nprint('up', flush=True)\ntime.sleep(%d)" % seconds}}})
-        + "\n")
+        "name": "run_python", "arguments": {"code": code}}}) + "\n")
     m.p.stdin.flush()
+
+
+def start_sleeper(m, rid, seconds=60):
+    start_call(m, rid, "import time\nprint('up', flush=True)\ntime.sleep(%d)" % seconds)
 
 
 def code_pids(m):
@@ -669,9 +673,7 @@ def test_a_call_at_its_inotify_budget_leaves_another_call_its_own():
     Without it the second call's first inotify_init1 failed with EMFILE."""
     sbx.require_sandboxd()
     m = Mcp("--warm-mode", "fork", "--warm", "0")
-    m.p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": "hog", "method": "tools/call", "params": {
-        "name": "run_python", "arguments": {"code": INOTIFY_HOG}}}) + "\n")
-    m.p.stdin.flush()
+    start_call(m, "hog", INOTIFY_HOG)
     assert wait_for(lambda: code_running(m), seconds=20), children(m.p.pid)
     # The hog is at its budget once it has printed; its output is not read until it ends, so wait
     # on what it holds instead: the policy's inotify_instances (16 in the shipped policies).
@@ -733,9 +735,7 @@ def test_a_call_at_its_msgqueue_or_sigpending_budget_leaves_another_call_its_own
     sbx.require_sandboxd()
     hog, probe = BUDGET_HOGS[budget]
     m = Mcp("--warm-mode", "fork", "--warm", "0")
-    m.p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": "hog", "method": "tools/call", "params": {
-        "name": "run_python", "arguments": {"code": hog}}}) + "\n")
-    m.p.stdin.flush()
+    start_call(m, "hog", hog)
     assert wait_for(lambda: code_running(m), seconds=20), children(m.p.pid)
 
     assert wait_for(lambda: held(m), seconds=20), "the hog did not reach its budget"
@@ -771,9 +771,7 @@ def test_a_call_at_its_pids_budget_leaves_another_call_room_to_start():
     (clone: EAGAIN). With a cgroup, the call's pids.max holds the hog."""
     sbx.require_sandboxd()
     m = Mcp("--warm-mode", "fork", "--warm", "0")
-    m.p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": "hog", "method": "tools/call", "params": {
-        "name": "run_python", "arguments": {"code": PIDS_HOG}}}) + "\n")
-    m.p.stdin.flush()
+    start_call(m, "hog", PIDS_HOG)
     assert wait_for(lambda: code_running(m), seconds=20), children(m.p.pid)
 
     assert wait_for(lambda: held(m), seconds=30), "the hog did not reach its budget"
