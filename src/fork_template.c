@@ -3,8 +3,8 @@
  * it that makes fresh namespaces of its own (the sequence is at the top of template.py).
  *
  * The template is a sandbox like any other (sandbox_spawn, the call's spec), under a policy
- * derived from the server's (fork_policy.c): /proc unmasked (the kernel refuses a fresh proc mount in a nested
- * namespace where a proc mount is partly hidden), clone and unshare with namespace flags and mount
+ * derived from the server's (fork_policy.c): /proc unmasked (the kernel refuses a fresh proc mount in a
+ * nested namespace where a proc mount is partly hidden), clone and unshare with namespace flags and mount
  * allowed (a call's pid 1 is forked into its namespaces and makes its mounts; its filter, the
  * server policy's own, stacks on top before the code runs; as root also the id changes by which
  * the call's pid 1 takes its own host id), and room in its user namespace's budgets for its
