@@ -54,6 +54,20 @@ $(BUILD)/tests/%: tests/unit/%.c $(LIBOBJS) Makefile | $(BUILD)/tests
 # The runner's text is assembled into this object (.incbin), so it rebuilds when runner.py changes.
 $(BUILD)/obj/mcp_runner.o: src/inside/runner.py src/inside/template.py
 
+# The fork template's C pid 1 and the init it execs (src/inside/zygote.c, callinit.c): freestanding
+# (no libc, so any rootfs can load them), x86_64 only, not built with the flags above (no
+# sanitizer, no fortify, no stack protector: there is no libc to back them). fork_zygote.o
+# assembles them in (.incbin); on other architectures it holds none and calls keep the Python pid 1.
+ZYGOTE_CFLAGS = -std=gnu17 -O2 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+                -ffreestanding -fno-builtin -fno-stack-protector -fcf-protection=none -nostdlib
+ZYGOTE_BLOBS := $(if $(filter x86_64-%,$(shell $(CC) -dumpmachine)),$(BUILD)/zygote.so $(BUILD)/callinit)
+$(BUILD)/zygote.so: src/inside/zygote.c src/inside/rawsys.h Makefile | $(BUILD)/obj
+	$(CC) $(ZYGOTE_CFLAGS) -fPIC -shared -fvisibility=hidden -s -Wl,-z,relro,-z,now -o $@ $<
+$(BUILD)/callinit: src/inside/callinit.c src/inside/rawsys.h Makefile | $(BUILD)/obj
+	$(CC) $(ZYGOTE_CFLAGS) -static -fno-pie -no-pie -s -o $@ $<
+$(BUILD)/obj/fork_zygote.o: $(ZYGOTE_BLOBS)
+$(BUILD)/obj/fork_zygote.o: override CFLAGS += -DZYGOTE_BUILD=\"$(BUILD)\"
+
 $(BUILD)/obj $(BUILD)/tests:
 	mkdir -p $@
 
@@ -203,11 +217,11 @@ demo: all rootfs
 	@echo '$$ cat build/demo-report.json'; cat build/demo-report.json
 
 format:
-	clang-format -i src/*.c src/*.h tests/unit/*.c
+	clang-format -i src/*.c src/*.h src/inside/*.c src/inside/*.h tests/unit/*.c
 
 # Fails, naming each file and line, where the tree differs from .clang-format (`make format` fixes).
 format-check:
-	clang-format --dry-run -Werror src/*.c src/*.h tests/unit/*.c
+	clang-format --dry-run -Werror src/*.c src/*.h src/inside/*.c src/inside/*.h tests/unit/*.c
 
 clean:
 	rm -rf build build-asan build-fuzz

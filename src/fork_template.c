@@ -33,6 +33,7 @@
 #include "egress_proxy.h"
 #include "fork_policy.h"
 #include "fork_template.h"
+#include "fork_zygote.h"
 #include "hostid.h"
 #include "log.h"
 #include "mcp_internal.h"
@@ -110,6 +111,9 @@ static int wait_readable(int fd, int ms, const char *what, sbx_error_t *err)
   return 0;
 }
 
+/* Said once per server: why its calls' pid 1 is the Python one (fork_zygote.c, template.py). */
+static bool zygote_said;
+
 static int send_setup(struct fork_template *t, const struct server *srv, const struct sbx_limits *l,
                       bool degraded, sbx_error_t *err)
 {
@@ -158,10 +162,39 @@ static int send_setup(struct fork_template *t, const struct server *srv, const s
     strbuf_free(&sb);
     return sbx_error_errno(err, "send its source");
   }
-  /* Queued for its Python, which reads it once started: sent now, without waiting. */
-  ssize_t n = send(t->ctl_fd, sb.data, sb.len, MSG_NOSIGNAL | MSG_DONTWAIT);
+  /* Queued for its Python, which reads it once started: sent now, without waiting. With it the C
+   * pid 1 and its init, unless this build or the policy rules them out (fork_zygote.c). */
+  int zfd[2];
+  const char *why;
+  if (fork_zygote_fds(p, zfd, &why, err) < 0) {
+    strbuf_free(&sb);
+    return -1;
+  }
+  if (why && !zygote_said && strcmp(why, "not built for this architecture") != 0) {
+    log_warn("fork template: each call's pid 1 runs in Python, which costs more CPU: %s", why);
+    zygote_said = true;
+  }
+  union {
+    char buf[CMSG_SPACE(sizeof zfd)];
+    struct cmsghdr align;
+  } u;
+  struct iovec iov = {.iov_base = sb.data, .iov_len = sb.len};
+  struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+  if (zfd[0] >= 0) {
+    mh.msg_control = u.buf;
+    mh.msg_controllen = sizeof u.buf;
+    struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN(sizeof zfd);
+    memcpy(CMSG_DATA(cm), zfd, sizeof zfd);
+  }
+  ssize_t n = sendmsg(t->ctl_fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
   size_t len = sb.len;
   strbuf_free(&sb);
+  for (int i = 0; i < 2; i++)
+    if (zfd[i] >= 0)
+      close(zfd[i]);
   if (n < 0 || (size_t) n != len)
     return sbx_error_errno(err, "send its setup");
   return 0;
@@ -177,15 +210,21 @@ static int template_step(struct fork_template *t, sbx_error_t *err)
     t->state = TMPL_SETUP;
     return 0;
   }
-  char ok[4];
-  ssize_t n = recv(t->ctl_fd, ok, sizeof ok, MSG_DONTWAIT);
+  char ok[300];
+  ssize_t n = recv(t->ctl_fd, ok, sizeof ok - 1, MSG_DONTWAIT);
   if (n < 0 && errno == EAGAIN)
     return 0;
-  if (n != 2 || memcmp(ok, "ok", 2) != 0) {
+  if (n < 2 || memcmp(ok, "ok", 2) != 0 || (n > 2 && ok[2] != ' ')) {
     char buf[400];
     ssize_t k = read(t->log_fd, buf, sizeof buf - 1);
     buf[k > 0 ? k : 0] = '\0';
     return sbx_error_set(err, 0, "fork template did not start%s%s", k > 0 ? ": " : "", buf);
+  }
+  /* "ok WHY": it was given the C pid 1 and could not load it (template.py _zygote). */
+  ok[n] = '\0';
+  if (n > 3 && !zygote_said) {
+    log_warn("fork template: each call's pid 1 runs in Python, which costs more CPU: %s", ok + 3);
+    zygote_said = true;
   }
   t->state = TMPL_READY;
   return 1;

@@ -307,6 +307,21 @@ bool seccomp_policy_denies_keyrings(const struct sbx_policy *p)
   return true;
 }
 
+bool seccomp_policy_allows(const struct sbx_policy *p, const char *call)
+{
+  bool allowed = p->default_action == SBX_ACT_ALLOW;
+  uint32_t h = policy_name_hash(call);
+  for (size_t i = 0; i < p->n_rules; i++) {
+    const struct sbx_rule *r = &p->rules[i];
+    if (r->name_hash != h || strcmp(r->syscall, call) != 0)
+      continue;
+    if (r->action != SBX_ACT_ALLOW)
+      return false;
+    allowed |= r->cmp == SBX_CMP_ANY;
+  }
+  return allowed;
+}
+
 static int cache_open(const struct sbx_policy *p, struct cache *c)
 {
   char dir[PATH_MAX];

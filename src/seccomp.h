@@ -27,6 +27,9 @@ int seccomp_prepare(const struct sbx_policy *p, struct sbx_bpf *ret, sbx_error_t
 /* No rule allows keyctl, add_key or request_key, and each is denied: the kernel keyrings are out
  * of the sandbox's reach (else it gets a session keyring of its own, and no filter is cached). */
 bool seccomp_policy_denies_keyrings(const struct sbx_policy *p);
+/* p allows the call whatever its arguments: an unconditional allow, or the default, and no errno
+ * or kill rule for it. */
+bool seccomp_policy_allows(const struct sbx_policy *p, const char *call);
 /* The filter of sandboxd's host-side helpers that read what a sandbox sends (the egress proxy):
  * everything allowed but, with EPERM, other programs (execve), other processes (ptrace,
  * process_vm_*), namespaces and mounts, identity and capability changes, kernel keyrings,

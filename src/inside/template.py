@@ -94,8 +94,13 @@ class _CapData(ctypes.Structure):
 
 
 def _read_setup(ctl):
-    """The one setup message: "key value" lines, an empty line, then the runner and the filters."""
-    msg = ctl.recv(1 << 20)
+    """The one setup message: "key value" lines, an empty line, then the runner and the filters;
+    with it, unless sandboxd rules it out, the C pid 1 and its init (fork_zygote.c)."""
+    msg, anc, _, _ = ctl.recvmsg(1 << 20, socket.CMSG_SPACE(2 * 4))
+    zfds = []
+    for level, kind, data in anc:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            zfds += struct.unpack("%di" % (len(data) // 4), data[:len(data) - len(data) % 4])
     head, _, body = msg.partition(b"\n\n")
     cfg = {"mask": [], "ro": []}
     for line in head.decode().split("\n"):
@@ -112,6 +117,7 @@ def _read_setup(ctl):
     n_except = cfg["except"]
     cfg["except_prog"] = (ctypes.create_string_buffer(body[n_runner + n_main:n_runner + n_main + n_except],
                                                       n_except) if n_except else None)
+    cfg["zygote_fds"] = zfds
     return cfg
 
 
@@ -123,16 +129,29 @@ def _write(path, text):
         os.close(fd)
 
 
-def _budgets(cfg):
-    """The new user namespace's kernel budgets (ns.c write_userns_budgets: the same list)."""
+def _budget_values(cfg):
+    """The new user namespace's kernel budgets (ns.c write_userns_budgets: the same list), those
+    this kernel has."""
     ns = cfg["namespaces"]
-    for name, v in (("inotify_instances", cfg["inotify_instances"]), ("inotify_watches", cfg["inotify_watches"]),
-                    ("fanotify_groups", cfg["fanotify_groups"]), ("fanotify_marks", cfg["fanotify_marks"]),
-                    ("user_namespaces", ns), ("mnt_namespaces", ns), ("pid_namespaces", ns),
-                    ("net_namespaces", ns), ("ipc_namespaces", ns), ("uts_namespaces", ns),
-                    ("cgroup_namespaces", ns), ("time_namespaces", ns)):
-        if name in cfg["budget_files"]:
-            _write("/proc/sys/user/max_" + name, "%d" % v)
+    return [(name, v) for name, v in (
+        ("inotify_instances", cfg["inotify_instances"]), ("inotify_watches", cfg["inotify_watches"]),
+        ("fanotify_groups", cfg["fanotify_groups"]), ("fanotify_marks", cfg["fanotify_marks"]),
+        ("user_namespaces", ns), ("mnt_namespaces", ns), ("pid_namespaces", ns), ("net_namespaces", ns),
+        ("ipc_namespaces", ns), ("uts_namespaces", ns), ("cgroup_namespaces", ns), ("time_namespaces", ns))
+        if name in cfg["budget_files"]]
+
+
+def _budgets(cfg):
+    for name, v in _budget_values(cfg):
+        _write("/proc/sys/user/max_" + name, "%d" % v)
+
+
+def _fresh_mounts(cfg):
+    """The call's fresh tmpfs mounts, in order: path, flags, options."""
+    return (("/tmp", MS_NOSUID | MS_NODEV, "size=%d,mode=1777" % cfg["tmp"]),
+            ("/workspace", MS_NOSUID | MS_NODEV, "size=%d,mode=755" % cfg["workspace"]),
+            ("/dev/shm", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=%d,mode=1777" % cfg["shm"]),
+            ("/run", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=1048576,mode=755"))
 
 
 def _mask(rel):
@@ -222,6 +241,15 @@ def _code(cfg, sock_fd):
     _exit(0)
 
 
+def _proxy_env(port):
+    url = "http://127.0.0.1:%d" % port
+    for k in ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
+        os.environ.setdefault(k, url)
+    for k in ("NO_PROXY", "no_proxy"):
+        os.environ.setdefault(k, "")
+    os.environ.setdefault("NODE_USE_ENV_PROXY", "1")
+
+
 def _pid1(cfg, sock, out_w, err_w, chan):
     _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     if cfg["mask_proc"]:
@@ -259,12 +287,7 @@ def _pid1(cfg, sock, out_w, err_w, chan):
         lst.bind(("127.0.0.1", cfg["proxy"]))
         lst.listen(64)
         fds.append(lst.detach())
-        url = "http://127.0.0.1:%d" % cfg["proxy"]
-        for k in ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
-            os.environ.setdefault(k, url)
-        for k in ("NO_PROXY", "no_proxy"):
-            os.environ.setdefault(k, "")
-        os.environ.setdefault("NODE_USE_ENV_PROXY", "1")
+        _proxy_env(cfg["proxy"])
     _drop_privileges(cfg)
     sync = socket.socket(fileno=sock_fd)
     _send(sync, "ready %d %d" % (pidns.st_ino, pidns.st_dev), fds)
@@ -395,13 +418,11 @@ def _call(cfg, fds):
         os.setresuid(uid, uid, uid)
     _budgets(cfg)
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
-    # /workspace/out as the cold path's (sandbox_child), unless a bind is there.
-    _fresh(cfg, "/tmp", MS_NOSUID | MS_NODEV, "size=%d,mode=1777" % cfg["tmp"])
-    _fresh(cfg, "/workspace", MS_NOSUID | MS_NODEV, "size=%d,mode=755" % cfg["workspace"])
-    if not os.path.isdir("/workspace/out"):
-        os.mkdir("/workspace/out", 0o755)
-    _fresh(cfg, "/dev/shm", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=%d,mode=1777" % cfg["shm"])
-    _fresh(cfg, "/run", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=1048576,mode=755")
+    for path, flags, data in _fresh_mounts(cfg):
+        _fresh(cfg, path, flags, data)
+        # /workspace/out as the cold path's (sandbox_child), unless a bind is there.
+        if path == "/workspace" and not os.path.isdir("/workspace/out"):
+            os.mkdir("/workspace/out", 0o755)
     _pid1(cfg, sock, out_w, err_w, chan)
 
 
@@ -425,10 +446,100 @@ def _fail(e):
 def _reap(*_):
     while True:
         try:
-            if os.waitpid(-1, os.WNOHANG)[0] == 0:
-                return
+            pid = os.waitpid(-1, os.WNOHANG)[0]
         except ChildProcessError:
             return
+        if pid == 0:
+            return
+        if _zy[0] is not None:  # a C pid 1's stack goes with it
+            _zy[0].zy_reaped(pid)
+
+
+# The C pid 1 (zygote.c, from sandboxd's fork_zygote.c): a call's sandbox is built by C code
+# that shares this process's memory until it execs callinit, and the code process is the one
+# copy of this process per call. Without it (not offered, or it did not load), _call and _pid1.
+_zy = [None]
+
+
+class _ZCall(ctypes.Structure):  # zygote.c struct zcall
+    _fields_ = [("fds", ctypes.c_int * 16), ("n_fds", ctypes.c_int), ("pipe_w", ctypes.c_int),
+                ("cpu_seconds", ctypes.c_ulong)]
+
+
+def _zygote(cfg):
+    """Load and set up the C pid 1 sandboxd sent: the library, and None; or None and why not (None
+    too when it was not sent: sandboxd says why)."""
+    zfds = cfg.pop("zygote_fds")
+    if len(zfds) != 2:
+        for f in zfds:
+            os.close(f)
+        return None, None
+    so_fd, init_fd = zfds
+    try:
+        lib = ctypes.PyDLL("/proc/self/fd/%d" % so_fd)
+    except OSError as e:
+        os.close(init_fd)
+        return None, "load it: %s" % e
+    finally:
+        os.close(so_fd)
+    lines = ["%s %d" % (k, cfg[k]) for k in ("uid", "gid", "server_maps", "mask_proc", "degraded", "nofile", "fsize",
+                                               "sigpending", "msgqueue", "memlock", "memory", "pids", "proxy")]
+    lines += ["budget %s %d" % nv for nv in _budget_values(cfg)]
+    for path, flags, data in _fresh_mounts(cfg):
+        lines.append("fresh %s %d %s" % (path, flags, data))
+        lines += ["under %d %d %s" % (bflags, isdir, dst) for dst, bflags, isdir in cfg["under"][path]]
+    lines += ["mask " + p for p in cfg["mask"]] + ["ro " + p for p in cfg["ro"]]
+    if any("\n" in line or "\0" in line for line in lines):
+        os.close(init_fd)
+        return None, "a path with a newline"
+    rseq_offset = rseq_size = 0  # glibc's rseq area, which the code process registers again
+    try:
+        rseq_size = ctypes.c_uint.in_dll(_libc, "__rseq_size").value
+        rseq_offset = ctypes.c_ssize_t.in_dll(_libc, "__rseq_offset").value
+    except ValueError:  # another libc, or an older glibc: none
+        pass
+    lib.zy_init.restype = lib.zy_spawn.restype = ctypes.c_long
+    lib.zy_init.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_ulong, ctypes.c_void_p, ctypes.c_ulong,
+                            ctypes.c_long, ctypes.c_ulong, ctypes.c_int]
+    lib.zy_spawn.argtypes = [ctypes.c_ulong, ctypes.c_void_p]
+    lib.zy_reaped.argtypes = [ctypes.c_int]
+    main, exc = cfg["main_prog"], cfg["except_prog"]
+    r = lib.zy_init(("\n".join(lines) + "\n").encode("utf-8", "surrogateescape"), ctypes.addressof(main), len(main),
+                    exc and ctypes.addressof(exc), len(exc) if exc else 0, rseq_offset,
+                    max(rseq_size, 32) if rseq_size else 0, init_fd)
+    if r < 0:
+        os.close(init_fd)
+        return None, "its setup: %s" % os.strerror(-r)
+    return lib, None
+
+
+def _zspawn(zy, fds, msg):
+    """The call's C pid 1: its pid once it has forked the code; 0 in the code process."""
+    if len(fds) > 16:
+        raise OSError(7, "fork: %d fds" % len(fds))
+    call = _ZCall(n_fds=len(fds), cpu_seconds=int(msg.split()[1]))
+    call.fds[:len(fds)] = fds
+    _before_fork()
+    pid = zy.zy_spawn(CALL_NAMESPACES, ctypes.byref(call))
+    if pid == 0:
+        _after_fork_child()
+        return 0
+    _after_fork_parent()
+    if pid < 0:
+        raise OSError(-pid, "clone: %s" % os.strerror(-pid))
+    return pid
+
+
+def _zcode(cfg):
+    """The code process under a C pid 1: the sandbox is built and pid 1 has left this memory; what
+    the Python pid 1 sets in its own memory for the code (the proxy's variables), then the code."""
+    try:
+        if cfg["proxy"]:
+            _proxy_env(cfg["proxy"])
+        _code(cfg, 4)
+    except BaseException as e:  # before the runner took over: the call's stderr says why
+        os.write(2, ("sandboxd: the call's sandbox: %s\n" % e).encode())
+        os._exit(SETUP_FAILED)
 
 
 def _serve():
@@ -443,10 +554,12 @@ def _serve():
 
     gc.collect()
     _libc.malloc_trim(0)
+    zy, why = _zygote(cfg)
+    _zy[0] = zy
     # Orphaned pid 1s of the calls come back here to be reaped.
     _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     signal.signal(signal.SIGCHLD, _reap)
-    ctl.send(b"ok")
+    ctl.send(b"ok" if why is None else ("ok " + why).encode("utf-8", "replace")[:250])
     while True:
         msg, anc, _, _ = ctl.recvmsg(64, socket.CMSG_SPACE(16 * 4))
         fds = []
@@ -460,10 +573,13 @@ def _serve():
                 os.close(f)
             continue
         try:
-            pid = _fork_call()
+            pid = _zspawn(zy, fds, msg) if zy else _fork_call()
         except OSError as e:  # the call fails with why (a namespace budget spent, say); not the template
             _say_error(fds[0], e)
             pid = -1
+        if pid == 0 and zy:
+            ctl.detach()  # fd 3 is the call's now: pid 1 put it there
+            _zcode(cfg)
         if pid == 0:
             _sync[0] = fds[0]
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)

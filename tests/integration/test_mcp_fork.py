@@ -107,12 +107,18 @@ def alive(pid):
         return False
 
 
-@pytest.fixture
-def fork():
+# Each call's pid 1: the C one (src/inside/zygote.c), and the Python one a template keeps where the
+# C one cannot run (SANDBOXD_FORK_ZYGOTE=0, fork_zygote.c): the same sandbox either way.
+@pytest.fixture(params=["zygote", "python-pid1"])
+def fork(request, monkeypatch):
     sbx.require_sandboxd()
+    if request.param == "python-pid1":
+        monkeypatch.setenv("SANDBOXD_FORK_ZYGOTE", "0")
     m = Mcp("--warm-mode", "fork")
     yield m
-    m.close()
+    err = m.close()
+    if request.param == "zygote":
+        assert "runs in Python" not in err, err
 
 
 @pytest.fixture(scope="module")
