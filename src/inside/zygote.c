@@ -493,11 +493,13 @@ static i64 mkdir_p(char *path)
   return r == -17 ? 0 : r;
 }
 
-static int is_dir(const char *path, int follow)
+/* 1 for a directory, 0 for anything else, -errno if it cannot be stat'ed. */
+static i64 is_dir(const char *path, int follow)
 {
   struct kstat st;
-  if (sys4(NR_newfstatat, AT_FDCWD, path, &st, follow ? 0 : AT_SYMLINK_NOFOLLOW) < 0)
-    return -1;
+  i64 r = sys4(NR_newfstatat, AT_FDCWD, path, &st, follow ? 0 : AT_SYMLINK_NOFOLLOW);
+  if (r < 0)
+    return r;
   return (st.st_mode & S_IFMT) == S_IFDIR;
 }
 
@@ -546,9 +548,10 @@ static void proc_masks(struct pid1 *p)
     const char *rel = conf.mask[i];
     while (*rel == '/')
       rel++;
-    int d = is_dir(rel, 0);
-    if (d < 0)
+    i64 d = is_dir(rel, 0);
+    if (d == -2) /* ENOENT: nothing to mask (as _mask) */
       continue;
+    CK(p, d, "lstat", rel);
     if (d)
       CK(p, mount("tmpfs", rel, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,mode=555"),
          "mount", rel);
@@ -559,8 +562,10 @@ static void proc_masks(struct pid1 *p)
     const char *rel = conf.ro[i];
     while (*rel == '/')
       rel++;
-    if (is_dir(rel, 0) < 0)
+    i64 d = is_dir(rel, 0);
+    if (d == -2)
       continue;
+    CK(p, d, "lstat", rel);
     CK(p, mount(rel, rel, 0, MS_BIND | MS_REC, 0), "mount", rel);
     CK(p, mount(0, rel, 0, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, 0), "mount",
        rel);
