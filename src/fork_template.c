@@ -46,23 +46,9 @@
 #include "util.h"
 #include "warn.h"
 
-/* The template's argv: it reads its code, the first message on fd 3 (template.py's text, or that
- * compiled by an earlier template: see `compiled`), and runs it in __main__ without a name of its
- * own there (template.py takes __main__'s names as a cold runner's). */
-#define TEMPLATE_BOOT                                                                                        \
-  "exec((lambda b: b if b[:1] == b'#' else __import__('marshal').loads(b))"                                  \
-  "(__import__('os').read(3, 1 << 20))) # sandboxd fork template"
-
-/* template.py's and the runner's code as the server's first template compiled them (marshal), for
- * its successors, which skip compiling them (about a quarter of a template's start). sandboxd only
- * passes these bytes from one template, before it forks any call, to the next ones of the same
- * server (the same rootfs and Python); it never reads them. Dropped if a template given them does
- * not start. */
-#define COMPILED_MAX (1 << 20)
-static struct {
-  char *data; /* the template's code, then the runner's */
-  size_t tmpl_len, runner_len;
-} compiled;
+/* The template's argv: it reads its source, the first message on fd 3, and runs it in __main__
+ * without a name of its own there (template.py takes __main__'s names as a cold runner's). */
+#define TEMPLATE_BOOT "exec(__import__('os').read(3, 1 << 20)) # sandboxd fork template"
 
 /* Calls before its last when a template's successor is started. */
 #define FORK_TEMPLATE_AHEAD 4
@@ -82,7 +68,6 @@ struct fork_template {
   int userns_fd; /* root: its user namespace, where a call's id maps are written from; else -1 */
   unsigned served, refs;
   size_t binds_hash;
-  bool from_compiled; /* started from `compiled` */
 };
 
 static size_t binds_hash(const struct server *srv)
@@ -138,16 +123,13 @@ static int send_setup(struct fork_template *t, const struct server *srv, const s
     return -1;
   strbuf_t sb = {0};
   const struct sbx_budgets *b = &p->budgets;
-  t->from_compiled = compiled.data != NULL;
-  const char *runner = t->from_compiled ? compiled.data + compiled.tmpl_len : mcp_runner_source;
-  size_t runner_len = t->from_compiled ? compiled.runner_len : strlen(mcp_runner_source);
+  size_t runner_len = strlen(mcp_runner_source);
   int r = strbuf_printf(
       &sb,
       "tmp %llu\nworkspace %llu\nshm %llu\nnofile %llu\nfsize %llu\nmemory %llu\npids %llu\n"
       "cpu_seconds %llu\ndegraded %d\nmask_proc %d\ninotify_instances %llu\ninotify_watches %llu\n"
       "fanotify_groups %llu\nfanotify_marks %llu\nnamespaces %llu\nsigpending %llu\nmsgqueue %llu\n"
-      "memlock %llu\nproxy %d\nserver_maps %d\nrunner %zu\nrunner_compiled %d\nwant_code %d\nmain %zu\n"
-      "except %zu\n",
+      "memlock %llu\nproxy %d\nserver_maps %d\nrunner %zu\nmain %zu\nexcept %zu\n",
       (unsigned long long) l->tmp_bytes, (unsigned long long) l->workspace_bytes,
       (unsigned long long) l->shm_bytes, (unsigned long long) l->nofile, (unsigned long long) l->fsize_bytes,
       (unsigned long long) l->memory_bytes, (unsigned long long) l->pids,
@@ -156,8 +138,8 @@ static int send_setup(struct fork_template *t, const struct server *srv, const s
       (unsigned long long) b->fanotify_groups, (unsigned long long) b->fanotify_marks,
       (unsigned long long) b->namespaces, (unsigned long long) b->sigpending,
       (unsigned long long) b->msgqueue_bytes, (unsigned long long) b->memlock_bytes,
-      p->network == SBX_NET_PROXY ? EGRESS_PROXY_PORT : 0, t->userns_fd >= 0, runner_len, t->from_compiled,
-      !t->from_compiled, bpf.main_len * 8, bpf.except_len * 8);
+      p->network == SBX_NET_PROXY ? EGRESS_PROXY_PORT : 0, t->userns_fd >= 0, runner_len, bpf.main_len * 8,
+      bpf.except_len * 8);
   for (size_t i = 0; r == 0 && i < p->n_proc_masked; i++)
     r = strbuf_printf(&sb, "mask %s\n", p->proc_masked[i]);
   for (size_t i = 0; r == 0 && i < p->n_proc_readonly; i++)
@@ -165,7 +147,7 @@ static int send_setup(struct fork_template *t, const struct server *srv, const s
   if (r == 0)
     r = strbuf_append(&sb, "\n", 1);
   if (r == 0)
-    r = strbuf_append(&sb, runner, runner_len);
+    r = strbuf_append(&sb, mcp_runner_source, runner_len);
   if (r == 0)
     r = strbuf_append(&sb, bpf.main_prog, bpf.main_len * 8);
   if (r == 0 && bpf.except_len)
@@ -175,9 +157,8 @@ static int send_setup(struct fork_template *t, const struct server *srv, const s
     strbuf_free(&sb);
     return sbx_error_set(err, ENOMEM, "fork template setup");
   }
-  const char *code = t->from_compiled ? compiled.data : mcp_template_source;
-  size_t src_len = t->from_compiled ? compiled.tmpl_len : strlen(mcp_template_source);
-  if (send(t->ctl_fd, code, src_len, MSG_NOSIGNAL) != (ssize_t) src_len) {
+  size_t src_len = strlen(mcp_template_source);
+  if (send(t->ctl_fd, mcp_template_source, src_len, MSG_NOSIGNAL) != (ssize_t) src_len) {
     strbuf_free(&sb);
     return sbx_error_errno(err, "send its source");
   }
@@ -229,40 +210,21 @@ static int template_step(struct fork_template *t, sbx_error_t *err)
     t->state = TMPL_SETUP;
     return 0;
   }
-  ssize_t n = recv(t->ctl_fd, NULL, 0, MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT);
+  char ok[300];
+  ssize_t n = recv(t->ctl_fd, ok, sizeof ok - 1, MSG_DONTWAIT);
   if (n < 0 && errno == EAGAIN)
     return 0;
-  _cleanup_free_ char *ok = n > 0 && n <= COMPILED_MAX + 300 ? malloc((size_t) n + 1) : NULL;
-  if (ok)
-    n = recv(t->ctl_fd, ok, (size_t) n, MSG_DONTWAIT);
-  if (!ok || n < 2 || memcmp(ok, "ok", 2) != 0 || (n > 2 && ok[2] != ' ' && ok[2] != '\n')) {
+  if (n < 2 || memcmp(ok, "ok", 2) != 0 || (n > 2 && ok[2] != ' ')) {
     char buf[400];
     ssize_t k = read(t->log_fd, buf, sizeof buf - 1);
     buf[k > 0 ? k : 0] = '\0';
-    if (t->from_compiled) { /* the next one compiles its own */
-      free(TAKE_PTR(compiled.data));
-      compiled.tmpl_len = compiled.runner_len = 0;
-    }
     return sbx_error_set(err, 0, "fork template did not start%s%s", k > 0 ? ": " : "", buf);
   }
-  ok[n] = '\0';
-  char *nl = memchr(ok, '\n', (size_t) n);
-  if (nl)
-    *nl = '\0';
   /* "ok WHY": it was given the C pid 1 and could not load it (template.py _zygote). */
-  if (ok[2] == ' ' && !zygote_said) {
+  ok[n] = '\0';
+  if (n > 3 && !zygote_said) {
     log_warn("fork template: each call's pid 1 runs in Python, which costs more CPU: %s", ok + 3);
     zygote_said = true;
-  }
-  /* Then, when asked (want_code), "code T R\n" and its code and the runner's, compiled. */
-  unsigned long tl, rl;
-  int head = 0;
-  if (nl && !compiled.data && sscanf(nl + 1, "code %lu %lu\n%n", &tl, &rl, &head) == 2 && head > 0 &&
-      tl > 0 && rl > 0 && tl + rl == (size_t) (ok + n - (nl + 1 + head)) && tl + rl <= COMPILED_MAX &&
-      (compiled.data = malloc(tl + rl))) {
-    memcpy(compiled.data, nl + 1 + head, tl + rl);
-    compiled.tmpl_len = tl;
-    compiled.runner_len = rl;
   }
   t->state = TMPL_READY;
   return 1;

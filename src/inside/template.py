@@ -1,7 +1,6 @@
 # sandboxd's fork template (`sandboxd mcp --warm-mode fork`, src/fork_template.c). sandboxd sends
-# this file's text (or, to a later template of the server, its code as the first one compiled it:
-# marshal, fork_template.c `compiled`) as the first message on fd 3 to `python3 -c TEMPLATE_BOOT`
-# (fork_template.c: it execs it, so that neither ps nor a call's /proc/1/cmdline shows this text) inside a sandbox of
+# this file's text as the first message on fd 3 to `python3 -c TEMPLATE_BOOT` (fork_template.c:
+# it execs it, so that neither ps nor a call's /proc/1/cmdline shows this text) inside a sandbox of
 # its own (the template sandbox: the call policy's rootfs, binds, env and identity; /proc unmasked
 # and clone/unshare with namespace flags and mount allowed, so that a child can make a call's
 # namespaces). The template never runs user code. It reads its setup from
@@ -26,8 +25,6 @@
 _main_keys = set(globals())  # what __main__ holds before this file's names (a call gets only these)
 import sys
 
-_own_code = sys._getframe(0).f_code  # this file's, compiled: for the server's later templates
-
 _before = set(sys.modules)  # what a cold runner starts with (a call gets only these)
 # Imported here, once: an import in a call would load the module on every call. Not threading:
 # its after-fork hook would run in every fork (a call's pid 1 and its code process), about 90
@@ -37,7 +34,6 @@ import ctypes
 
 del sys.modules["sysconfig"], ctypes._sysconfig
 import fcntl
-import marshal
 import os
 import resource
 import stat
@@ -116,9 +112,7 @@ def _read_setup(ctl):
         else:
             cfg[k] = int(v)
     n_runner, n_main = cfg["runner"], cfg["main"]
-    # The runner's text, or its code as an earlier template of this server compiled it (marshal).
-    cfg["runner_code"] = (marshal.loads(body[:n_runner]) if cfg["runner_compiled"] else
-                          compile(body[:n_runner], "<string>", "exec"))
+    cfg["runner_code"] = compile(body[:n_runner], "<string>", "exec")
     cfg["main_prog"] = ctypes.create_string_buffer(body[n_runner:n_runner + n_main], n_main)
     n_except = cfg["except"]
     cfg["except_prog"] = (ctypes.create_string_buffer(body[n_runner + n_main:n_runner + n_main + n_except],
@@ -565,11 +559,7 @@ def _serve():
     # Orphaned pid 1s of the calls come back here to be reaped.
     _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     signal.signal(signal.SIGCHLD, _reap)
-    ok = b"ok" if why is None else ("ok " + why).encode("utf-8", "replace")[:250]
-    if cfg["want_code"]:  # this file's code and the runner's, compiled, for the next templates
-        t, r = marshal.dumps(_own_code), marshal.dumps(cfg["runner_code"])
-        ok += b"\ncode %d %d\n" % (len(t), len(r)) + t + r
-    ctl.send(ok)
+    ctl.send(b"ok" if why is None else ("ok " + why).encode("utf-8", "replace")[:250])
     while True:
         msg, anc, _, _ = ctl.recvmsg(64, socket.CMSG_SPACE(16 * 4))
         fds = []

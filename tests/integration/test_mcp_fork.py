@@ -204,17 +204,13 @@ def test_nothing_one_call_leaves_is_seen_by_the_next(fork):
 
 
 @pytest.mark.parametrize("warm", ["0", "1"])
-def test_the_template_is_replaced_after_its_calls(warm, cold_facts):
+def test_the_template_is_replaced_after_its_calls(warm):
     """Calls of one template share its str hash secret: the 33rd call has a new one. A ready forked
-    sandbox (--warm 1) counts toward its template's calls from its fork. The successor runs the
-    code its predecessor compiled (fork_template.c `compiled`): its calls see a cold sandbox's."""
+    sandbox (--warm 1) counts toward its template's calls from its fork."""
     sbx.require_sandboxd()
     m = Mcp("--warm-mode", "fork", warm=warm)
-    facts = [probe(m) for _ in range(TEMPLATE_CALLS + 1)]
+    hashes = [probe(m)["hash"] for _ in range(TEMPLATE_CALLS + 1)]
     m.close()
-    hashes = [f["hash"] for f in facts]
-    for k in ("fds", "modules", "main", "status", "cwd", "env", "limits", "argv", "procs"):
-        assert facts[-1][k] == cold_facts[k], k
     if warm == "0":
         assert len(set(hashes[:TEMPLATE_CALLS])) == 1
         assert hashes[TEMPLATE_CALLS] != hashes[0]
