@@ -117,8 +117,9 @@ def fork(request, monkeypatch):
     m = Mcp("--warm-mode", "fork")
     yield m
     err = m.close()
-    if request.param == "zygote":
-        assert "runs in Python" not in err, err
+    # The server says why a call's pid 1 is the Python one, once (where the test has not read its
+    # stderr already), and only then.
+    assert err.count("runs in Python") <= (request.param == "python-pid1"), err
 
 
 @pytest.fixture(scope="module")

@@ -139,3 +139,16 @@ def test_without_execveat_pid_1_execs_callinit_by_its_proc_path(tmp_path):
     assert nr == "-1 38\n", nr
     assert f["cmdline"] == "sandboxd-init\0" and f["rss_kb"] < 1024, f
     assert "runs in Python" not in err, err
+
+
+def test_the_python_pid_1_is_said_once_however_many_templates(monkeypatch):
+    """SANDBOXD_FORK_ZYGOTE=0: one warning for the server, not one per template (a template is
+    replaced after its 32 calls)."""
+    sbx.require_sandboxd()
+    monkeypatch.setenv("SANDBOXD_FORK_ZYGOTE", "0")
+    m = Mcp("--warm-mode", "fork")
+    for _ in range(40):
+        assert run(m, "print(1)") == "1\n"
+    assert json.loads(run(m, PID1).split("\n--- ")[0])["cmdline"].startswith("/usr/bin/python3")
+    err = m.close()
+    assert err.count("runs in Python, which costs more CPU: SANDBOXD_FORK_ZYGOTE=0") == 1, err
