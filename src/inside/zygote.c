@@ -175,7 +175,7 @@ struct budget {
 static struct {
   char text[CONF_SIZE];
   u64 uid, gid, nofile, fsize, sigpending, msgqueue, memlock, memory, pids, proxy;
-  int server_maps, mask_proc, degraded;
+  u64 server_maps, mask_proc, degraded; /* 0 or 1 */
   struct budget budgets[MAX_LIST];
   int n_budgets;
   struct fresh fresh[N_FRESH];
@@ -215,33 +215,29 @@ static i64 parse_line(char *line)
   char *rest = line;
   const char *k = next_field(&rest);
   const char *r = rest;
-  if (seq(k, "uid"))
-    conf.uid = parse_u(&r);
-  else if (seq(k, "gid"))
-    conf.gid = parse_u(&r);
-  else if (seq(k, "server_maps"))
-    conf.server_maps = (int) parse_u(&r);
-  else if (seq(k, "mask_proc"))
-    conf.mask_proc = (int) parse_u(&r);
-  else if (seq(k, "degraded"))
-    conf.degraded = (int) parse_u(&r);
-  else if (seq(k, "nofile"))
-    conf.nofile = parse_u(&r);
-  else if (seq(k, "fsize"))
-    conf.fsize = parse_u(&r);
-  else if (seq(k, "sigpending"))
-    conf.sigpending = parse_u(&r);
-  else if (seq(k, "msgqueue"))
-    conf.msgqueue = parse_u(&r);
-  else if (seq(k, "memlock"))
-    conf.memlock = parse_u(&r);
-  else if (seq(k, "memory"))
-    conf.memory = parse_u(&r);
-  else if (seq(k, "pids"))
-    conf.pids = parse_u(&r);
-  else if (seq(k, "proxy"))
-    conf.proxy = parse_u(&r);
-  else if (seq(k, "budget")) { /* budget NAME VALUE */
+  /* The numbers: "KEY N". */
+  static const struct {
+    const char *key;
+    u64 *v;
+  } nums[] = {{"uid", &conf.uid},
+              {"gid", &conf.gid},
+              {"server_maps", &conf.server_maps},
+              {"mask_proc", &conf.mask_proc},
+              {"degraded", &conf.degraded},
+              {"nofile", &conf.nofile},
+              {"fsize", &conf.fsize},
+              {"sigpending", &conf.sigpending},
+              {"msgqueue", &conf.msgqueue},
+              {"memlock", &conf.memlock},
+              {"memory", &conf.memory},
+              {"pids", &conf.pids},
+              {"proxy", &conf.proxy}};
+  for (u64 i = 0; i < sizeof nums / sizeof nums[0]; i++)
+    if (seq(k, nums[i].key)) {
+      *nums[i].v = parse_u(&r);
+      return 0;
+    }
+  if (seq(k, "budget")) { /* budget NAME VALUE */
     if (conf.n_budgets == MAX_LIST)
       return -7;
     struct budget *b = &conf.budgets[conf.n_budgets++];
