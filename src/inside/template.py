@@ -21,6 +21,9 @@
 #     signals, reaps, and reports the status.
 #   code process: dumpable again (as an exec'd runner is), the template's modules and globals
 #     gone from sys.modules and __main__, then the runner (runner.py) reads the job from fd 3.
+# Where sandboxd sends the C pid 1 (zygote.c: _zygote, _zspawn, _zcode), P1 is C code sharing
+# this process's memory that takes the same steps (but not dumpable: callinit sets that), forks
+# the code process from this process's memory, and execs callinit before the code goes on.
 # Nothing here may write to stdout or stderr: a fork would inherit what is buffered.
 _main_keys = set(globals())  # what __main__ holds before this file's names (a call gets only these)
 import sys
