@@ -7,6 +7,7 @@
 count_line() {
   passed=$((passed + $2)); failed=$((failed + $3)); skipped=$((skipped + $4))
   note "$1: $2 passed, $3 failed, $4 skipped"
+  [ "$3" -eq 0 ] || printf '%s: %s failed\n' "$1" "$3" >>"$rundir/failures"
 }
 
 # run_pytest LABEL [env NAME=VALUE...] -- PATHS...

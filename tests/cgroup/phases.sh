@@ -2,7 +2,7 @@
 # host, root takes the v1 path) and on pure cgroup v2 inside the test VM (tests/vm/run +
 # tests/vm/cgroup-suite) as root, as `sbxtest` with a delegated cgroup, and as `sbxtest` without
 # one (the shipped default must refuse). Adds to passed/failed/skipped from the junit xml files.
-# Needs from tests/run: repo, py, rundir, sandboxd, rootfs, common_env, ci, note, fail,
+# Needs from tests/run: repo, py, rundir, sandboxd, rootfs, common_env, ci, note, fail, junit_totals,
 # pytest_args. SANDBOXD_SKIP_VM=1 skips the VM runs (an error when CI=true).
 # A VM that cannot start (`tests/vm/run --probe` fails) is one skip per VM run, with the reason;
 # with CI=true it is a failure.
@@ -17,16 +17,7 @@ cg_count() {
     fail "$label: no results (exit $rc; crashed, timed out or could not start)"
     return
   fi
-  counts=$("$py" - "$xml" <<'EOF'
-import sys, xml.etree.ElementTree as ET
-root = ET.parse(sys.argv[1]).getroot()
-suites = [root] if root.tag == "testsuite" else root.findall("testsuite")
-t = sum(int(s.get("tests", 0)) for s in suites)
-f = sum(int(s.get("failures", 0)) + int(s.get("errors", 0)) for s in suites)
-s_ = sum(int(s.get("skipped", 0)) for s in suites)
-print(t - f - s_, f, s_)
-EOF
-) || { fail "$label: cannot read $xml"; return; }
+  counts=$(junit_totals "$xml" "$label") || { fail "$label: cannot read $xml"; return; }
   read -r p f s <<<"$counts"
   passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
   note "$label: $p passed, $f failed, $s skipped"

@@ -233,7 +233,7 @@ def test_every_thread_is_in_the_sandbox_cgroup(marker):
     cmd = sbx.exec_cmd(("-c", src), [marker])
     p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        assert p.stdout.readline() == b"READY\n", p.stderr.read() if p.poll() is not None else b""
+        assert sbx.read_line(p) == b"READY\n", p.stderr.read() if p.poll() is not None else b""
         dirs = cgroups_of(p.pid)
         names = {os.path.basename(d) for d in dirs}
         assert len(names) == 1, f"expected one sandboxd-{p.pid}-N cgroup: {sorted(dirs)}"
@@ -357,7 +357,7 @@ def test_v1_uses_no_freezer(marker):
     cmd = sbx.exec_cmd(("-c", "import sys; print('READY', flush=True); sys.stdin.read()"), [marker])
     p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        assert p.stdout.readline() == b"READY\n", p.stderr.read() if p.poll() is not None else b""
+        assert sbx.read_line(p) == b"READY\n", p.stderr.read() if p.poll() is not None else b""
         mine = cgroups_of(p.pid)
         assert mine, f"no sandboxd-{p.pid}-* cgroup in {cgroup_parents()}"
         hierarchies = {c for c, mnt in v1.items() for d in mine if d.startswith(mnt.rstrip("/") + "/")}
@@ -373,7 +373,7 @@ def test_sigkilled_sandboxd_is_swept_by_the_next_start(marker, host_state):
     cmd = sbx.exec_cmd("leak", [marker, "wait"], opts=["--memory", "200M", "--pids", "40"])
     p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        line = p.stdout.readline()
+        line = sbx.read_line(p)
         assert line.startswith(b"READY 2"), (line, p.stderr.read() if p.poll() is not None else b"")
         # While it runs: its own cgroup(s), with the limits asked for.
         mine = cgroups_of(p.pid)

@@ -405,6 +405,29 @@ def temp_dirs():
     return seen
 
 
+def read_line(p, timeout=60.0):
+    """The next line of Popen p's stdout (bytes), waiting at most timeout seconds: a sandbox that
+    never says READY fails the test with what it wrote to stderr, instead of hanging the suite.
+    p.stdout must be unbuffered or only ever read through this (select sees the pipe, not
+    Python's buffer)."""
+    import select
+    fd = p.stdout.fileno()
+    buf = bytearray()
+    deadline = time.monotonic() + timeout
+    while not buf.endswith(b"\n"):
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
+            p.kill()
+            err = p.stderr.read() if p.stderr else b""
+            raise AssertionError(f"no line from {p.args!r} within {timeout}s (so far {bytes(buf)!r}); "
+                                 f"stderr: {err!r}")
+        chunk = os.read(fd, 1)
+        if not chunk:
+            break
+        buf += chunk
+    return bytes(buf)
+
+
 def wait_gone(marker, timeout=0.0):
     """Processes still carrying marker after up to timeout seconds."""
     deadline = time.monotonic() + timeout
