@@ -2,7 +2,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <sha2.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -242,26 +241,6 @@ void strbuf_free(strbuf_t *sb)
   sb->len = sb->cap = 0;
 }
 
-static void digest_hex(const uint8_t d[SHA256_DIGEST_LENGTH], char out[65])
-{
-  static const char hex[] = "0123456789abcdef";
-  for (int i = 0; i < SHA256_DIGEST_LENGTH; i++) {
-    out[2 * i] = hex[d[i] >> 4];
-    out[2 * i + 1] = hex[d[i] & 15];
-  }
-  out[64] = '\0';
-}
-
-void sha256_hex(const void *data, size_t len, char out[65])
-{
-  SHA2_CTX ctx;
-  uint8_t d[SHA256_DIGEST_LENGTH];
-  SHA256Init(&ctx);
-  SHA256Update(&ctx, data, len);
-  SHA256Final(d, &ctx);
-  digest_hex(d, out);
-}
-
 char *base64_encode(const void *data, size_t len, size_t *ret_len)
 {
   static const char abc[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -290,56 +269,6 @@ char *base64_encode(const void *data, size_t len, size_t *ret_len)
   *o = '\0';
   *ret_len = n;
   return out;
-}
-
-/* RFC 2104 with SHA-256 (block 64 bytes); keys longer than a block are hashed first. */
-void hmac_sha256_hex(const void *key, size_t key_len, const void *data, size_t len, char out[65])
-{
-  uint8_t k[64] = {0}, pad[64], inner[SHA256_DIGEST_LENGTH], d[SHA256_DIGEST_LENGTH];
-  SHA2_CTX ctx;
-  if (key_len > sizeof k) {
-    SHA256Init(&ctx);
-    SHA256Update(&ctx, key, key_len);
-    SHA256Final(k, &ctx);
-  } else if (key_len) {
-    memcpy(k, key, key_len);
-  }
-  for (size_t i = 0; i < sizeof pad; i++)
-    pad[i] = k[i] ^ 0x36;
-  SHA256Init(&ctx);
-  SHA256Update(&ctx, pad, sizeof pad);
-  SHA256Update(&ctx, data, len);
-  SHA256Final(inner, &ctx);
-  for (size_t i = 0; i < sizeof pad; i++)
-    pad[i] = k[i] ^ 0x5c;
-  SHA256Init(&ctx);
-  SHA256Update(&ctx, pad, sizeof pad);
-  SHA256Update(&ctx, inner, sizeof inner);
-  SHA256Final(d, &ctx);
-  digest_hex(d, out);
-}
-
-int sha256_file_hex(const char *path, char out[65], sbx_error_t *err)
-{
-  _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return sbx_error_errno(err, "open `%s`", path);
-  SHA2_CTX ctx;
-  uint8_t d[SHA256_DIGEST_LENGTH], buf[65536];
-  SHA256Init(&ctx);
-  for (;;) {
-    ssize_t n = read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n < 0)
-      return sbx_error_errno(err, "read `%s`", path);
-    if (n == 0)
-      break;
-    SHA256Update(&ctx, buf, (size_t) n);
-  }
-  SHA256Final(d, &ctx);
-  digest_hex(d, out);
-  return 0;
 }
 
 int read_file(const char *path, size_t max, char **ret_data, size_t *ret_len, sbx_error_t *err)

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "error.h"
+#include "sha256.h" /* sha256_hex and the rest, for the callers that hash */
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -50,13 +51,6 @@ typedef struct strbuf {
 int strbuf_append(strbuf_t *sb, const char *s, size_t n);
 int strbuf_printf(strbuf_t *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void strbuf_free(strbuf_t *sb);
-
-/* sha256 of data as 64 lowercase hex chars + NUL. */
-void sha256_hex(const void *data, size_t len, char out[65]);
-/* HMAC-SHA256 of data under key, as 64 lowercase hex chars + NUL. */
-void hmac_sha256_hex(const void *key, size_t key_len, const void *data, size_t len, char out[65]);
-/* sha256 of a file's contents. */
-int sha256_file_hex(const char *path, char out[65], sbx_error_t *err);
 
 /* data in base64 (RFC 4648, padded), NUL-terminated, malloc'd; *ret_len its length. NULL: out
  * of memory. */
