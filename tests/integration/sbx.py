@@ -405,6 +405,35 @@ def temp_dirs():
     return seen
 
 
+def process_tree(pid):
+    """pid and its descendants, a line each: pid, state, kernel wait channel, command (what a hang
+    was waiting for)."""
+    kids = {}
+    for e in os.listdir("/proc"):
+        if not e.isdigit():
+            continue
+        try:
+            with open(f"/proc/{e}/stat") as f:
+                st = f.read()
+            kids.setdefault(int(st[st.rindex(")") + 2:].split()[1]), []).append(int(e))
+        except (OSError, ValueError, IndexError):
+            pass
+    lines, todo = [], [pid]
+    while todo:
+        q = todo.pop()
+        todo += kids.get(q, [])
+        info = []
+        for name in ("stat", "wchan", "cmdline"):
+            try:
+                with open(f"/proc/{q}/{name}", "rb") as f:
+                    info.append(f.read().replace(b"\0", b" ").decode(errors="replace").strip())
+            except OSError as e:
+                info.append(f"({e.strerror})")
+        state = info[0][info[0].rfind(")") + 2:][:1] if ")" in info[0] else "?"
+        lines.append(f"  {q} {state} wchan={info[1]} {info[2][:120]}")
+    return "\n".join(lines)
+
+
 def read_line(p, timeout=60.0):
     """The next line of Popen p's stdout (bytes), waiting at most timeout seconds: a sandbox that
     never says READY fails the test with what it wrote to stderr, instead of hanging the suite.
@@ -417,10 +446,16 @@ def read_line(p, timeout=60.0):
     while not buf.endswith(b"\n"):
         left = deadline - time.monotonic()
         if left <= 0 or not select.select([fd], [], [], left)[0]:
+            where = process_tree(p.pid)
             p.kill()
-            err = p.stderr.read() if p.stderr else b""
+            err = b""
+            while p.stderr and select.select([p.stderr.fileno()], [], [], 5)[0]:
+                chunk = os.read(p.stderr.fileno(), 65536)  # until EOF, or 5 s without a byte
+                if not chunk:
+                    break
+                err += chunk
             raise AssertionError(f"no line from {p.args!r} within {timeout}s (so far {bytes(buf)!r}); "
-                                 f"stderr: {err!r}")
+                                 f"stderr: {err!r}; its processes then:\n{where}")
         chunk = os.read(fd, 1)
         if not chunk:
             break
