@@ -85,12 +85,21 @@ else
       fi
       t0=$SECONDS
       (cd "$repo" && env -i "${vm_env[@]}" "$repo/tests/vm/run" "${args[@]}" -- tests/vm/cgroup-suite \
-        ${mode:+"$mode"} "${pytest_args[@]}") >"$rundir/$tag.out"
+        ${mode:+"$mode"} "${pytest_args[@]}") >"$rundir/$tag.out" 2> >(tee "$rundir/$tag.err" >&2)
       rc=$?
+      wait "$!" 2>/dev/null # tee, to its end
       # pytest's own output, without the junit block (base64 between the markers).
       sed '/^@@CGROUP-SUITE-JUNIT-BEGIN@@$/,/^@@CGROUP-SUITE-JUNIT-END@@$/d' "$rundir/$tag.out"
       sed -n '/^@@CGROUP-SUITE-JUNIT-BEGIN@@$/,/^@@CGROUP-SUITE-JUNIT-END@@$/{/^@@/d;p}' "$rundir/$tag.out" |
         base64 -d >"$rundir/$tag.xml" 2>/dev/null
+      # A run without results (a hang until --timeout, a VM that died) also says where it was, in
+      # the recap: the last lines it printed.
+      if [ ! -s "$rundir/$tag.xml" ]; then
+        # faulthandler's dump (tests/vm/cgroup-suite) lists the innermost frame first.
+        cg_at=$(grep -m 1 -E 'File ".*/tests/(cgroup|integration)/' "$rundir/$tag.err" 2>/dev/null | sed 's/^ *//')
+        cg_last=$(cat "$rundir/$tag.out" "$rundir/$tag.err" 2>/dev/null | grep -v '^ *$' | tail -n 2 | tr '\n' '|')
+        label="$label [${cg_at:+hung at: $cg_at; }last output: ${cg_last:-none}]"
+      fi
       cg_count "$label ($((SECONDS - t0)) s)" "$rundir/$tag.xml" "$rc"
     done
   fi
