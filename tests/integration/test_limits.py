@@ -135,8 +135,17 @@ def test_degraded_cpu_rlimit_is_a_backstop_past_the_timeout():
            "def burn():\n    while True: hashlib.sha256(buf).digest()\n"
            "ts = [threading.Thread(target=burn) for _ in range(2)]\n"
            "[t.start() for t in ts]; [t.join() for t in ts]\n")
-    r = code(src, opts=["--timeout", "5"], timeout=60)
-    rep = r.report
-    assert rep, r.report_error
-    assert rep["status"] == "killed" and r.rc == 137, r.describe()
+    # The premise needs 1.2 CPUs for 5 s. A busy host can give less; then the sandbox reports
+    # less than 6 CPU seconds at its timeout, the backstop was never reached, and the run says
+    # nothing about it: once more, then fail saying so. (Without the rlimit a run that got its
+    # CPU reports more than 6 s and a timeout: that fails.)
+    for attempt in range(2):
+        r = code(src, opts=["--timeout", "5"], timeout=60)
+        rep = r.report
+        assert rep, r.report_error
+        starved = rep["status"] == "timeout" and rep.get("cpu_time_ms", 0) < 6000
+        if not starved:
+            break
+    assert not starved, f"the host gave the sandbox only {rep['cpu_time_ms']} ms of CPU in 5 s, twice\n{r.describe()}"
+    assert rep["status"] == "killed" and r.rc == 137, f"{rep}\n{r.describe()}"
     assert 3.0 < r.elapsed < 5.0, f"killed after {r.elapsed:.1f}s, not at ~6 CPU seconds\n{r.describe()}"
