@@ -80,16 +80,9 @@ static int probe(struct fs_root *r, const char *abs)
     if (!S_ISLNK(st.st_mode))
       /* Any x bit: the code's uid inside is root of its user namespace, as execve will check. */
       return S_ISREG(st.st_mode) && (st.st_mode & 0111) ? 1 : 0;
-    char target[PATH_MAX];
-    ssize_t n = readlinkat(pfd, base, target, sizeof target - 1);
-    if (n < 0)
-      return -1;
-    target[n] = '\0';
     /* Resolved as inside the sandbox: relative to its directory, absolute from the tree's root. */
-    if (fs_join_in_root(dir, target, cur) < 0) {
-      errno = ENAMETOOLONG;
+    if (fs_follow_link(pfd, base, dir, cur) < 0)
       return -1;
-    }
   }
   errno = ELOOP;
   return -1;

@@ -265,6 +265,20 @@ int fs_join_in_root(const char *dir, const char *target, char out[PATH_MAX])
   return 0;
 }
 
+int fs_follow_link(int pfd, const char *base, const char *dir, char cur[PATH_MAX])
+{
+  char target[PATH_MAX];
+  ssize_t n = readlinkat(pfd, base, target, sizeof target - 1);
+  if (n < 0)
+    return -1;
+  target[n] = '\0';
+  if (fs_join_in_root(dir, target, cur) < 0) {
+    errno = ENAMETOOLONG;
+    return -1;
+  }
+  return 0;
+}
+
 /* Open a regular file inside the root for reading, following symlinks only within the root. */
 int fs_root_open_file(struct fs_root *r, const char *path)
 {
@@ -286,15 +300,8 @@ int fs_root_open_file(struct fs_root *r, const char *path)
     int fd = openat(pfd, base, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
     if (fd >= 0 || errno != ELOOP)
       return fd;
-    char target[PATH_MAX];
-    ssize_t n = readlinkat(pfd, base, target, sizeof target - 1);
-    if (n < 0)
+    if (fs_follow_link(pfd, base, dir, cur) < 0)
       return -1;
-    target[n] = '\0';
-    if (fs_join_in_root(dir, target, cur) < 0) {
-      errno = ENAMETOOLONG;
-      return -1;
-    }
   }
   errno = ELOOP;
   return -1;

@@ -41,6 +41,10 @@ int fs_remove_tree(int dirfd, const char *name);
 /* Lexically join a symlink target onto the directory holding it, clamped at the root: the result
  * has no "." or ".." component. -1 if it would be PATH_MAX bytes or longer. Pure. */
 int fs_join_in_root(const char *dir, const char *target, char out[PATH_MAX]);
+/* The symlink base in pfd (the directory dir, relative to the root) replaced by its target, as
+ * the path to look up next: "cur" (PATH_MAX) becomes the join of dir and the target, clamped at
+ * the root. -1 with errno (ENAMETOOLONG for a result too long). */
+int fs_follow_link(int pfd, const char *base, const char *dir, char cur[PATH_MAX]);
 /* Split "a/b/c" into "a/b" and "c" (dir "" for a top-level name). Pure. */
 void fs_split_path(const char *path, char dir[PATH_MAX], const char **ret_base);
 
