@@ -688,25 +688,21 @@ static int fork_warm_begin(struct server *srv, const struct sbx_limits *limits, 
   struct fork_template *t;
   if (template_get(srv, &t, err) < 0)
     return -1;
-  _cleanup_close_ int out_w = -1, err_w = -1;
-  _cleanup_close_ int out_r = -1, err_r = -1;
-  if (open_pipe(&out_r, &out_w, err) < 0 || open_pipe(&err_r, &err_w, err) < 0)
-    return -1;
-  _cleanup_close_ int job = -1, inside = -1;
-  if (code_channel(MCP_LANG_PYTHON, &job, &inside, err) < 0)
+  _cleanup_sandbox_fds_ struct sandbox_fds f = SANDBOX_FDS_INIT;
+  if (sandbox_fds_open(MCP_LANG_PYTHON, &f, err) < 0)
     return -1;
   struct warm *w = calloc(1, sizeof *w);
   if (!w)
     return sbx_error_set(err, ENOMEM, "forked sandbox");
-  if (fork_begin(t, srv, limits, out_w, err_w, inside, &w->fork_pending, err) < 0) {
+  if (fork_begin(t, srv, limits, f.out_w, f.err_w, f.inside, &w->fork_pending, err) < 0) {
     free(w);
     return -1;
   }
   w->lang = MCP_LANG_PYTHON;
   w->fork_tmpl = template_served(srv, t);
-  w->out_fd = TAKE_FD(out_r);
-  w->err_fd = TAKE_FD(err_r);
-  w->job_fd = TAKE_FD(job);
+  w->out_fd = TAKE_FD(f.out_r);
+  w->err_fd = TAKE_FD(f.err_r);
+  w->job_fd = TAKE_FD(f.job);
   *ret = w;
   return 0;
 }

@@ -468,7 +468,7 @@ static void relay_progress(void *ctx, const char *server, const char *tool, cons
   notify_progress(c->srv, c, msg);
 }
 
-int code_channel(enum mcp_lang lang, int *ret_ours, int *ret_inside, sbx_error_t *err)
+static int code_channel(enum mcp_lang lang, int *ret_ours, int *ret_inside, sbx_error_t *err)
 {
   int p[2];
   if (lang == MCP_LANG_PYTHON) {
@@ -492,6 +492,21 @@ int code_channel(enum mcp_lang lang, int *ret_ours, int *ret_inside, sbx_error_t
   *ret_ours = p[0];
   *ret_inside = p[1];
   return 0;
+}
+
+int sandbox_fds_open(enum mcp_lang lang, struct sandbox_fds *f, sbx_error_t *err)
+{
+  if (open_pipe(&f->out_r, &f->out_w, err) < 0 || open_pipe(&f->err_r, &f->err_w, err) < 0 ||
+      code_channel(lang, &f->job, &f->inside, err) < 0)
+    return -1;
+  return 0;
+}
+
+void sandbox_fds_close(struct sandbox_fds *f)
+{
+  int *fds[] = {&f->out_r, &f->out_w, &f->err_r, &f->err_w, &f->job, &f->inside};
+  for (size_t i = 0; i < sizeof fds / sizeof *fds; i++)
+    sbx_closep(fds[i]);
 }
 
 /* The spec every sandbox of this server gets for lang, cold or warm alike (what differs is in the
@@ -658,21 +673,17 @@ void call_job_ready(struct server *srv, struct call *c, bool timed_out)
  * code, which it then reads like a warm one (call_deliver). */
 static int call_start_cold(struct server *srv, struct call *c, sbx_error_t *err)
 {
-  _cleanup_close_ int out_w = -1, err_w = -1;
-  _cleanup_close_ int out_r = -1, err_r = -1;
-  if (open_pipe(&out_r, &out_w, err) < 0 || open_pipe(&err_r, &err_w, err) < 0)
-    return -1;
-  _cleanup_close_ int job = -1, inside = -1;
-  if (code_channel(c->lang, &job, &inside, err) < 0)
+  _cleanup_sandbox_fds_ struct sandbox_fds f = SANDBOX_FDS_INIT;
+  if (sandbox_fds_open(c->lang, &f, err) < 0)
     return -1;
   struct sbx_spec spec;
-  base_spec(srv, c->lang, &c->limits, inside, out_w, err_w, &spec);
+  base_spec(srv, c->lang, &c->limits, f.inside, f.out_w, f.err_w, &spec);
   if (sandbox_spawn(&spec, &c->sb, err) < 0)
     return -1;
-  /* Our copies of the write ends must go, or the pipes never reach EOF. */
-  c->out_fd = TAKE_FD(out_r);
-  c->err_fd = TAKE_FD(err_r);
-  return call_deliver(c, TAKE_FD(job), "cold", err);
+  /* Our copies of the write ends go with f, or the pipes would never reach EOF. */
+  c->out_fd = TAKE_FD(f.out_r);
+  c->err_fd = TAKE_FD(f.err_r);
+  return call_deliver(c, TAKE_FD(f.job), "cold", err);
 }
 
 static void call_start_failed(struct server *srv, struct call *c, const sbx_error_t *err)

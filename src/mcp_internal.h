@@ -274,10 +274,18 @@ int run_timers(struct server *srv);
 bool code_running(const struct server *srv);
 /* A pipe whose read end does not block. */
 int open_pipe(int *ret_read, int *ret_write, sbx_error_t *err);
-/* Where a sandbox of lang takes its code: python's runner a socket at fd 3, another language a
- * pipe at stdin. *ret_ours never blocks; *ret_inside is given to base_spec. */
-int code_channel(enum mcp_lang lang, int *ret_ours, int *ret_inside, sbx_error_t *err);
-/* The spec every sandbox of this server gets for lang, cold or warm; inside: code_channel's. */
+/* A sandbox's channels: its stdout and stderr pipes and where it takes its code (python's runner
+ * a socket at fd 3, another language a pipe at stdin; job, ours, never blocks). The write ends and
+ * `inside` go to the sandbox (base_spec, fork_begin), ours are out_r, err_r and job (TAKE_FD them);
+ * what is left is closed when it goes out of scope. */
+struct sandbox_fds {
+  int out_r, out_w, err_r, err_w, job, inside;
+};
+void sandbox_fds_close(struct sandbox_fds *f);
+#define _cleanup_sandbox_fds_ __attribute__((cleanup(sandbox_fds_close)))
+#define SANDBOX_FDS_INIT ((struct sandbox_fds){-1, -1, -1, -1, -1, -1})
+int sandbox_fds_open(enum mcp_lang lang, struct sandbox_fds *f, sbx_error_t *err);
+/* The spec every sandbox of this server gets for lang, cold or warm; inside: sandbox_fds's. */
 void base_spec(struct server *srv, enum mcp_lang lang, const struct sbx_limits *limits, int inside, int out_w,
                int err_w, struct sbx_spec *spec);
 

@@ -47,16 +47,12 @@ static int warm_spawn(struct server *srv, enum mcp_lang lang, sbx_error_t *err)
   req.timeout_ms = srv->policy->max.timeout_ms;
   if (policy_resolve_limits(srv->policy, &req, &limits, err) < 0)
     return -1;
-  _cleanup_close_ int out_w = -1, err_w = -1;
-  _cleanup_close_ int out_r = -1, err_r = -1;
-  if (open_pipe(&out_r, &out_w, err) < 0 || open_pipe(&err_r, &err_w, err) < 0)
-    return -1;
   /* Python's runner waits for its job on fd 3 (warm mode), another interpreter for its stdin. */
-  _cleanup_close_ int job = -1, inside = -1;
-  if (code_channel(lang, &job, &inside, err) < 0)
+  _cleanup_sandbox_fds_ struct sandbox_fds f = SANDBOX_FDS_INIT;
+  if (sandbox_fds_open(lang, &f, err) < 0)
     return -1;
   struct sbx_spec spec;
-  base_spec(srv, lang, &limits, inside, out_w, err_w, &spec);
+  base_spec(srv, lang, &limits, f.inside, f.out_w, f.err_w, &spec);
   struct warm *w = calloc(1, sizeof *w);
   if (!w)
     return sbx_error_set(err, ENOMEM, "warm sandbox");
@@ -67,9 +63,9 @@ static int warm_spawn(struct server *srv, enum mcp_lang lang, sbx_error_t *err)
   }
   /* No deadline while idle: the call's starts at delivery. */
   sandbox_set_deadline(w->sb, UINT64_MAX);
-  w->out_fd = TAKE_FD(out_r);
-  w->err_fd = TAKE_FD(err_r);
-  w->job_fd = TAKE_FD(job);
+  w->out_fd = TAKE_FD(f.out_r);
+  w->err_fd = TAKE_FD(f.err_r);
+  w->job_fd = TAKE_FD(f.job);
   slist_append(&srv->warm, w);
   srv->n_warm++;
   return 0;
