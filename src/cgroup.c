@@ -316,6 +316,11 @@ int cgroup_attach_fds(struct sbx_cgroup *cg, int fds[CGROUP_MAX_ATTACH_FDS], sbx
   return cg->ops->attach_fds ? cg->ops->attach_fds(cg, fds, err) : 0;
 }
 
+int cgroup_leave_fds(struct sbx_cgroup *cg, int fds[CGROUP_MAX_ATTACH_FDS], sbx_error_t *err)
+{
+  return cg && cg->ops->leave_fds ? cg->ops->leave_fds(cg, fds, err) : 0;
+}
+
 int cgroup_attach_pid(struct sbx_cgroup *cg, pid_t pid, sbx_error_t *err)
 {
   if (!cg->ops->attach_pid)
@@ -328,7 +333,7 @@ int cgroup_attach_self(const int *fds, int n, sbx_error_t *err)
 {
   for (int i = 0; i < n; i++)
     if (write(fds[i], "0", 1) != 1)
-      return sbx_error_errno(err, "cgroup: move the sandbox into its cgroup");
+      return sbx_error_errno(err, "cgroup: move into the cgroup");
   return 0;
 }
 

@@ -36,9 +36,14 @@ int cgroup_clone_fd(const struct sbx_cgroup *cg);
  * cgroup_attach_self() with them. */
 #define CGROUP_MAX_ATTACH_FDS 5
 int cgroup_attach_fds(struct sbx_cgroup *cg, int fds[CGROUP_MAX_ATTACH_FDS], sbx_error_t *err);
+/* v1: the same files of the directories the sandbox's cgroups were made in, for pid 1 to move
+ * itself back out through once nothing else of the sandbox is left (spec.leave_at_exit), so
+ * that they can be removed without waiting for its exit. Returns how many (0 on v2), or -1. */
+int cgroup_leave_fds(struct sbx_cgroup *cg, int fds[CGROUP_MAX_ATTACH_FDS], sbx_error_t *err);
 /* v2 without CLONE_INTO_CGROUP (Linux < 5.7): move process pid in. */
 int cgroup_attach_pid(struct sbx_cgroup *cg, pid_t pid, sbx_error_t *err);
-/* Move the calling process in. It must be single-threaded: on v1 this moves the calling thread. */
+/* Move the calling process in (or out, with cgroup_leave_fds' files). It must be
+ * single-threaded: on v1 this moves the calling thread. */
 int cgroup_attach_self(const int *fds, int n, sbx_error_t *err);
 /* Kill every process in the cgroup. */
 void cgroup_kill(struct sbx_cgroup *cg);

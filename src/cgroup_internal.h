@@ -51,6 +51,8 @@ struct cgroup_ops {
    * set in cg are the ones to remove. */
   int (*create)(struct sbx_cgroup *cg, const char *name, const struct sbx_limits *l, sbx_error_t *err);
   int (*attach_fds)(struct sbx_cgroup *cg, int fds[CGROUP_MAX_ATTACH_FDS], sbx_error_t *err);
+  /* v1: the files pid 1 moves itself back out through at its end (cgroup_leave_fds). */
+  int (*leave_fds)(struct sbx_cgroup *cg, int fds[CGROUP_MAX_ATTACH_FDS], sbx_error_t *err);
   int (*attach_pid)(struct sbx_cgroup *cg, pid_t pid, sbx_error_t *err);
   void (*kill)(struct sbx_cgroup *cg);
   int (*read_cpu)(struct sbx_cgroup *cg, uint64_t *ret_usec);

@@ -139,19 +139,21 @@ static int create_v1(struct sbx_cgroup *cg, const char *name, const struct sbx_l
   return set_limits_v1(cg, l, err);
 }
 
-static int attach_fds_v1(struct sbx_cgroup *cg, int fds[CGROUP_MAX_ATTACH_FDS], sbx_error_t *err)
+/* The `tasks` file of each hierarchy's sandbox cgroup (to join it) or of the directory it was
+ * made in (to leave it at the end), opened for writing with our credentials. */
+static int tasks_fds_v1(struct sbx_cgroup *cg, bool leave, int fds[CGROUP_MAX_ATTACH_FDS], sbx_error_t *err)
 {
   int n = 0;
   char path[PATH_MAX + 64];
   /* `tasks`, not `cgroup.procs`. The process moves itself as a thread: the kernel takes its
    * global threadgroup lock only for process moves (and for moving another task), and taking it
    * for writing waits for an RCU grace period, 5-15 ms on every sandbox start. The writer is
-   * single-threaded (just cloned), so the thread is the whole process, and its future threads
-   * follow it. The kernel checks the opener's credentials (ours) since Linux 5.16; before, the
-   * writer's, and a process may always move itself. */
+   * single-threaded (just cloned, or pid 1 at its end), so the thread is the whole process, and
+   * its future threads follow it. The kernel checks the opener's credentials (ours) since Linux
+   * 5.16; before, the writer's, and a process may always move itself. */
   for (int c = 0; c < C_MAX; c++) {
-    const char *dir = cg->v1[c];
-    if (!dir[0] || v1_dup(c))
+    const char *dir = leave ? v1_base[c] : cg->v1[c];
+    if (!cg->v1[c][0] || v1_dup(c))
       continue;
     if (bufprintf(path, sizeof path, err, "%s/tasks", dir) < 0 ||
         (fds[n] = open(path, O_WRONLY | O_CLOEXEC)) < 0) {
@@ -164,6 +166,16 @@ static int attach_fds_v1(struct sbx_cgroup *cg, int fds[CGROUP_MAX_ATTACH_FDS], 
     n++;
   }
   return n;
+}
+
+static int attach_fds_v1(struct sbx_cgroup *cg, int fds[CGROUP_MAX_ATTACH_FDS], sbx_error_t *err)
+{
+  return tasks_fds_v1(cg, false, fds, err);
+}
+
+static int leave_fds_v1(struct sbx_cgroup *cg, int fds[CGROUP_MAX_ATTACH_FDS], sbx_error_t *err)
+{
+  return tasks_fds_v1(cg, true, fds, err);
 }
 
 static void kill_v1(struct sbx_cgroup *cg)
@@ -205,6 +217,7 @@ const struct cgroup_ops cgroup_v1_ops = {
     .sweep = sweep_v1,
     .create = create_v1,
     .attach_fds = attach_fds_v1,
+    .leave_fds = leave_fds_v1,
     .kill = kill_v1,
     .read_cpu = read_cpu_v1,
     .read_stats = read_stats_v1,

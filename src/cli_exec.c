@@ -733,6 +733,8 @@ static int exec_command(struct exec_options *o, struct exec_run *r, sbx_error_t 
   spec->stdout_fd = 1;
   spec->stderr_fd = 2;
   spec->bridge_fd = -1;
+  /* We exit right after the run: pid 1 need not be reaped (spec.leave_at_exit). */
+  spec->leave_at_exit = true;
   return 0;
 }
 

@@ -1,6 +1,7 @@
 /* The sandbox's pid 1 once setup is done: it starts the code as its child, tells sandboxd the code
  * runs (MSG_READY), relays sandboxd's signals to it, reaps orphans, and reports the code's status
- * (MSG_EXIT) before it exits, which ends everything else in the pid namespace. */
+ * (MSG_EXIT) before it exits, which ends everything else in the pid namespace; for `exec`, when
+ * nothing else is left, it first moves out of the v1 cgroups so that sandboxd need not wait. */
 #include "init.h"
 
 #include <errno.h>
@@ -10,11 +11,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cgroup.h"
 #include "sandbox_internal.h"
 #include "syncsock.h"
 
@@ -135,8 +139,44 @@ static pid_t spawn_code(struct code_args *a)
   return pid;
 }
 
-/* Wait for the code, relaying signals and reaping orphans. Reports the code's status. */
-static _Noreturn void init_loop(int sync_fd, pid_t code_pid, const sigset_t *mask)
+/* pid 1's and its reaped children's usage, as the parent's wait4 would give it. */
+static struct rusage own_usage(void)
+{
+  struct rusage self = {0}, kids = {0};
+  getrusage(RUSAGE_SELF, &self);
+  getrusage(RUSAGE_CHILDREN, &kids);
+  timeradd(&self.ru_utime, &kids.ru_utime, &self.ru_utime);
+  timeradd(&self.ru_stime, &kids.ru_stime, &self.ru_stime);
+  if (kids.ru_maxrss > self.ru_maxrss)
+    self.ru_maxrss = kids.ru_maxrss;
+  return self;
+}
+
+/* The last of the sandbox (alone): take the files MSG_LEAVE brings and move out of the cgroups
+ * through them, so that sandboxd can remove them while our exit (the namespaces' teardown, most
+ * of it the mount namespace's) runs without it waiting. None: just exit. */
+static void leave_cgroup(int sync_fd)
+{
+  struct sync_msg m;
+  int fds[MSG_MAX_FDS];
+  int n = sync_recv_fds(sync_fd, &m, fds);
+  if (n <= 0 || m.type != MSG_LEAVE) {
+    while (n > 0)
+      close(fds[--n]);
+    return;
+  }
+  sbx_error_t err = {0};
+  struct sync_msg left = {.type = MSG_LEFT};
+  if (cgroup_attach_self(fds, n, &err) < 0)
+    left.wait_status = err.errnum ? err.errnum : EIO;
+  while (n > 0)
+    close(fds[--n]);
+  sync_send(sync_fd, &left);
+}
+
+/* Wait for the code, relaying signals and reaping orphans. Reports the code's status; with
+ * may_leave and nothing else left, leaves the cgroup first (leave_cgroup). */
+static _Noreturn void init_loop(int sync_fd, pid_t code_pid, const sigset_t *mask, bool may_leave)
 {
   int code_status = -1;
   for (;;) {
@@ -160,9 +200,14 @@ static _Noreturn void init_loop(int sync_fd, pid_t code_pid, const sigset_t *mas
       break;
   }
   /* When pid 1 exits, the kernel kills every other process of the namespace, so nothing the
-   * code left running (daemons, orphans) survives it. */
+   * code left running (daemons, orphans) survives it. No child at all (ECHILD, not 0) means we
+   * are the last process of the sandbox: no other can start one. */
   struct sync_msg m = {.type = MSG_EXIT, .wait_status = code_status};
+  m.alone = may_leave && waitpid(-1, NULL, WNOHANG) < 0 && errno == ECHILD;
+  m.usage = own_usage();
   sync_send(sync_fd, &m);
+  if (m.alone)
+    leave_cgroup(sync_fd);
   _exit(WIFEXITED(code_status) ? WEXITSTATUS(code_status) : 128 + WTERMSIG(code_status));
 }
 
@@ -185,7 +230,7 @@ void init_take_signals(sigset_t *mask)
 }
 
 _Noreturn void init_run(const struct sbx_spec *spec, char **envp, int sync_fd, int bridge_fd,
-                        int workspace_fd, int proxy_fd, const sigset_t *mask)
+                        int workspace_fd, int proxy_fd, const sigset_t *mask, bool may_leave)
 {
   sbx_error_t err = {0};
   /* The code: a child, so pid 1 stays ours to reap orphans and relay signals. A CLOEXEC pipe
@@ -237,5 +282,5 @@ _Noreturn void init_run(const struct sbx_spec *spec, char **envp, int sync_fd, i
   sync_send_fds(sync_fd, &m, fds, n_fds);
   while (n_fds > 0)
     close(fds[--n_fds]);
-  init_loop(sync_fd, code, mask);
+  init_loop(sync_fd, code, mask, may_leave);
 }

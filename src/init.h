@@ -3,6 +3,7 @@
 #define SBX_INIT_H
 
 #include <signal.h>
+#include <stdbool.h>
 
 #include "sandbox.h"
 
@@ -12,8 +13,9 @@ void init_hide_host_argv(void);
 void init_take_signals(sigset_t *mask);
 /* Fork the code (execve of spec->argv with envp, freed here), report MSG_READY or the exec
  * error on sync_fd (READY carries proxy_fd then workspace_fd, each if >= 0, which the code never
- * gets), then relay signals and reap until the code ends; never returns. */
+ * gets), then relay signals and reap until the code ends; never returns. may_leave: pid 1 joined
+ * v1 cgroups itself and spec.leave_at_exit holds (MSG_EXIT's alone). */
 _Noreturn void init_run(const struct sbx_spec *spec, char **envp, int sync_fd, int bridge_fd,
-                        int workspace_fd, int proxy_fd, const sigset_t *mask);
+                        int workspace_fd, int proxy_fd, const sigset_t *mask, bool may_leave);
 
 #endif

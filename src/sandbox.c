@@ -5,7 +5,7 @@
  *
  * Two processes build a sandbox, with a thread of pid 1's; a third process is the code. They
  * talk over one SOCK_SEQPACKET socketpair, the sync socket (syncsock.h): the parent holds one
- * end and pid 1 the other. Five message types; time runs down:
+ * end and pid 1 the other. Seven message types; time runs down:
  *
  *   parent (sandboxd)                  pid 1 (here, then init.c)         pid 1's net thread (ns.c)
  *   ---------------------------------  --------------------------------  -------------------------
@@ -34,6 +34,12 @@
  *   ... runs: signals go to pid 1, which relays them to the code; kill, sample (sandbox_proc.c)
  *   <------------------------------- EXIT (the code's wait status); pid 1 exits, the kernel kills
  *   reap pid 1 (sandbox_wait)          the rest of its pid namespace
+ *   exec on v1, when EXIT says pid 1 is alone (no process left, it waits):
+ *   LEAVE (the `tasks` files of the --> moves itself out through them
+ *     cgroups' parents)
+ *   <------------------------------- LEFT; exits (its namespaces' teardown,
+ *   remove the cgroups, exit without     ~0.5 ms, beside our own exit)
+ *     reaping pid 1
  *
  * Any step of pid 1's that fails, its thread's included, sends ERROR instead of READY and exits
  * 125; sandbox_spawn_finish() returns it to the caller. Why this shape:
@@ -47,6 +53,11 @@
  * - cgroup v1 has no CLONE_INTO_CGROUP: the parent creates the cgroup while pid 1 mounts, off
  *   its path, and pid 1 moves itself in (single-threaded, which makes that cheap on v1) before
  *   the code starts.
+ * - `exec` need not wait for pid 1's exit, which tears its namespaces down (the mount
+ *   namespace's unmounts wait for an RCU grace period): bubblewrap's parent does not either. Only
+ *   the cgroups must be gone first, and the last process of the sandbox leaves them itself, as it
+ *   joined them (cheap on v1); the files come only then, so no host cgroup file is ever open in a
+ *   sandbox that runs code. A process left running keeps the old path: pid 1 exits and is reaped.
  * - READY carries pid 1's pid namespace, which the parent cannot look up (pid 1 is not dumpable)
  *   and needs to sample a sandbox's usage without a cgroup; and with spec.keep_workspace the
  *   workspace tmpfs, opened by pid 1 before the code ran, so that reading /workspace/out after
@@ -398,7 +409,8 @@ static _Noreturn void sandbox_child(const struct child_args *a)
     sync_fail(sync_fd, &err);
 
   /* Become init proper: start the code, then relay signals and reap until it ends. */
-  init_run(spec, a->envp, sync_fd, bridge_fd, workspace_fd, proxy_fd, &mask);
+  init_run(spec, a->envp, sync_fd, bridge_fd, workspace_fd, proxy_fd, &mask,
+           spec->leave_at_exit && a->join == JOIN_BY_SELF);
 }
 
 /* ------------------------------------------------------------------ the parent */
@@ -651,7 +663,8 @@ int sandbox_spawn_start(const struct sbx_spec *spec, struct sbx_sandbox **ret, s
                             .workspace_fd = -1,
                             .host_id_lock = TAKE_FD(id_lock),
                             .host_id = host_id,
-                            .policy = p};
+                            .policy = p,
+                            .leave = spec->leave_at_exit && a.join == JOIN_BY_SELF};
   s->deadline_ns = start + spec->limits.timeout_ms * 1000000ULL;
   *ret = s;
   return 0;

@@ -178,6 +178,7 @@ void sandbox_kill(struct sbx_sandbox *s, bool timed_out)
     return;
   if (timed_out)
     s->timed_out = true;
+  s->killed = true;
   if (!s->cgroup)
     sample_usage(s);
   /* SIGKILL to pid 1 of the namespace: the kernel then kills every process in it. The cgroup
@@ -236,14 +237,41 @@ static void fill_result(struct sbx_sandbox *s, int cs, int init_status, const st
   }
 }
 
+/* spec.leave_at_exit: pid 1 said it is the last of the sandbox (MSG_EXIT alone) and waits; send
+ * it the files to leave the cgroups through and take its MSG_LEFT. True when it has left: the
+ * cgroups hold nothing, and it exits on its own. Else (it did not, or could not) it exits now
+ * and is reaped as before. */
+static bool leave_cgroup(struct sbx_sandbox *s, const struct sync_msg *exit_msg, struct rusage *ru)
+{
+  if (!exit_msg->alone)
+    return false;
+  int fds[CGROUP_MAX_ATTACH_FDS];
+  sbx_error_t ignored = {0};
+  int n = s->killed ? 0 : cgroup_leave_fds(s->cgroup, fds, &ignored);
+  if (n < 0)
+    n = 0;
+  sync_send_fds(s->sync_fd, &(struct sync_msg){.type = MSG_LEAVE}, fds, n);
+  for (int i = 0; i < n; i++)
+    close(fds[i]);
+  struct sync_msg m;
+  if (n == 0 || sync_recv(s->sync_fd, &m, 0) < 0 || m.type != MSG_LEFT || m.wait_status != 0)
+    return false;
+  *ru = exit_msg->usage;
+  return true;
+}
+
 int sandbox_wait(struct sbx_sandbox *s, struct sbx_result *res, sbx_error_t *err)
 {
   struct rusage ru = {0};
   int st = 0;
   pid_t r = 0;
+  struct sync_msg m;
   if (s->forked) {
     sandbox_fork_wait(s); /* pid 1 reports its usage (the cgroup's, where there is one) */
     ru = s->fork_ru;
+  } else if (s->leave && sync_recv(s->sync_fd, &m, s->killed ? MSG_DONTWAIT : 0) == 0 && m.type == MSG_EXIT &&
+             (s->code_status = m.wait_status, leave_cgroup(s, &m, &ru))) {
+    s->detached = true; /* the sandbox is over: its last process runs only its own exit */
   } else
     do
       r = wait4(s->pid, &st, 0, &ru);
@@ -251,9 +279,9 @@ int sandbox_wait(struct sbx_sandbox *s, struct sbx_result *res, sbx_error_t *err
   if (r < 0)
     return sbx_error_errno(err, "wait for sandbox");
   s->reaped = true;
-  struct sync_msg m;
   /* The exit message is queued before pid 1 exits; a non-blocking read finds it or nothing. */
-  if (sync_recv(s->sync_fd, &m, MSG_DONTWAIT) == 0 && m.type == MSG_EXIT)
+  if (s->code_status == -1 && !s->forked && sync_recv(s->sync_fd, &m, MSG_DONTWAIT) == 0 &&
+      m.type == MSG_EXIT)
     s->code_status = m.wait_status;
   fill_result(s, s->code_status, st, &ru, res);
   reap_egress(s, false);
@@ -291,7 +319,8 @@ void sandbox_free(struct sbx_sandbox *s)
     close(s->workspace_fd);
   cgroup_destroy(s->cgroup);
   /* Last: every process of the sandbox is gone (pid 1 reaped: the kernel waits for the rest of
-   * its pid namespace first), so the host id may go to the next sandbox. */
+   * its pid namespace first), or, detached, pid 1 was alone and runs only its own exit, so the
+   * host id may go to the next sandbox. */
   if (s->host_id_lock >= 0)
     close(s->host_id_lock);
   free(s);
@@ -336,17 +365,20 @@ int sandbox_run_hooks(const struct sbx_spec *spec, const struct sbx_run_hooks *h
     }
     uint64_t left_ms = (kill_at - now + 999999) / 1000000;
     int timeout = left_ms > INT32_MAX ? INT32_MAX : (int) left_ms;
-    struct pollfd pfd[2 + SBX_RUN_MAX_HOOK_FDS] = {{.fd = s->pidfd, .events = POLLIN},
-                                                   {.fd = sfd, .events = POLLIN}};
+    /* pid 1 exits (its pidfd), or with spec.leave_at_exit says the code ended (the sync socket:
+     * after READY, MSG_EXIT is all it sends). */
+    struct pollfd pfd[3 + SBX_RUN_MAX_HOOK_FDS] = {{.fd = s->pidfd, .events = POLLIN},
+                                                   {.fd = sfd, .events = POLLIN},
+                                                   {.fd = s->leave ? s->sync_fd : -1, .events = POLLIN}};
     size_t n_hook =
-        hooks && hooks->fill ? hooks->fill(hooks->ctx, pfd + 2, SBX_RUN_MAX_HOOK_FDS, &timeout) : 0;
-    int r = poll(pfd, 2 + n_hook, timeout);
+        hooks && hooks->fill ? hooks->fill(hooks->ctx, pfd + 3, SBX_RUN_MAX_HOOK_FDS, &timeout) : 0;
+    int r = poll(pfd, 3 + n_hook, timeout);
     if (r < 0 && errno != EINTR)
       break;
-    if (pfd[0].revents)
+    if (pfd[0].revents || pfd[2].revents)
       break;
     if (r > 0 && n_hook)
-      hooks->dispatch(hooks->ctx, pfd + 2, n_hook);
+      hooks->dispatch(hooks->ctx, pfd + 3, n_hook);
     if (pfd[1].revents) {
       struct signalfd_siginfo si;
       while (read(sfd, &si, sizeof si) == sizeof si) {

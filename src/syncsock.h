@@ -5,14 +5,20 @@
 #define SBX_SYNCSOCK_H
 
 #include <stdint.h>
+#include <sys/resource.h>
 
 #include "cgroup.h"
 #include "error.h"
 
-enum msg_type { MSG_GO = 1, MSG_READY, MSG_ERROR, MSG_EXIT, MSG_CGROUP };
+enum msg_type { MSG_GO = 1, MSG_READY, MSG_ERROR, MSG_EXIT, MSG_CGROUP, MSG_LEAVE, MSG_LEFT };
 struct sync_msg {
   int type;
-  int wait_status;               /* MSG_EXIT: the code's wait status */
+  int wait_status; /* MSG_EXIT: the code's wait status; MSG_LEFT: 0, or the errno of the move */
+  /* MSG_EXIT: nothing else of the sandbox is left and pid 1 waits for MSG_LEAVE, whose fds
+   * (cgroup_leave_fds; none: just exit) it moves itself out of the cgroups through before it
+   * answers MSG_LEFT and exits; usage: pid 1's and its reaped children's, as wait4 gives it. */
+  int alone;
+  struct rusage usage;
   uint64_t pidns_ino, pidns_dev; /* MSG_READY: the sandbox's pid namespace (and maybe one fd) */
   sbx_error_t err;               /* MSG_ERROR */
 };

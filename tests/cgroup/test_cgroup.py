@@ -11,10 +11,12 @@ policy refuses (exit 125, one line naming `systemd-run --user --scope -p Delegat
 
 Environment (besides sbx.py's): SANDBOXD_CGROUP, the delegated parent sandboxd creates its
 cgroups in (else its own cgroup, per hierarchy)."""
+import json
 import os
 import re
 import signal
 import subprocess
+import sys
 import time
 import uuid
 
@@ -472,3 +474,99 @@ def test_refuses_without_a_cgroup():
     assert len(lines) == 1 and lines[0].startswith("sandboxd: "), what
     assert SYSTEMD_RUN in lines[0], what
     assert p.stdout == "", what
+
+
+# ------------------------------------------------------------------ exec's end without waiting
+
+# Runs sandboxd exec as the child of a child subreaper, and says what was there the moment
+# sandboxd exited (its sandbox cgroups) and which orphans came to us after (pid 1, if sandboxd
+# did not wait for it), with how long each took to end.
+_SUBREAPER = r"""
+import ctypes, json, os, re, sys, time
+ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+parents = json.loads(sys.argv[1])
+pid = os.fork()
+if pid == 0:
+    os.execv(sys.argv[2], sys.argv[2:])
+_, st = os.waitpid(pid, 0)
+t0 = time.monotonic()
+left = [os.path.join(d, e) for d in parents for e in os.listdir(d) if re.fullmatch(rf"sandboxd-{pid}-\d+", e)]
+orphans = []
+while True:
+    try:
+        p, ost = os.waitpid(-1, os.WNOHANG)
+    except ChildProcessError:
+        break
+    if p == 0:
+        if time.monotonic() - t0 > 10:
+            break
+        time.sleep(0.001)
+        continue
+    orphans.append({"pid": p, "status": ost, "after_s": time.monotonic() - t0})
+print(json.dumps({"rc": os.waitstatus_to_exitcode(st), "cgroups_left": left, "orphans": orphans}))
+"""
+
+
+def _exec_under_subreaper(src, *args, opts=()):
+    cmd = sbx.exec_cmd(("-c", src), args, opts=opts)
+    p = subprocess.run([sys.executable, "-c", _SUBREAPER, json.dumps(cgroup_parents()), *cmd],
+                       capture_output=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert p.returncode == 0, p.stderr.decode(errors="replace")
+    return json.loads(p.stdout.decode().splitlines()[-1]), p.stderr.decode(errors="replace")
+
+
+def test_exec_returns_with_its_cgroups_gone_before_pid_1_has_exited():
+    """On v1, `exec` does not wait for its pid 1's exit (the namespaces' teardown, ~0.5 ms): once
+    the code has ended and nothing else is left, pid 1 moves itself out of the cgroups, sandboxd
+    removes them and exits, and pid 1 ends on its own, an orphan of whoever reaps for sandboxd
+    (here a subreaper). What must hold: the exit status is the code's, the cgroups are gone the
+    moment sandboxd has exited, and pid 1 is gone within moments (it runs nothing of the
+    sandbox's). On v2 (clone3 places pid 1; a move out would wait for an RCU grace period)
+    sandboxd waits for pid 1 as before: no orphan."""
+    out, err = _exec_under_subreaper("import sys; print('hi'); sys.exit(3)")
+    assert out["rc"] == 3, (out, err)
+    assert out["cgroups_left"] == [], (out, err)
+    if expected_mode() == "cgroup1":
+        assert len(out["orphans"]) == 1, (out, err)
+        o = out["orphans"][0]
+        # pid 1 exits with the code's status, or, had sandboxd exited before it got there (a
+        # moment on a busy host), by its parent-death signal: either way, it was ending.
+        assert os.waitstatus_to_exitcode(o["status"]) in (3, -signal.SIGKILL) and o["after_s"] < 5, (out, err)
+    else:
+        assert out["orphans"] == [], (out, err)
+
+
+def test_exec_with_a_process_left_waits_for_pid_1(marker):
+    """What the code leaves running keeps pid 1 from leaving early: it is not alone, so it
+    exits (the kernel killing the rest of its pid namespace) and sandboxd reaps it, as always.
+    Were pid 1 to leave the cgroups with the daemon still in them, it would be an orphan here."""
+    out, err = _exec_under_subreaper(DAEMON.format(marker=marker), marker)
+    assert out["rc"] == 0, (out, err)
+    assert out["cgroups_left"] == [], (out, err)
+    assert out["orphans"] == [], (out, err)
+    assert not sbx.processes_with(marker), (out, err)
+
+
+def test_pid_1_holds_no_host_cgroup_file_while_the_code_runs():
+    """The files pid 1 leaves its cgroups through (and those it joined them through) are host
+    cgroup files: with one, a process of the sandbox that got at it could move itself out of
+    its limits. pid 1 closes the joining ones before the code starts and gets the leaving ones
+    only when the code has ended and nothing else is left: while the code runs, pid 1 has no
+    fd on a cgroup filesystem (read from outside, as root, through /proc/PID/fd)."""
+    sbx.need(sbx.IS_ROOT, "reads the sandbox's pid 1's fds from the host")
+    cmd = sbx.exec_cmd(("-c", "import sys; print('READY', flush=True); sys.stdin.read()"))
+    p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert sbx.read_line(p) == b"READY\n", p.stderr.read() if p.poll() is not None else b""
+        with open(f"/proc/{p.pid}/task/{p.pid}/children") as f:
+            kids = [int(k) for k in f.read().split()]
+        inits = [k for k in kids if open(f"/proc/{k}/cmdline", "rb").read().startswith(b"sandboxd-init")]
+        assert len(inits) == 1, kids
+        fds = os.listdir(f"/proc/{inits[0]}/fd")
+        mnts = {m for m, fstype, _ in sbx.host_mounts() if fstype in ("cgroup", "cgroup2")}
+        targets = [os.readlink(f"/proc/{inits[0]}/fd/{fd}") for fd in fds]
+        on_cgroupfs = [t for t in targets if any(t == m or t.startswith(m.rstrip("/") + "/") for m in mnts)]
+        assert targets and not on_cgroupfs, targets
+    finally:
+        p.stdin.close()
+        p.wait(timeout=30)
