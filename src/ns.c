@@ -1,6 +1,6 @@
 /* The sandbox's namespaces: clone3 into all but the network one (as root, with the sandbox's own
- * host id as the user namespace's owner), the uid/gid maps, and the thread of pid 1 that makes the
- * network namespace and writes the user namespace's kernel budgets. */
+ * host id as the user namespace's owner), the uid/gid maps, the thread of pid 1 that makes the
+ * network namespace, and the user namespace's kernel budgets. */
 #include "ns.h"
 
 #include <errno.h>
@@ -26,8 +26,8 @@
  * starts with INT_MAX for each; what is charged in it is charged to its owner outside as well.
  * Written from inside, where being the namespace's creator gave us CAP_SYS_RESOURCE, which
  * writing needs: /proc/sys/user shows the reader's user namespace, whichever proc mount it is read
- * through (proc_fd: the host's, still writable). */
-static int write_userns_budgets(int proc_fd, const struct sbx_budgets *b, sbx_error_t *err)
+ * through (sys_fd: the sandbox's own, before it was made read-only). */
+int ns_write_budgets(int sys_fd, const struct sbx_budgets *b, sbx_error_t *err)
 {
   const struct {
     const char *name;
@@ -42,10 +42,10 @@ static int write_userns_budgets(int proc_fd, const struct sbx_budgets *b, sbx_er
   };
   char path[64], val[24];
   for (size_t i = 0; i < sizeof w / sizeof *w; i++) {
-    if (bufprintf(path, sizeof path, err, "sys/user/%s", w[i].name) < 0 ||
+    if (bufprintf(path, sizeof path, err, "user/%s", w[i].name) < 0 ||
         bufprintf(val, sizeof val, err, "%llu\n", (unsigned long long) w[i].v) < 0)
       return sbx_error_prefix(err, "kernel budgets");
-    int fd = openat(proc_fd, path, O_WRONLY | O_CLOEXEC);
+    int fd = openat(sys_fd, path, O_WRONLY | O_CLOEXEC);
     /* A kernel without the count (fanotify before 5.13, time before 5.6) has nothing to bound. */
     if (fd < 0 && errno == ENOENT)
       continue;
@@ -54,7 +54,7 @@ static int write_userns_budgets(int proc_fd, const struct sbx_budgets *b, sbx_er
     if (fd >= 0)
       close(fd);
     if (n != (ssize_t) strlen(val))
-      return sbx_error_set(err, n < 0 ? e : EIO, "kernel budgets: write `/proc/%s`", path);
+      return sbx_error_set(err, n < 0 ? e : EIO, "kernel budgets: write `/proc/sys/%s`", path);
   }
   return 0;
 }
@@ -66,9 +66,9 @@ static int write_userns_budgets(int proc_fd, const struct sbx_budgets *b, sbx_er
  * need few. Linux 5.19 and later; before, there is nothing to set. */
 #define CHILD_TCP_EHASH "1024"
 
-static void set_child_tcp_ehash(int proc_fd)
+static void set_child_tcp_ehash(int sys_fd)
 {
-  int fd = openat(proc_fd, "sys/net/ipv4/tcp_child_ehash_entries", O_WRONLY | O_CLOEXEC);
+  int fd = openat(sys_fd, "net/ipv4/tcp_child_ehash_entries", O_WRONLY | O_CLOEXEC);
   if (fd < 0)
     return;
   /* Best effort: only what the namespace's children cost. */
@@ -76,28 +76,24 @@ static void set_child_tcp_ehash(int proc_fd)
   close(fd);
 }
 
-static int net_make(int proc_fd, const struct sbx_budgets *budgets, sbx_error_t *err)
+static int net_make(sbx_error_t *err)
 {
   if (unshare(CLONE_NEWNET) < 0) {
     sbx_error_errno(err, "cannot create the network namespace");
     return sbx_error_hint(err, "see sandboxd doctor");
   }
-  if (netlink_loopback_up(err) < 0)
-    return -1;
-  set_child_tcp_ehash(proc_fd);
-  return write_userns_budgets(proc_fd, budgets, err);
+  return netlink_loopback_up(err);
 }
 
 /* Creating a network namespace is most of what clone would cost (~0.3 ms in setup_net): this
  * thread makes it while pid 1 builds its mounts, in pid 1's user namespace, so the sandbox owns
  * it (it may configure its own loopback and nothing else). Only this thread enters it; pid 1 joins
- * once the thread is done. The budgets are written before: the code starts only after pid 1 has
- * joined, so never without them. A thread, not a process: nothing is copied or torn down, and no
+ * once the thread is done. A thread, not a process: nothing is copied or torn down, and no
  * credentials are needed to enter the user namespace, which pid 1 is already in. */
 static void *net_thread(void *arg)
 {
   struct ns_net *n = arg;
-  if (net_make(n->proc_fd, n->budgets, &n->err) == 0 &&
+  if (net_make(&n->err) == 0 &&
       (n->net_fd = openat(n->proc_fd, "thread-self/ns/net", O_RDONLY | O_CLOEXEC)) < 0)
     sbx_error_errno(&n->err, "network namespace: open /proc/thread-self/ns/net");
   return NULL;
@@ -115,9 +111,9 @@ static bool set_next_pid(int fd, const char *last)
   return pwrite(fd, last, strlen(last), 0) == (ssize_t) strlen(last);
 }
 
-int ns_net_start(struct ns_net *n, const struct sbx_budgets *budgets, sbx_error_t *err)
+int ns_net_start(struct ns_net *n, sbx_error_t *err)
 {
-  *n = (struct ns_net){.budgets = budgets, .net_fd = -1, .last_pid_fd = -1};
+  *n = (struct ns_net){.net_fd = -1, .last_pid_fd = -1};
   /* pivot_root and the read-only /proc/sys come while the thread runs: it works through this. */
   n->proc_fd = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (n->proc_fd < 0)
@@ -139,7 +135,7 @@ int ns_net_start(struct ns_net *n, const struct sbx_budgets *budgets, sbx_error_
   return 0;
 }
 
-int ns_net_join(struct ns_net *n, sbx_error_t *err)
+int ns_net_join(struct ns_net *n, int sys_fd, sbx_error_t *err)
 {
   int e = n->threaded ? pthread_join(n->thread, NULL) : 0;
   if (e == 0 && n->threaded && !set_next_pid(n->last_pid_fd, CODE_PID))
@@ -156,6 +152,9 @@ int ns_net_join(struct ns_net *n, sbx_error_t *err)
   int r =
       setns(n->net_fd, CLONE_NEWNET) < 0 ? sbx_error_errno(err, "join the sandbox's network namespace") : 0;
   close(n->net_fd);
+  /* /proc/sys/net shows the reader's network namespace: ours now. */
+  if (r == 0)
+    set_child_tcp_ehash(sys_fd);
   return r;
 }
 

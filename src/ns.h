@@ -27,15 +27,18 @@ int ns_write_call_maps(int userns_fd, pid_t pid, const struct sbx_policy *p, uns
  * moves into its cgroup or installs its filter: single-threaded again after it). */
 struct ns_net {
   pthread_t thread;
-  const struct sbx_budgets *budgets;
   int proc_fd;     /* /proc as it is when the thread starts, not as pid 1's mounts make it */
   int net_fd;      /* the thread's result, or -1 with err */
   int last_pid_fd; /* /proc/sys/kernel/ns_last_pid: the pid the thread and the code get */
   bool threaded;   /* false: no ns_last_pid, so made by ns_net_start itself */
   sbx_error_t err;
 };
-int ns_net_start(struct ns_net *n, const struct sbx_budgets *budgets, sbx_error_t *err);
-/* Wait for the thread, then join its network namespace. */
-int ns_net_join(struct ns_net *n, sbx_error_t *err);
+int ns_net_start(struct ns_net *n, sbx_error_t *err);
+/* Wait for the thread, then join its network namespace and give the namespaces made from it a
+ * TCP hash table of their own, through sys_fd (the sandbox's /proc/sys, mount_proc). */
+int ns_net_join(struct ns_net *n, int sys_fd, sbx_error_t *err);
+/* Write the policy's budgets into our user namespace through sys_fd (the sandbox's /proc/sys,
+ * mount_proc), while we still have our capabilities in it. */
+int ns_write_budgets(int sys_fd, const struct sbx_budgets *b, sbx_error_t *err);
 
 #endif

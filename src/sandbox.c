@@ -15,10 +15,11 @@
  *     cgroup)
  *   write the uid/gid maps
  *   (v2 before 5.7: move it in)
- *   GO ------------------------------> stdio, fds; start the thread --->  new net ns, loopback up,
- *   v1: create the cgroup;             mounts; the sandbox uid; tmpfs,     user ns budgets; ends
- *     CGROUP (its files) ------------>   /dev, /proc, binds; pivot_root,
- *   return (sandbox_spawn_start)         hostname
+ *   GO ------------------------------> stdio, fds; start the thread --->  new net ns, loopback up;
+ *   v1: create the cgroup;             mounts; the sandbox uid; tmpfs,     ends
+ *     CGROUP (its files) ------------>   /dev, /proc (through its own
+ *   return (sandbox_spawn_start)         /proc/sys: the user ns budgets),
+ *                                        binds; pivot_root, hostname
  *                                      join the thread and its net ns;
  *                                        v1: move self into the cgroup;
  *                                        network proxy: listen on
@@ -279,11 +280,10 @@ static _Noreturn void sandbox_child(const struct child_args *a)
 
   /* Before any other fd is opened. */
   int bridge_fd = arrange_fds(spec, &sync_fd);
-  /* The network namespace, made beside the mounts below by a thread, which also writes the user
-   * namespace's budgets: before anything changes /proc, and after the keyring and the cgroup
-   * namespace, which it shares. */
+  /* The network namespace, made beside the mounts below by a thread: before anything changes
+   * /proc, and after the keyring and the cgroup namespace, which it shares. */
   struct ns_net net;
-  if (ns_net_start(&net, &p->budgets, &err) < 0)
+  if (ns_net_start(&net, &err) < 0)
     sync_fail(sync_fd, &err);
 
   /* Nothing we mount may propagate back to the host. */
@@ -341,11 +341,16 @@ static _Noreturn void sandbox_child(const struct child_args *a)
     sync_fail(sync_fd, &err);
 
   /* The writable places, then /dev and /proc, then binds into them. */
+  int sys_fd = -1;
   if (mount_tmpfs("tmp", spec->limits.tmp_bytes, 01777, false, &err) < 0 ||
       mount_tmpfs("workspace", spec->limits.workspace_bytes, 0755, false, &err) < 0 ||
       /* /run holds sandboxd's own files (the Python helpers at /run/sandboxd/python). */
       mount_tmpfs("run", 1 << 20, 0755, true, &err) < 0 || mount_dev(spec->limits.shm_bytes, &err) < 0 ||
-      mount_proc(p, &err) < 0)
+      mount_proc(p, &sys_fd, &err) < 0)
+    sync_fail(sync_fd, &err);
+  /* The user namespace's budgets, while we hold CAP_SYS_RESOURCE in it: the code starts long
+   * after, so never without them. */
+  if (ns_write_budgets(sys_fd, &p->budgets, &err) < 0)
     sync_fail(sync_fd, &err);
   /* /workspace/out: empty, and the sandbox uid's (we are it now), for the files a run returns. The
    * tmpfs itself goes to the parent with READY when it asks (it collects them after the run):
@@ -376,8 +381,9 @@ static _Noreturn void sandbox_child(const struct child_args *a)
    * both while we set up the mounts. The thread has ended before we move ourselves (as a single
    * thread, which makes it cheap on v1; see cgroup_attach_fds) and before anything the limits are
    * for: the code has not started. */
-  if (ns_net_join(&net, &err) < 0 || (a->join == JOIN_BY_SELF && join_cgroup(sync_fd, &err) < 0))
+  if (ns_net_join(&net, sys_fd, &err) < 0 || (a->join == JOIN_BY_SELF && join_cgroup(sync_fd, &err) < 0))
     sync_fail(sync_fd, &err);
+  close(sys_fd);
   /* network proxy: the proxy's listener, in our network namespace (its loopback is up), before
    * any code could bind the port; it goes to the parent with READY (egress_proxy.h). */
   int proxy_fd = p->network == SBX_NET_PROXY ? egress_listen(&err) : -1;

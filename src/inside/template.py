@@ -255,6 +255,7 @@ def _proxy_env(port):
 
 def _pid1(cfg, sock, out_w, err_w, chan):
     _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    _budgets(cfg)  # through the call's own /proc, before its masks (mount.c mount_proc says why)
     if cfg["mask_proc"]:
         os.chdir("/")
         for p in cfg["mask"]:
@@ -419,7 +420,6 @@ def _call(cfg, fds):
         os.setgroups([])
         os.setresgid(gid, gid, gid)
         os.setresuid(uid, uid, uid)
-    _budgets(cfg)
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
     for path, flags, data in _fresh_mounts(cfg):
         _fresh(cfg, path, flags, data)

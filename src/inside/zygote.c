@@ -736,7 +736,6 @@ static int pid1_main(void *arg)
     sys1(NR_close, p.call.fds[i]);
   }
   ids(&p);
-  budgets(&p);
   CK(&p, mount(0, "/", 0, MS_REC | MS_PRIVATE, 0), "mount", "/");
   for (int i = 0; i < conf.n_fresh; i++) {
     fresh(&p, &conf.fresh[i]);
@@ -744,6 +743,8 @@ static int pid1_main(void *arg)
       CK(&p, sys2(NR_mkdir, "/workspace/out", 0755), "mkdir", "/workspace/out");
   }
   CK(&p, mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, 0), "mount", "/proc");
+  /* Through the call's own /proc, before its masks (mount_proc says why not the template's). */
+  budgets(&p);
   if (conf.mask_proc)
     proc_masks(&p);
   loopback_up(&p);

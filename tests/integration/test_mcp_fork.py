@@ -137,6 +137,21 @@ def test_a_call_sees_what_a_cold_sandbox_sees(fork, cold_facts):
         assert f[k] == cold_facts[k], k
 
 
+BUDGETS = "import os\nprint(sorted((f, int(open('/proc/sys/user/' + f).read())) for f in os.listdir('/proc/sys/user')))"
+
+
+def test_a_calls_budgets_are_a_cold_sandboxs(fork):
+    """A call's pid 1 writes the policy's budgets into the call's user namespace (through the
+    call's own /proc, before its masks), as a cold sandbox's does (test_budgets): a new user
+    namespace starts at 2147483647 for each."""
+    cold = Mcp("--warm-mode", "prestart")
+    want = run(cold, BUDGETS)
+    cold.close()
+    got = run(fork, BUDGETS)
+    assert got == want, (got, want)
+    assert "2147483647" not in got and "max_user_namespaces" in got, got
+
+
 def test_no_shared_mapping_a_cold_sandbox_lacks(fork, cold_facts):
     assert set(probe(fork)["shared"]) <= set(cold_facts["shared"])
 
