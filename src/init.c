@@ -1,7 +1,8 @@
 /* The sandbox's pid 1 once setup is done: it starts the code as its child, tells sandboxd the code
  * runs (MSG_READY), relays sandboxd's signals to it, reaps orphans, and reports the code's status
  * (MSG_EXIT) before it exits, which ends everything else in the pid namespace; for `exec`, when
- * nothing else is left, it first moves out of the v1 cgroups so that sandboxd need not wait. */
+ * nothing else is left, it says so (and first moves out of the v1 cgroups), so that sandboxd need
+ * not wait for its exit. */
 #include "init.h"
 
 #include <errno.h>
@@ -175,8 +176,8 @@ static void leave_cgroup(int sync_fd)
 }
 
 /* Wait for the code, relaying signals and reaping orphans. Reports the code's status; with
- * may_leave and nothing else left, leaves the cgroup first (leave_cgroup). */
-static _Noreturn void init_loop(int sync_fd, pid_t code_pid, const sigset_t *mask, bool may_leave)
+ * INIT_LEAVE_CGROUP and nothing else left, leaves the cgroup first (leave_cgroup). */
+static _Noreturn void init_loop(int sync_fd, pid_t code_pid, const sigset_t *mask, enum init_leave leave)
 {
   int code_status = -1;
   for (;;) {
@@ -203,10 +204,10 @@ static _Noreturn void init_loop(int sync_fd, pid_t code_pid, const sigset_t *mas
    * code left running (daemons, orphans) survives it. No child at all (ECHILD, not 0) means we
    * are the last process of the sandbox: no other can start one. */
   struct sync_msg m = {.type = MSG_EXIT, .wait_status = code_status};
-  m.alone = may_leave && waitpid(-1, NULL, WNOHANG) < 0 && errno == ECHILD;
+  m.alone = leave != INIT_LEAVE_NEVER && waitpid(-1, NULL, WNOHANG) < 0 && errno == ECHILD;
   m.usage = own_usage();
   sync_send(sync_fd, &m);
-  if (m.alone)
+  if (m.alone && leave == INIT_LEAVE_CGROUP)
     leave_cgroup(sync_fd);
   _exit(WIFEXITED(code_status) ? WEXITSTATUS(code_status) : 128 + WTERMSIG(code_status));
 }
@@ -230,7 +231,7 @@ void init_take_signals(sigset_t *mask)
 }
 
 _Noreturn void init_run(const struct sbx_spec *spec, char **envp, int sync_fd, int bridge_fd,
-                        int workspace_fd, int proxy_fd, const sigset_t *mask, bool may_leave)
+                        int workspace_fd, int proxy_fd, const sigset_t *mask, enum init_leave leave)
 {
   sbx_error_t err = {0};
   /* The code: a child, so pid 1 stays ours to reap orphans and relay signals. A CLOEXEC pipe
@@ -282,5 +283,5 @@ _Noreturn void init_run(const struct sbx_spec *spec, char **envp, int sync_fd, i
   sync_send_fds(sync_fd, &m, fds, n_fds);
   while (n_fds > 0)
     close(fds[--n_fds]);
-  init_loop(sync_fd, code, mask, may_leave);
+  init_loop(sync_fd, code, mask, leave);
 }

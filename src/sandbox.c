@@ -416,7 +416,10 @@ static _Noreturn void sandbox_child(const struct child_args *a)
 
   /* Become init proper: start the code, then relay signals and reap until it ends. */
   init_run(spec, a->envp, sync_fd, bridge_fd, workspace_fd, proxy_fd, &mask,
-           spec->leave_at_exit && a->join == JOIN_BY_SELF);
+           !spec->leave_at_exit      ? INIT_LEAVE_NEVER
+           : a->join == JOIN_BY_SELF ? INIT_LEAVE_CGROUP
+           : a->join == JOIN_NONE    ? INIT_LEAVE_NOW
+                                     : INIT_LEAVE_NEVER);
 }
 
 /* ------------------------------------------------------------------ the parent */
@@ -670,7 +673,7 @@ int sandbox_spawn_start(const struct sbx_spec *spec, struct sbx_sandbox **ret, s
                             .host_id_lock = TAKE_FD(id_lock),
                             .host_id = host_id,
                             .policy = p,
-                            .leave = spec->leave_at_exit && a.join == JOIN_BY_SELF};
+                            .leave = spec->leave_at_exit && (a.join == JOIN_BY_SELF || a.join == JOIN_NONE)};
   s->deadline_ns = start + spec->limits.timeout_ms * 1000000ULL;
   *ret = s;
   return 0;

@@ -43,10 +43,12 @@ struct sbx_spec {
   /* The fork template's (as root): its user namespace maps the policy's whole host_id_range too,
    * so that each of its calls gets a host id of its own (ns_write_call_maps). */
   bool map_host_range;
-  /* `exec`: when the code has ended and nothing else of the sandbox is left, pid 1 moves itself
-   * out of the (v1) cgroups, which sandboxd then removes and returns, without waiting for pid
-   * 1's exit (its namespaces' teardown, ~0.5 ms, which then runs beside sandboxd's own exit).
-   * sandbox_run_hooks() only: pid 1 is not reaped, so the caller must be about to exit. */
+  /* `exec`: when the code has ended and nothing else of the sandbox is left, sandboxd returns
+   * without waiting for pid 1's exit (its namespaces' teardown, ~0.5 ms, which then runs beside
+   * sandboxd's own exit): on v1 once pid 1 has moved itself out of the cgroups, which sandboxd
+   * then removes; without a cgroup at once; on v2 (pid 1 cloned into its cgroup, where a move
+   * out waits for an RCU grace period) never. sandbox_run_hooks() only: pid 1 is not reaped,
+   * so the caller must be about to exit. */
   bool leave_at_exit;
 };
 

@@ -22,7 +22,7 @@ struct sbx_sandbox {
   uint64_t cpu_base_usec; /* cgroup CPU time before sandbox_start_clock(), excluded from results */
   bool timed_out, reaped;
   bool killed;               /* sandbox_kill() was called */
-  bool leave;                /* spec.leave_at_exit on v1: pid 1 may report MSG_EXIT alone, and wait */
+  bool leave;                /* spec.leave_at_exit, v1 or no cgroup: pid 1 may report MSG_EXIT alone */
   bool detached;             /* pid 1 left the cgroups and exits on its own: never waited for */
   int code_status;           /* from MSG_EXIT; -1 if none arrived */
   struct sbx_cgroup *cgroup; /* NULL when degraded to rlimits */

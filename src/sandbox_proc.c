@@ -237,14 +237,18 @@ static void fill_result(struct sbx_sandbox *s, int cs, int init_status, const st
   }
 }
 
-/* spec.leave_at_exit: pid 1 said it is the last of the sandbox (MSG_EXIT alone) and waits; send
- * it the files to leave the cgroups through and take its MSG_LEFT. True when it has left: the
- * cgroups hold nothing, and it exits on its own. Else (it did not, or could not) it exits now
- * and is reaped as before. */
+/* spec.leave_at_exit: pid 1 said it is the last of the sandbox (MSG_EXIT alone). Without a
+ * cgroup it exits on its own. With one (v1) it waits: send it the files to leave the cgroups
+ * through and take its MSG_LEFT. True when it has left: the cgroups hold nothing, and it exits on
+ * its own. Else (it did not, or could not) it exits now and is reaped as before. */
 static bool leave_cgroup(struct sbx_sandbox *s, const struct sync_msg *exit_msg, struct rusage *ru)
 {
   if (!exit_msg->alone)
     return false;
+  if (!s->cgroup) {
+    *ru = exit_msg->usage;
+    return true;
+  }
   int fds[CGROUP_MAX_ATTACH_FDS];
   sbx_error_t ignored = {0};
   int n = s->killed ? 0 : cgroup_leave_fds(s->cgroup, fds, &ignored);

@@ -11,12 +11,10 @@ policy refuses (exit 125, one line naming `systemd-run --user --scope -p Delegat
 
 Environment (besides sbx.py's): SANDBOXD_CGROUP, the delegated parent sandboxd creates its
 cgroups in (else its own cgroup, per hierarchy)."""
-import json
 import os
 import re
 import signal
 import subprocess
-import sys
 import time
 import uuid
 
@@ -478,41 +476,8 @@ def test_refuses_without_a_cgroup():
 
 # ------------------------------------------------------------------ exec's end without waiting
 
-# Runs sandboxd exec as the child of a child subreaper, and says what was there the moment
-# sandboxd exited (its sandbox cgroups) and which orphans came to us after (pid 1, if sandboxd
-# did not wait for it), with how long each took to end.
-_SUBREAPER = r"""
-import ctypes, json, os, re, sys, time
-ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
-parents = json.loads(sys.argv[1])
-pid = os.fork()
-if pid == 0:
-    os.execv(sys.argv[2], sys.argv[2:])
-_, st = os.waitpid(pid, 0)
-t0 = time.monotonic()
-left = [os.path.join(d, e) for d in parents for e in os.listdir(d) if re.fullmatch(rf"sandboxd-{pid}-\d+", e)]
-orphans = []
-while True:
-    try:
-        p, ost = os.waitpid(-1, os.WNOHANG)
-    except ChildProcessError:
-        break
-    if p == 0:
-        if time.monotonic() - t0 > 10:
-            break
-        time.sleep(0.001)
-        continue
-    orphans.append({"pid": p, "status": ost, "after_s": time.monotonic() - t0})
-print(json.dumps({"rc": os.waitstatus_to_exitcode(st), "cgroups_left": left, "orphans": orphans}))
-"""
-
-
 def _exec_under_subreaper(src, *args, opts=()):
-    cmd = sbx.exec_cmd(("-c", src), args, opts=opts)
-    p = subprocess.run([sys.executable, "-c", _SUBREAPER, json.dumps(cgroup_parents()), *cmd],
-                       capture_output=True, timeout=60, stdin=subprocess.DEVNULL)
-    assert p.returncode == 0, p.stderr.decode(errors="replace")
-    return json.loads(p.stdout.decode().splitlines()[-1]), p.stderr.decode(errors="replace")
+    return sbx.exec_under_subreaper(sbx.exec_cmd(("-c", src), args, opts=opts), cgroup_parents())
 
 
 def test_exec_returns_with_its_cgroups_gone_before_pid_1_has_exited():

@@ -19,6 +19,7 @@ import re
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -380,6 +381,44 @@ def processes_with(marker):
         if marker in cmdline:
             found.append((int(pid), cmdline.strip()))
     return found
+
+
+# Runs a command (sandboxd exec) as the child of a child subreaper, and says what was there the
+# moment it exited (sandbox cgroups named after it in the directories given) and which orphans
+# came to the subreaper after (a sandbox's pid 1 that sandboxd did not wait for), with how long
+# each took to end.
+_SUBREAPER = r"""
+import ctypes, json, os, re, sys, time
+ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+parents = json.loads(sys.argv[1])
+pid = os.fork()
+if pid == 0:
+    os.execv(sys.argv[2], sys.argv[2:])
+_, st = os.waitpid(pid, 0)
+t0 = time.monotonic()
+left = [os.path.join(d, e) for d in parents for e in os.listdir(d) if re.fullmatch(rf"sandboxd-{pid}-\d+", e)]
+orphans = []
+while True:
+    try:
+        p, ost = os.waitpid(-1, os.WNOHANG)
+    except ChildProcessError:
+        break
+    if p == 0:
+        if time.monotonic() - t0 > 10:
+            break
+        time.sleep(0.001)
+        continue
+    orphans.append({"pid": p, "status": ost, "after_s": time.monotonic() - t0})
+print(json.dumps({"rc": os.waitstatus_to_exitcode(st), "cgroups_left": left, "orphans": orphans}))
+"""
+
+
+def exec_under_subreaper(cmd, cgroup_parents=(), env=None):
+    """({rc, cgroups_left, orphans}, stderr) of cmd run under a subreaper (_SUBREAPER)."""
+    p = subprocess.run([sys.executable, "-c", _SUBREAPER, json.dumps(list(cgroup_parents)), *cmd],
+                       capture_output=True, timeout=60, stdin=subprocess.DEVNULL, env=env)
+    assert p.returncode == 0, p.stderr.decode(errors="replace")
+    return json.loads(p.stdout.decode().splitlines()[-1]), p.stderr.decode(errors="replace")
 
 
 def host_mounts():

@@ -181,3 +181,37 @@ def test_many_sandboxes_leave_nothing(marker, host_state, env):
                      env=env)
         assert r.rc == 0, r.describe()
     _assert_clean(marker, host_state)
+
+
+# ---------------------------------------------------------------- exec's end without waiting
+
+# Leaves a daemon (setsid, then a grandchild) running when the code exits.
+_DAEMON = """
+import os
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        os.execv("/usr/bin/python3", ["/usr/bin/python3", "-c", "import time; time.sleep(1000)", {marker!r}])
+    os._exit(0)
+"""
+
+
+def test_exec_does_not_wait_for_a_pid_1_that_is_alone(marker):
+    """`exec` returns without waiting for its pid 1's exit (the namespaces' teardown) when the
+    code has ended and nothing else of the sandbox is left: pid 1 then ends on its own, an orphan
+    of whoever reaps for sandboxd (here a subreaper), within moments, with the code's status (or
+    the SIGKILL of its parent-death signal, had sandboxd exited first). Without a cgroup
+    (degraded) and on cgroup v1 (pid 1 leaves its cgroups first; tests/cgroup checks they are
+    gone); on v2 sandboxd waits for pid 1 as before. With a process left, pid 1 is not alone:
+    it exits, the kernel kills the rest of its pid namespace, and sandboxd reaps it."""
+    out, err = sbx.exec_under_subreaper(sbx.exec_cmd(("-c", "import sys; print('hi'); sys.exit(3)")))
+    assert out["rc"] == 3, (out, err)
+    if sbx.enforcement() in ("cgroup1", "degraded"):
+        assert len(out["orphans"]) == 1, (out, err)
+        o = out["orphans"][0]
+        assert os.waitstatus_to_exitcode(o["status"]) in (3, -signal.SIGKILL) and o["after_s"] < 5, (out, err)
+    else:
+        assert out["orphans"] == [], (out, err)
+    out, err = sbx.exec_under_subreaper(sbx.exec_cmd(("-c", _DAEMON.format(marker=marker))))
+    assert out["rc"] == 0 and out["orphans"] == [], (out, err)
+    assert not sbx.wait_gone(marker, timeout=0.0), (out, err)
