@@ -102,6 +102,22 @@ def test_depends_come_from_the_binary_and_its_dlopen(deb):
     assert "skopeo" in recommends and "mmdebstrap" in recommends
 
 
+def test_built_using_names_each_static_archive_in_the_binary(deb):
+    # The four libraries whose -dev package ships a static archive are linked from it (Makefile):
+    # not named by the ELF header, each named with its exact source version in Built-Using.
+    need("objdump")
+    needed = re.findall(r"NEEDED\s+(\S+)", subprocess.run(["objdump", "-p", SANDBOXD], capture_output=True,
+                                                          text=True, check=True).stdout)
+    built_using = {b.split()[0]: b.strip() for b in field(deb, "Built-Using").split(",") if b.strip()}
+    for lib, dev in (("libseccomp", "libseccomp-dev"), ("libcap-ng", "libcap-ng-dev"), ("libyajl", "libyajl-dev"),
+                     ("libmd", "libmd-dev")):
+        assert not [n for n in needed if n.startswith(lib + ".so")], (lib, needed)
+        src = subprocess.run(["dpkg-query", "-W", "-f=${source:Package} (= ${source:Version})", dev],
+                             capture_output=True, text=True, check=True).stdout
+        assert built_using.get(src.split()[0]) == src, (src, built_using)
+    assert "libmnl.so.0" in needed and "libmnl" not in built_using
+
+
 def test_apparmor_profile_is_for_the_installed_binary_only(deb, tmp_path):
     subprocess.run(["dpkg-deb", "-x", deb, str(tmp_path)], check=True)
     text = (tmp_path / "etc/apparmor.d/sandboxd").read_text()
