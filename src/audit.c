@@ -176,11 +176,13 @@ void audit_reopen(void)
 static void iso_time(char *buf, size_t len)
 {
   struct timespec ts;
-  struct tm tm;
+  int y, mo, d, h, mi, s;
   clock_gettime(CLOCK_REALTIME, &ts);
-  gmtime_r(&ts.tv_sec, &tm);
-  size_t n = strftime(buf, len, "%Y-%m-%dT%H:%M:%S", &tm);
-  if (!n || bufcatf(buf, len, NULL, ".%03ldZ", ts.tv_nsec / 1000000) < 0)
+  /* Not gmtime_r and strftime: glibc's read the local zone's file on every exec's way out, for
+   * a time in UTC. */
+  utc_time(ts.tv_sec, &y, &mo, &d, &h, &mi, &s);
+  if (bufprintf(buf, len, NULL, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", y, mo, d, h, mi, s,
+                ts.tv_nsec / 1000000) < 0)
     bufprintf_cut(buf, len, "?");
 }
 

@@ -319,6 +319,23 @@ int write_file(const char *path, const char *data, sbx_error_t *err)
   return 0;
 }
 
+void utc_time(int64_t t, int *year, int *month, int *day, int *hour, int *min, int *sec)
+{
+  int64_t days = t / 86400, rem = t % 86400;
+  *hour = (int) (rem / 3600);
+  *min = (int) (rem % 3600 / 60);
+  *sec = (int) (rem % 60);
+  /* Howard Hinnant's civil_from_days: 400-year eras of 146097 days, years starting in March so
+   * the leap day is the last of one. */
+  days += 719468;
+  int64_t era = days / 146097, doe = days % 146097;
+  int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+  int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100), mp = (5 * doy + 2) / 153;
+  *day = (int) (doy - (153 * mp + 2) / 5 + 1);
+  *month = (int) (mp < 10 ? mp + 3 : mp - 9);
+  *year = (int) (yoe + era * 400 + (*month <= 2));
+}
+
 uint64_t now_ns(void)
 {
   struct timespec ts;

@@ -64,4 +64,9 @@ int write_file(const char *path, const char *data, sbx_error_t *err);
 /* Monotonic clock in nanoseconds. */
 uint64_t now_ns(void);
 
+/* The UTC calendar date and time of t (seconds since the epoch, t >= 0), as gmtime_r fills them
+ * (year, month, day, hour, minute, second), computed here: glibc's gmtime_r reads the local zone's
+ * file (/etc/localtime) on its first call. */
+void utc_time(int64_t t, int *year, int *month, int *day, int *hour, int *min, int *sec);
+
 #endif
