@@ -736,6 +736,8 @@ int sandbox_spawn_finish(struct sbx_sandbox *s, sbx_error_t *err)
   if (proxy &&
       egress_proxy_start(s->policy, listen_fd, s->pidfd, s->host_id, &s->egress, &s->egress_pid, err) < 0)
     return -1;
+  /* After the proxy's fork: no process but this one ever holds them. */
+  sandbox_open_leave_fds(s);
   return 0;
 }
 

@@ -7,6 +7,7 @@
 #include <sys/resource.h>
 #include <sys/types.h>
 
+#include "cgroup.h"
 #include "egress_proxy.h"
 #include "sandbox.h"
 
@@ -24,6 +25,9 @@ struct sbx_sandbox {
   bool killed;               /* sandbox_kill() was called */
   bool leave;                /* spec.leave_at_exit, v1 or no cgroup: pid 1 may report MSG_EXIT alone */
   bool detached;             /* pid 1 left the cgroups and exits on its own: never waited for */
+  /* leave with a cgroup: the files pid 1 leaves it through, opened while the code runs, not on
+   * its way out (n_leave_fds 0: none). */
+  int leave_fds[CGROUP_MAX_ATTACH_FDS], n_leave_fds;
   int code_status;           /* from MSG_EXIT; -1 if none arrived */
   struct sbx_cgroup *cgroup; /* NULL when degraded to rlimits */
   uint64_t memory_limit;
@@ -41,6 +45,10 @@ struct sbx_sandbox {
   bool forked;
   struct rusage fork_ru;
 };
+
+/* leave with a cgroup: open the files pid 1 will leave it through, once the code runs
+ * (sandbox_proc.c). None on failure: pid 1 then exits in the cgroup and is waited for. */
+void sandbox_open_leave_fds(struct sbx_sandbox *s);
 
 /* Close every fd from 3 up except a and b (either may be -1) (init.c). */
 int close_fds_except(int a, int b);

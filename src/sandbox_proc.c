@@ -237,6 +237,21 @@ static void fill_result(struct sbx_sandbox *s, int cs, int init_status, const st
   }
 }
 
+static void close_leave_fds(struct sbx_sandbox *s)
+{
+  while (s->n_leave_fds > 0)
+    close(s->leave_fds[--s->n_leave_fds]);
+}
+
+void sandbox_open_leave_fds(struct sbx_sandbox *s)
+{
+  sbx_error_t ignored = {0};
+  if (s->leave && s->cgroup && s->n_leave_fds == 0)
+    s->n_leave_fds = cgroup_leave_fds(s->cgroup, s->leave_fds, &ignored);
+  if (s->n_leave_fds < 0)
+    s->n_leave_fds = 0;
+}
+
 /* spec.leave_at_exit: pid 1 said it is the last of the sandbox (MSG_EXIT alone). Without a
  * cgroup it exits on its own. With one (v1) it waits: send it the files to leave the cgroups
  * through and take its MSG_LEFT. True when it has left: the cgroups hold nothing, and it exits on
@@ -249,16 +264,13 @@ static bool leave_cgroup(struct sbx_sandbox *s, const struct sync_msg *exit_msg,
     *ru = exit_msg->usage;
     return true;
   }
-  int fds[CGROUP_MAX_ATTACH_FDS];
-  sbx_error_t ignored = {0};
-  int n = s->killed ? 0 : cgroup_leave_fds(s->cgroup, fds, &ignored);
-  if (n < 0)
-    n = 0;
-  sync_send_fds(s->sync_fd, &(struct sync_msg){.type = MSG_LEAVE}, fds, n);
-  for (int i = 0; i < n; i++)
-    close(fds[i]);
+  int n = s->killed ? 0 : s->n_leave_fds;
+  sync_send_fds(s->sync_fd, &(struct sync_msg){.type = MSG_LEAVE}, s->leave_fds, n);
+  close_leave_fds(s);
+  if (n == 0)
+    return false;
   struct sync_msg m;
-  if (n == 0 || sync_recv(s->sync_fd, &m, 0) < 0 || m.type != MSG_LEFT || m.wait_status != 0)
+  if (sync_recv(s->sync_fd, &m, 0) < 0 || m.type != MSG_LEFT || m.wait_status != 0)
     return false;
   *ru = exit_msg->usage;
   return true;
@@ -312,6 +324,7 @@ void sandbox_free(struct sbx_sandbox *s)
       while (waitpid(s->pid, NULL, 0) < 0 && errno == EINTR)
         ;
   }
+  close_leave_fds(s);
   reap_egress(s, true);
   egress_log_free(s->egress);
   if (s->pidfd >= 0)
