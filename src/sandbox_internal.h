@@ -22,9 +22,9 @@ struct sbx_sandbox {
   uint64_t start_ns, deadline_ns;
   uint64_t cpu_base_usec; /* cgroup CPU time before sandbox_start_clock(), excluded from results */
   bool timed_out, reaped;
-  bool killed;               /* sandbox_kill() was called */
-  bool leave;                /* spec.leave_at_exit, v1 or no cgroup: pid 1 may report MSG_EXIT alone */
-  bool detached;             /* pid 1 left the cgroups and exits on its own: never waited for */
+  bool killed;   /* sandbox_kill() was called */
+  bool leave;    /* spec.leave_at_exit, v1 or no cgroup: pid 1 may report MSG_EXIT alone */
+  bool detached; /* pid 1 left the cgroups and exits on its own: never waited for */
   /* leave with a cgroup: the files pid 1 leaves it through, opened while the code runs, not on
    * its way out (n_leave_fds 0: none). */
   int leave_fds[CGROUP_MAX_ATTACH_FDS], n_leave_fds;

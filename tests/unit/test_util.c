@@ -78,8 +78,9 @@ int main(void)
 
   /* utc_time: as gmtime_r, over the epoch, leap days (2000 is one, 2100 is not), the ends of
    * years and months, and a spread of times up to 2400. */
-  static const int64_t times[] = {0, 59, 86399, 86400, 951782399, 951782400, 951868800, 1796455034,
-                                  4107456000, 4107542399, 4107542400, 13569465599, 13569465600};
+  static const int64_t times[] = {0,          59,          86399,      86400,      951782399,
+                                  951782400,  951868800,   1796455034, 4107456000, 4107542399,
+                                  4107542400, 13569465599, 13569465600};
   bool same = true;
   for (size_t k = 0; k < sizeof times / sizeof *times + 20000 && same; k++) {
     int64_t t = k < sizeof times / sizeof *times ? times[k] : (int64_t) (k * 681234567ULL % 13569465600ULL);
@@ -88,8 +89,8 @@ int main(void)
     int y, mo, d, h, mi, sec;
     utc_time(t, &y, &mo, &d, &h, &mi, &sec);
     gmtime_r(&tt, &tm);
-    if (y != tm.tm_year + 1900 || mo != tm.tm_mon + 1 || d != tm.tm_mday || h != tm.tm_hour || mi != tm.tm_min ||
-        sec != tm.tm_sec) {
+    if (y != tm.tm_year + 1900 || mo != tm.tm_mon + 1 || d != tm.tm_mday || h != tm.tm_hour ||
+        mi != tm.tm_min || sec != tm.tm_sec) {
       fprintf(stderr, "utc_time(%lld): %04d-%02d-%02d %02d:%02d:%02d\n", (long long) t, y, mo, d, h, mi, sec);
       same = false;
     }
