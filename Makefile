@@ -42,7 +42,7 @@ ROOTFS_DATA ?= rootfs/python-3.14-data
 # The JavaScript rootfs: Node.js from Debian sid, no Python (scripts/build-rootfs --profile node).
 ROOTFS_NODE ?= rootfs/node-slim
 
-.PHONY: all clean check check-unit check-integration lint asan rootfs rootfs-data rootfs-node install uninstall deb image bench format format-check demo fuzz fuzz-build soak
+.PHONY: all clean check check-unit check-integration lint asan rootfs rootfs-data rootfs-node install uninstall deb image bench bench-parts format format-check demo fuzz fuzz-build soak
 all: $(BUILD)/sandboxd
 
 $(BUILD)/sandboxd: $(OBJS)
@@ -215,6 +215,13 @@ bench: all rootfs rootfs-data
 	bench/mcp 350
 	bench/data
 
+# bench/parts: what the cgroup and seccomp each cost exec, side by side with bubblewrap, from a
+# build of its own (build-parts/, with SBX_BENCH_PARTS: SBX_BENCH_WITHOUT takes them away; never
+# installed, and no other build has the switch).
+bench-parts: rootfs
+	$(MAKE) BUILD=build-parts CFLAGS=-DSBX_BENCH_PARTS build-parts/sandboxd
+	bench/parts build-parts/sandboxd
+
 # 10,000 run_python calls (ok, failing, timing out, cancelled); sandboxd's fds, RSS, cgroups and
 # the host's mounts must stay flat. SOAK_CALLS=N for another count.
 SOAK_CALLS ?= 10000
@@ -236,4 +243,4 @@ format-check:
 	clang-format --dry-run -Werror src/*.c src/*.h src/inside/*.c src/inside/*.h tests/unit/*.c
 
 clean:
-	rm -rf build build-asan build-fuzz
+	rm -rf build build-asan build-fuzz build-parts

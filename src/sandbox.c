@@ -104,6 +104,22 @@
 /* ------------------------------------------------------------------ the child: pid 1 inside */
 
 /* How the child comes to be in its cgroup, which decides its own part in it. */
+/* bench/parts only: a build of its own (make bench-parts, build-parts/, never installed) prices
+ * a part by taking it away, SBX_BENCH_WITHOUT=cgroup,seccomp. Any other build has no such switch. */
+#ifdef SBX_BENCH_PARTS
+static bool bench_without(const char *part)
+{
+  const char *v = getenv("SBX_BENCH_WITHOUT");
+  return v && strstr(v, part);
+}
+#else
+static bool bench_without(const char *part)
+{
+  (void) part;
+  return false;
+}
+#endif
+
 enum join_cgroup {
   JOIN_NONE,      /* no cgroup (policy `cgroup fallback-rlimit`): the limits are rlimits */
   JOIN_BY_CLONE,  /* v2: clone3(CLONE_INTO_CGROUP) puts it there */
@@ -403,7 +419,7 @@ static _Noreturn void sandbox_child(const struct child_args *a)
   /* Privileges: bounding set and capabilities need CAP_SETPCAP, so before no_new_privs and
    * seccomp; seccomp last so the filter need not allow the setup calls. Without no_new_privs
    * (test policies only), installing a filter needs CAP_SYS_ADMIN, so it goes before the drop. */
-  if (!p->no_new_privs && seccomp_install(a->bpf, &err) < 0)
+  if (!p->no_new_privs && !bench_without("seccomp") && seccomp_install(a->bpf, &err) < 0)
     sync_fail(sync_fd, &err);
   if (p->drop_capabilities && caps_drop_all(&err) < 0)
     sync_fail(sync_fd, &err);
@@ -411,7 +427,7 @@ static _Noreturn void sandbox_child(const struct child_args *a)
     sync_fail(sync_fd, (sbx_error_errno(&err, "prctl(PR_SET_NO_NEW_PRIVS)"), &err));
   /* pid 1 is not dumpable: the code (same uid) cannot ptrace it or open its /proc files. */
   prctl(PR_SET_DUMPABLE, 0);
-  if (p->no_new_privs && seccomp_install(a->bpf, &err) < 0)
+  if (p->no_new_privs && !bench_without("seccomp") && seccomp_install(a->bpf, &err) < 0)
     sync_fail(sync_fd, &err);
 
   /* Become init proper: start the code, then relay signals and reap until it ends. */
@@ -521,6 +537,8 @@ static int make_cgroup(const struct sbx_spec *spec, struct sbx_cgroup **ret, enu
   sbx_error_t why = {0};
   *ret = NULL;
   *ret_join = JOIN_NONE;
+  if (bench_without("cgroup"))
+    return 0;
   if (cgroup_probe(&mode, &why) == 0) {
     if (mode == CGROUP_V1) {
       *ret_join = JOIN_BY_SELF;
