@@ -441,3 +441,15 @@ def test_weak_policy_is_caught(tag, file, old, new, check):
     # ... and reports the hole on the weakened one.
     violations = check(Runner(path))
     assert violations, f"{check.__name__} did not notice the weakened line ({tag}: {new!r})"
+
+
+def test_bench_switch_is_not_in_this_build():
+    """bench/parts' switch (SBX_BENCH_WITHOUT, compiled in only with SBX_BENCH_PARTS) turns the
+    cgroup and seccomp off; in the build under test the environment variable changes nothing."""
+    assert b"SBX_BENCH_WITHOUT" not in open(sbx.SANDBOXD, "rb").read()
+    r = sbx.code("print(open('/proc/self/status').read())",
+                 env=dict(os.environ, SBX_BENCH_WITHOUT="cgroup,seccomp"))
+    assert r.rc == 0, r.describe()
+    st = dict(ln.split(":\t", 1) for ln in r.stdout.splitlines() if ":\t" in ln)
+    assert st.get("Seccomp", "").strip() == "2", st.get("Seccomp")
+    assert r.report["limits"] == sbx.enforcement(), (r.report["limits"], sbx.enforcement())
