@@ -35,7 +35,8 @@ int caps_drop_all(sbx_error_t *err)
     return sbx_error_errno(err, "clear ambient capabilities");
   /* The bounding set: every capability the kernel has, found by asking (PR_CAPBSET_READ fails
    * with EINVAL past the last), not a list built in. Here rather than by capng_apply, which
-   * reads /proc/PID/status twice for it: 90 us of every sandbox's setup instead of 10. */
+   * reads /proc/PID/status twice for it: this function took 90 us of every sandbox's setup with
+   * it, 30 now. */
   int c;
   for (c = 0; prctl(PR_CAPBSET_READ, c, 0, 0, 0) >= 0; c++)
     if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0)

@@ -103,7 +103,6 @@
 
 /* ------------------------------------------------------------------ the child: pid 1 inside */
 
-/* How the child comes to be in its cgroup, which decides its own part in it. */
 /* bench/parts only: a build of its own (make bench-parts, build-parts/, never installed) prices
  * a part by taking it away, SBX_BENCH_WITHOUT=cgroup,seccomp. Any other build has no such switch. */
 #ifdef SBX_BENCH_PARTS
@@ -120,6 +119,7 @@ static bool bench_without(const char *part)
 }
 #endif
 
+/* How the child comes to be in its cgroup, which decides its own part in it. */
 enum join_cgroup {
   JOIN_NONE,      /* no cgroup (policy `cgroup fallback-rlimit`): the limits are rlimits */
   JOIN_BY_CLONE,  /* v2: clone3(CLONE_INTO_CGROUP) puts it there */
