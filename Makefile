@@ -236,11 +236,11 @@ demo: all rootfs
 	@echo '$$ cat build/demo-report.json'; cat build/demo-report.json
 
 format:
-	clang-format -i src/*.c src/*.h src/inside/*.c src/inside/*.h tests/unit/*.c
+	clang-format -i src/*.c src/*.h src/inside/*.c src/inside/*.h tests/unit/*.c bench/*.c
 
 # Fails, naming each file and line, where the tree differs from .clang-format (`make format` fixes).
 format-check:
-	clang-format --dry-run -Werror src/*.c src/*.h src/inside/*.c src/inside/*.h tests/unit/*.c
+	clang-format --dry-run -Werror src/*.c src/*.h src/inside/*.c src/inside/*.h tests/unit/*.c bench/*.c
 
 clean:
 	rm -rf build build-asan build-fuzz build-parts
