@@ -84,10 +84,16 @@ else
         note "$label: skipped (tests/run is not root)"; skipped=$((skipped + 1)); continue
       fi
       t0=$SECONDS
+      # stderr streams as it comes and is kept: through a tee of our own, waited for to its end
+      # (bash sets no $! for a process substitution on a subshell's redirection).
+      mkfifo "$rundir/$tag.fifo"
+      tee "$rundir/$tag.err" <"$rundir/$tag.fifo" >&2 &
+      tee_pid=$!
       (cd "$repo" && env -i "${vm_env[@]}" "$repo/tests/vm/run" "${args[@]}" -- tests/vm/cgroup-suite \
-        ${mode:+"$mode"} "${pytest_args[@]}") >"$rundir/$tag.out" 2> >(tee "$rundir/$tag.err" >&2)
+        ${mode:+"$mode"} "${pytest_args[@]}") >"$rundir/$tag.out" 2>"$rundir/$tag.fifo"
       rc=$?
-      wait "$!" 2>/dev/null # tee, to its end
+      wait "$tee_pid"
+      rm -f "$rundir/$tag.fifo"
       # pytest's own output, without the junit block (base64 between the markers).
       sed '/^@@CGROUP-SUITE-JUNIT-BEGIN@@$/,/^@@CGROUP-SUITE-JUNIT-END@@$/d' "$rundir/$tag.out"
       sed -n '/^@@CGROUP-SUITE-JUNIT-BEGIN@@$/,/^@@CGROUP-SUITE-JUNIT-END@@$/{/^@@/d;p}' "$rundir/$tag.out" |
