@@ -102,14 +102,22 @@ static bool mi_has_opt(const char *opts, size_t len, const char *name)
   return false;
 }
 
+/* A field of len bytes into dst (PATH_MAX), which the caller has checked it fits. */
+static void mi_copy(char *dst, const char *field, size_t len)
+{
+  memcpy(dst, field, len);
+  dst[len] = '\0';
+}
+
 /* "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPER_OPTIONS": the
- * first cgroup2 mount, and the first cgroup (v1) mount whose super options name each controller.
- * A mount point that does not fit PATH_MAX is skipped (a cut one is another path). */
+ * first cgroup2 mount, and the first cgroup (v1) mount whose super options name each controller,
+ * each with its ROOT (the cgroup it shows at its mount point). A mount point or root that does not
+ * fit PATH_MAX is skipped (a cut one is another path). */
 void cg_parse_mountinfo(const char *text, struct cgroup_mounts *m)
 {
-  m->v2[0] = '\0';
+  m->v2[0] = m->v2_root[0] = '\0';
   for (int c = 0; c < C_MAX; c++)
-    m->v1[c][0] = '\0';
+    m->v1[c][0] = m->v1_root[c][0] = '\0';
   for (const char *l = text; *l;) {
     const char *end = strchr(l, '\n');
     if (!end)
@@ -119,11 +127,12 @@ void cg_parse_mountinfo(const char *text, struct cgroup_mounts *m)
     const char *sep = memmem(line, (size_t) (end - line), " - ", 3);
     if (!sep)
       continue;
-    const char *p = line, *mnt = NULL, *fstype, *src, *opts;
-    size_t mnt_len = 0;
-    for (int i = 0; i < 5 && (i == 0 || mnt_len); i++)
-      mnt_len = mi_field(&p, sep, &mnt);
-    if (!mnt_len || mnt_len >= PATH_MAX)
+    const char *p = line, *field[5], *fstype, *src, *opts;
+    size_t len[5] = {0};
+    int n = 0;
+    while (n < 5 && (len[n] = mi_field(&p, sep, &field[n])) > 0)
+      n++;
+    if (n < 5 || len[3] >= PATH_MAX || len[4] >= PATH_MAX)
       continue;
     p = sep + 3;
     size_t fs_len = mi_field(&p, end, &fstype);
@@ -132,17 +141,28 @@ void cg_parse_mountinfo(const char *text, struct cgroup_mounts *m)
       continue;
     bool v2 = fs_len == 7 && !memcmp(fstype, "cgroup2", 7);
     if (v2 && !m->v2[0]) {
-      memcpy(m->v2, mnt, mnt_len);
-      m->v2[mnt_len] = '\0';
+      mi_copy(m->v2, field[4], len[4]);
+      mi_copy(m->v2_root, field[3], len[3]);
     }
     if (fs_len != 6 || memcmp(fstype, "cgroup", 6) != 0)
       continue;
     for (int c = 0; c < C_MAX; c++)
       if (!m->v1[c][0] && mi_has_opt(opts, opts_len, cgroup_v1_names[c])) {
-        memcpy(m->v1[c], mnt, mnt_len);
-        m->v1[c][mnt_len] = '\0';
+        mi_copy(m->v1[c], field[4], len[4]);
+        mi_copy(m->v1_root[c], field[3], len[3]);
       }
   }
+}
+
+int cg_dir_below(const char *mnt, const char *root, const char *own, char *buf, size_t len)
+{
+  size_t rl = strlen(root);
+  while (rl > 0 && root[rl - 1] == '/')
+    rl--;
+  if (strncmp(own, root, rl) != 0 || (own[rl] != '/' && own[rl] != '\0'))
+    return -1;
+  const char *rest = strcmp(own + rl, "/") == 0 ? "" : own + rl;
+  return bufprintf(buf, len, NULL, "%s%s", mnt, rest);
 }
 
 /* Mount points of cgroup2 and of each v1 controller, from mountinfo: one read, no stdio. */
@@ -252,7 +272,7 @@ void cg_sweep(const char *base, bool v2)
 int cgroup_probe(enum cgroup_mode *ret, sbx_error_t *err)
 {
   if (!probe.done) {
-    struct cgroup_mounts mnt;
+    static struct cgroup_mounts mnt; /* 40 KiB: not on the stack */
     const char *v2 = mnt.v2, (*v1)[PATH_MAX] = mnt.v1;
     sbx_error_t e2 = {0}, e1 = {0};
     find_mounts(&mnt);

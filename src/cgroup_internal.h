@@ -22,10 +22,12 @@ extern const char *const cgroup_v1_names[C_MAX];
  * systemd's cpu,cpuacct, are one hierarchy), else c. */
 void cgroup_v1_shared(const char (*base)[PATH_MAX], int first[C_MAX]);
 
-/* Mount points of cgroup2 and of each v1 controller; "" where not mounted. */
+/* Mount points of cgroup2 and of each v1 controller ("" where not mounted), and the cgroup each
+ * shows there (mountinfo's root: "/" for a whole hierarchy; a container's mount of its own
+ * cgroup shows that cgroup's path, such as /docker/ID on a cgroup v1 host). */
 struct cgroup_mounts {
-  char v2[PATH_MAX];
-  char v1[C_MAX][PATH_MAX];
+  char v2[PATH_MAX], v2_root[PATH_MAX];
+  char v1[C_MAX][PATH_MAX], v1_root[C_MAX][PATH_MAX];
 };
 
 /* Parse /proc/self/mountinfo's text into m (pure: the probe's part that tests can reach). */
@@ -71,6 +73,10 @@ int cg_read_at(const char *dir, const char *file, char *buf, size_t len);
 uint64_t cg_keyed(const char *text, const char *key);
 /* Our cgroup path in the v2 hierarchy (controller NULL) or for a v1 controller. */
 int cg_own_path(const char *controller, char *buf, size_t len);
+/* The directory of cgroup `own` (a path as /proc/self/cgroup gives it) through mount point mnt,
+ * which shows cgroup `root`: mnt followed by what own has below root. -1 (errno untouched) when
+ * own is not root or below it: that mount cannot reach it. */
+int cg_dir_below(const char *mnt, const char *root, const char *own, char *buf, size_t len);
 bool cg_writable_dir(const char *dir);
 /* SIGKILL every pid listed in dir/file. */
 void cg_kill_procs(const char *dir, const char *file);

@@ -39,14 +39,11 @@ static bool v1_dup(int c)
 
 static int probe_v1(const struct cgroup_mounts *m, sbx_error_t *err)
 {
-  const char(*mnts)[PATH_MAX] = m->v1;
   for (int c = 0; c < C_MAX; c++) {
-    char rel[PATH_MAX];
+    char rel[PATH_MAX], base[PATH_MAX];
     v1_base[c][0] = '\0';
-    if (!mnts[c][0] || cg_own_path(cgroup_v1_names[c], rel, sizeof rel) < 0)
-      continue;
-    char base[PATH_MAX];
-    if (bufprintf(base, sizeof base, NULL, "%s%s", mnts[c], strcmp(rel, "/") == 0 ? "" : rel) < 0)
+    if (!m->v1[c][0] || cg_own_path(cgroup_v1_names[c], rel, sizeof rel) < 0 ||
+        cg_dir_below(m->v1[c], m->v1_root[c], rel, base, sizeof base) < 0)
       continue;
     if (cg_writable_dir(base))
       memcpy(v1_base[c], base, PATH_MAX); /* the same size */

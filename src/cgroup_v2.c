@@ -64,8 +64,10 @@ static int probe_v2(const struct cgroup_mounts *mnts, sbx_error_t *err)
   } else {
     if (cg_own_path(NULL, rel, sizeof rel) < 0)
       return sbx_error_set(err, ENOENT, "cgroup2: this process has no cgroup2 path");
-    if (bufprintf(base, sizeof base, err, "%s%s", mnt, strcmp(rel, "/") == 0 ? "" : rel) < 0)
-      return sbx_error_prefix(err, "cgroup2");
+    if (cg_dir_below(mnt, mnts->v2_root, rel, base, sizeof base) < 0)
+      return sbx_error_set(err, ENOENT,
+                           "cgroup2: this process's cgroup `%s` is not under `%s`, which shows `%s`", rel,
+                           mnt, mnts->v2_root);
   }
   if (cg_read_at(base, "cgroup.controllers", buf, sizeof buf) < 0)
     return sbx_error_errno(err, "cgroup2 `%s`", base);

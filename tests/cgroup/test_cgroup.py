@@ -11,6 +11,8 @@ policy refuses (exit 125, one line naming `systemd-run --user --scope -p Delegat
 
 Environment (besides sbx.py's): SANDBOXD_CGROUP, the delegated parent sandboxd creates its
 cgroups in (else its own cgroup, per hierarchy)."""
+import errno
+import json
 import os
 import re
 import signal
@@ -535,3 +537,57 @@ def test_pid_1_holds_no_host_cgroup_file_while_the_code_runs():
     finally:
         p.stdin.close()
         p.wait(timeout=30)
+
+
+# ------------------------------------------------------------------ a container's view
+
+def test_v1_mount_of_our_own_cgroup_is_used(tmp_path):
+    """Docker on a cgroup v1 host (host cgroup namespace) mounts each hierarchy at the container's
+    own cgroup: /sys/fs/cgroup/memory shows /docker/ID (mountinfo's root field), while
+    /proc/self/cgroup still says /docker/ID. sandboxd must create its cgroup at the mount point
+    itself, not at mount + /docker/ID, which does not exist there (before: "cgroup v1: the memory
+    and pids controllers are not writable", and the default policy refused). Reproduced in a
+    mount namespace of the test's own: each hierarchy's mount replaced by one of a fresh cgroup
+    below ours, which the run then joins."""
+    sbx.root_only("mounts cgroup hierarchies in a mount namespace of its own")
+    v2, v1 = _cgroup_mounts()
+    sbx.need(expected_mode() == "cgroup1", "the v1 hierarchies are what this reproduces", security=False)
+    own = _own_paths()
+    ctrls = ("memory", "pids", "cpu", "cpuacct")
+    sbx.need(all(c in v1 and c in own for c in ctrls), f"v1 hierarchies here: {sorted(v1)}", security=False)
+    name = f"sbx-ct-{uuid.uuid4().hex[:8]}"
+    mounts = list(dict.fromkeys(v1[c] for c in ctrls))  # cpu,cpuacct: one mount
+    created = []
+    for c in ctrls:
+        d = v1[c] + own[c].rstrip("/") + "/" + name
+        if not os.path.isdir(d):
+            os.mkdir(d)
+            created.append(d)
+    src = {m: next(v1[c] + own[c].rstrip("/") + "/" + name for c in ctrls if v1[c] == m) for m in mounts}
+    stage = tmp_path / "stage"
+    lines = ["set -e", "mount --make-rprivate /"]
+    for i, m in enumerate(mounts):
+        lines += [f"mkdir -p {stage}/{i}", f"mount --bind {src[m]} {stage}/{i}", f"umount -l {m}",
+                  f"mount --move {stage}/{i} {m}", f"echo $$ > {m}/cgroup.procs"]
+    rep = tmp_path / "report.json"
+    lines.append(f"exec {sbx.SANDBOXD} exec --report {rep} --rootfs {sbx.ROOTFS} -- python3 -c 'print(1)'")
+    try:
+        p = subprocess.run(["unshare", "-m", "sh", "-c", "\n".join(lines)], capture_output=True, text=True,
+                           timeout=60)
+        assert p.returncode == 0 and p.stdout == "1\n", p.stderr
+        got = json.loads(rep.read_text())
+        assert got["limits"] == "cgroup1" and got["status"] == "ok", got
+        # Its cgroup was made, and removed, below ours as the container sees it.
+        for d in created:
+            assert not [e for e in os.listdir(d) if e.startswith("sandboxd-")], os.listdir(d)
+    finally:
+        for d in reversed(created):
+            for _ in range(2000):
+                try:
+                    os.rmdir(d)
+                    break
+                except OSError as e:
+                    if e.errno != errno.EBUSY:
+                        break
+                    time.sleep(0.001)
+    assert not [d for d in created if os.path.exists(d)]

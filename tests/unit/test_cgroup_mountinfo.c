@@ -1,5 +1,6 @@
 /* Unit tests for the probe's mountinfo parser (cg_parse_mountinfo, src/cgroup.c): which cgroup2
- * mount and which v1 mount per controller the probe starts from. */
+ * mount and which v1 mount per controller the probe starts from, and the cgroup each shows; and
+ * cg_dir_below, which joins a mount and our cgroup's path into the directory to work in. */
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -76,5 +77,36 @@ int main(void)
 
   parse("");
   CHECK(m.v2[0] == '\0' && m.v1[C_MEMORY][0] == '\0');
+
+  /* Roots: "/" for whole hierarchies (above), a container's own cgroup where its runtime mounted
+   * that (Docker on a cgroup v1 host: /sys/fs/cgroup/memory shows /docker/ID). */
+  parse("35 24 0:30 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n"
+        "36 24 0:31 /docker/abc /sys/fs/cgroup/memory ro,nosuid - cgroup cgroup rw,memory\n"
+        "37 24 0:32 /docker/abc /sys/fs/cgroup/cpu,cpuacct ro - cgroup cgroup rw,cpu,cpuacct\n");
+  CHECK(!strcmp(m.v2_root, "/"));
+  CHECK(!strcmp(m.v1_root[C_MEMORY], "/docker/abc") && !strcmp(m.v1[C_MEMORY], "/sys/fs/cgroup/memory"));
+  CHECK(!strcmp(m.v1_root[C_CPUACCT], "/docker/abc") && m.v1_root[C_PIDS][0] == '\0');
+  /* A root longer than PATH_MAX: the line is skipped like a long mount point. */
+  snprintf(text, sizeof text, "40 32 0:35 %s /m rw - cgroup cgroup rw,memory\n", long_mnt);
+  parse(text);
+  CHECK(m.v1[C_MEMORY][0] == '\0' && m.v1_root[C_MEMORY][0] == '\0');
+
+  /* cg_dir_below: the mount followed by what our path has below the mount's root. */
+  char dir[PATH_MAX];
+  CHECK(cg_dir_below("/sys/fs/cgroup/memory", "/", "/user.slice/x", dir, sizeof dir) == 0 &&
+        !strcmp(dir, "/sys/fs/cgroup/memory/user.slice/x"));
+  CHECK(cg_dir_below("/sys/fs/cgroup/pids", "/", "/", dir, sizeof dir) == 0 &&
+        !strcmp(dir, "/sys/fs/cgroup/pids"));
+  CHECK(cg_dir_below("/sys/fs/cgroup/memory", "/docker/abc", "/docker/abc", dir, sizeof dir) == 0 &&
+        !strcmp(dir, "/sys/fs/cgroup/memory"));
+  CHECK(cg_dir_below("/sys/fs/cgroup/memory", "/docker/abc/", "/docker/abc/sub", dir, sizeof dir) == 0 &&
+        !strcmp(dir, "/sys/fs/cgroup/memory/sub"));
+  /* Not below the root: a sibling, a longer name with the root as its prefix, a parent. */
+  CHECK(cg_dir_below("/m", "/docker/abc", "/docker/other", dir, sizeof dir) == -1);
+  CHECK(cg_dir_below("/m", "/docker/abc", "/docker/abcdef", dir, sizeof dir) == -1);
+  CHECK(cg_dir_below("/m", "/docker/abc", "/docker", dir, sizeof dir) == -1);
+  CHECK(cg_dir_below("/m", "/docker/abc", "/", dir, sizeof dir) == -1);
+  /* Too long for the buffer: -1, not a cut path. */
+  CHECK(cg_dir_below("/sys/fs/cgroup/memory", "/", "/x", dir, 10) == -1);
   return check_summary("test_cgroup_mountinfo");
 }
