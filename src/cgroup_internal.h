@@ -74,8 +74,9 @@ uint64_t cg_keyed(const char *text, const char *key);
 /* Our cgroup path in the v2 hierarchy (controller NULL) or for a v1 controller. */
 int cg_own_path(const char *controller, char *buf, size_t len);
 /* The directory of cgroup `own` (a path as /proc/self/cgroup gives it) through mount point mnt,
- * which shows cgroup `root`: mnt followed by what own has below root. -1 (errno untouched) when
- * own is not root or below it: that mount cannot reach it. */
+ * which shows cgroup `root`: mnt followed by what own has below root. -1 when own is not root or
+ * below it (that mount cannot reach it; a root outside our cgroup namespace reads "/.." and so
+ * never matches), or when the path does not fit len. */
 int cg_dir_below(const char *mnt, const char *root, const char *own, char *buf, size_t len);
 bool cg_writable_dir(const char *dir);
 /* SIGKILL every pid listed in dir/file. */
