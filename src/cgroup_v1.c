@@ -39,17 +39,27 @@ static bool v1_dup(int c)
 
 static int probe_v1(const struct cgroup_mounts *m, sbx_error_t *err)
 {
+  sbx_error_t unreachable = {0}; /* memory's or pids' cgroup not under its mount's root */
   for (int c = 0; c < C_MAX; c++) {
     char rel[PATH_MAX], base[PATH_MAX];
     v1_base[c][0] = '\0';
-    if (!m->v1[c][0] || cg_own_path(cgroup_v1_names[c], rel, sizeof rel) < 0 ||
-        cg_dir_below(m->v1[c], m->v1_root[c], rel, base, sizeof base) < 0)
+    if (!m->v1[c][0] || cg_own_path(cgroup_v1_names[c], rel, sizeof rel) < 0)
       continue;
+    if (cg_dir_below(m->v1[c], m->v1_root[c], rel, base, sizeof base) < 0) {
+      /* A container's mount of another cgroup, or one outside our cgroup namespace ("/.."). */
+      if ((c == C_MEMORY || c == C_PIDS) && !unreachable.msg[0])
+        sbx_error_set(&unreachable, 0,
+                      "cgroup v1: this process's %s cgroup `%s` is not under `%s`, which shows `%s`",
+                      cgroup_v1_names[c], rel, m->v1[c], m->v1_root[c]);
+      continue;
+    }
     if (cg_writable_dir(base))
       memcpy(v1_base[c], base, PATH_MAX); /* the same size */
   }
   /* Co-mounted controllers (systemd's cpu,cpuacct) share one hierarchy: one directory there. */
   cgroup_v1_shared((const char(*)[PATH_MAX]) v1_base, v1_first);
+  if (unreachable.msg[0] && (!v1_base[C_MEMORY][0] || !v1_base[C_PIDS][0]))
+    return (*err = unreachable, -1);
   if (!v1_base[C_MEMORY][0] || !v1_base[C_PIDS][0])
     return sbx_error_set(err, EACCES,
                          "cgroup v1: the memory and pids controllers are not writable by this user");

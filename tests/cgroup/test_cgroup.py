@@ -591,3 +591,24 @@ def test_v1_mount_of_our_own_cgroup_is_used(tmp_path):
                         break
                     time.sleep(0.001)
     assert not [d for d in created if os.path.exists(d)]
+
+
+def test_v1_cgroup_outside_our_cgroup_namespace_is_refused():
+    """In a cgroup namespace of its own (`unshare -C`), sandboxd's cgroup is "/" while the v1
+    memory mount, whose root lies above that namespace, reads `/../..` in mountinfo: there is no
+    telling which directory under the mount is ours. Before, the probe joined the mount point and
+    "/" and made every sandbox's cgroup at the hierarchy's root, outside the caller's own memory
+    cgroup and its limit. Now it refuses, naming the mount and what it shows."""
+    sbx.root_only("unshare -C and the hierarchy's root")
+    v2, v1 = _cgroup_mounts()
+    own = _own_paths()
+    sbx.need(expected_mode() == "cgroup1" and "memory" in v1 and own.get("memory", "/") != "/",
+             "needs a v1 memory cgroup below the hierarchy's root", security=False)
+    root = v1["memory"]
+    before = {e for e in os.listdir(root) if e.startswith("sandboxd-")}
+    p = subprocess.run(["unshare", "-C", sbx.SANDBOXD, "exec", "--rootfs", sbx.ROOTFS, "--", "python3", "-c",
+                        "print(1)"], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 125, (p.returncode, p.stdout, p.stderr)
+    assert f"memory cgroup `/` is not under `{root}`, which shows `/.." in p.stderr, p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert {e for e in os.listdir(root) if e.startswith("sandboxd-")} == before
