@@ -549,9 +549,10 @@ def test_v1_mount_of_our_own_cgroup_is_used(tmp_path):
     and pids controllers are not writable", and the default policy refused). Reproduced in a
     mount namespace of the test's own: each hierarchy's mount replaced by one of a fresh cgroup
     below ours, which the run then joins."""
-    sbx.root_only("mounts cgroup hierarchies in a mount namespace of its own")
+    # The layout first: on cgroup v2 (the VM, as root or as a user) there is nothing to reproduce.
     v2, v1 = _cgroup_mounts()
     sbx.need(expected_mode() == "cgroup1", "the v1 hierarchies are what this reproduces", security=False)
+    sbx.root_only("mounts cgroup hierarchies in a mount namespace of its own")
     own = _own_paths()
     ctrls = ("memory", "pids", "cpu", "cpuacct")
     sbx.need(all(c in v1 and c in own for c in ctrls), f"v1 hierarchies here: {sorted(v1)}", security=False)
@@ -599,11 +600,11 @@ def test_v1_cgroup_outside_our_cgroup_namespace_is_refused():
     telling which directory under the mount is ours. Before, the probe joined the mount point and
     "/" and made every sandbox's cgroup at the hierarchy's root, outside the caller's own memory
     cgroup and its limit. Now it refuses, naming the mount and what it shows."""
-    sbx.root_only("unshare -C and the hierarchy's root")
     v2, v1 = _cgroup_mounts()
     own = _own_paths()
     sbx.need(expected_mode() == "cgroup1" and "memory" in v1 and own.get("memory", "/") != "/",
              "needs a v1 memory cgroup below the hierarchy's root", security=False)
+    sbx.root_only("unshare -C and the hierarchy's root")
     root = v1["memory"]
     before = {e for e in os.listdir(root) if e.startswith("sandboxd-")}
     p = subprocess.run(["unshare", "-C", sbx.SANDBOXD, "exec", "--rootfs", sbx.ROOTFS, "--", "python3", "-c",
