@@ -1,7 +1,9 @@
 # Sourced by tests/run: the cgroup subset (tests/cgroup), natively (as the caller: on this hybrid
 # host, root takes the v1 path) and on pure cgroup v2 inside the test VM (tests/vm/run +
 # tests/vm/cgroup-suite) as root, as `sbxtest` with a delegated cgroup, and as `sbxtest` without
-# one (the shipped default must refuse). Adds to passed/failed/skipped from the junit xml files.
+# one (the shipped default must refuse); and in the VM on systemd's hybrid v1 layout, cpu and
+# cpuacct co-mounted (tests/vm/run --cgroup-v1), as root. Adds to passed/failed/skipped from the
+# junit xml files.
 # Needs from tests/run: repo, py, rundir, sandboxd, rootfs, common_env, ci, note, fail, junit_totals,
 # pytest_args. SANDBOXD_SKIP_VM=1 skips the VM runs (an error when CI=true).
 # A VM that cannot start (`tests/vm/run --probe` fails) is one skip per VM run, with the reason;
@@ -37,7 +39,9 @@ if [ -n "${py:-}" ]; then
 fi
 
 # ------------------------------------------------------------------ in the VM (pure cgroup v2)
-cg_vm_runs=("root::" "sbxtest:--delegate:" "sbxtest::--refusal")
+# USER:VM-RUN OPTION:CGROUP-SUITE MODE. The last is cgroup v1 as systemd lays it out (cpu,cpuacct
+# co-mounted), which this host's separate cpu and cpuacct hierarchies cannot show natively.
+cg_vm_runs=("root::" "sbxtest:--delegate:" "sbxtest::--refusal" "root:--cgroup-v1:--v1")
 if [ "${SANDBOXD_SKIP_VM:-0}" = 1 ] && [ "$ci" != true ]; then
   note "cgroup VM runs skipped (SANDBOXD_SKIP_VM=1)"
   skipped=$((skipped + ${#cg_vm_runs[@]}))
@@ -65,7 +69,7 @@ else
     for r in "${cg_vm_runs[@]}"; do
       IFS=: read -r u deleg mode <<<"$r"
       label="cgroup VM as $u${deleg:+ $deleg}${mode:+ $mode}"
-      tag=cgroup-vm-$u${deleg:+-delegate}${mode:+-refusal}
+      tag=cgroup-vm-$u${deleg:+-${deleg#--}}${mode:+-${mode#--}}
       args=(--timeout 900)
       if [ "$u" != root ]; then
         # The guest shares the host's root: the user must reach the checkout, binary and rootfs.
@@ -79,10 +83,10 @@ else
           continue
         fi
         args+=(--user "$u")
-        [ -n "$deleg" ] && args+=("$deleg")
       elif [ "$(id -u)" -ne 0 ]; then
         note "$label: skipped (tests/run is not root)"; skipped=$((skipped + 1)); continue
       fi
+      [ -n "$deleg" ] && args+=("$deleg")
       t0=$SECONDS
       # stderr streams as it comes and is kept: through a tee of our own, waited for to its end
       # (bash sets no $! for a process substitution on a subshell's redirection).

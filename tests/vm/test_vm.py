@@ -1,6 +1,7 @@
 """Self-test of the VM harness (tests/vm/run): the guest has a pure cgroup2 hierarchy with the
 memory, pids, cpu and io controllers, exit statuses and output come back, unprivileged user
-namespaces work, and --delegate hands the command's cgroup to its user (and only then).
+namespaces work, --delegate hands the command's cgroup to its user (and only then), and
+--cgroup-v1 gives systemd's hybrid v1 layout instead.
 
 Skips, with the reason, only when qemu itself cannot start here (`tests/vm/run --probe`);
 with CI=true that is a failure instead.
@@ -95,3 +96,19 @@ def test_root_options_refused_where_they_cannot_apply():
     assert p.returncode == 125 and "--user with --root" in p.stderr, p.stderr
     p = vm("--root", os.path.join(REPO, "tests"), "--", "true", timeout=30)
     assert p.returncode == 125 and "no /bin/bash there" in p.stderr, p.stderr
+
+
+def test_cgroup_v1_is_systemds_hybrid_layout():
+    # --cgroup-v1: memory, pids and cpu,cpuacct (co-mounted) v1 hierarchies and an empty cgroup2
+    # at unified, the command in the same path in each; v1 has no delegation, so root only.
+    p = vm("--cgroup-v1", "--", "sh", "-c",
+           "cat /proc/self/cgroup; stat -f -c %T /sys/fs/cgroup; readlink /sys/fs/cgroup/cpuacct; "
+           "grep -c ' - cgroup ' /proc/self/mountinfo")
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert sorted(line.split(":", 1)[1] for line in lines[:4]) == [
+        ":/vm.slice/vm-test.scope", "cpu,cpuacct:/vm.slice/vm-test.scope",
+        "memory:/vm.slice/vm-test.scope", "pids:/vm.slice/vm-test.scope"], p.stdout
+    assert lines[4:] == ["tmpfs", "cpu,cpuacct", "3"], p.stdout
+    p = vm("--cgroup-v1", "--user", USER, "--", "true", timeout=30)
+    assert p.returncode == 125 and "--cgroup-v1 is root's" in p.stderr, p.stderr
