@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -102,18 +104,59 @@ static bool mi_has_opt(const char *opts, size_t len, const char *name)
   return false;
 }
 
-/* A field of len bytes into dst (PATH_MAX), which the caller has checked it fits. */
+static bool mi_octal(char c)
+{
+  return c >= '0' && c <= '7';
+}
+
+/* The byte a mountinfo escape at s (len bytes left) stands for, or -1: the kernel writes a blank,
+ * a newline or a backslash in a path as \ooo; other text (and a NUL) stays as written. */
+static int mi_escape(const char *s, size_t len)
+{
+  if (len < 4 || s[0] != '\\' || s[1] < '0' || s[1] > '3' || !mi_octal(s[2]) || !mi_octal(s[3]))
+    return -1;
+  int c = (s[1] - '0') << 6 | (s[2] - '0') << 3 | (s[3] - '0');
+  return c ? c : -1;
+}
+
+/* A field of len bytes into dst (PATH_MAX), which the caller has checked it fits, unescaped. */
 static void mi_copy(char *dst, const char *field, size_t len)
 {
-  memcpy(dst, field, len);
-  dst[len] = '\0';
+  size_t o = 0;
+  for (size_t i = 0; i < len; i++) {
+    int c = mi_escape(field + i, len - i);
+    dst[o++] = c < 0 ? field[i] : (char) c;
+    i += c < 0 ? 0 : 3;
+  }
+  dst[o] = '\0';
+}
+
+/* "MAJ:MIN" of len bytes: false if it is not that. */
+static bool mi_dev(const char *field, size_t len, unsigned *maj, unsigned *min)
+{
+  unsigned v[2] = {0, 0};
+  int k = 0;
+  size_t digits = 0;
+  for (size_t i = 0; i < len; i++) {
+    if (field[i] == ':' && k == 0 && digits) {
+      k = 1, digits = 0;
+    } else if (field[i] >= '0' && field[i] <= '9' && v[k] < 100000000u) {
+      v[k] = v[k] * 10 + (unsigned) (field[i] - '0'), digits++;
+    } else {
+      return false;
+    }
+  }
+  *maj = v[0], *min = v[1];
+  return k == 1 && digits;
 }
 
 /* "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPER_OPTIONS": the
- * first cgroup2 mount, and the first cgroup (v1) mount whose super options name each controller,
- * each with its ROOT (the cgroup it shows at its mount point). A mount point or root that does not
- * fit PATH_MAX is skipped (a cut one is another path). */
-void cg_parse_mountinfo(const char *text, struct cgroup_mounts *m)
+ * first visible cgroup2 mount, and the first visible cgroup (v1) mount whose super options name
+ * each controller, each with its ROOT (the cgroup it shows at its mount point). A mount point or
+ * root that does not fit PATH_MAX is skipped (a cut one is another path). A mount covered by a
+ * later one (a tmpfs over /sys/fs/cgroup/memory, say) is passed over: a bind of the same hierarchy
+ * elsewhere, or nothing, is used instead of whatever covers it. */
+void cg_parse_mountinfo(const char *text, struct cgroup_mounts *m, cg_visible_fn visible)
 {
   m->v2[0] = m->v2_root[0] = '\0';
   for (int c = 0; c < C_MAX; c++)
@@ -140,15 +183,24 @@ void cg_parse_mountinfo(const char *text, struct cgroup_mounts *m)
     if (!fs_len || !opts_len)
       continue;
     bool v2 = fs_len == 7 && !memcmp(fstype, "cgroup2", 7);
-    if (v2 && !m->v2[0]) {
-      mi_copy(m->v2, field[4], len[4]);
+    bool v1 = fs_len == 6 && !memcmp(fstype, "cgroup", 6);
+    bool wanted = v2 && !m->v2[0];
+    for (int c = 0; v1 && c < C_MAX; c++)
+      wanted |= !m->v1[c][0] && mi_has_opt(opts, opts_len, cgroup_v1_names[c]);
+    if (!wanted)
+      continue;
+    char mnt[PATH_MAX];
+    unsigned maj, min;
+    mi_copy(mnt, field[4], len[4]);
+    if (visible && (!mi_dev(field[2], len[2], &maj, &min) || !visible(mnt, maj, min)))
+      continue;
+    if (v2) {
+      memcpy(m->v2, mnt, sizeof mnt);
       mi_copy(m->v2_root, field[3], len[3]);
     }
-    if (fs_len != 6 || memcmp(fstype, "cgroup", 6) != 0)
-      continue;
-    for (int c = 0; c < C_MAX; c++)
+    for (int c = 0; v1 && c < C_MAX; c++)
       if (!m->v1[c][0] && mi_has_opt(opts, opts_len, cgroup_v1_names[c])) {
-        mi_copy(m->v1[c], field[4], len[4]);
+        memcpy(m->v1[c], mnt, sizeof mnt);
         mi_copy(m->v1_root[c], field[3], len[3]);
       }
   }
@@ -165,13 +217,21 @@ int cg_dir_below(const char *mnt, const char *root, const char *own, char *buf, 
   return bufprintf(buf, len, NULL, "%s%s", mnt, rest);
 }
 
+/* The mount point itself, not a symlink's target: its device is the mount's if nothing covers it. */
+static bool mount_visible(const char *mnt, unsigned maj, unsigned min)
+{
+  struct stat st;
+  return fstatat(AT_FDCWD, mnt, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode) &&
+         major(st.st_dev) == maj && minor(st.st_dev) == min;
+}
+
 /* Mount points of cgroup2 and of each v1 controller, from mountinfo: one read, no stdio. */
 static void find_mounts(struct cgroup_mounts *m)
 {
   char *text = NULL;
   if (read_file("/proc/self/mountinfo", 64 << 20, &text, NULL, NULL) < 0)
     text = NULL;
-  cg_parse_mountinfo(text ? text : "", m);
+  cg_parse_mountinfo(text ? text : "", m, mount_visible);
   free(text);
 }
 

@@ -30,8 +30,13 @@ struct cgroup_mounts {
   char v1[C_MAX][PATH_MAX], v1_root[C_MAX][PATH_MAX];
 };
 
-/* Parse /proc/self/mountinfo's text into m (pure: the probe's part that tests can reach). */
-void cg_parse_mountinfo(const char *text, struct cgroup_mounts *m);
+/* Whether the mount of device maj:min is what a lookup of mnt finds (not covered by a later mount
+ * there or above it). */
+typedef bool (*cg_visible_fn)(const char *mnt, unsigned maj, unsigned min);
+
+/* Parse /proc/self/mountinfo's text into m: for each, the first such mount that visible (NULL:
+ * every one) says is visible (pure but for visible: the probe's part that tests can reach). */
+void cg_parse_mountinfo(const char *text, struct cgroup_mounts *m, cg_visible_fn visible);
 
 struct cgroup_ops;
 

@@ -613,3 +613,26 @@ def test_v1_cgroup_outside_our_cgroup_namespace_is_refused():
     assert f"memory cgroup `/` is not under `{root}`, which shows `/.." in p.stderr, p.stderr
     assert len(p.stderr.strip().splitlines()) == 1, p.stderr
     assert {e for e in os.listdir(root) if e.startswith("sandboxd-")} == before
+
+
+def test_v1_covered_mount_is_passed_over_for_a_visible_one(tmp_path):
+    """A cgroup mount covered by a later mount (here a tmpfs over /sys/fs/cgroup/memory) is not
+    what a lookup there reaches: mountinfo still lists it first. The probe now takes the first
+    mount of each hierarchy that is visible, a bind of it elsewhere, instead of the covered mount
+    point (before: the default policy refused, as root, saying the memory and pids controllers
+    were not writable by this user)."""
+    v2, v1 = _cgroup_mounts()
+    sbx.need(expected_mode() == "cgroup1" and "memory" in v1, "the v1 memory hierarchy is what this covers",
+             security=False)
+    sbx.root_only("mounts in a mount namespace of its own")
+    mem = v1["memory"]
+    bind, rep = tmp_path / "memory", tmp_path / "report.json"
+    bind.mkdir()
+    script = "\n".join([
+        "set -e", "mount --make-rprivate /", f"mount --bind {mem} {bind}", f"mount -t tmpfs none {mem}",
+        f"exec {sbx.SANDBOXD} exec --report {rep} --rootfs {sbx.ROOTFS} -- python3 -c 'print(1)'"])
+    p = subprocess.run(["unshare", "-m", "sh", "-c", script], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0 and p.stdout == "1\n", (p.returncode, p.stderr)
+    got = json.loads(rep.read_text())
+    assert got["limits"] == "cgroup1" and got["status"] == "ok" and got["memory_peak_bytes"] > 0, got
+    assert not os.path.ismount(bind)

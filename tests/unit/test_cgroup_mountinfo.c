@@ -10,10 +10,30 @@
 
 static struct cgroup_mounts m;
 
-static void parse(const char *text)
+static void parse_with(const char *text, cg_visible_fn visible)
 {
   memset(&m, 'x', sizeof m); /* every field is set, found or not */
-  cg_parse_mountinfo(text, &m);
+  cg_parse_mountinfo(text, &m, visible);
+}
+
+static void parse(const char *text)
+{
+  parse_with(text, NULL);
+}
+
+/* A stand-in for the probe's stat: /sys/fs/cgroup/memory is covered (by a tmpfs of device 0:99,
+ * as `mount -t tmpfs none /sys/fs/cgroup/memory` would); every other mount is visible. The mount
+ * points asked about are recorded. */
+static char asked[8][PATH_MAX];
+static int n_asked;
+
+static bool fake_visible(const char *mnt, unsigned maj, unsigned min)
+{
+  if (n_asked < 8)
+    snprintf(asked[n_asked++], PATH_MAX, "%s", mnt);
+  if (!strcmp(mnt, "/sys/fs/cgroup/memory"))
+    return maj == 0 && min == 99;
+  return true;
 }
 
 int main(void)
@@ -49,8 +69,9 @@ int main(void)
   for (int c = 0; c < C_MAX; c++)
     CHECK(m.v1[c][0] == '\0');
 
-  /* Escapes stay as the kernel wrote them; lines without " - " or with too few fields are
-   * skipped; a mount point longer than PATH_MAX is skipped, not cut, and the next one counts. */
+  /* The kernel's escapes (\ooo for a blank, tab, newline or backslash) are undone in mount points
+   * and roots, as /proc/self/cgroup writes paths raw; lines without " - " or with too few fields
+   * are skipped; a mount point longer than PATH_MAX is skipped, not cut, and the next one counts. */
   static char text[3 * PATH_MAX];
   char long_mnt[PATH_MAX + 2];
   memset(long_mnt, 'a', sizeof long_mnt - 1);
@@ -60,12 +81,16 @@ int main(void)
            "garbage line\n"
            "1 2 3 - cgroup cgroup rw,memory\n"
            "40 32 0:35 / %s rw - cgroup cgroup rw,memory\n"
-           "41 32 0:35 / /sys/fs/cgroup/my\\040memory rw - cgroup cgroup rw,memory\n"
+           "41 32 0:35 /a\\134b\\011c /sys/fs/cgroup/my\\040memory rw - cgroup cgroup rw,memory\n"
            "42 32 0:36 / /sys/fs/cgroup/pids rw - cgroup cgroup\n",
            long_mnt);
   parse(text);
-  CHECK(!strcmp(m.v1[C_MEMORY], "/sys/fs/cgroup/my\\040memory"));
+  CHECK(!strcmp(m.v1[C_MEMORY], "/sys/fs/cgroup/my memory"));
+  CHECK(!strcmp(m.v1_root[C_MEMORY], "/a\\b\tc"));
   CHECK(m.v1[C_PIDS][0] == '\0'); /* no super options field */
+  /* Not an escape the kernel writes: kept as it is (a backslash is written as \134). */
+  parse("1 2 0:35 / /m\\09x\\7\\400\\000 rw - cgroup cgroup rw,memory\n");
+  CHECK(!strcmp(m.v1[C_MEMORY], "/m\\09x\\7\\400\\000"));
 
   /* Super options longer than the old parser's 1023-byte copy: the controller is still found. */
   char opts[1500];
@@ -90,6 +115,39 @@ int main(void)
   snprintf(text, sizeof text, "40 32 0:35 %s /m rw - cgroup cgroup rw,memory\n", long_mnt);
   parse(text);
   CHECK(m.v1[C_MEMORY][0] == '\0' && m.v1_root[C_MEMORY][0] == '\0');
+
+  /* Visibility: a hierarchy's first mount, covered by a later one, is passed over for a bind of
+   * it that is visible; covered with no other mount of it, the controller has none. Only the lines
+   * that would be taken are asked about (not cpuset's, nor pids' second mount). */
+  static const char covered[] = "39 32 0:34 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n"
+                                "40 32 0:35 / /sys/fs/cgroup/pids rw - cgroup cgroup rw,pids\n"
+                                "41 32 0:31 / /sys/fs/cgroup/cpuset rw - cgroup cgroup rw,cpuset\n"
+                                "68 47 0:34 / /tmp/mm rw - cgroup cgroup rw,memory\n"
+                                "69 47 0:35 / /tmp/pp rw - cgroup cgroup rw,pids\n"
+                                "70 39 0:99 / /sys/fs/cgroup/memory rw - tmpfs none rw\n";
+  n_asked = 0;
+  parse_with(covered, fake_visible);
+  CHECK(!strcmp(m.v1[C_MEMORY], "/tmp/mm") && !strcmp(m.v1[C_PIDS], "/sys/fs/cgroup/pids"));
+  CHECK(n_asked == 3 && !strcmp(asked[0], "/sys/fs/cgroup/memory") &&
+        !strcmp(asked[1], "/sys/fs/cgroup/pids") && !strcmp(asked[2], "/tmp/mm"));
+  parse_with("39 32 0:34 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n"
+             "40 32 0:35 / /sys/fs/cgroup/pids rw - cgroup cgroup rw,pids\n",
+             fake_visible);
+  CHECK(m.v1[C_MEMORY][0] == '\0' && m.v1_root[C_MEMORY][0] == '\0' &&
+        !strcmp(m.v1[C_PIDS], "/sys/fs/cgroup/pids"));
+  /* The same for cgroup2; and a device field that is not MAJ:MIN is not taken. */
+  parse_with("35 24 0:34 / /sys/fs/cgroup/memory rw - cgroup2 cgroup2 rw\n"
+             "36 24 0:34 / /run/cg2 rw - cgroup2 cgroup2 rw\n",
+             fake_visible);
+  CHECK(!strcmp(m.v2, "/run/cg2"));
+  parse_with("35 24 0 / /a rw - cgroup2 cgroup2 rw\n"
+             "36 24 0: / /b rw - cgroup2 cgroup2 rw\n"
+             "37 24 :1 / /c rw - cgroup2 cgroup2 rw\n"
+             "38 24 0:1:2 / /d rw - cgroup2 cgroup2 rw\n"
+             "39 24 x:1 / /e rw - cgroup2 cgroup2 rw\n"
+             "40 24 12:34 / /f rw - cgroup2 cgroup2 rw\n",
+             fake_visible);
+  CHECK(!strcmp(m.v2, "/f"));
 
   /* cg_dir_below: the mount followed by what our path has below the mount's root. */
   char dir[PATH_MAX];
