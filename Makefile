@@ -70,10 +70,16 @@ $(BUILD)/obj/mcp_runner.o: src/inside/runner.py src/inside/template.py
 ZYGOTE_CFLAGS = -std=gnu17 -O2 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
                 -ffreestanding -fno-builtin -fno-stack-protector -fcf-protection=none -nostdlib
 ZYGOTE_BLOBS := $(if $(filter x86_64-%,$(shell $(CC) -dumpmachine)),$(BUILD)/zygote.so $(BUILD)/callinit)
+# The code's first exe (src/inside/execshim.c, exec_shim.c): the same freestanding build.
+EXEC_SHIM_BLOB := $(if $(filter x86_64-%,$(shell $(CC) -dumpmachine)),$(BUILD)/execshim)
 $(BUILD)/zygote.so: src/inside/zygote.c src/inside/rawsys.h Makefile | $(BUILD)/obj
 	$(CC) $(ZYGOTE_CFLAGS) -fPIC -shared -fvisibility=hidden -s -Wl,-z,relro,-z,now -o $@ $<
 $(BUILD)/callinit: src/inside/callinit.c src/inside/rawsys.h Makefile | $(BUILD)/obj
 	$(CC) $(ZYGOTE_CFLAGS) -static -fno-pie -no-pie -s -o $@ $<
+$(BUILD)/execshim: src/inside/execshim.c src/inside/rawsys.h Makefile | $(BUILD)/obj
+	$(CC) $(ZYGOTE_CFLAGS) -static -fno-pie -no-pie -s -o $@ $<
+$(BUILD)/obj/exec_shim.o: $(EXEC_SHIM_BLOB)
+$(BUILD)/obj/exec_shim.o: override CFLAGS += -DEXEC_SHIM_BUILD=\"$(BUILD)\"
 $(BUILD)/obj/fork_zygote.o: $(ZYGOTE_BLOBS)
 $(BUILD)/obj/fork_zygote.o: override CFLAGS += -DZYGOTE_BUILD=\"$(BUILD)\"
 

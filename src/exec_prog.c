@@ -58,18 +58,35 @@ too_long:
 
 #define MAX_LINKS 40 /* like the kernel's own limit */
 
+/* Whether rel (relative to the tree's root) lies in /proc, /sys or /dev: the sandbox mounts its
+ * own there, so the tree cannot say what such a path is, and /proc's magic links (/proc/self/exe)
+ * lead out of any tree. A program found there is refused (exec_prog.h). */
+static bool in_kernel_dir(const char *rel)
+{
+  static const char *const dirs[] = {"proc", "sys", "dev"};
+  for (size_t i = 0; i < sizeof dirs / sizeof *dirs; i++) {
+    size_t l = strlen(dirs[i]);
+    if (!strncmp(rel, dirs[i], l) && (rel[l] == '/' || rel[l] == '\0'))
+      return true;
+  }
+  return false;
+}
+
 /* 1: an executable regular file at abs in r; 0: something else there (directory, device, no x
- * bit); -1 with errno: nothing there (ENOENT, ENOTDIR, ELOOP...). Nothing is opened but
+ * bit); -1 with errno: nothing there (ENOENT, ENOTDIR, ELOOP...), or EXDEV: the path or a link
+ * on the way leads into /proc, /sys or /dev (in_kernel_dir). Nothing is opened but
  * directories (O_PATH): a device node an untrusted tree names is never opened on the host. */
 static int probe(struct fs_root *r, const char *abs)
 {
   char cur[PATH_MAX], dir[PATH_MAX];
-  while (*abs == '/')
-    abs++;
-  if (bufprintf(cur, sizeof cur, NULL, "%s", abs) < 0)
+  if (fs_join_in_root("", abs, cur) < 0) /* lexically, as every link's target below */
     return -1;
   for (int links = 0; links <= MAX_LINKS; links++) {
     const char *base;
+    if (in_kernel_dir(cur)) {
+      errno = EXDEV;
+      return -1;
+    }
     fs_split_path(cur, dir, &base);
     if (!*base || !strcmp(base, ".") || !strcmp(base, ".."))
       return 0; /* a directory */
@@ -117,6 +134,13 @@ int prog_find(const char *rootfs, const char *path, const char *name, char **ret
     if (dir[0] != '/' || bufprintf(cand, sizeof cand, NULL, "%s/%s", dir, name) < 0)
       continue;
     int k = probe(&r, cand);
+    if (k < 0 && errno == EXDEV) {
+      sbx_error_set(err, 0,
+                    "`%s`: `%s` leads into /proc, /sys or /dev, which the image cannot provide: refused",
+                    name, cand);
+      err->status = SBX_EXIT_CANNOT_EXEC;
+      return -1;
+    }
     if (k == 1) {
       if (!(*ret_path = strdup(cand)))
         return sbx_error_set(err, ENOMEM, "exec");

@@ -13,6 +13,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "exec_shim.h"
 #include "seccomp.h"
 #include "util.h"
 
@@ -33,41 +34,6 @@ extern const char fork_zygote_so[], fork_zygote_so_end[], fork_callinit[], fork_
 #define HAVE_ZYGOTE 0
 #endif
 
-#if HAVE_ZYGOTE
-#ifndef MFD_EXEC
-#define MFD_EXEC 0x0010U
-#endif
-
-/* A memfd holding data, sealed: nothing can change it once the template has it. Executable
- * (MFD_EXEC, where vm.memfd_noexec would seal it against exec otherwise; Linux 6.3); -1 with
- * err when memfds cannot be made so here (vm.memfd_noexec=2), which leaves the Python pid 1. */
-static int sealed_memfd(const char *name, const char *data, size_t len, sbx_error_t *err)
-{
-  int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_EXEC);
-  if (fd < 0 && errno == EINVAL) /* before Linux 6.3 */
-    fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
-  if (fd < 0)
-    return sbx_error_errno(err, "memfd_create");
-  for (size_t off = 0; off < len;) {
-    ssize_t n = write(fd, data + off, len - off);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0) {
-      sbx_error_errno(err, "write the memfd");
-      close(fd);
-      return -1;
-    }
-    off += (size_t) n;
-  }
-  if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0) {
-    sbx_error_errno(err, "seal the memfd");
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
-#endif
-
 int fork_zygote_fds(const struct sbx_policy *p, int ret[2], const char **why, sbx_error_t *err)
 {
   ret[0] = ret[1] = -1;
@@ -84,9 +50,9 @@ int fork_zygote_fds(const struct sbx_policy *p, int ret[2], const char **why, sb
     return 0;
   }
   static char said[300];
-  if ((ret[0] = sealed_memfd("sandboxd-zygote", fork_zygote_so,
+  if ((ret[0] = memfd_sealed("sandboxd-zygote", fork_zygote_so,
                              (size_t) (fork_zygote_so_end - fork_zygote_so), err)) < 0 ||
-      (ret[1] = sealed_memfd("sandboxd-init", fork_callinit, (size_t) (fork_callinit_end - fork_callinit),
+      (ret[1] = memfd_sealed("sandboxd-init", fork_callinit, (size_t) (fork_callinit_end - fork_callinit),
                              err)) < 0) {
     if (ret[0] >= 0)
       close(ret[0]);

@@ -22,6 +22,7 @@
 #include "cgroup.h"
 #include "sandbox_internal.h"
 #include "syncsock.h"
+#include "util.h"
 
 static char *argv_area;
 static size_t argv_area_len;
@@ -50,12 +51,18 @@ static int move_fd(int fd, int target)
   return dup2(fd, target) < 0 ? -1 : 0;
 }
 
-/* Close every fd from 3 up except a and b (either may be -1). */
-int close_fds_except(int a, int b)
+/* Close every fd from 3 up except a, b and c (any may be -1). */
+int close_fds_except(int a, int b, int c)
 {
-  int keep[2] = {a < b ? a : b, a < b ? b : a};
+  int keep[3] = {a, b, c};
+  for (int i = 0; i < 2; i++) /* sorted */
+    for (int j = 0; j < 2 - i; j++)
+      if (keep[j] > keep[j + 1]) {
+        int t = keep[j];
+        keep[j] = keep[j + 1], keep[j + 1] = t;
+      }
   unsigned from = 3;
-  for (int i = 0; i < 2; i++) {
+  for (int i = 0; i < 3; i++) {
     if (keep[i] < (int) from)
       continue;
     if (keep[i] > (int) from && syscall(SYS_close_range, from, (unsigned) keep[i] - 1, 0) < 0)
@@ -67,8 +74,25 @@ int close_fds_except(int a, int b)
 
 /* The code's process: a child of pid 1 that execs the interpreter. Never returns. It may share
  * pid 1's memory until the execve (spawn_code), so it only makes system calls and writes nothing
- * but its own stack: no allocation, no stdio. */
-static _Noreturn void exec_code(const struct sbx_spec *spec, char **envp, int bridge_fd, int exec_err_fd)
+ * but its own stack: no allocation, no stdio.
+ *
+ * It is a fork of sandboxd: /proc/self/exe is sandboxd's binary until it execs. So it execs the
+ * exec helper (shim_fd, exec_shim.h), whose execve resolves the code's path, #! line and ELF
+ * interpreter: a link to /proc/self/exe leads there, never to sandboxd. The helper gets the
+ * exec-error pipe at SBX_EXEC_ERR_FD, not close-on-exec, and marks it so itself. */
+/* What failed on the code's way to its program, sent on the exec-error pipe as two ints, this and
+ * the errno (the helper sends {EXEC_FAILED_PROGRAM, errno} itself: inside/execshim.c). */
+enum { EXEC_FAILED_WORKDIR = 1, EXEC_FAILED_HELPER = 2, EXEC_FAILED_PROGRAM = 3 };
+
+static _Noreturn void exec_failed(int pipe_fd, int what)
+{
+  int m[2] = {what, errno};
+  (void) !write(pipe_fd, m, sizeof m);
+  _exit(127);
+}
+
+static _Noreturn void exec_code(const struct sbx_spec *spec, char **envp, int bridge_fd, int shim_fd,
+                                int exec_err_fd)
 {
   sigset_t none;
   sigemptyset(&none);
@@ -79,30 +103,35 @@ static _Noreturn void exec_code(const struct sbx_spec *spec, char **envp, int br
   /* A new session has no controlling terminal, so the code cannot push input into ours. */
   setsid();
   prctl(PR_SET_PDEATHSIG, SIGKILL);
-  /* The exec-error pipe goes high, the bridge to its fixed number, then everything else closes. */
-  int high = fcntl(exec_err_fd, F_DUPFD_CLOEXEC, 100);
-  if (high < 0)
+  /* The exec-error pipe and the helper go high (the pipe at its fixed number, open across the
+   * helper's exec), the bridge to its fixed number, then everything else closes. */
+  int high = shim_fd >= 0 ? dup3(exec_err_fd, SBX_EXEC_ERR_FD, 0) : fcntl(exec_err_fd, F_DUPFD_CLOEXEC, 100);
+  int shim = shim_fd >= 0 ? fcntl(shim_fd, F_DUPFD_CLOEXEC, SBX_EXEC_ERR_FD + 1) : -1;
+  if (high < 0 || (shim_fd >= 0 && shim < 0))
     _exit(127);
   if (bridge_fd >= 0 && move_fd(bridge_fd, SBX_BRIDGE_FD) < 0)
     _exit(127);
-  if (close_fds_except(bridge_fd >= 0 ? SBX_BRIDGE_FD : -1, high) < 0)
+  if (close_fds_except(bridge_fd >= 0 ? SBX_BRIDGE_FD : -1, high, shim) < 0)
     _exit(127);
-  /* A failed chdir is sent negated: a setup error (125), not the program's 126/127. */
-  if (chdir(spec->workdir ? spec->workdir : "/workspace") < 0) {
-    int e = -errno;
-    (void) !write(high, &e, sizeof e);
-    _exit(127);
+  /* A failed chdir or helper is a setup error (125), not the program's 126/127. */
+  if (chdir(spec->workdir ? spec->workdir : "/workspace") < 0)
+    exec_failed(high, EXEC_FAILED_WORKDIR);
+  if (shim >= 0) {
+    syscall(SYS_execveat, shim, "", spec->argv, envp, AT_EMPTY_PATH);
+    /* A policy without execveat: the same file through /proc (the sandbox's own). */
+    char path[32];
+    bufprintf_cut(path, sizeof path, "/proc/self/fd/%d", shim);
+    execve(path, spec->argv, envp);
+    exec_failed(high, EXEC_FAILED_HELPER);
   }
   execve(spec->argv[0], spec->argv, envp);
-  int e = errno;
-  (void) !write(high, &e, sizeof e);
-  _exit(127);
+  exec_failed(high, EXEC_FAILED_PROGRAM);
 }
 
 struct code_args {
   const struct sbx_spec *spec;
   char **envp;
-  int bridge_fd, exec_err_fd, close_a, close_b;
+  int bridge_fd, shim_fd, exec_err_fd, close_a, close_b;
 };
 
 static int code_main(void *arg)
@@ -110,7 +139,7 @@ static int code_main(void *arg)
   const struct code_args *a = arg;
   close(a->close_a);
   close(a->close_b);
-  exec_code(a->spec, a->envp, a->bridge_fd, a->exec_err_fd);
+  exec_code(a->spec, a->envp, a->bridge_fd, a->shim_fd, a->exec_err_fd);
 }
 
 #ifndef __SANITIZE_ADDRESS__
@@ -230,7 +259,7 @@ void init_take_signals(sigset_t *mask)
   sigprocmask(SIG_BLOCK, mask, NULL);
 }
 
-_Noreturn void init_run(const struct sbx_spec *spec, char **envp, int sync_fd, int bridge_fd,
+_Noreturn void init_run(const struct sbx_spec *spec, char **envp, int sync_fd, int bridge_fd, int shim_fd,
                         int workspace_fd, int proxy_fd, const sigset_t *mask, enum init_leave leave)
 {
   sbx_error_t err = {0};
@@ -239,32 +268,33 @@ _Noreturn void init_run(const struct sbx_spec *spec, char **envp, int sync_fd, i
   int ep[2];
   if (pipe2(ep, O_CLOEXEC) < 0)
     sync_fail(sync_fd, (sbx_error_errno(&err, "pipe"), &err));
-  struct code_args ca = {spec, envp, bridge_fd, ep[1], ep[0], sync_fd};
+  struct code_args ca = {spec, envp, bridge_fd, shim_fd, ep[1], ep[0], sync_fd};
   pid_t code = spawn_code(&ca);
   if (code < 0)
     sync_fail(sync_fd, (sbx_error_errno(&err, "fork"), &err));
   close(ep[1]);
   if (bridge_fd >= 0)
     close(bridge_fd);
+  if (shim_fd >= 0)
+    close(shim_fd);
   /* Only the code needed the environment; this copy's owner (the parent's frame) never returns
    * here, so pid 1 frees it. */
   free(envp);
-  int exec_errno = 0;
+  int failed[2];
   ssize_t n;
   do
-    n = read(ep[0], &exec_errno, sizeof exec_errno);
+    n = read(ep[0], failed, sizeof failed);
   while (n < 0 && errno == EINTR);
   close(ep[0]);
-  if (n == sizeof exec_errno && exec_errno < 0) {
-    sbx_error_set(&err, -exec_errno, "workdir `%s` in the sandbox",
-                  spec->workdir ? spec->workdir : "/workspace");
-    sync_fail(sync_fd, &err);
-  }
-  if (n == sizeof exec_errno) {
-    sbx_error_set(&err, exec_errno, "exec `%s` in the sandbox (workdir `%s`)", spec->argv[0],
-                  spec->workdir ? spec->workdir : "/workspace");
+  const char *workdir = spec->workdir ? spec->workdir : "/workspace";
+  if (n == sizeof failed && failed[0] == EXEC_FAILED_WORKDIR)
+    sync_fail(sync_fd, (sbx_error_set(&err, failed[1], "workdir `%s` in the sandbox", workdir), &err));
+  if (n == sizeof failed && failed[0] == EXEC_FAILED_HELPER)
+    sync_fail(sync_fd, (sbx_error_set(&err, failed[1], "exec the sandbox's exec helper"), &err));
+  if (n == sizeof failed) {
+    sbx_error_set(&err, failed[1], "exec `%s` in the sandbox (workdir `%s`)", spec->argv[0], workdir);
     /* As a shell says it: not there 127, there but not runnable 126. */
-    err.status = exec_errno == ENOENT ? SBX_EXIT_NOT_FOUND : SBX_EXIT_CANNOT_EXEC;
+    err.status = failed[1] == ENOENT ? SBX_EXIT_NOT_FOUND : SBX_EXIT_CANNOT_EXEC;
     sync_fail(sync_fd, &err);
   }
   struct sync_msg m = {.type = MSG_READY};

@@ -15,10 +15,11 @@ void init_take_signals(sigset_t *mask);
  * moves out of them through the files MSG_LEAVE brings and answers MSG_LEFT; without a cgroup,
  * nothing; then it exits, and sandboxd does not wait for that. */
 enum init_leave { INIT_LEAVE_NEVER, INIT_LEAVE_CGROUP, INIT_LEAVE_NOW };
-/* Fork the code (execve of spec->argv with envp, freed here), report MSG_READY or the exec
+/* Fork the code (execve of spec->argv with envp, freed here; through the exec helper shim_fd,
+ * exec_shim.h, unless it is -1), report MSG_READY or the exec
  * error on sync_fd (READY carries proxy_fd then workspace_fd, each if >= 0, which the code never
  * gets), then relay signals and reap until the code ends; never returns. */
-_Noreturn void init_run(const struct sbx_spec *spec, char **envp, int sync_fd, int bridge_fd,
+_Noreturn void init_run(const struct sbx_spec *spec, char **envp, int sync_fd, int bridge_fd, int shim_fd,
                         int workspace_fd, int proxy_fd, const sigset_t *mask, enum init_leave leave);
 
 #endif

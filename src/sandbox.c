@@ -26,7 +26,8 @@
  *                                        127.0.0.1:3128
  *                                      rlimits, signals, caps,
  *                                        no_new_privs, seccomp
- *                                      clone: the code execs
+ *                                      clone: the code execs (through
+ *                                        the exec helper, exec_shim.h)
  *   <------------------------------- READY (its pid namespace; the
  *                                      proxy's listener; the workspace
  *                                      tmpfs, if the spec asks)
@@ -86,6 +87,7 @@
 #include "cgroup.h"
 #include "cleanup.h"
 #include "egress_proxy.h"
+#include "exec_shim.h"
 #include "hostid.h"
 #include "init.h"
 #include "keyring.h"
@@ -405,6 +407,13 @@ static _Noreturn void sandbox_child(const struct child_args *a)
   int proxy_fd = p->network == SBX_NET_PROXY ? egress_listen(&err) : -1;
   if (p->network == SBX_NET_PROXY && proxy_fd < 0)
     sync_fail(sync_fd, &err);
+  /* The code's first exe, which execs it: the process whose execve resolves the code's path, #!
+   * line and ELF interpreter must not have sandboxd's binary as its exe (a hostile image's link
+   * to /proc/self/exe; exec_shim.h). Before the rlimits and the filter, which may refuse
+   * memfds. */
+  int shim_fd = exec_shim_fd(&err);
+  if (shim_fd < 0 && err.errnum != ENOSYS)
+    sync_fail(sync_fd, &err);
   /* Before RLIMIT_AS (without a cgroup): caps_drop_all below allocates nothing then. */
   if (p->drop_capabilities)
     caps_prepare();
@@ -431,7 +440,7 @@ static _Noreturn void sandbox_child(const struct child_args *a)
     sync_fail(sync_fd, &err);
 
   /* Become init proper: start the code, then relay signals and reap until it ends. */
-  init_run(spec, a->envp, sync_fd, bridge_fd, workspace_fd, proxy_fd, &mask,
+  init_run(spec, a->envp, sync_fd, bridge_fd, shim_fd, workspace_fd, proxy_fd, &mask,
            !spec->leave_at_exit      ? INIT_LEAVE_NEVER
            : a->join == JOIN_BY_SELF ? INIT_LEAVE_CGROUP
            : a->join == JOIN_NONE    ? INIT_LEAVE_NOW

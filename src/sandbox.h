@@ -13,6 +13,8 @@
 
 /* The fd at which the bridge socket (if any) appears inside the sandbox. */
 #define SBX_BRIDGE_FD 3
+/* The exec-error pipe, where the code's exec helper finds it (inside/execshim.c's EXEC_ERR_FD). */
+#define SBX_EXEC_ERR_FD 100
 
 /* The most binds one sandbox gets: --bind (32), the MCP client's roots (32), sandboxd's own. */
 #define SBX_MAX_BINDS 96

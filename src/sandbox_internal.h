@@ -50,8 +50,8 @@ struct sbx_sandbox {
  * (sandbox_proc.c). None on failure: pid 1 then exits in the cgroup and is waited for. */
 void sandbox_open_leave_fds(struct sbx_sandbox *s);
 
-/* Close every fd from 3 up except a and b (either may be -1) (init.c). */
-int close_fds_except(int a, int b);
+/* Close every fd from 3 up except a, b and c (any may be -1) (init.c). */
+int close_fds_except(int a, int b, int c);
 
 /* A forked sandbox's end: wait for pid 1 to exit, read the code's status (sandbox_fork.c). */
 void sandbox_fork_wait(struct sbx_sandbox *s);
