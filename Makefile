@@ -42,7 +42,7 @@ ROOTFS_DATA ?= rootfs/python-3.14-data
 # The JavaScript rootfs: Node.js from Debian sid, no Python (scripts/build-rootfs --profile node).
 ROOTFS_NODE ?= rootfs/node-slim
 
-.PHONY: all clean check check-unit check-integration lint asan rootfs rootfs-data rootfs-node install uninstall deb image bench bench-parts format format-check demo fuzz fuzz-build soak
+.PHONY: all clean check check-run check-unit check-integration lint asan rootfs rootfs-data rootfs-node install uninstall deb image bench bench-parts format format-check demo fuzz fuzz-build soak
 all: $(BUILD)/sandboxd
 
 $(BUILD)/sandboxd: $(OBJS)
@@ -159,7 +159,12 @@ lint:
 # Everything (tests/run): unit tests, the integration suite as root and as an unprivileged user,
 # then docs, OCI images, valgrind, the integration suite under ASan+UBSan, fuzz replay and a
 # short fuzzing pass, and the MCP suite (tests/suites.sh).
-check: all $(UNIT_BINS) format-check rootfs rootfs-data rootfs-node asan fuzz-build deb
+# The packages only the tests use come first (scripts/install-deps --test; quiet when installed):
+# `make demo` never installs them.
+check:
+	scripts/install-deps --test
+	$(MAKE) check-run
+check-run: all $(UNIT_BINS) format-check rootfs rootfs-data rootfs-node asan fuzz-build deb
 	tests/run --build $(BUILD)
 
 # The rootfs store: where `sandboxd rootfs import|list` and exec's default rootfs look when the
