@@ -146,3 +146,14 @@ def test_apparmor_profile_is_for_the_installed_binary_only(deb, tmp_path):
             profile = older
         r = subprocess.run(["apparmor_parser", "-Q", "-K", str(profile)], capture_output=True, text=True)
         assert r.returncode == 0, r.stderr
+
+
+def test_states_the_license(deb, tmp_path):
+    """The package says what the tree's LICENSE says: Apache-2.0 (issue #35 item 5)."""
+    repo = os.path.join(os.path.dirname(__file__), "../..")
+    with open(os.path.join(repo, "LICENSE")) as f:
+        assert "Apache License" in f.read(400) and "Version 2.0" in open(os.path.join(repo, "LICENSE")).read(400)
+    subprocess.run(["dpkg-deb", "-x", deb, str(tmp_path)], check=True)
+    text = (tmp_path / "usr/share/doc/sandboxd/copyright").read_text()
+    assert "\nLicense: Apache-2.0\n" in text, text
+    assert "no-license" not in text, text
