@@ -217,7 +217,8 @@ image: all
 	rm -rf $(IMAGE)
 	scripts/make-image --build $(BUILD) --rootfs $(ROOTFS) $(IMAGE)
 
-# make bench writes bench/results/; bench/readme-figures then puts them into README.md and bench/*.svg.
+# make bench writes bench/results/; bench/readme-figures then puts them into bench/README.md (the
+# tables), README.md (one figure) and bench/*.svg.
 # BENCH_USER: an unprivileged user to also run bwrap and sandboxd as (default: sbxtest, if it exists).
 BENCH_USER ?= $(shell id -u sbxtest >/dev/null 2>&1 && echo sbxtest)
 bench: all rootfs rootfs-data

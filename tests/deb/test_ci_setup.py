@@ -1,6 +1,6 @@
 """CI runners (issue #15 item 6): the GitHub Actions composite action (scripts/github-action) and
 the GitLab CI snippet (scripts/gitlab-ci/sandboxd.yml) parse, their shell passes `bash -n` (and
-shellcheck), the README's example jobs use exactly what they define, and the action hands its
+shellcheck), the example jobs of sandboxd(1) ("CI runners") use exactly what they define, and the action hands its
 inputs to its script through env, never pasted into the shell. setup-sandboxd's refusals are
 checked here; its real run, on a fresh Debian machine, is tests/vm/test_package.py."""
 import os
@@ -23,9 +23,16 @@ def load(path):
         return yaml.safe_load(f)
 
 
-def readme_blocks(lang="yaml"):
-    text = open(os.path.join(REPO, "README.md")).read()
-    return [yaml.safe_load(b) for b in re.findall(rf"^```{lang}\n(.*?)^```$", text, re.M | re.S)]
+def man_yaml_blocks(page="man/sandboxd.1"):
+    """The `.Bd -literal` blocks of a man page that are YAML documents (mandoc's `\\e` undone)."""
+    text = open(os.path.join(REPO, page)).read()
+    blocks = []
+    for b in re.findall(r"^\.Bd -literal[^\n]*\n(.*?)^\.Ed$", text, re.M | re.S):
+        try:
+            blocks.append(yaml.safe_load(b.replace("\\e", "\\").replace("\\&", "")))
+        except yaml.YAMLError:
+            pass  # a shell or JSON example, not a job
+    return blocks
 
 
 def bash_n(script):
@@ -108,11 +115,11 @@ def test_gitlab_snippet_parses_and_its_shell_is_valid():
         assert want in joined, want
 
 
-def test_readme_example_jobs_use_what_the_snippets_define():
-    blocks = readme_blocks()
+def test_example_jobs_use_what_the_snippets_define():
+    blocks = man_yaml_blocks()
     inputs = load(ACTION)["inputs"]
     gh = [b for b in blocks if isinstance(b, dict) and "jobs" in b]
-    assert len(gh) == 1, "one GitHub workflow example in the README"
+    assert len(gh) == 1, "one GitHub workflow example in sandboxd(1)"
     steps = [s for job in gh[0]["jobs"].values() for s in job["steps"]]
     uses = [s for s in steps if "scripts/github-action" in s.get("uses", "")]
     assert len(uses) == 1
@@ -125,7 +132,7 @@ def test_readme_example_jobs_use_what_the_snippets_define():
                for s in steps), "the report is uploaded"
 
     gl = [b for b in blocks if isinstance(b, dict) and "include" in b]
-    assert len(gl) == 1, "one GitLab example in the README"
+    assert len(gl) == 1, "one GitLab example in sandboxd(1)"
     jobs = [v for k, v in gl[0].items() if isinstance(v, dict) and v.get("extends") == ".sandboxd"]
     assert len(jobs) == 1
     job = jobs[0]

@@ -32,7 +32,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 BUILD = os.environ.get("SANDBOXD_BUILD") or os.path.join(sbx.REPO, "build")
 PROFILE = os.path.join(sbx.REPO, "scripts", "docker", "seccomp.json")
 STORE_ROOTFS = "/var/lib/sandboxd/rootfs/python-3.14-slim"
-# What the docs tell users to add to `docker run` (README, sandboxd(1) CONTAINERS).
+# What the docs tell users to add to `docker run` (sandboxd(1) Containers).
 FLAGS = ["--security-opt", f"seccomp={PROFILE}", "--security-opt", "systempaths=unconfined"]
 
 

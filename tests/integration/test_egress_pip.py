@@ -119,8 +119,9 @@ def test_venv_under_workspace_without_network(wheel):
 
 def test_plain_pip_install(wheel):
     """Debian's python is marked externally managed (PEP 668): a bare `pip install` says to use a
-    venv; --target and a venv are the ways (README, sandboxd.policy(5)). python:3.14-slim's pip
-    falls back to a user install under HOME (/workspace/.local), which imports."""
+    venv; --target and a venv are the ways (sandboxd(1) EXAMPLES, sandboxd.policy(5)).
+    python:3.14-slim's pip falls back to a user install under HOME (/workspace/.local), which
+    imports."""
     d, path, token = wheel
     r = sh(f"{PIP} install --no-index {WHEELS_IN_SANDBOX}/demo-1.0-py3-none-any.whl\n"
            + imports_demo(None, bindir="/workspace/.local/bin"),

@@ -52,7 +52,7 @@ test('claude mcp add + claude mcp list shows sandboxd Connected', { skip, timeou
   }
 });
 
-// Over Streamable HTTP with a bearer token (README: claude mcp add --transport http ... --header).
+// Over Streamable HTTP with a bearer token (sandboxd-mcp(7) CLIENTS: claude mcp add --transport http ... --header).
 test('claude mcp add --transport http with a token shows Connected; without it, not', { skip, timeout: 400000 }, async (t) => {
   const why = install();
   if (why) {

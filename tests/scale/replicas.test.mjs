@@ -70,7 +70,7 @@ function freePort() {
   });
 }
 
-// The upstream as the README documents it (section "Remote and at scale").
+// The upstream as sandboxd-mcp(7) documents it (DEPLOYMENT).
 function nginxConf(port, replicas) {
   const t = (n) => join(dir, n);
   return `worker_processes 1;

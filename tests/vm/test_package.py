@@ -145,7 +145,7 @@ def test_works_as(run, what, who):
 
 def test_without_a_delegated_cgroup_policy_ci_runs(run):
     """A CI runner gives its job no delegated cgroup: the default refuses (exit 125, one line),
-    `--policy ci`, which the README's example jobs use, runs on rlimits."""
+    `--policy ci`, which the example jobs of sandboxd(1) use, runs on rlimits."""
     step(run, f"ci-policy-{USER}")
 
 
