@@ -42,7 +42,7 @@ ROOTFS_DATA ?= rootfs/python-3.14-data
 # The JavaScript rootfs: Node.js from Debian sid, no Python (scripts/build-rootfs --profile node).
 ROOTFS_NODE ?= rootfs/node-slim
 
-.PHONY: all clean check check-run check-unit check-integration lint asan rootfs rootfs-data rootfs-node install uninstall deb image bench bench-parts format format-check demo fuzz fuzz-build soak
+.PHONY: all clean check check-run check-quick check-unit lint asan rootfs rootfs-data rootfs-node install uninstall deb image bench bench-parts format format-check demo fuzz fuzz-build soak
 all: $(BUILD)/sandboxd
 
 $(BUILD)/sandboxd: $(OBJS)
@@ -146,6 +146,11 @@ rootfs-data: $(BUILD)/sandboxd
 # Offline only too; it shares rootfs/.apt-cache (libc and the base system come from there).
 rootfs-node: $(BUILD)/sandboxd
 	@SANDBOXD=$(BUILD)/sandboxd scripts/build-rootfs --profile node $(ROOTFS_NODE)
+
+# The inner loop (a few minutes): unit tests and the integration suite as the caller, without the
+# modules marked slow (tests/conftest.py). make check runs everything, as root and unprivileged.
+check-quick: all $(UNIT_BINS) lint rootfs
+	tests/run --build $(BUILD) --quick
 
 check-unit: $(UNIT_BINS) lint
 	@set -e; for t in $(UNIT_BINS); do $$t; done

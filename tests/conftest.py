@@ -15,6 +15,18 @@ import sbx  # noqa: E402
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "security: an isolation property; never skipped when CI=true")
+    config.addinivalue_line("markers", "slow: left out of `make check-quick` (tests/run --quick), never of make check")
+
+
+# The modules `make check-quick` leaves out: other rootfs trees (data, node) and the longest
+# network setups. make check runs them all.
+SLOW_MODULES = {"test_egress_pip", "test_data", "test_node", "test_egress_mcp", "test_mcp_http"}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.module.__name__.rsplit(".", 1)[-1] in SLOW_MODULES:
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.hookimpl(hookwrapper=True)
