@@ -146,3 +146,13 @@ def test_apparmor_profile_is_for_the_installed_binary_only(deb, tmp_path):
             profile = older
         r = subprocess.run(["apparmor_parser", "-Q", "-K", str(profile)], capture_output=True, text=True)
         assert r.returncode == 0, r.stderr
+
+
+def test_depends_holds_the_public_suffix_list(deb):
+    # src/psl.c reads the list at run time (allow_host wildcards): its package is a Depends.
+    depends = [d.strip() for d in field(deb, "Depends").split(",")]
+    path = re.findall(rb"/usr/share/publicsuffix/[a-z_]+\.dat", open(SANDBOXD, "rb").read())
+    assert path, "the binary no longer names the public suffix list"
+    owner = subprocess.run(["dpkg", "-S", path[0].decode()], capture_output=True, text=True)
+    pkgs = {ln.split(":")[0] for ln in owner.stdout.splitlines()}
+    assert pkgs and pkgs <= set(depends), (path[0], pkgs, depends)
