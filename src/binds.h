@@ -23,7 +23,15 @@ struct bind_opts {
 bool path_is_clean_abs(const char *p);
 /* Add one option's argument (SRC:DST, split at the last colon). Pure: touches no files. */
 int bind_opts_add(struct bind_opts *b, const char *arg, bool rw, sbx_error_t *err);
-/* Replace each source by its canonical path; a source must exist. */
+/* Why a bind source (its canonical path and the f_type of its file system) must not be bound, or
+ * NULL: /proc, /sys and /dev and what is below them, and any kernel pseudo-filesystem wherever it
+ * is mounted (the host's processes, devices, kernel and cgroup state, not files). Pure. */
+const char *bind_source_kernel_fs(const char *real, unsigned long f_type);
+/* The same for a source on the host: fstatfs of fd when fd >= 0, else statfs of real. NULL when it
+ * may be bound; a reason otherwise (also when its file system cannot be examined). */
+const char *bind_source_refusal(const char *real, int fd);
+/* Replace each source by its canonical path; a source must exist, and not be on a file system
+ * bind_source_refusal refuses. */
 int bind_opts_resolve(struct bind_opts *b, sbx_error_t *err);
 /* The trees the sandboxes can write (the --bind-rw sources): host files sandboxd writes must not
  * be reached through links planted there (hostfile.h). trees has room for BIND_OPTS_MAX. */

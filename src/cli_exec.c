@@ -650,8 +650,8 @@ static const struct sbx_bind *covering_bind(const struct exec_options *o, const 
 }
 
 /* name along PATH as the sandbox will see it: a PATH directory a --bind covers is looked up in
- * that bind's source (the invoker's own files, as the kernel will find them inside), the others in
- * the rootfs (prog_find: never following the image's links on the host). */
+ * that bind's source (prog_in_bind: its links resolved inside it, never on the host), the others
+ * in the rootfs (prog_find: never following the image's links on the host). */
 static int find_program(const struct exec_options *o, struct exec_run *r, const char *path, const char *name,
                         sbx_error_t *err)
 {
@@ -662,12 +662,11 @@ static int find_program(const struct exec_options *o, struct exec_run *r, const 
     const struct sbx_bind *b = len && d[0] == '/' ? covering_bind(o, d, len) : NULL;
     if (b) {
       covered = true;
-      char host[PATH_MAX], inside[PATH_MAX];
-      struct stat st;
+      char sub[PATH_MAX], inside[PATH_MAX];
       size_t l = strlen(b->dst);
-      if (bufprintf(host, sizeof host, NULL, "%s%.*s/%s", b->src, (int) (len - l), d + l, name) == 0 &&
+      if (bufprintf(sub, sizeof sub, NULL, "%.*s", (int) (len - l), d + l) == 0 &&
           bufprintf(inside, sizeof inside, NULL, "%.*s/%s", (int) len, d, name) == 0 &&
-          stat(host, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0111)) {
+          prog_in_bind(b->src, sub, name)) {
         if (!(r->prog = strdup(inside)))
           return sbx_error_set(err, ENOMEM, "exec");
         return 0;

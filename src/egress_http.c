@@ -1,7 +1,10 @@
 /* The egress proxy's request head: strict HTTP/1.x parsing through libhttp-parser (egress_http.h).
  * What is refused and why: a head over EGRESS_HEAD_MAX or with more than EGRESS_HEADERS_MAX lines
- * (431); bare LF, NUL, obsolete line folding (each a way to make two parsers disagree on where a
- * header ends); more than one Host; a Host that names another host or port than the request
+ * (431); bare LF, bare CR, NUL and other control characters, obsolete line folding (each a way to
+ * make two parsers disagree on where a header ends); a header name that is not a token, such as
+ * `Host :` with whitespace before the colon (RFC 9112 section 5.1: 400; libhttp-parser takes
+ * `Host ` as the name, so the proxy would add a Host of its own and the origin might honour
+ * either); more than one Host; a Host that names another host or port than the request
  * (smuggling a second destination past the allowlist); userinfo in the URI; origin-form requests
  * (not a proxy request), https:// without CONNECT, and versions other than HTTP/1.0 and 1.1 (400). */
 #include "egress_http.h"
@@ -108,6 +111,28 @@ static int on_headers_complete(http_parser *hp)
 {
   http_parser_pause(hp, 1); /* the body is not ours to parse: it is spliced */
   return 0;
+}
+
+/* RFC 9110 section 5.6.2: a token, as a field name must be. */
+static bool span_is_token(struct span s)
+{
+  if (!s.n)
+    return false;
+  for (size_t i = 0; i < s.n; i++) {
+    unsigned char c = (unsigned char) s.p[i];
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+          (c && strchr("!#$%&'*+-.^_`|~", c))))
+      return false;
+  }
+  return true;
+}
+
+static bool names_are_tokens(const struct head *h)
+{
+  for (size_t i = 0; i < h->n; i++)
+    if (!span_is_token(h->field[i]))
+      return false;
+  return true;
 }
 
 static bool span_is(struct span s, const char *word)
@@ -264,8 +289,12 @@ enum egress_head_result egress_parse_head(const char *buf, size_t len, struct eg
       return bad(400, st, why, wl, "a NUL byte in the request head");
     if (buf[i] == '\n' && (i == 0 || buf[i - 1] != '\r'))
       return bad(400, st, why, wl, "a bare LF in the request head (lines end in CRLF)");
+    if (buf[i] == '\r' && i + 1 < scan && buf[i + 1] != '\n')
+      return bad(400, st, why, wl, "a bare CR in the request head (lines end in CRLF)");
     if (buf[i] == '\n' && i + 1 < scan && (buf[i + 1] == ' ' || buf[i + 1] == '\t'))
       return bad(400, st, why, wl, "a folded header line (obsolete, refused)");
+    if (((unsigned char) buf[i] < 0x20 && !strchr("\t\r\n", buf[i])) || buf[i] == 0x7f)
+      return bad(400, st, why, wl, "a control character in the request head");
   }
   if (!end)
     return len >= EGRESS_HEAD_MAX ? bad(431, st, why, wl, "the request head is over 16 KiB")
@@ -297,6 +326,9 @@ enum egress_head_result egress_parse_head(const char *buf, size_t len, struct eg
   /* HTTP/0.9 (no version) and 2.x heads are not HTTP/1.x, whatever the parser accepts. */
   if (hp.http_major != 1 || hp.http_minor > 1)
     return bad(400, st, why, wl, "only HTTP/1.0 and HTTP/1.1 requests are forwarded");
+  if (!names_are_tokens(&h))
+    return bad(400, st, why, wl,
+               "a header name with whitespace or another character a name cannot have (as in `Host :`)");
   r->connect = connect;
   bufprintf_cut(r->method, sizeof r->method, "%s", http_method_str((enum http_method) hp.method));
   struct span path = {0};
@@ -334,7 +366,7 @@ enum egress_head_result egress_response_head(const char *buf, size_t len, strbuf
   enum http_errno e = HTTP_PARSER_ERRNO(&hp);
   if (e == HPE_OK && done == scan) /* the head goes on */
     return scan < EGRESS_HEAD_MAX ? EGRESS_HEAD_INCOMPLETE : EGRESS_HEAD_BAD;
-  if (e != HPE_PAUSED || h.too_many || hp.http_major != 1 || hp.http_minor > 1)
+  if (e != HPE_PAUSED || h.too_many || hp.http_major != 1 || hp.http_minor > 1 || !names_are_tokens(&h))
     return EGRESS_HEAD_BAD;
   size_t head_len = done + 1; /* paused at the blank line's LF */
   *ret_head_len = head_len;

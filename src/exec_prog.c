@@ -158,3 +158,17 @@ int prog_find(const char *rootfs, const char *path, const char *name, char **ret
   }
   return -1;
 }
+
+int prog_in_bind(const char *src, const char *sub, const char *name)
+{
+  /* The source itself is the invoker's, resolved on the host as the bind will be; only what is
+   * below it is looked up inside it. */
+  _cleanup_free_ char *real = realpath(src, NULL);
+  __attribute__((cleanup(fs_root_closep))) struct fs_root r = {.fd = -1};
+  sbx_error_t ignored;
+  char cand[PATH_MAX];
+  if (!real || fs_root_open(AT_FDCWD, real, &r, false, &ignored) < 0 ||
+      bufprintf(cand, sizeof cand, NULL, "%s/%s", sub, name) < 0)
+    return 0;
+  return probe(&r, cand) == 1;
+}

@@ -29,4 +29,10 @@ int shebang_parse(const char *buf, size_t len, struct shebang *ret, sbx_error_t 
  * executable file. */
 int prog_find(const char *rootfs, const char *path, const char *name, char **ret_path, sbx_error_t *err);
 
+/* Is sub/name (sub relative, "" for the top) an executable regular file in the bind source src,
+ * symlinks resolved inside src as if it were "/", never on the host? A link that leaves src finds
+ * nothing, so what the host has at its target is never told. 1 yes, 0 no (nothing there, not
+ * executable, or src cannot be opened as a directory). */
+int prog_in_bind(const char *src, const char *sub, const char *name);
+
 #endif

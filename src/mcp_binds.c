@@ -164,6 +164,10 @@ static int root_check(const json_node_t *root, const struct mcp_root *taken, siz
   char *src = realpath(path, NULL);
   if (!src)
     return *why = strerror(errno), -1;
+  if ((*why = bind_source_refusal(src, -1))) {
+    free(src);
+    return -1;
+  }
   for (size_t i = 0; i < n; i++)
     if (strcmp(taken[i].src, src) == 0) {
       free(src);

@@ -1,10 +1,12 @@
 /* The network part of a policy that is not parsing: the allowlist entries both the policy file and
- * --allow-host add, what the command line may ask (max_network), and the run-time check (policy.h). */
+ * --allow-host add, what the command line may ask (max_network), and the run-time check (policy.h).
+ * A wildcard over a public suffix is refused here, for both (psl.h: the one file this reads). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "policy.h"
+#include "psl.h"
 #include "util.h"
 
 /* Append one allowlist entry, refusing duplicates and more than `cap` (messages without a place). */
@@ -12,7 +14,8 @@ int policy_push_allow_host(struct sbx_policy *p, const char *pattern, const char
                            sbx_error_t *err)
 {
   struct egress_rule r;
-  if (egress_rule_parse(pattern, &r, err) < 0)
+  if (egress_rule_parse(pattern, &r, err) < 0 ||
+      (r.kind == EGRESS_WILDCARD && psl_check_wildcard(r.host, err) < 0))
     return sbx_error_prefix(err, "`%s`", pattern);
   if (reason && bufprintf(r.reason, sizeof r.reason, NULL, "%s", reason) < 0)
     return sbx_error_set(err, 0, "`%s`: the reason is longer than %d bytes", pattern, EGRESS_REASON_MAX);
@@ -53,7 +56,8 @@ int policy_check_network(const struct sbx_policy *p, sbx_error_t *err)
 int policy_allow_opts_add(struct policy_allow_opts *o, const char *pattern, sbx_error_t *err)
 {
   struct egress_rule r;
-  if (egress_rule_parse(pattern, &r, err) < 0)
+  if (egress_rule_parse(pattern, &r, err) < 0 ||
+      (r.kind == EGRESS_WILDCARD && psl_check_wildcard(r.host, err) < 0))
     return sbx_error_prefix(err, "--allow-host `%s`", pattern);
   if (o->n >= SBX_CLI_MAX_ALLOW_HOSTS)
     return sbx_error_set(err, 0, "too many --allow-host options (at most %d)", SBX_CLI_MAX_ALLOW_HOSTS);

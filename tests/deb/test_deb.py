@@ -157,3 +157,13 @@ def test_states_the_license(deb, tmp_path):
     text = (tmp_path / "usr/share/doc/sandboxd/copyright").read_text()
     assert "\nLicense: Apache-2.0\n" in text, text
     assert "no-license" not in text, text
+
+
+def test_depends_holds_the_public_suffix_list(deb):
+    # src/psl.c reads the list at run time (allow_host wildcards): its package is a Depends.
+    depends = [d.strip() for d in field(deb, "Depends").split(",")]
+    path = re.findall(rb"/usr/share/publicsuffix/[a-z_]+\.dat", open(SANDBOXD, "rb").read())
+    assert path, "the binary no longer names the public suffix list"
+    owner = subprocess.run(["dpkg", "-S", path[0].decode()], capture_output=True, text=True)
+    pkgs = {ln.split(":")[0] for ln in owner.stdout.splitlines()}
+    assert pkgs and pkgs <= set(depends), (path[0], pkgs, depends)

@@ -255,6 +255,14 @@ print(json.dumps({{"r": body(raw(b"GET http://{name}:{web.port}/ HTTP/1.1\\r\\nH
     ("GET https://127.0.0.1:{p}/ HTTP/1.1\r\n\r\n", 400, "CONNECT"),
     ("GET http://127.0.0.1:{p}/ HTTP/1.1\nHost: 127.0.0.1:{p}\n\n", 400, "bare LF"),
     ("GET http://127.0.0.1:{p}/ HTTP/1.1\r\nX: a\r\n b\r\n\r\n", 400, "folded"),
+    # RFC 9112 section 5.1: whitespace before the colon is a 400; read as a header `Host `, the
+    # request went out with the proxy's own Host line added after the client's.
+    ("GET http://127.0.0.1:{p}/ HTTP/1.1\r\nHost : 127.0.0.2:{p}\r\n\r\n", 400, "header name"),
+    ("GET http://127.0.0.1:{p}/ HTTP/1.1\r\nHost\t: 127.0.0.1:{p}\r\n\r\n", 400, "not a valid HTTP/1.x"),
+    ("GET http://127.0.0.1:{p}/ HTTP/1.1\r\nHost: 127.0.0.1:{p}\r\nhost : 127.0.0.2\r\n\r\n", 400,
+     "header name"),
+    ("GET http://127.0.0.1:{p}/ HTTP/1.1\r\n Host: 127.0.0.2:{p}\r\n\r\n", 400, "folded"),
+    ("GET http://127.0.0.1:{p}/ HTTP/1.1\r\nX: a\rHost: 127.0.0.2:{p}\r\n\r\n", 400, "bare CR"),
     ("CONNECT 127.0.0.1:{p} HTTP/1.1\r\nHost: 127.0.0.2:{p}\r\n\r\n", 400, "names another host"),
     ("GET http://127.0.0.1:{p}/ HTTP/1.1\r\nX: " + "a" * 17000 + "\r\n\r\n", 431, "over 16 KiB"),
 ])

@@ -6,9 +6,13 @@ runs the same check under a copy of the policy with exactly one line weakened an
 DOES report violations, which shows the check can see the hole it guards against.
 
 A check raises ProbeError (a test failure, never a "pass") when the probe did not run at all.
-None of these tests skip when CI=true."""
+None of these tests skip when CI=true, but for a check of what the host's kernel itself refuses
+(badarch_int80 without IA32 emulation: sbx.NotApplicable, decided by running the probe unconfined)."""
 import os
 import re
+import signal
+import subprocess
+import sys
 
 import pytest
 
@@ -345,13 +349,47 @@ def check_socket_families(run):
     return v
 
 
-def check_badarch(run):
-    v = []
-    for mode in ("int80", "x32"):
-        r = run.raw("badarch", mode)
-        if r.rc != 159 or b"SURVIVED" in r.out:
-            v.append(f"{mode} syscall: exit {r.rc} ({r.stdout.strip()!r}), want 159 (killed by SIGSYS)")
-    return v
+def check_badarch_x32(run):
+    r = run.raw("badarch", "x32")
+    if r.rc != 159 or b"SURVIVED" in r.out:
+        return [f"x32 syscall: exit {r.rc} ({r.stdout.strip()!r}), want 159 (killed by SIGSYS)"]
+    return []
+
+
+def int80_refusal(rc, out):
+    """What `badarch.py int80` run unconfined (exit status rc as subprocess gives it, stdout out)
+    says of the kernel: None when it has the i386 ABI (the probe survived, so a sandbox must kill
+    it), else why the sandboxed check cannot apply. Anything else raises: a probe that broke on
+    the host must fail the test, never turn it into a skip."""
+    if rc == 0 and b"SURVIVED int80" in out:
+        return None
+    if rc == -signal.SIGSEGV:
+        return ("this kernel has no IA32 emulation: `int 0x80` is killed by SIGSEGV outside any sandbox "
+                "too, before seccomp can see it")
+    raise AssertionError(f"badarch.py int80 outside the sandbox: exit {rc} ({out!r}), want 0 (the kernel "
+                         "has the i386 ABI) or SIGSEGV (it has none)")
+
+
+_HOST_INT80 = []
+
+
+def host_int80_refusal():
+    """int80_refusal of the same probe run unconfined on the host (once per session)."""
+    if not _HOST_INT80:
+        p = subprocess.run([sys.executable, os.path.join(sbx.PROBES, "badarch.py"), "int80"],
+                           stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
+        _HOST_INT80.append(int80_refusal(p.returncode, p.stdout))
+    return _HOST_INT80[0]
+
+
+def check_badarch_int80(run):
+    # Where the kernel itself refuses the ABI there is nothing for seccomp to stop (exit 139, not 159).
+    reason = host_int80_refusal()
+    sbx.need(reason is None, reason, security=False)
+    r = run.raw("badarch", "int80")
+    if r.rc != 159 or b"SURVIVED" in r.out:
+        return [f"int80 syscall: exit {r.rc} ({r.stdout.strip()!r}), want 159 (killed by SIGSYS)"]
+    return []
 
 
 # ---------------------------------------------------------------- the tests
@@ -360,7 +398,7 @@ CHECKS = [check_identity, check_no_new_privs, check_capabilities, check_seccomp_
           check_scratch_mounts, check_proc_masking, check_dev_and_sys, check_host_invisible,
           check_pid_namespace, check_network, check_uts, check_environment, check_rlimits,
           check_denied_syscalls, check_unknown_syscalls, check_tty_ioctls, check_clone_namespaces,
-          check_socket_families, check_badarch]
+          check_socket_families, check_badarch_x32, check_badarch_int80]
 
 
 _SHIPPED = Runner()  # one set of probe runs under the shipped policy, shared by the tests below
@@ -382,6 +420,40 @@ def test_shipped_policy_masks_proc(name):
     """Every shipped policy hides the masked /proc files, /proc/cmdline and boot_id among them."""
     violations = check_proc_masking(Runner(sbx.shipped_policy(name)))
     assert violations == [], "\n".join(violations)
+
+
+def test_int80_probe_decides_from_the_unconfined_run():
+    """The decision behind badarch_int80's skip, on real exits: a host that runs the probe is
+    checked, one whose kernel kills `int 0x80` with SIGSEGV skips, and anything else fails."""
+    assert int80_refusal(0, b"SURVIVED int80: returned 4242\n") is None
+    segv = subprocess.run([sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)"])
+    assert "no IA32 emulation" in int80_refusal(segv.returncode, b"")
+    for rc, out in ((0, b""), (1, b"Traceback"), (-signal.SIGSYS, b""), (159, b"")):
+        with pytest.raises(AssertionError):
+            int80_refusal(rc, out)
+
+
+class _FakeRun:
+    def __init__(self, rc):
+        self.rc, self.calls = rc, []
+
+    def raw(self, target, *args, **kw):
+        self.calls.append((target, args))
+        return sbx.Result([target, *args], self.rc, b"", b"", 0.0)
+
+
+def test_int80_check_runs_wherever_the_host_has_the_abi(monkeypatch):
+    """Where the unconfined probe survives, the sandboxed one runs and must die of SIGSYS (no skip,
+    no vacuous pass); where the kernel refuses the ABI, the check skips before running it."""
+    monkeypatch.setattr(sys.modules[__name__], "_HOST_INT80", [None])
+    run = _FakeRun(159)
+    assert check_badarch_int80(run) == [] and run.calls == [("badarch", ("int80",))]
+    assert "exit 139" in check_badarch_int80(_FakeRun(139))[0]
+    monkeypatch.setattr(sys.modules[__name__], "_HOST_INT80", ["no IA32 emulation"])
+    run = _FakeRun(159)
+    with pytest.raises(sbx.NotApplicable, match="no IA32 emulation"):
+        check_badarch_int80(run)
+    assert run.calls == []
 
 
 def test_probe_knows_every_denied_syscall():

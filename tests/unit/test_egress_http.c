@@ -95,6 +95,23 @@ static void test_refused(void)
   CHECK(refused("GET ftp://a.example/ HTTP/1.1\r\n\r\n", 400, "only http://"));
   CHECK(refused("GET http://a.example/ HTTP/1.1\nHost: a.example\n\n", 400, "bare LF"));
   CHECK(refused("GET http://a.example/ HTTP/1.1\r\nX: a\r\n b\r\n\r\n", 400, "folded"));
+  /* RFC 9112 section 5.1: whitespace between a name and its colon is a 400, not a header `Host `
+   * (the parser's reading), which would leave the request Host-less and get the proxy's own. */
+  CHECK(refused("GET http://a.example/ HTTP/1.1\r\nHost : b.example\r\n\r\n", 400, "header name"));
+  CHECK(refused("GET http://a.example/ HTTP/1.1\r\nHost\t: b.example\r\n\r\n", 400, "header name") ||
+        refused("GET http://a.example/ HTTP/1.1\r\nHost\t: b.example\r\n\r\n", 400, "not a valid"));
+  CHECK(refused("GET http://a.example/ HTTP/1.1\r\nHost: a.example\r\nHost : b.example\r\n\r\n", 400,
+                "header name"));
+  CHECK(refused("CONNECT a.example:443 HTTP/1.1\r\nHost : b.example:443\r\n\r\n", 400, "header name"));
+  CHECK(refused("GET http://a.example/ HTTP/1.1\r\nX Y: 1\r\n\r\n", 400, "header name") ||
+        refused("GET http://a.example/ HTTP/1.1\r\nX Y: 1\r\n\r\n", 400, "not a valid"));
+  CHECK(refused("GET http://a.example/ HTTP/1.1\r\nX(: 1\r\n\r\n", 400, "header name") ||
+        refused("GET http://a.example/ HTTP/1.1\r\nX(: 1\r\n\r\n", 400, "not a valid"));
+  CHECK(refused("GET http://a.example/ HTTP/1.1\r\n Host: a.example\r\n\r\n", 400, "folded"));
+  CHECK(refused("GET http://a.example/ HTTP/1.1\r\nX: a\r\n\tHost: b.example\r\n\r\n", 400, "folded"));
+  CHECK(refused("GET http://a.example/ HTTP/1.1\r\nX: a\rHost: b.example\r\n\r\n", 400, "bare CR"));
+  CHECK(refused("GET http://a.example/ HTTP/1.1\r\nX: a\x0b\r\n\r\n", 400, "control character"));
+  CHECK(refused("GET http://a.example/ HTTP/1.1\r\nX: a\x7f\r\n\r\n", 400, "control character"));
   CHECK(refused("BREW http://a.example/ HTTP/1.1\r\n\r\n", 400, "not a valid HTTP/1.x"));
   CHECK(refused("GET http://a.example/\r\n\r\n", 400, "only HTTP/1.0 and HTTP/1.1"));
   CHECK(refused("GET http://a.example/ HTTP/2.0\r\n\r\n", 400, "only HTTP/1.0 and HTTP/1.1") ||
@@ -141,6 +158,9 @@ static void test_response(void)
   CHECK(R("SSH-2.0-OpenSSH_9.2\r\n\r\n", &out, &hl, &interim) == EGRESS_HEAD_BAD);
   strbuf_free(&out);
   CHECK(R("HTTP/2.0 200 OK\r\n\r\n", &out, &hl, &interim) == EGRESS_HEAD_BAD);
+  strbuf_free(&out);
+  /* A name with whitespace before its colon: the client would read another header than we pass. */
+  CHECK(R("HTTP/1.1 200 OK\r\nContent-Length : 5\r\n\r\nhello", &out, &hl, &interim) == EGRESS_HEAD_BAD);
   strbuf_free(&out);
   /* A head that never ends within EGRESS_HEAD_MAX. */
   static char big[EGRESS_HEAD_MAX + 100];
