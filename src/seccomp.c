@@ -125,7 +125,45 @@ static scmp_filter_ctx new_ctx(uint32_t def, uint32_t badarch)
   return ctx;
 }
 
-int seccomp_compile(const struct sbx_policy *p, struct sbx_bpf *ret, sbx_error_t *err)
+/* Without a cgroup (rlimit mode) RLIMIT_AS bounds what each process maps, but not what a file
+ * holds while nothing maps it: an anonymous file (memfd_create, memfd_secret) or a SysV segment
+ * lives in the kernel's internal tmpfs, charged to no size and no limit of the sandbox's (12
+ * memfds of 64 MiB under `--memory 256M` held 767 MiB of host Shmem). A SysV budget would be the
+ * IPC namespace's kernel.shmall, which only the namespace's uid 0 may write, and the sandbox has
+ * no uid 0. So these are refused, whatever the policy says, with the errno each call's own limit
+ * gives: ENOMEM for an anonymous file, ENOSPC for a segment over SHMALL. POSIX shared memory and
+ * semaphores are files in /dev/shm, a tmpfs of shm_size, as /tmp and /workspace are of theirs. */
+static const struct {
+  const char *call;
+  int errno_value;
+} rlimit_denied[] = {{"memfd_create", ENOMEM}, {"memfd_secret", ENOMEM}, {"shmget", ENOSPC}};
+
+static bool rlimit_denies(const char *call)
+{
+  for (size_t i = 0; i < ARRAY_SIZE(rlimit_denied); i++)
+    if (strcmp(rlimit_denied[i].call, call) == 0)
+      return true;
+  return false;
+}
+
+/* Into the exception filter (default allow), so that they override the main filter's allow; its
+ * unconditional errno for one of these calls replaces a conditional denial of the policy's, which
+ * add_rule is not given (none ships). A denial in the main filter still wins: a kill outranks
+ * an errno, and of two errnos the kernel keeps the last installed filter's, the main one's. */
+static int add_rlimit_rules(scmp_filter_ctx ctx, sbx_error_t *err)
+{
+  for (size_t i = 0; i < ARRAY_SIZE(rlimit_denied); i++) {
+    int nr = seccomp_syscall_resolve_name(rlimit_denied[i].call);
+    if (nr == __NR_SCMP_ERROR)
+      continue; /* not on this architecture */
+    int rc = seccomp_rule_add_exact(ctx, SCMP_ACT_ERRNO((uint32_t) rlimit_denied[i].errno_value), nr, 0);
+    if (rc < 0 && rc != -EACCES && rc != -EDOM)
+      return sbx_error_set(err, -rc, "seccomp: rlimit-mode rule for `%s`", rlimit_denied[i].call);
+  }
+  return 0;
+}
+
+int seccomp_compile(const struct sbx_policy *p, unsigned variant, struct sbx_bpf *ret, sbx_error_t *err)
 {
   struct sbx_bpf bpf = {0};
   uint32_t badarch = to_scmp(p->badarch_action, 0);
@@ -140,9 +178,16 @@ int seccomp_compile(const struct sbx_policy *p, struct sbx_bpf *ret, sbx_error_t
   for (size_t i = 0; i < p->n_rules; i++) {
     const struct sbx_rule *r = &p->rules[i];
     bool exception = r->cmp != SBX_CMP_ANY && r->action != SBX_ACT_ALLOW;
+    if (exception && (variant & SBX_SECCOMP_RLIMIT) && rlimit_denies(r->syscall))
+      continue;
     if (add_rule(exception ? exc_ctx : main_ctx, r, err) < 0)
       goto out;
     n_exc += exception;
+  }
+  if (variant & SBX_SECCOMP_RLIMIT) {
+    if (add_rlimit_rules(exc_ctx, err) < 0)
+      goto out;
+    n_exc++;
   }
   if (export_bpf(main_ctx, &bpf.main_prog, &bpf.main_len, err) < 0)
     goto out;
@@ -326,7 +371,7 @@ bool seccomp_policy_allows(const struct sbx_policy *p, const char *call)
   return allowed;
 }
 
-static int cache_open(const struct sbx_policy *p, struct cache *c)
+static int cache_open(const struct sbx_policy *p, unsigned variant, struct cache *c)
 {
   char dir[PATH_MAX];
   sbx_error_t err;
@@ -343,8 +388,8 @@ static int cache_open(const struct sbx_policy *p, struct cache *c)
   const struct scmp_version *v = seccomp_version();
   char hash[65];
   /* NUL-terminated in what the HMAC covers: no label is a prefix of another's message. */
-  if (bufprintf(c->label, sizeof c->label, NULL, "%s %s %u.%u.%u %s", p->sha256, seccomp_arch_name(),
-                v->major, v->minor, v->micro, BPF_MAGIC) < 0) {
+  if (bufprintf(c->label, sizeof c->label, NULL, "%s %s %u.%u.%u %s%s", p->sha256, seccomp_arch_name(),
+                v->major, v->minor, v->micro, BPF_MAGIC, variant & SBX_SECCOMP_RLIMIT ? " rlimit" : "") < 0) {
     close(c->dirfd);
     return -1;
   }
@@ -429,20 +474,20 @@ static void cache_write(const struct cache *c, const struct sbx_bpf *b)
   hostfile_replace(c->dirfd, c->name, c->name, buf, body + MAC_LEN, 0600, &err);
 }
 
-int seccomp_prepare(const struct sbx_policy *p, struct sbx_bpf *ret, sbx_error_t *err)
+int seccomp_prepare(const struct sbx_policy *p, unsigned variant, struct sbx_bpf *ret, sbx_error_t *err)
 {
   if (!seccomp_policy_denies_keyrings(p)) {
     /* Its sandboxes may call keyctl: each joins a session keyring of its own (sandbox.c), but
      * on kernels before 5.3 a user namespace shares the user's keyring: cache nothing, and
      * leave no key to read (best effort: a concurrent run may add it again). */
     keyring_forget(CACHE_KEY);
-    return seccomp_compile(p, ret, err);
+    return seccomp_compile(p, variant, ret, err);
   }
   struct cache c = {.dirfd = -1};
-  bool cache = cache_open(p, &c) == 0;
+  bool cache = cache_open(p, variant, &c) == 0;
   int rc = 0;
   if (!cache || cache_read(&c, ret) < 0) {
-    rc = seccomp_compile(p, ret, err);
+    rc = seccomp_compile(p, variant, ret, err);
     if (rc == 0 && cache)
       cache_write(&c, ret);
   }
