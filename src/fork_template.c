@@ -119,7 +119,7 @@ static int send_setup(struct fork_template *t, const struct server *srv, const s
 {
   const struct sbx_policy *p = srv->policy;
   struct sbx_bpf bpf = {0};
-  if (seccomp_prepare(p, &bpf, err) < 0)
+  if (seccomp_prepare(p, degraded ? SBX_SECCOMP_RLIMIT : 0, &bpf, err) < 0)
     return -1;
   strbuf_t sb = {0};
   const struct sbx_budgets *b = &p->budgets;

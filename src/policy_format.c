@@ -192,7 +192,15 @@ static char *format(const struct sbx_policy *p, bool comments)
   kv_str(&sb, "drop_capabilities", p->drop_capabilities ? "yes" : "no");
   kv_str(&sb, "readonly_root", p->readonly_root ? "yes" : "no");
   kv_str(&sb, "mask_proc", p->mask_proc ? "yes" : "no");
-  kv_str(&sb, "cgroup", p->cgroup == SBX_CGROUP_REQUIRED ? "required" : "fallback-rlimit");
+  if (p->cgroup == SBX_CGROUP_REQUIRED) {
+    kv_str(&sb, "cgroup", "required");
+  } else {
+    /* What the filter adds without a cgroup (seccomp.c's rlimit_denied): no rule says it. */
+    append_key(&sb, "cgroup");
+    append(&sb, "fallback-rlimit");
+    append_comment(&sb, comments ? "without one: memfd_create memfd_secret ENOMEM, shmget ENOSPC" : NULL);
+    append(&sb, "\n");
+  }
   for (size_t i = 0; i < p->n_proc_masked; i++) {
     append(&sb, "proc_mask ");
     append(&sb, p->proc_masked[i]);

@@ -520,17 +520,20 @@ char **sandbox_build_env(const struct sbx_spec *spec)
   return env;
 }
 
-/* The compiled filter for the last policy seen; policies do not change within a process. */
+/* The compiled filter for the last policy and variant seen; policies do not change within a
+ * process. */
 static struct sbx_bpf bpf_cache;
 static char bpf_cache_sha[65];
+static unsigned bpf_cache_variant;
 
-static int get_bpf(const struct sbx_policy *p, const struct sbx_bpf **ret, sbx_error_t *err)
+static int get_bpf(const struct sbx_policy *p, unsigned variant, const struct sbx_bpf **ret, sbx_error_t *err)
 {
-  if (!bpf_cache.main_prog || strcmp(bpf_cache_sha, p->sha256) != 0) {
+  if (!bpf_cache.main_prog || strcmp(bpf_cache_sha, p->sha256) != 0 || bpf_cache_variant != variant) {
     seccomp_bpf_free(&bpf_cache);
-    if (seccomp_prepare(p, &bpf_cache, err) < 0)
+    if (seccomp_prepare(p, variant, &bpf_cache, err) < 0)
       return -1;
     memcpy(bpf_cache_sha, p->sha256, sizeof bpf_cache_sha);
+    bpf_cache_variant = variant;
   }
   *ret = &bpf_cache;
   return 0;
@@ -608,8 +611,6 @@ int sandbox_spawn_start(const struct sbx_spec *spec, struct sbx_sandbox **ret, s
 
   if (check_spec(spec, err) < 0)
     return -1;
-  if (get_bpf(p, &bpf, err) < 0)
-    return -1;
   _cleanup_free_ char **envp = sandbox_build_env(spec);
   if (!envp)
     return sbx_error_set(err, ENOMEM, "sandbox: environment");
@@ -625,6 +626,12 @@ int sandbox_spawn_start(const struct sbx_spec *spec, struct sbx_sandbox **ret, s
   enum join_cgroup join;
   if (make_cgroup(spec, &cg, &join, err) < 0)
     return -1;
+  /* The filter's variant follows from the cgroup: without one, RLIMIT_AS leaves out memory that
+   * files hold (seccomp.h). */
+  if (get_bpf(p, join == JOIN_NONE ? SBX_SECCOMP_RLIMIT : 0, &bpf, err) < 0) {
+    cgroup_destroy(cg);
+    return -1;
+  }
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
     cgroup_destroy(cg);

@@ -125,7 +125,45 @@ static scmp_filter_ctx new_ctx(uint32_t def, uint32_t badarch)
   return ctx;
 }
 
-int seccomp_compile(const struct sbx_policy *p, struct sbx_bpf *ret, sbx_error_t *err)
+/* Without a cgroup (rlimit mode) RLIMIT_AS bounds what each process maps, but not what a file
+ * holds while nothing maps it: an anonymous file (memfd_create, memfd_secret) or a SysV segment
+ * lives in the kernel's internal tmpfs, charged to no size and no limit of the sandbox's (12
+ * memfds of 64 MiB under `--memory 256M` held 767 MiB of host Shmem). A SysV budget would be the
+ * IPC namespace's kernel.shmall, which only the namespace's uid 0 may write, and the sandbox has
+ * no uid 0. So these are refused, whatever the policy says, with the errno each call's own limit
+ * gives: ENOMEM for an anonymous file, ENOSPC for a segment over SHMALL. POSIX shared memory and
+ * semaphores are files in /dev/shm, a tmpfs of shm_size, as /tmp and /workspace are of theirs. */
+static const struct {
+  const char *call;
+  int errno_value;
+} rlimit_denied[] = {{"memfd_create", ENOMEM}, {"memfd_secret", ENOMEM}, {"shmget", ENOSPC}};
+
+static bool rlimit_denies(const char *call)
+{
+  for (size_t i = 0; i < ARRAY_SIZE(rlimit_denied); i++)
+    if (strcmp(rlimit_denied[i].call, call) == 0)
+      return true;
+  return false;
+}
+
+/* Into the exception filter (default allow), so that they override the main filter's allow; its
+ * unconditional errno for one of these calls replaces a conditional denial of the policy's, which
+ * add_rule is not given (none ships). A denial in the main filter still wins: a kill outranks
+ * an errno, and of two errnos the kernel keeps the last installed filter's, the main one's. */
+static int add_rlimit_rules(scmp_filter_ctx ctx, sbx_error_t *err)
+{
+  for (size_t i = 0; i < ARRAY_SIZE(rlimit_denied); i++) {
+    int nr = seccomp_syscall_resolve_name(rlimit_denied[i].call);
+    if (nr == __NR_SCMP_ERROR)
+      continue; /* not on this architecture */
+    int rc = seccomp_rule_add_exact(ctx, SCMP_ACT_ERRNO((uint32_t) rlimit_denied[i].errno_value), nr, 0);
+    if (rc < 0 && rc != -EACCES && rc != -EDOM)
+      return sbx_error_set(err, -rc, "seccomp: rlimit-mode rule for `%s`", rlimit_denied[i].call);
+  }
+  return 0;
+}
+
+int seccomp_compile(const struct sbx_policy *p, unsigned variant, struct sbx_bpf *ret, sbx_error_t *err)
 {
   struct sbx_bpf bpf = {0};
   uint32_t badarch = to_scmp(p->badarch_action, 0);
@@ -140,9 +178,16 @@ int seccomp_compile(const struct sbx_policy *p, struct sbx_bpf *ret, sbx_error_t
   for (size_t i = 0; i < p->n_rules; i++) {
     const struct sbx_rule *r = &p->rules[i];
     bool exception = r->cmp != SBX_CMP_ANY && r->action != SBX_ACT_ALLOW;
+    if (exception && (variant & SBX_SECCOMP_RLIMIT) && rlimit_denies(r->syscall))
+      continue;
     if (add_rule(exception ? exc_ctx : main_ctx, r, err) < 0)
       goto out;
     n_exc += exception;
+  }
+  if (variant & SBX_SECCOMP_RLIMIT) {
+    if (add_rlimit_rules(exc_ctx, err) < 0)
+      goto out;
+    n_exc++;
   }
   if (export_bpf(main_ctx, &bpf.main_prog, &bpf.main_len, err) < 0)
     goto out;
@@ -263,11 +308,13 @@ int seccomp_install(const struct sbx_bpf *bpf, sbx_error_t *err)
 /* ------------------------------------------------------------------ compiled-filter cache
  * Compiling ~300 rules with libseccomp costs about a millisecond, a tenth of Python's startup.
  * The result depends only on the policy's canonical text, the architecture and libseccomp, so
- * it is cached under a name hashed from those. Whoever writes a file can also compute its
- * checksum, and a sandbox can write any directory of the user's it is bound (unprivileged, it
- * runs as the user's own uid): so each file carries an HMAC-SHA256 under a random key kept in
- * the user's kernel keyring (keyring.h), which no file and no sandbox holds. A file that fails
- * the check is recompiled and replaced; without a keyring there is no cache. */
+ * it is cached under a name hashed from those (the label). Whoever writes a file can also
+ * compute its checksum, and a sandbox can write any directory of the user's it is bound
+ * (unprivileged, it runs as the user's own uid): so each file carries an HMAC-SHA256 under a
+ * random key kept in the user's kernel keyring (keyring.h), which no file and no sandbox holds.
+ * The HMAC covers the label as well as the bytes: a file is genuine only under the name it was
+ * written for, so one policy's filter copied over another's name fails the check like a forged
+ * one. A file that fails it is recompiled and replaced; without a keyring there is no cache. */
 
 #define BPF_MAGIC "SBXBPF02"
 #define BPF_MAX_INSNS 4096
@@ -282,6 +329,8 @@ struct bpf_header {
 struct cache {
   int dirfd;
   char name[96];
+  char label[256]; /* what the filter was compiled from: its name hashes it, its HMAC covers it */
+  size_t label_len;
   unsigned char key[32];
 };
 
@@ -322,7 +371,7 @@ bool seccomp_policy_allows(const struct sbx_policy *p, const char *call)
   return allowed;
 }
 
-static int cache_open(const struct sbx_policy *p, struct cache *c)
+static int cache_open(const struct sbx_policy *p, unsigned variant, struct cache *c)
 {
   char dir[PATH_MAX];
   sbx_error_t err;
@@ -337,22 +386,27 @@ static int cache_open(const struct sbx_policy *p, struct cache *c)
     return -1;
   }
   const struct scmp_version *v = seccomp_version();
-  char keysrc[256], key[65];
-  if (bufprintf(keysrc, sizeof keysrc, NULL, "%s %s %u.%u.%u %s", p->sha256, seccomp_arch_name(), v->major,
-                v->minor, v->micro, BPF_MAGIC) < 0)
+  char hash[65];
+  /* NUL-terminated in what the HMAC covers: no label is a prefix of another's message. */
+  if (bufprintf(c->label, sizeof c->label, NULL, "%s %s %u.%u.%u %s%s", p->sha256, seccomp_arch_name(),
+                v->major, v->minor, v->micro, BPF_MAGIC, variant & SBX_SECCOMP_RLIMIT ? " rlimit" : "") < 0) {
+    close(c->dirfd);
     return -1;
-  sha256_hex(keysrc, strlen(keysrc), key);
-  if (bufprintf(c->name, sizeof c->name, NULL, "seccomp-%s.bpf", key) < 0) {
+  }
+  c->label_len = strlen(c->label) + 1;
+  sha256_hex(c->label, c->label_len - 1, hash);
+  if (bufprintf(c->name, sizeof c->name, NULL, "seccomp-%s.bpf", hash) < 0) {
     close(c->dirfd);
     return -1;
   }
   return 0;
 }
 
-static bool mac_ok(const struct cache *c, const char *body, size_t len, const char *mac)
+/* The HMAC of msg: the label, then the file's body, which the caller placed right after it. */
+static bool mac_ok(const struct cache *c, const char *msg, size_t len, const char *mac)
 {
   char want[65];
-  hmac_sha256_hex(c->key, sizeof c->key, body, len, want);
+  hmac_sha256_hex(c->key, sizeof c->key, msg, len, want);
   unsigned char diff = 0;
   for (size_t i = 0; i < MAC_LEN; i++)
     diff |= (unsigned char) (want[i] ^ mac[i]);
@@ -367,11 +421,16 @@ static int cache_read(const struct cache *c, struct sbx_bpf *ret)
   if (hostfile_open_trusted(c->dirfd, c->name, c->name, &fd, &st, &err) < 0 || st.st_size > (1 << 20) ||
       st.st_size < (off_t) (sizeof(struct bpf_header) + MAC_LEN))
     return -1;
-  _cleanup_free_ char *buf = malloc((size_t) st.st_size);
-  if (!buf || read(fd, buf, (size_t) st.st_size) != st.st_size)
+  /* The label in front of the file's bytes: what the HMAC covers. */
+  _cleanup_free_ char *msg = malloc(c->label_len + (size_t) st.st_size);
+  if (!msg)
+    return -1;
+  memcpy(msg, c->label, c->label_len);
+  char *buf = msg + c->label_len;
+  if (read(fd, buf, (size_t) st.st_size) != st.st_size)
     return -1;
   size_t body = (size_t) st.st_size - MAC_LEN;
-  if (!mac_ok(c, buf, body, buf + body))
+  if (!mac_ok(c, msg, c->label_len + body, buf + body))
     return -1;
   struct bpf_header h;
   memcpy(&h, buf, sizeof h);
@@ -398,35 +457,37 @@ static void cache_write(const struct cache *c, const struct sbx_bpf *b)
 {
   size_t msz = b->main_len * sizeof(struct sock_filter), esz = b->except_len * sizeof(struct sock_filter);
   size_t body = sizeof(struct bpf_header) + msz + esz;
-  _cleanup_free_ char *buf = malloc(body + MAC_LEN + 1);
-  if (!buf)
+  _cleanup_free_ char *msg = malloc(c->label_len + body + MAC_LEN + 1);
+  if (!msg)
     return;
+  memcpy(msg, c->label, c->label_len);
+  char *buf = msg + c->label_len; /* the file */
   struct bpf_header h = {.main_len = (uint32_t) b->main_len, .except_len = (uint32_t) b->except_len};
   memcpy(h.magic, BPF_MAGIC, 8);
   memcpy(buf, &h, sizeof h);
   memcpy(buf + sizeof h, b->main_prog, msz);
   if (esz)
     memcpy(buf + sizeof h + msz, b->except_prog, esz);
-  hmac_sha256_hex(c->key, sizeof c->key, buf, body, buf + body);
+  hmac_sha256_hex(c->key, sizeof c->key, msg, c->label_len + body, buf + body);
   sbx_error_t err;
   /* Atomic: readers see the old file, no file, or the whole new one. */
   hostfile_replace(c->dirfd, c->name, c->name, buf, body + MAC_LEN, 0600, &err);
 }
 
-int seccomp_prepare(const struct sbx_policy *p, struct sbx_bpf *ret, sbx_error_t *err)
+int seccomp_prepare(const struct sbx_policy *p, unsigned variant, struct sbx_bpf *ret, sbx_error_t *err)
 {
   if (!seccomp_policy_denies_keyrings(p)) {
     /* Its sandboxes may call keyctl: each joins a session keyring of its own (sandbox.c), but
      * on kernels before 5.3 a user namespace shares the user's keyring: cache nothing, and
      * leave no key to read (best effort: a concurrent run may add it again). */
     keyring_forget(CACHE_KEY);
-    return seccomp_compile(p, ret, err);
+    return seccomp_compile(p, variant, ret, err);
   }
   struct cache c = {.dirfd = -1};
-  bool cache = cache_open(p, &c) == 0;
+  bool cache = cache_open(p, variant, &c) == 0;
   int rc = 0;
   if (!cache || cache_read(&c, ret) < 0) {
-    rc = seccomp_compile(p, ret, err);
+    rc = seccomp_compile(p, variant, ret, err);
     if (rc == 0 && cache)
       cache_write(&c, ret);
   }

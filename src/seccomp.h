@@ -18,12 +18,18 @@ struct sbx_bpf {
 
 /* Check every rule resolves on this architecture; errors name file:line. */
 int seccomp_validate(const struct sbx_policy *p, sbx_error_t *err);
-int seccomp_compile(const struct sbx_policy *p, struct sbx_bpf *ret, sbx_error_t *err);
+/* Variants of a policy's filter (seccomp_compile's variant, a set of these). */
+enum {
+  /* Without a cgroup (rlimit mode): what holds memory outside RLIMIT_AS is refused whatever the
+   * policy allows: memfd_create and memfd_secret (ENOMEM), shmget (ENOSPC). */
+  SBX_SECCOMP_RLIMIT = 1 << 0,
+};
+int seccomp_compile(const struct sbx_policy *p, unsigned variant, struct sbx_bpf *ret, sbx_error_t *err);
 void seccomp_bpf_free(struct sbx_bpf *bpf);
 /* seccomp_compile() through a per-user cache of compiled filters ($SANDBOXD_CACHE_DIR, else
  * /var/cache/sandboxd for root, else $XDG_CACHE_HOME/sandboxd or ~/.cache/sandboxd; an empty
  * SANDBOXD_CACHE_DIR disables it). Unknown syscalls are reported as by seccomp_validate(). */
-int seccomp_prepare(const struct sbx_policy *p, struct sbx_bpf *ret, sbx_error_t *err);
+int seccomp_prepare(const struct sbx_policy *p, unsigned variant, struct sbx_bpf *ret, sbx_error_t *err);
 /* No rule allows keyctl, add_key or request_key, and each is denied: the kernel keyrings are out
  * of the sandbox's reach (else it gets a session keyring of its own, and no filter is cached). */
 bool seccomp_policy_denies_keyrings(const struct sbx_policy *p);

@@ -262,7 +262,8 @@ held(n=len(qs), error=e)
 
 def test_shm_locked_bytes_held_inside_host_still_locks_a_segment():
     """shmctl(SHM_LOCK) is counted per user against RLIMIT_MEMLOCK (kernel's user_shm_lock).
-    Host root has CAP_IPC_LOCK and never fails; there the sandbox's own bound shows the budget."""
+    Host root has CAP_IPC_LOCK and never fails; there the sandbox's own bound shows the budget.
+    Without a cgroup the sandbox gets no segment at all (shmget: ENOSPC, test_shmem_limits.py)."""
     src = r'''
 n, e = 0, None
 while n < 100000:
@@ -280,7 +281,7 @@ held(n=n, error=e)
         got = host_errno() if rc != 0 else None
         libc.shmctl(i, 0, None)  # IPC_RMID
     assert got is None, f"host shmctl(SHM_LOCK) failed with {got} while the sandbox held {h.facts['n']} locked segments"
-    assert h.facts["error"] == "ENOMEM", h.facts
+    assert h.facts["error"] == ("ENOSPC" if sbx.enforcement() == "degraded" else "ENOMEM"), h.facts
     assert h.facts["n"] * 65536 <= budget("memlock"), h.facts
 
 

@@ -179,3 +179,61 @@ def test_a_policy_that_allows_keyrings_reaches_no_host_keyring(host_dir):
     finally:
         _keyctl(KEYCTL_INVALIDATE, key)
     denied_syscall_still_denied(env)
+
+
+def _named_filters(cache):
+    return {f for f in os.listdir(cache) if f.endswith(".bpf")}
+
+
+SWAP_SOURCE = """
+import os, shutil, sys
+src, dst = sys.argv[1:]
+try:
+    shutil.copyfile(src, dst + '.new')
+    os.rename(dst + '.new', dst)
+    print('swapped')
+except OSError as e:
+    print('refused', e.errno)
+"""
+
+
+@pytest.mark.parametrize("writer", ["sandbox", "owner"])
+def test_seccomp_cache_swapped_between_policies_is_not_used(host_dir, writer):
+    """Issue #34, item 3: one policy's authenticated filter copied over another policy's name, by
+    a sandbox given --bind-rw of the cache (under the looser policy, as `--policy ci --bind-rw
+    ~/.cache:...` would) or by the cache's owner. What the key authenticates names the policy,
+    architecture, libseccomp and variant the filter was compiled from: the next run under the
+    stricter policy recompiles it, and a call that policy denies stays denied."""
+    cache, env = cache_env(host_dir)
+    loose = sbx.weak_policy("cache-swap", "syscalls", r"errno EPERM ptrace .*", _allow_line)
+    r = sbx.run("syscalls", "ptrace", policy=loose, env=env, want_report=False)
+    assert r.rc == 0, r.describe()
+    # The looser policy lets ptrace through (the kernel answers ESRCH): the swap can prove something.
+    assert r.json()["ptrace"]["errno"] == "ESRCH", r.json()
+    if not os.path.isdir(cache) or not _named_filters(cache):
+        sbx.need(False, "no seccomp cache on this host (no kernel keyring for the user)", security=False)
+    (loose_name,) = _named_filters(cache)
+    denied_syscall_still_denied(env)  # the default policy's filter, cached under its own name
+    (strict_name,) = _named_filters(cache) - {loose_name}
+    loose_bytes = (cache / loose_name).read_bytes()
+    if writer == "owner":
+        (cache / strict_name).write_bytes(loose_bytes)
+    else:
+        r = sbx.run(("-c", SWAP_SOURCE), f"/workspace/c/{loose_name}", f"/workspace/c/{strict_name}",
+                    policy=loose, opts=["--bind-rw", f"{cache}:/workspace/c"], env=env, want_report=False)
+        assert r.rc == 0, r.describe()
+        if sbx.IS_ROOT:
+            assert r.stdout.split()[0] == "refused", "root's cache was writable from inside the sandbox"
+        else:
+            assert r.stdout.split()[0] == "swapped", \
+                f"the swap did not happen: the test would prove nothing\n{r.describe()}"
+    r = sbx.run("syscalls", "ptrace", env=env, want_report=False)
+    assert r.rc == 0, r.describe()
+    assert r.json()["ptrace"]["errno"] == "EPERM", \
+        f"the default policy ran with another policy's filter: {r.json()}"
+    assert (cache / strict_name).read_bytes() != loose_bytes, "the swapped file was kept"
+    denied_syscall_still_denied(env)
+
+
+def _allow_line(line):
+    return line.replace("errno EPERM", "allow", 1)
