@@ -19,13 +19,15 @@ override CFLAGS += -std=gnu17 -D_GNU_SOURCE $(WARN) $(HARDEN) $(OPT) $(shell pkg
 LDFLAGS ?=
 override LDFLAGS += -pie -Wl,-z,relro,-z,now
 # libhttp-parser (the egress proxy's request heads, egress_http.c) is dlopened: its header only.
-# The libraries whose -dev package has a static archive are linked from it (libseccomp, libcap-ng,
-# yajl's libyajl_s, libmd; libmnl ships none): every sandbox starts a fresh sandboxd process, and
-# without the four the dynamic loader maps, relocates and binds them in each one, and every clone
-# copies their mappings (sandboxd --version 1.09 -> 0.96 ms, exec of pass 1.5-2.5% faster). A
-# library missing its archive is linked dynamically; STATIC_LIBS=0 links them all so. The .deb
-# names them in Built-Using (scripts/deb/build-deb).
-STATIC_LIBS ?= 1
+# The libraries are linked shared by default, the package's too: sandboxd's confinement rests on
+# libseccomp (and libcap-ng), and a fix Debian ships for one must reach an installed sandboxd
+# without a rebuild. STATIC_LIBS=1 links those whose -dev package has a static archive from it
+# (libseccomp, libcap-ng, yajl's libyajl_s, libmd; libmnl ships none), for who chooses it: every
+# sandbox starts a fresh sandboxd process, and without the four the dynamic loader maps,
+# relocates and binds them in each one (sandboxd --version 1.09 -> 0.96 ms, exec of pass 1.5-2.5%
+# faster), but then their security fixes come only with a rebuild of sandboxd. `make deb` refuses
+# such a build (scripts/deb/build-deb).
+STATIC_LIBS ?= 0
 lib_static = $(if $(and $(filter 1,$(STATIC_LIBS)),$(filter /%,$(shell $(CC) -print-file-name=$(2)))),-l:$(2),-l$(1))
 LDLIBS  := $(call lib_static,seccomp,libseccomp.a) $(call lib_static,cap-ng,libcap-ng.a) \
            $(call lib_static,yajl,libyajl_s.a) -lmnl $(call lib_static,md,libmd.a)
@@ -45,8 +47,15 @@ ROOTFS_NODE ?= rootfs/node-slim
 .PHONY: all clean check check-run check-quick check-unit lint asan rootfs rootfs-data rootfs-node install uninstall deb image bench bench-parts format format-check demo fuzz fuzz-build soak
 all: $(BUILD)/sandboxd
 
-$(BUILD)/sandboxd: $(OBJS)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+# The libraries as linked (STATIC_LIBS), rewritten only when they change: a build with another
+# STATIC_LIBS relinks.
+$(BUILD)/ldlibs: FORCE | $(BUILD)/obj
+	@echo '$(LDLIBS)' | cmp -s - $@ || echo '$(LDLIBS)' >$@
+.PHONY: FORCE
+FORCE:
+
+$(BUILD)/sandboxd: $(OBJS) $(BUILD)/ldlibs
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(OBJS) $(LDLIBS)
 
 # -MMD -MP: each compile writes the headers it read into a .d file beside its output (included
 # below), so a header change rebuilds exactly what includes it, and a deleted header is no error.
@@ -206,14 +215,12 @@ uninstall:
 	-rmdir --ignore-fail-on-non-empty $(DESTDIR)$(ROOTFS_STORE) $(DESTDIR)$(dir $(ROOTFS_STORE))
 
 # The Debian package build/sandboxd_VERSION_ARCH.deb: a staged `make install PREFIX=/usr`, Depends
-# from dpkg-shlibdeps plus the dlopen'ed libarchive, Built-Using from the static archives linked
-# (scripts/deb/build-deb). make check lints it.
+# from dpkg-shlibdeps plus the dlopen'ed libarchive; every library shared (scripts/deb/build-deb
+# refuses a STATIC_LIBS=1 build). make check lints it.
 DEB_VERSION = $(shell sed -n 's/^\#define SANDBOXD_VERSION "\(.*\)"/\1/p' src/version.h)
 DEB_ARCH = $(shell dpkg --print-architecture 2>/dev/null)
-STATIC_ARCHIVES = $(foreach a,libseccomp.a libcap-ng.a libyajl_s.a libmd.a,\
-                    $(if $(filter -l:$(a),$(LDLIBS)),$(shell $(CC) -print-file-name=$(a))))
 deb: all
-	STATIC_ARCHIVES="$(strip $(STATIC_ARCHIVES))" scripts/deb/build-deb $(BUILD) $(BUILD)/sandboxd_$(DEB_VERSION)_$(DEB_ARCH).deb
+	scripts/deb/build-deb $(BUILD) $(BUILD)/sandboxd_$(DEB_VERSION)_$(DEB_ARCH).deb
 
 # The container image (scripts/make-image): sandboxd installed under /usr, its libraries and the
 # slim rootfs in the store, as an OCI layout; no docker. Serves MCP over HTTP (scripts/deploy/).

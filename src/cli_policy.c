@@ -73,6 +73,9 @@ static int policy_show(int argc, char **argv)
   }
   /* The text is itself a valid policy; the hash is over exactly these lines. */
   printf("# sandboxd policy `%s`, resolved from %s (%s)\n", p->name, p->path, seccomp_arch_name());
+  if (p->floor_raised)
+    printf("# sandboxd is not root: the unprivileged floor raised what the file allows (lines marked "
+           "`floor`; sandboxd.policy(5), UNPRIVILEGED FLOOR)\n");
   fputs(text, stdout);
   printf("# sha256 %s\n", p->sha256);
   free(text);

@@ -82,7 +82,7 @@ struct egress_rec {
 struct egress_shared {
   uint64_t bytes_up, bytes_down;
   uint32_t attempts, allowed, refused;
-  uint32_t hit_connections, hit_bytes, hit_time;
+  uint32_t hit_connections, hit_bytes, hit_time, hit_rate;
   struct egress_rec recs[EGRESS_MAX_RECORDS];
 };
 
@@ -147,6 +147,8 @@ void egress_log_write_json(const struct egress_log *l, json_writer_t *w, bool re
     json_str(w, "egress_bytes");
   if (LOAD(sh->hit_time))
     json_str(w, "egress_connection_time");
+  if (LOAD(sh->hit_rate))
+    json_str(w, "egress_connection_rate");
   json_arr_end(w);
   if (records) {
     uint64_t now = mono_ns();
@@ -709,7 +711,27 @@ struct server {
   int listen_fd, pidfd, sfd;
   pid_t kids[SBX_EGRESS_MAX_CONNECTIONS];
   size_t n_kids;
+  uint64_t tokens_ns; /* the accept bucket, in ns of refill: a connection costs NS_PER_ACCEPT */
+  uint64_t filled_at; /* mono_ns() of the last refill */
 };
+
+/* The accept bucket (EGRESS_ACCEPT_RATE, EGRESS_ACCEPT_BURST), kept as time so that it refills
+ * without rounding: full is BURST connections' worth. */
+#define NS_PER_ACCEPT (1000000000ULL / EGRESS_ACCEPT_RATE)
+#define BUCKET_FULL_NS (NS_PER_ACCEPT * EGRESS_ACCEPT_BURST)
+
+/* Refill the bucket; the ms until it holds one connection (0: it does now). */
+static int bucket_wait_ms(struct server *s)
+{
+  uint64_t now = mono_ns();
+  s->tokens_ns += now - s->filled_at;
+  if (s->tokens_ns > BUCKET_FULL_NS)
+    s->tokens_ns = BUCKET_FULL_NS;
+  s->filled_at = now;
+  if (s->tokens_ns >= NS_PER_ACCEPT)
+    return 0;
+  return (int) ((NS_PER_ACCEPT - s->tokens_ns + 999999) / 1000000);
+}
 
 static void reap(struct server *s)
 {
@@ -727,6 +749,10 @@ static void accept_one(struct server *s)
   int fd = accept4(s->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
   if (fd < 0)
     return;
+  /* Every accepted connection costs the proxy, a 503 too: each takes its share of the bucket. */
+  s->tokens_ns -= NS_PER_ACCEPT;
+  if (s->tokens_ns < NS_PER_ACCEPT && !LOAD(s->cx.sh->hit_rate))
+    ADD(s->cx.sh->hit_rate, 1);
   if (s->n_kids >= s->cx.p->egress.connections) {
     struct egress_rec scratch, *rec = rec_claim(s->cx.sh, &scratch);
     char why[120];
@@ -811,11 +837,16 @@ static _Noreturn void proxy_main(const struct sbx_policy *p, struct egress_share
     _exit(1);
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || seccomp_install(&helper_filter, &err) < 0)
     _exit(1);
+  s.tokens_ns = BUCKET_FULL_NS;
+  s.filled_at = mono_ns();
   for (;;) {
+    /* An empty bucket: the listener is not polled until it holds a connection again, and what
+     * the sandbox connects meanwhile waits in the backlog, at no cost to the host. */
+    int wait = bucket_wait_ms(&s);
     struct pollfd pfd[3] = {{.fd = s.pidfd, .events = POLLIN},
                             {.fd = s.sfd, .events = POLLIN},
-                            {.fd = s.listen_fd, .events = POLLIN}};
-    if (poll(pfd, 3, -1) < 0 && errno != EINTR)
+                            {.fd = wait ? -1 : s.listen_fd, .events = POLLIN}};
+    if (poll(pfd, 3, wait ? wait : -1) < 0 && errno != EINTR)
       break;
     if (pfd[0].revents)
       break;

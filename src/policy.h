@@ -34,7 +34,7 @@ struct sbx_rule {
   enum sbx_cmp cmp;
   unsigned arg;
   uint64_t mask, value;
-  char *cond_text;  /* the condition as written, for `policy show`; NULL if none */
+  char *cond_text;  /* the condition as written, or the floor's note, for `policy show`; or NULL */
   size_t group;     /* index into groups */
   const char *file; /* where it was defined, for diagnostics (one of rule_files) */
   int line;
@@ -157,8 +157,14 @@ struct sbx_policy {
   char **rule_files; /* the files the rules came from, one copy each */
   size_t n_rule_files;
 
-  char sha256[65]; /* of the canonical text printed by policy_format() */
+  char sha256[65];       /* of the canonical text printed by policy_format() */
+  unsigned floor_raised; /* SBX_FLOOR_*: what policy_apply_floor changed, for `policy show` */
 };
+
+/* What policy_apply_floor raised. */
+#define SBX_FLOOR_CAPABILITIES 1u /* drop_capabilities was no */
+#define SBX_FLOOR_NO_NEW_PRIVS 2u /* no_new_privs was no */
+#define SBX_FLOOR_SYSCALLS 4u     /* a namespace or mount call was allowed */
 
 /* Loading (policy_load.c). Find and parse a policy. name_or_path: a path if it contains '/' or
  * ends in .policy, else a name looked up in the policy directories. NULL means "default". */
@@ -167,6 +173,16 @@ int policy_load(const char *name_or_path, struct sbx_policy **ret, sbx_error_t *
 int policy_load_file(const char *path, struct sbx_policy **ret, sbx_error_t *err);
 /* Where named policies are looked up (colon-separated), for diagnostics. */
 const char *policy_search_path(void);
+
+/* The unprivileged floor (policy_floor.c; sandboxd.policy(5), UNPRIVILEGED FLOOR): whatever p
+ * says, capabilities dropped, no_new_privs, and no call that makes or enters a namespace or
+ * changes mounts (unshare, setns, clone with a CLONE_NEW* flag, clone3, mount, umount2,
+ * pivot_root, chroot, the fs*, move_mount, open_tree, mount_setattr). policy_load applies it
+ * whenever sandboxd is not root: the user namespace sandboxd makes may come from a right the
+ * caller lacks (an AppArmor profile's `userns`), and the caller's own policy must not pass it on
+ * to the code. A policy that already holds it is left as it is; else the rules change and the
+ * sha256 is computed again. */
+int policy_apply_floor(struct sbx_policy *p, sbx_error_t *err);
 
 /* The parser (policy.c). Parse from memory; `file` names it in diagnostics, `dir` resolves includes. */
 int policy_parse_string(const char *text, const char *file, const char *dir, struct sbx_policy **ret,

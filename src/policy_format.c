@@ -45,6 +45,16 @@ static void kv_str(strbuf_t *sb, const char *key, const char *v)
   append(sb, "\n");
 }
 
+/* A yes/no switch, with the floor's note when the floor raised it (policy_floor.c). */
+static void kv_floored(strbuf_t *sb, const char *key, bool v, bool raised)
+{
+  append_key(sb, key);
+  append(sb, v ? "yes" : "no");
+  if (raised)
+    append(sb, "   # floor: sandboxd is not root (the file says no)");
+  append(sb, "\n");
+}
+
 static void kv_u64(strbuf_t *sb, const char *key, uint64_t v)
 {
   append_key(sb, key);
@@ -188,8 +198,9 @@ static char *format(const struct sbx_policy *p, bool comments)
     append(&sb, p->env[i]);
     append(&sb, "\n");
   }
-  kv_str(&sb, "no_new_privs", p->no_new_privs ? "yes" : "no");
-  kv_str(&sb, "drop_capabilities", p->drop_capabilities ? "yes" : "no");
+  kv_floored(&sb, "no_new_privs", p->no_new_privs, comments && (p->floor_raised & SBX_FLOOR_NO_NEW_PRIVS));
+  kv_floored(&sb, "drop_capabilities", p->drop_capabilities,
+             comments && (p->floor_raised & SBX_FLOOR_CAPABILITIES));
   kv_str(&sb, "readonly_root", p->readonly_root ? "yes" : "no");
   kv_str(&sb, "mask_proc", p->mask_proc ? "yes" : "no");
   if (p->cgroup == SBX_CGROUP_REQUIRED) {

@@ -50,6 +50,12 @@ static int load_whole(const char *path, struct sbx_policy **ret, sbx_error_t *er
     policy_free(*ret);
     return sbx_error_set(err, 0, "`%s` is a fragment for `include`, not a policy", path);
   }
+  /* Not root, the user namespace may be a right the binary has and its caller lacks (policy.h):
+   * here, where every command gets its policy, so what runs and what `policy show` prints agree. */
+  if (geteuid() != 0 && policy_apply_floor(*ret, err) < 0) {
+    policy_free(*ret);
+    return sbx_error_prefix(err, "policy `%s`", path);
+  }
   return 0;
 }
 

@@ -102,20 +102,37 @@ def test_depends_come_from_the_binary_and_its_dlopen(deb):
     assert "skopeo" in recommends and "mmdebstrap" in recommends
 
 
-def test_built_using_names_each_static_archive_in_the_binary(deb):
-    # The four libraries whose -dev package ships a static archive are linked from it (Makefile):
-    # not named by the ELF header, each named with its exact source version in Built-Using.
+def test_links_its_libraries_shared_so_security_updates_reach_it(deb, tmp_path):
+    # The package's binary links libseccomp, libcap-ng, yajl, libmd and libmnl shared and Depends
+    # on their packages (dpkg-shlibdeps), so a fix Debian ships for one reaches an installed
+    # sandboxd without a rebuild; nothing is built in, so no Built-Using (issue 34, item 11).
     need("objdump")
-    needed = re.findall(r"NEEDED\s+(\S+)", subprocess.run(["objdump", "-p", SANDBOXD], capture_output=True,
-                                                          text=True, check=True).stdout)
-    built_using = {b.split()[0]: b.strip() for b in field(deb, "Built-Using").split(",") if b.strip()}
-    for lib, dev in (("libseccomp", "libseccomp-dev"), ("libcap-ng", "libcap-ng-dev"), ("libyajl", "libyajl-dev"),
-                     ("libmd", "libmd-dev")):
-        assert not [n for n in needed if n.startswith(lib + ".so")], (lib, needed)
-        src = subprocess.run(["dpkg-query", "-W", "-f=${source:Package} (= ${source:Version})", dev],
-                             capture_output=True, text=True, check=True).stdout
-        assert built_using.get(src.split()[0]) == src, (src, built_using)
-    assert "libmnl.so.0" in needed and "libmnl" not in built_using
+    subprocess.run(["dpkg-deb", "-x", deb, str(tmp_path)], check=True)
+    needed = re.findall(r"NEEDED\s+(\S+)", subprocess.run(["objdump", "-p", str(tmp_path / "usr/bin/sandboxd")],
+                                                          capture_output=True, text=True, check=True).stdout)
+    depends = {alt.split()[0] for d in field(deb, "Depends").split(",") for alt in d.split("|") if alt.strip()}
+    for lib in ("libseccomp", "libcap-ng", "libyajl", "libmd", "libmnl"):
+        sonames = [n for n in needed if n.startswith(lib + ".so.")]
+        assert len(sonames) == 1, (lib, needed)
+        owner = subprocess.run(["dpkg", "-S", f"*/{sonames[0]}"], capture_output=True, text=True)
+        assert {ln.split(":")[0] for ln in owner.stdout.splitlines()} & depends, (sonames[0], owner.stdout, depends)
+    assert "libseccomp2" in depends, depends
+    assert field(deb, "Built-Using") == ""
+
+
+def test_build_deb_refuses_a_static_build(tmp_path):
+    # STATIC_LIBS=1 stays for who builds it, but is never packaged: `make STATIC_LIBS=1 deb` stops
+    # with one line from build-deb and leaves no package.
+    need("objdump")
+    repo = os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
+    static = tmp_path / "build"
+    r = subprocess.run(["make", "-s", "-C", repo, f"BUILD={static}", "STATIC_LIBS=1", "deb"],
+                       capture_output=True, text=True, timeout=1200)
+    needed = subprocess.run(["objdump", "-p", str(static / "sandboxd")], capture_output=True, text=True).stdout
+    assert "libseccomp.so" not in needed, "STATIC_LIBS=1 no longer links libseccomp from its archive"
+    said = [ln for ln in r.stderr.splitlines() if ln.startswith("build-deb: ")]
+    assert r.returncode != 0 and not glob.glob(str(static / "*.deb")), r.stderr
+    assert len(said) == 1 and "STATIC_LIBS=1" in said[0] and "libseccomp.so" in said[0], r.stderr
 
 
 def test_apparmor_profile_is_for_the_installed_binary_only(deb, tmp_path):

@@ -4,6 +4,8 @@ fields the API does not have), the validator refuses a broken manifest, and the 
 settings nested sandboxes need. About 2 s (node, tsc); npm ci on the first run."""
 import glob
 import os
+import re
+import shutil
 import subprocess
 
 import pytest
@@ -75,10 +77,10 @@ def test_pod_has_what_nested_sandboxes_need():
     assert pod["securityContext"]["seccompProfile"] == {"type": "Localhost", "localhostProfile": "sandboxd.json"}
     assert sc["procMount"] == "Unmasked" and sc["readOnlyRootFilesystem"] is True
     assert sc["allowPrivilegeEscalation"] is False and sc["capabilities"] == {"drop": ["ALL"]}
-    assert sc["appArmorProfile"] == {"type": "Localhost", "localhostProfile": "sandboxd"}
+    assert sc["appArmorProfile"] == {"type": "Localhost", "localhostProfile": "sandboxd-pod"}
     assert "privileged" not in sc
-    # The AppArmor profile the manifest names is the one the package ships.
-    assert "profile sandboxd " in open(os.path.join(REPO, "policy", "apparmor.d", "sandboxd")).read()
+    # The pod runs sandboxd as an ordinary user: its unprivileged floor holds (sandboxd.policy(5)).
+    assert pod["securityContext"]["runAsUser"] != 0 and "runAsUser" not in sc
     args = c["args"]
     assert args[:4] == ["mcp", "--http", "0.0.0.0:8080", "--stateless"] and "--token-file" in args
     # The path the server answers without a token (tests/integration/test_mcp_healthz.py).
@@ -91,3 +93,23 @@ def test_pod_has_what_nested_sandboxes_need():
     # The file itself (subPath): a Secret volume's keys are symlinks, which sandboxd does not follow.
     assert mounts[token_file]["subPath"] and mounts[token_file]["readOnly"] is True
     assert "/tmp" in mounts
+
+
+def test_pod_apparmor_profile_is_confined():
+    """The profile the manifest names is confined (issue 34, item 7): no `unconfined` flag; the
+    runtime default's denials, plus what a sandbox is made of."""
+    text = open(os.path.join(REPO, "policy", "apparmor.d", "sandboxd-pod")).read()
+    rules = [ln.split("#")[0].strip() for ln in text.splitlines() if ln.split("#")[0].strip()]
+    assert "profile sandboxd-pod flags=(attach_disconnected,mediate_deleted) {" in rules, rules
+    assert not [r for r in rules if "unconfined" in r and not r.startswith("signal (receive) peer=unconfined")]
+    for want in ("userns,", "mount,", "umount,", "pivot_root,", "deny @{PROC}/sysrq-trigger rwklx,",
+                 "deny @{PROC}/kcore rwklx,", "deny /sys/kernel/security/** rwklx,", "deny /sys/firmware/** rwklx,"):
+        assert want in rules, want
+    if shutil.which("apparmor_parser"):
+        ver = subprocess.run(["apparmor_parser", "--version"], capture_output=True, text=True).stdout
+        m = re.search(r"version (\d+)\.", ver)
+        if m and int(m.group(1)) < 4:  # Debian 12's 3.0: abi/3.0 and no userns rule (as tests/deb)
+            text = text.replace("abi <abi/4.0>,", "abi <abi/3.0>,").replace("  userns,\n", "")
+        r = subprocess.run(["apparmor_parser", "-Q", "-K", "/dev/stdin"], input=text, capture_output=True,
+                           text=True)
+        assert r.returncode == 0, r.stderr

@@ -503,6 +503,12 @@ WEAK = [
 ]
 
 
+# The weakenings the unprivileged floor undoes (sandboxd.policy(5), UNPRIVILEGED FLOOR): run by an
+# ordinary user, the weakened line is not enforced, and the same check must find no hole.
+FLOORED = {"no_new_privs", "drop_capabilities", "clone_unconditional", "clone3_allowed", "namespaces_mount",
+           "namespaces_newmount"}
+
+
 @pytest.mark.parametrize("tag,file,old,new,check", WEAK, ids=[w[0] for w in WEAK])
 def test_weak_policy_is_caught(tag, file, old, new, check):
     path = sbx.weak_policy(tag, file, old, new)
@@ -510,9 +516,83 @@ def test_weak_policy_is_caught(tag, file, old, new, check):
     assert chk.rc == 0, f"the weakened policy must itself be valid\n{chk.describe()}"
     # The same check passes on the shipped policy (else this proves nothing) ...
     assert check(_SHIPPED) == [], f"{check.__name__} fails on the shipped policy already"
-    # ... and reports the hole on the weakened one.
     violations = check(Runner(path))
+    if tag in FLOORED and not sbx.IS_ROOT:
+        # ... and unprivileged the floor holds it (as root the same line shows the check sees it).
+        assert violations == [], f"the unprivileged floor let {tag} ({new!r}) through: {violations}"
+        return
+    # ... and reports the hole on the weakened one.
     assert violations, f"{check.__name__} did not notice the weakened line ({tag}: {new!r})"
+
+
+def _users_own_policy():
+    """Issue 34's policy file of an ordinary user: `drop_capabilities no`, `no_new_privs no`, and
+    `allow unshare` (with setns, mount, umount2, pivot_root, chroot) and `allow clone`."""
+    path = sbx.weak_policy("floor", "default.policy", r"drop_capabilities\s+yes\b.*", "drop_capabilities no")
+    with open(path) as f:
+        text = f.read()
+    text, n = re.subn(r"(?m)^no_new_privs\s+yes\b.*$", "no_new_privs no", text)
+    assert n == 1
+    with open(path, "w") as f:
+        f.write(text)
+    inc = os.path.join(os.path.dirname(path), sbx.syscalls_file())
+    with open(inc) as f:
+        text = f.read()
+    text, n1 = re.subn(r"(?m)^errno EPERM (unshare setns .*)$", r"allow \1", text)
+    text, n2 = re.subn(r"(?m)^allow clone when .*$", "allow clone", text)
+    assert n1 == n2 == 1, (n1, n2)
+    with open(inc, "w") as f:
+        f.write(text)
+    return path
+
+
+# What the code holds once it has made a user namespace of its own, if it can.
+_NEW_USERNS = """
+import ctypes, json, os
+libc = ctypes.CDLL(None, use_errno=True)
+def caps():
+    st = dict(l.split(":\t", 1) for l in open("/proc/self/status") if ":\t" in l)
+    return {k: st[k].strip() for k in ("CapEff", "NoNewPrivs")}
+out = {"before": caps()}
+r = libc.unshare(0x10000000)  # CLONE_NEWUSER
+out["unshare"] = [r, os.strerror(ctypes.get_errno()) if r else ""]
+if r == 0:
+    out["after"] = caps()
+print(json.dumps(out))
+"""
+
+
+def test_unprivileged_floor_holds_against_the_users_own_policy():
+    """The AppArmor profile lets sandboxd make user namespaces where the host refuses them to
+    ordinary users: an ordinary user's policy must not pass a capable one on to the code
+    (CapEff 000001ffffffffff after unshare, seen before the floor). As root the file is obeyed."""
+    path = _users_own_policy()
+    run = Runner(path)
+    r = sbx.code(_NEW_USERNS, policy=path)
+    assert r.rc == 0, r.describe()
+    got = r.json()
+    show = sbx.sandboxd("policy", "show", path)
+    assert show.rc == 0, show.describe()
+    lines = show.stdout.splitlines()
+    if sbx.IS_ROOT:
+        # Root's behaviour stays: what the file says holds (the test policies rely on it).
+        assert got["unshare"][0] == 0 and got["after"]["CapEff"] != "0000000000000000", got
+        assert check_no_new_privs(run) and check_clone_namespaces(run)
+        assert "drop_capabilities  no" in lines and "allow unshare" in lines, show.stdout
+        return
+    assert got["unshare"] == [-1, os.strerror(1)], got  # EPERM
+    assert got["before"] == {"CapEff": "0000000000000000", "NoNewPrivs": "1"}, got
+    for check in (check_capabilities, check_no_new_privs, check_clone_namespaces, check_denied_syscalls):
+        assert check(run) == [], (check.__name__, check(run))
+    # `policy show` prints what is enforced, the floor included and marked.
+    assert "drop_capabilities  yes   # floor: sandboxd is not root (the file says no)" in lines, show.stdout
+    assert "no_new_privs       yes   # floor: sandboxd is not root (the file says no)" in lines, show.stdout
+    assert "errno EPERM unshare   # floor: sandboxd is not root" in lines, show.stdout
+    assert not [ln for ln in lines if ln.startswith("allow unshare") or ln == "allow clone"], show.stdout
+    assert [ln for ln in lines if ln.startswith("allow clone when arg0 & 0x7e020080 == 0x0")], show.stdout
+    # The shipped policy already holds the floor: unprivileged, it is enforced as written.
+    shipped = sbx.sandboxd("policy", "show", sbx.shipped_policy("default"))
+    assert "floor" not in shipped.stdout, shipped.stdout
 
 
 def test_bench_switch_is_not_in_this_build():

@@ -645,6 +645,123 @@ static void test_include_shares_rules(void)
   rmdir(dir);
 }
 
+/* The rules of p for syscall, as `policy show` writes them without comments, one per line. */
+static void rules_of(const struct sbx_policy *p, const char *syscall, char *out, size_t len)
+{
+  out[0] = '\0';
+  _cleanup_free_ char *text = policy_format_canonical(p);
+  for (char *l = text, *nl; l && *l; l = nl ? nl + 1 : NULL) {
+    nl = strchr(l, '\n');
+    if (nl)
+      *nl = '\0';
+    const char *sp = strchr(l, ' ');
+    if (!strncmp(l, "errno ", 6))
+      sp = strchr(l + 6, ' ');
+    if (sp && !strncmp(sp + 1, syscall, strlen(syscall)) &&
+        (sp[1 + strlen(syscall)] == '\0' || sp[1 + strlen(syscall)] == ' '))
+      CHECK(bufcatf(out, len, NULL, "%s;", l) == 0);
+  }
+}
+
+static void test_floor(void)
+{
+  sbx_error_t err;
+  char r[512];
+  /* A policy that holds the floor is left as it is, byte for byte (its hash too). */
+  struct sbx_policy *p =
+      parse("group ns \"x\"\n"
+            "allow clone when arg0 & "
+            "CLONE_NEWNS|CLONE_NEWUTS|CLONE_NEWIPC|CLONE_NEWUSER|CLONE_NEWPID|CLONE_NEWNET|"
+            "CLONE_NEWCGROUP|CLONE_NEWTIME == 0\n"
+            "errno ENOSYS clone3\nerrno EPERM unshare mount\n",
+            &err);
+  CHECK(p != NULL);
+  if (!p)
+    return;
+  char sha[65];
+  memcpy(sha, p->sha256, sizeof sha);
+  size_t n_rules = p->n_rules, n_groups = p->n_groups;
+  CHECK(policy_apply_floor(p, &err) == 0);
+  CHECK(p->floor_raised == 0 && !strcmp(sha, p->sha256) && p->n_rules == n_rules && p->n_groups == n_groups);
+  policy_free(p);
+
+  /* The policy: each loosening is raised, and marked for `policy show`. */
+  char text[sizeof base + 512];
+  const char *at = strstr(base, "no_new_privs yes\ndrop_capabilities yes\n");
+  CHECK(at != NULL);
+  if (!at)
+    return;
+  snprintf(text, sizeof text,
+           "%.*sno_new_privs no\ndrop_capabilities no\n%s"
+           "group ns \"x\"\nallow clone unshare setns mount clone3 fsopen\n"
+           "group other \"y\"\nerrno EPERM pivot_root when arg0 == 1\nallow pivot_root when arg0 == 2\n",
+           (int) (at - base), base, at + strlen("no_new_privs yes\ndrop_capabilities yes\n"));
+  CHECK(policy_parse_string(text, "t.policy", ".", &p, &err) == 0);
+  if (!p)
+    return;
+  memcpy(sha, p->sha256, sizeof sha);
+  CHECK(policy_apply_floor(p, &err) == 0);
+  CHECK(p->floor_raised == (SBX_FLOOR_CAPABILITIES | SBX_FLOOR_NO_NEW_PRIVS | SBX_FLOOR_SYSCALLS));
+  CHECK(p->drop_capabilities && p->no_new_privs && strcmp(sha, p->sha256) != 0);
+  rules_of(p, "unshare", r, sizeof r);
+  CHECK(!strcmp(r, "errno EPERM unshare;"));
+  rules_of(p, "clone3", r, sizeof r);
+  CHECK(!strcmp(r, "errno ENOSYS clone3;"));
+  rules_of(p, "clone", r, sizeof r);
+  CHECK(!strcmp(r, "allow clone when arg0 & 0x7e020080 == 0x0;"));
+  /* Every rule of a call the floor refuses goes, its conditional denials too (the parser refuses
+   * an unconditional denial beside them). */
+  rules_of(p, "pivot_root", r, sizeof r);
+  CHECK(!strcmp(r, "errno EPERM pivot_root;"));
+  rules_of(p, "read", r, sizeof r);
+  CHECK(!strcmp(r, "allow read;"));
+  /* What policy show prints reads back as a valid policy that needs no floor: the same hash. */
+  _cleanup_free_ char *shown = policy_format(p);
+  CHECK(strstr(shown, "drop_capabilities  yes   # floor: sandboxd is not root (the file says no)\n") != NULL);
+  CHECK(strstr(shown, "errno EPERM unshare   # floor: sandboxd is not root\n") != NULL);
+  struct sbx_policy *again = NULL;
+  CHECK(policy_parse_string(shown, "shown.policy", ".", &again, &err) == 0);
+  if (again) {
+    CHECK(!strcmp(again->sha256, p->sha256));
+    CHECK(policy_apply_floor(again, &err) == 0 && again->floor_raised == 0 &&
+          !strcmp(again->sha256, p->sha256));
+    policy_free(again);
+  }
+  struct sbx_bpf bpf;
+  CHECK(seccomp_compile(p, &bpf, &err) == 0);
+  seccomp_bpf_free(&bpf);
+  policy_free(p);
+
+  /* clone: an allow whose mask leaves out a namespace flag, or whose value holds one, goes; a
+   * conditional denial stays, but one with the floor's own condition (a duplicate). */
+  p = parse("group ns \"x\"\n"
+            "allow clone when arg0 & CLONE_NEWNS|CLONE_NEWPID == 0\n"
+            "allow clone when arg0 == CLONE_NEWUSER\n"
+            "allow clone when arg0 == 0x11\n"
+            "errno EPERM clone when arg0 & 0x100 == 0x100\n",
+            &err);
+  CHECK(p != NULL);
+  if (!p)
+    return;
+  CHECK(policy_apply_floor(p, &err) == 0 && p->floor_raised == SBX_FLOOR_SYSCALLS);
+  rules_of(p, "clone", r, sizeof r);
+  CHECK(!strcmp(r, "allow clone when arg0 == 0x11;errno EPERM clone when arg0 & 0x100 == 0x100;"
+                   "allow clone when arg0 & 0x7e020080 == 0x0;"));
+  policy_free(p);
+
+  /* The shipped policies hold the floor already: unprivileged, they run as written. */
+  static const char *files[] = {"policy/default.policy", "policy/ci.policy", "policy/strict.policy"};
+  for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+    p = NULL;
+    CHECK(policy_load_file(files[i], &p, &err) == 0);
+    if (!p)
+      continue;
+    memcpy(sha, p->sha256, sizeof sha);
+    CHECK(policy_apply_floor(p, &err) == 0 && p->floor_raised == 0 && !strcmp(sha, p->sha256));
+    policy_free(p);
+  }
+}
+
 int main(void)
 {
   test_valid();
@@ -658,5 +775,6 @@ int main(void)
   test_rlimit_variant();
   test_network();
   test_network_errors();
+  test_floor();
   return check_summary("test_policy");
 }
