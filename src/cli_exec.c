@@ -26,6 +26,7 @@
 #include "mcp_config.h"
 #include "paths.h"
 #include "proxy.h"
+#include "sandbox_run.h"
 #include "seccomp.h"
 #include "util.h"
 

@@ -5,8 +5,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "util.h"
-
 static int error_vset(sbx_error_t *err, int errnum, const char *fmt, va_list ap)
 {
   if (!err)
@@ -82,4 +80,18 @@ int sbx_error_hint(sbx_error_t *err, const char *fmt, ...)
   memcpy(err->msg + ml, "; ", 2);
   memcpy(err->msg + ml + 2, hint, hl + 1);
   return -1;
+}
+
+void bufprintf_cut(char *buf, size_t size, const char *fmt, ...)
+{
+  if (!size)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(buf, size, fmt, ap);
+  va_end(ap);
+  if (n < 0)
+    buf[0] = '\0';
+  else if ((size_t) n >= size && size > 3)
+    memcpy(buf + size - 4, "...", 4);
 }

@@ -29,4 +29,15 @@ int sbx_error_hint(sbx_error_t *err, const char *fmt, ...) __attribute__((format
 /* Prefix an existing message with context: "ctx: old". Returns -1. */
 int sbx_error_prefix(sbx_error_t *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+#if defined(__GNUC__) && !defined(__clang__)
+/* GCC checks at each call that size is no more than the buffer it is given. */
+#define SBX_BUF_ACCESS(mode, b, n) __attribute__((access(mode, b, n)))
+#else
+#define SBX_BUF_ACCESS(mode, b, n)
+#endif
+/* A message into a fixed buffer: a result that does not fit is cut and ends in "..." (util.h's
+ * bufprintf and bufcatf are the checked builds, for everything that is not a message). */
+void bufprintf_cut(char *buf, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)))
+SBX_BUF_ACCESS(write_only, 1, 2);
+
 #endif

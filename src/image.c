@@ -359,3 +359,28 @@ int image_remove(const char *store, const char *name, sbx_error_t *err)
                            name, gone);
   return 0;
 }
+
+/* ------------------------------------------------------------------ verify */
+
+int image_verify(const char *store, const char *name, image_report_fn report, void *userdata,
+                 uint64_t *ret_differences, sbx_error_t *err)
+{
+  char b[160], path[PATH_MAX];
+  if (!image_name_valid(name))
+    return sbx_error_set(err, EINVAL, "invalid rootfs name `%s`", image_shown(name, b));
+  if (bufprintf(path, sizeof path, err, "%s/%s.files", store, name) < 0)
+    return sbx_error_prefix(err, "verify `%s`", name);
+  _cleanup_free_ char *want = NULL;
+  size_t wlen;
+  if (read_file(path, 1u << 30, &want, &wlen, err) < 0)
+    return sbx_error_prefix(err, "verify `%s`: no file manifest (import it with `sandboxd rootfs import`)",
+                            name);
+  if (bufprintf(path, sizeof path, err, "%s/%s", store, name) < 0)
+    return sbx_error_prefix(err, "verify `%s`", name);
+  _cleanup_close_ int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0)
+    return sbx_error_errno(err, "verify `%s`", path);
+  if (image_manifest_diff(fd, want, report, userdata, ret_differences, err) < 0)
+    return sbx_error_prefix(err, "verify `%s`", path);
+  return 0;
+}

@@ -94,7 +94,7 @@ static size_t utf8_trim(const char *s, size_t len)
 /* Read what is in one pipe; keep it while the call is under its output limit. 1 at EOF. */
 int drain_pipe(struct call *c, int *fd, strbuf_t *sb)
 {
-  char buf[READ_CHUNK];
+  char buf[MCP_READ_CHUNK];
   for (int rounds = 0; rounds < 16; rounds++) {
     ssize_t n = read(*fd, buf, sizeof buf);
     if (n < 0 && errno == EINTR)

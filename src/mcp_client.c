@@ -1,5 +1,6 @@
 /* Host MCP servers: the operations, each connection's state and what the servers send
- * (mcp_client.h). Their processes are in mcp_client_proc.c, what we send them in mcp_client_send.c. */
+ * (mcp_client.h) and the queue to their stdin. Their processes are in mcp_client_proc.c, the
+ * messages we send them in mcp_client_send.c. */
 #include "mcp_client.h"
 
 #include <errno.h>
@@ -19,7 +20,7 @@
 #include "util.h"
 #include "warn.h"
 
-#define READ_CHUNK 65536
+#define CLIENT_READ_CHUNK 65536
 #define MAX_TOOL_PAGES 100
 #define BACKOFF_FIRST_MS 250
 #define BACKOFF_MAX_MS 30000
@@ -108,6 +109,45 @@ void mcp_client_down(struct mcp_hosts *h, struct client *c, const char *why)
     op_failf(c, c->ops, MCP_ERR_UNAVAILABLE, "host MCP server `%s` %s", c->cfg->name, reason);
 }
 
+/* ------------------------------------------------------------------ the queue to its stdin */
+
+/* Write what the server's stdin takes now; the rest waits for POLLOUT. */
+static void client_flush(struct mcp_hosts *h, struct client *c)
+{
+  while (c->in_fd >= 0 && c->outq_off < c->outq.len) {
+    ssize_t n = write(c->in_fd, c->outq.data + c->outq_off, c->outq.len - c->outq_off);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0 && errno == EAGAIN)
+      return;
+    if (n < 0) {
+      mcp_client_down(h, c, "closed its stdin");
+      return;
+    }
+    c->outq_off += (size_t) n;
+  }
+  c->outq.len = c->outq_off = 0;
+  /* A burst of large requests (bounded by the proxy's budget) does not keep its room. */
+  if (c->outq.cap > (1u << 20))
+    strbuf_free(&c->outq);
+}
+
+/* Queue one message (the writer is freed; NULL: out of memory, fails). Fails when the server is
+ * not reading. */
+static int client_send(struct mcp_hosts *h, struct client *c, json_writer_t *w)
+{
+  size_t n;
+  const char *buf = w ? json_writer_buf(w, &n) : NULL;
+  int r = -1;
+  if (buf && c->outq.len - c->outq_off + n <= MCP_CLIENT_MAX_OUTQ && strbuf_append(&c->outq, buf, n) == 0 &&
+      strbuf_append(&c->outq, "\n", 1) == 0)
+    r = 0;
+  json_writer_free(w);
+  if (r == 0)
+    client_flush(h, c);
+  return r;
+}
+
 static void client_start(struct mcp_hosts *h, struct client *c)
 {
   sbx_error_t err = {0};
@@ -121,7 +161,7 @@ static void client_start(struct mcp_hosts *h, struct client *c)
   }
   c->state = C_INIT;
   c->init_deadline_ns = now_ns() + MCP_CLIENT_INIT_TIMEOUT_MS * 1000000ULL;
-  if (mcp_client_send_initialize(h, c) < 0)
+  if (client_send(h, c, mcp_client_msg_initialize(h, c)) < 0)
     mcp_client_down(h, c, "could not be sent initialize");
 }
 
@@ -141,7 +181,7 @@ static void pump(struct mcp_hosts *h, struct client *c, uint64_t now)
     if (o->state != OP_WAITING)
       continue;
     if (o->kind == OP_CALL) {
-      if (mcp_client_send_call(h, c, o) < 0) {
+      if (client_send(h, c, mcp_client_msg_call(h, o)) < 0) {
         op_failf(c, o, MCP_ERR_UNAVAILABLE, "host MCP server `%s` is not reading its input", c->cfg->name);
         next = c->ops; /* the list changed under us: rescan */
       }
@@ -160,7 +200,7 @@ static void pump(struct mcp_hosts *h, struct client *c, uint64_t now)
     c->list_acc = json_writer_new();
     if (c->list_acc)
       json_arr_begin(c->list_acc);
-    if (!c->list_acc || mcp_client_send_list_page(h, c, NULL) < 0)
+    if (!c->list_acc || client_send(h, c, mcp_client_msg_list_page(h, c, NULL)) < 0)
       mcp_client_down(h, c, "could not be asked for its tools");
   }
 }
@@ -196,7 +236,7 @@ static void on_list_page(struct mcp_hosts *h, struct client *c, const json_node_
     json_write_node(c->list_acc, json_array_at(tools, i));
   const char *cursor = json_as_string(json_get(result, "nextCursor"), NULL);
   if (cursor && *cursor && ++c->list_pages < MAX_TOOL_PAGES) {
-    if (mcp_client_send_list_page(h, c, cursor) < 0)
+    if (client_send(h, c, mcp_client_msg_list_page(h, c, cursor)) < 0)
       mcp_client_down(h, c, "could not be asked for its tools");
     return;
   }
@@ -239,7 +279,7 @@ static void answer_reply(struct mcp_hosts *h, struct client *c, long long rpc, c
       jsonrpc_end(w);
     }
     c->state = C_UP;
-    if (mcp_client_send_msg(h, c, w) < 0)
+    if (client_send(h, c, w) < 0)
       mcp_client_down(h, c, "could not be sent notifications/initialized");
     else
       pump(h, c, now_ns());
@@ -295,7 +335,7 @@ static void answer_server_request(struct mcp_hosts *h, struct client *c, const s
                   m->method);
     jsonrpc_write_error(w, m->id, JSONRPC_METHOD_NOT_FOUND, msg);
   }
-  mcp_client_send_msg(h, c, w);
+  client_send(h, c, w);
 }
 
 static void on_notification(struct client *c, const struct jsonrpc_message *m)
@@ -338,7 +378,7 @@ static void handle_line(struct mcp_hosts *h, struct client *c, const char *line,
 
 static void read_client(struct mcp_hosts *h, struct client *c)
 {
-  char buf[READ_CHUNK];
+  char buf[CLIENT_READ_CHUNK];
   for (int rounds = 0; rounds < 64 && c->state != C_DOWN; rounds++) {
     ssize_t n = read(c->out_fd, buf, sizeof buf);
     if (n < 0 && errno == EINTR)
@@ -468,7 +508,7 @@ static uint64_t add_op(struct mcp_hosts *h, const char *server, enum op_kind kin
   o->deadline_ns = timeout_ms ? now_ns() + timeout_ms * 1000000ULL : 0;
   slist_append(&c->ops, o);
   /* The common case goes out at once; the rest waits for mcp_hosts_timers(). */
-  if (kind == OP_CALL && c->state == C_UP && mcp_client_send_call(h, c, o) < 0)
+  if (kind == OP_CALL && c->state == C_UP && client_send(h, c, mcp_client_msg_call(h, o)) < 0)
     o->state = OP_WAITING;
   return o->id;
 }
@@ -494,7 +534,7 @@ void mcp_hosts_cancel(struct mcp_hosts *h, uint64_t id)
       if (o->id == id) {
         op_unlink(c, o);
         if (o->state == OP_SENT && o->kind == OP_CALL && c->state == C_UP)
-          mcp_client_send_cancelled(h, c, o->rpc_id, "the sandbox that made the call has ended");
+          client_send(h, c, mcp_client_msg_cancelled(o->rpc_id, "the sandbox that made the call has ended"));
         op_free(o);
         return;
       }
@@ -521,7 +561,7 @@ void mcp_hosts_dispatch(struct mcp_hosts *h, const struct pollfd *pfds, size_t n
   for (size_t i = 0; i < h->n && 2 * i + 1 < n; i++) {
     struct client *c = &h->clients[i];
     if (pfds[2 * i + 1].revents && pfds[2 * i + 1].fd == c->in_fd && c->in_fd >= 0)
-      mcp_client_flush(h, c);
+      client_flush(h, c);
     if (pfds[2 * i].revents && pfds[2 * i].fd == c->out_fd && c->out_fd >= 0)
       read_client(h, c);
   }
@@ -561,7 +601,7 @@ int mcp_hosts_timers(struct mcp_hosts *h)
         continue;
       }
       if (o->state == OP_SENT && o->kind == OP_CALL && c->state == C_UP)
-        mcp_client_send_cancelled(h, c, o->rpc_id, "timed out");
+        client_send(h, c, mcp_client_msg_cancelled(o->rpc_id, "timed out"));
       op_failf(c, o, MCP_ERR_TIMEOUT, "host MCP server `%s` did not answer in time", c->cfg->name);
       next = c->ops;
     }

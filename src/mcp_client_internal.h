@@ -1,6 +1,6 @@
-/* What the files of the host MCP client share (mcp_client.c: operations, the connection's state
- * and what servers send; mcp_client_proc.c: their processes; mcp_client_send.c: what sandboxd
- * sends them); not for callers, who use mcp_client.h. */
+/* What the files of the host MCP client share (mcp_client.c: operations, the connection's state,
+ * what servers send and the queue to them; mcp_client_proc.c: their processes; mcp_client_send.c:
+ * the messages sandboxd sends them); not for callers, who use mcp_client.h. */
 #ifndef SBX_MCP_CLIENT_INTERNAL_H
 #define SBX_MCP_CLIENT_INTERNAL_H
 
@@ -86,15 +86,11 @@ void mcp_client_add_dying(struct mcp_hosts *h, pid_t pid, uint64_t term_after_ms
 /* Start c's server with pipes for its stdin and stdout (non-blocking on our side). */
 int mcp_client_spawn_server(struct mcp_hosts *h, struct client *c, sbx_error_t *err);
 
-/* ---- mcp_client_send.c: what sandboxd writes to a server */
-/* Write what the server's stdin takes now; the rest waits for POLLOUT. */
-void mcp_client_flush(struct mcp_hosts *h, struct client *c);
-/* Queue one message (the writer is freed). Fails when the server is not reading. */
-int mcp_client_send_msg(struct mcp_hosts *h, struct client *c, json_writer_t *w);
-int mcp_client_send_initialize(struct mcp_hosts *h, struct client *c);
-int mcp_client_send_list_page(struct mcp_hosts *h, struct client *c, const char *cursor);
-/* Send the tools/call for o (which becomes OP_SENT). */
-int mcp_client_send_call(struct mcp_hosts *h, struct client *c, struct op *o);
-void mcp_client_send_cancelled(struct mcp_hosts *h, struct client *c, long long rpc, const char *reason);
+/* ---- mcp_client_send.c: the messages sandboxd writes to a server (NULL: out of memory) */
+json_writer_t *mcp_client_msg_initialize(struct mcp_hosts *h, struct client *c);
+json_writer_t *mcp_client_msg_list_page(struct mcp_hosts *h, struct client *c, const char *cursor);
+/* The tools/call for o (which becomes OP_SENT). */
+json_writer_t *mcp_client_msg_call(struct mcp_hosts *h, struct op *o);
+json_writer_t *mcp_client_msg_cancelled(long long rpc, const char *reason);
 
 #endif

@@ -23,7 +23,7 @@
 
 #define PYTHON "/usr/bin/python3"
 #define CAPABILITIES_URI "sandboxd://capabilities"
-#define READ_CHUNK 65536
+#define MCP_READ_CHUNK 65536
 /* After a run whose output and bridge requests reach this, malloc_trim(): RSS back where it was. */
 #define TRIM_AFTER_BYTES (1u << 20)
 #define PROGRESS_INTERVAL_NS 1000000000ULL

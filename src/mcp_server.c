@@ -667,7 +667,7 @@ static void handle_message(struct server *srv, const char *line, size_t len)
 
 static void read_stdin(struct server *srv)
 {
-  char buf[READ_CHUNK];
+  char buf[MCP_READ_CHUNK];
   ssize_t n = read(STDIN_FILENO, buf, sizeof buf);
   if (n < 0 && (errno == EINTR || errno == EAGAIN))
     return;

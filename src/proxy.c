@@ -20,7 +20,7 @@
 #include "slist.h"
 #include "util.h"
 
-#define READ_CHUNK 65536
+#define PROXY_READ_CHUNK 65536
 
 enum outcome { OUT_PENDING, OUT_OK, OUT_TOOL_ERROR, OUT_ERROR, OUT_DENIED, OUT_TIMEOUT, OUT_CANCELLED };
 static const char *const outcome_names[] = {"pending", "ok",      "tool_error", "error",
@@ -92,9 +92,9 @@ static void flush_out(struct proxy *p)
  * for `id` instead, so the code always gets an answer. */
 static void send_frame(struct proxy *p, json_writer_t *w, const char *id);
 
-static void send_error(struct proxy *p, const char *id, int code, const char *fmt, ...)
+static void reply_error(struct proxy *p, const char *id, int code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-static void send_error(struct proxy *p, const char *id, int code, const char *fmt, ...)
+static void reply_error(struct proxy *p, const char *id, int code, const char *fmt, ...)
 {
   char msg[512];
   va_list ap;
@@ -117,21 +117,21 @@ static void send_frame(struct proxy *p, json_writer_t *w, const char *id)
   if (!buf) {
     json_writer_free(w);
     if (id)
-      send_error(p, id, JSONRPC_INTERNAL_ERROR, "sandboxd: out of memory");
+      reply_error(p, id, JSONRPC_INTERNAL_ERROR, "sandboxd: out of memory");
     return;
   }
   if (bridge_header(n, p->max_frame, hdr, &err) < 0) {
     json_writer_free(w);
     if (id)
-      send_error(p, id, MCP_ERR_TOO_LARGE, "the answer is %zu bytes, above the bridge's limit of %u bytes", n,
-                 p->max_frame);
+      reply_error(p, id, MCP_ERR_TOO_LARGE, "the answer is %zu bytes, above the bridge's limit of %u bytes",
+                  n, p->max_frame);
     return;
   }
   if (p->outq.len - p->outq_off + n > PROXY_MAX_OUTQ) {
     json_writer_free(w);
     if (id)
-      send_error(p, id, MCP_ERR_TOO_LARGE, "the code has not read %zu bytes of earlier answers",
-                 p->outq.len - p->outq_off);
+      reply_error(p, id, MCP_ERR_TOO_LARGE, "the code has not read %zu bytes of earlier answers",
+                  p->outq.len - p->outq_off);
     return;
   }
   if (strbuf_append(&p->outq, (const char *) hdr, 4) < 0 || strbuf_append(&p->outq, buf, n) < 0) {
@@ -232,7 +232,7 @@ static void on_done(void *ctx, const char *json, size_t len, int code, const cha
   pcall_unlink(p, c);
   if (!json) {
     record_end(p, c->record, code == MCP_ERR_TIMEOUT ? OUT_TIMEOUT : OUT_ERROR);
-    send_error(p, c->id, code, "%s", message);
+    reply_error(p, c->id, code, "%s", message);
     pcall_free(c);
     return;
   }
@@ -340,16 +340,16 @@ static void forward(struct proxy *p, const char *id, const char *method, const j
   const char *tool = call ? json_as_string(json_get(params, "name"), NULL) : NULL;
   const json_node_t *args = json_get(params, "arguments");
   if (!server || (call && !tool)) {
-    send_error(p, id, JSONRPC_INVALID_PARAMS, "%s needs `server`%s (strings)", method,
-               call ? " and `name`" : "");
+    reply_error(p, id, JSONRPC_INVALID_PARAMS, "%s needs `server`%s (strings)", method,
+                call ? " and `name`" : "");
     return;
   }
   if (args && json_type(args) != JSON_OBJECT && json_type(args) != JSON_NULL) {
-    send_error(p, id, JSONRPC_INVALID_PARAMS, "`arguments` must be an object");
+    reply_error(p, id, JSONRPC_INVALID_PARAMS, "`arguments` must be an object");
     return;
   }
   if (call && p->n_records >= p->max_calls) {
-    send_error(p, id, JSONRPC_INVALID_REQUEST, "this run has made its %zu calls, the limit", p->max_calls);
+    reply_error(p, id, JSONRPC_INVALID_REQUEST, "this run has made its %zu calls, the limit", p->max_calls);
     return;
   }
   /* The access check comes first, and the record keeps bounded copies of the names: a denied
@@ -359,27 +359,27 @@ static void forward(struct proxy *p, const char *id, const char *method, const j
   if (!ok) {
     record_end(p, rec, OUT_DENIED);
     if (call || discoverable(p, server))
-      send_error(p, id, JSONRPC_INVALID_PARAMS,
-                 "server `%.100s` is not available to this run (list it in `servers`)", server);
+      reply_error(p, id, JSONRPC_INVALID_PARAMS,
+                  "server `%.100s` is not available to this run (list it in `servers`)", server);
     else
-      send_error(p, id, JSONRPC_INVALID_PARAMS,
-                 "server `%.100s` is not configured, or the policy does not allow it", server);
+      reply_error(p, id, JSONRPC_INVALID_PARAMS,
+                  "server `%.100s` is not configured, or the policy does not allow it", server);
     return;
   }
   if (call && strlen(tool) > PROXY_MAX_TOOL_NAME) {
     record_end(p, rec, OUT_ERROR);
-    send_error(p, id, MCP_ERR_TOO_LARGE, "the tool name is longer than %d bytes, the limit",
-               PROXY_MAX_TOOL_NAME);
+    reply_error(p, id, MCP_ERR_TOO_LARGE, "the tool name is longer than %d bytes, the limit",
+                PROXY_MAX_TOOL_NAME);
     return;
   }
   if (p->n_inflight >= PROXY_MAX_INFLIGHT) {
     record_end(p, rec, OUT_ERROR);
-    send_error(p, id, JSONRPC_INVALID_REQUEST, "more than %d calls at once", PROXY_MAX_INFLIGHT);
+    reply_error(p, id, JSONRPC_INVALID_REQUEST, "more than %d calls at once", PROXY_MAX_INFLIGHT);
     return;
   }
   if (p->inflight_bytes + frame_len > PROXY_MAX_INFLIGHT_BYTES) {
     record_end(p, rec, OUT_ERROR);
-    send_error(
+    reply_error(
         p, id, MCP_ERR_TOO_LARGE,
         "the calls in flight already hold %zu bytes of requests; this one (%zu bytes) would pass the limit "
         "of %u bytes: wait for answers",
@@ -390,7 +390,7 @@ static void forward(struct proxy *p, const char *id, const char *method, const j
   if (!c || !(c->id = strdup(id)) || !(c->server = strdup(server)) || !(c->tool = strdup(tool ? tool : ""))) {
     pcall_free(c);
     record_end(p, rec, OUT_ERROR);
-    send_error(p, id, JSONRPC_INTERNAL_ERROR, "sandboxd: out of memory");
+    reply_error(p, id, JSONRPC_INTERNAL_ERROR, "sandboxd: out of memory");
     return;
   }
   c->p = p;
@@ -413,7 +413,7 @@ static void forward(struct proxy *p, const char *id, const char *method, const j
     c->op = mcp_hosts_list_tools(p->hosts, server, p->call_timeout_ms, &cb, &err);
   if (!c->op) {
     record_end(p, rec, OUT_ERROR);
-    send_error(p, id, JSONRPC_INVALID_PARAMS, "%s", err.msg);
+    reply_error(p, id, JSONRPC_INVALID_PARAMS, "%s", err.msg);
     pcall_free(c);
     return;
   }
@@ -448,10 +448,10 @@ static void handle_frame(struct proxy *p, const char *frame, size_t len)
     if (err.errnum == E2BIG) {
       /* The frame is here (at most PROXY_MAX_REQUEST): the peek stops at the id, allocating only it. */
       _cleanup_free_ char *id = peek_id(frame, len);
-      send_error(p, id, MCP_ERR_TOO_LARGE, "the request holds more than %d JSON values, the bridge's limit",
-                 PROXY_MAX_VALUES);
+      reply_error(p, id, MCP_ERR_TOO_LARGE, "the request holds more than %d JSON values, the bridge's limit",
+                  PROXY_MAX_VALUES);
     } else
-      send_error(p, NULL, JSONRPC_PARSE_ERROR, "Parse error: %s", err.msg);
+      reply_error(p, NULL, JSONRPC_PARSE_ERROR, "Parse error: %s", err.msg);
     return;
   }
   _cleanup_free_ char *id = jsonrpc_id_canonical(json_get(root, "id"));
@@ -465,18 +465,18 @@ static void handle_frame(struct proxy *p, const char *frame, size_t len)
     p->fd = -1;
     p->done_fn(p->done_ctx, (int) status);
   } else if (id && strlen(id) > PROXY_MAX_ID)
-    send_error(p, NULL, JSONRPC_INVALID_REQUEST, "Invalid Request: the id is longer than %d bytes",
-               PROXY_MAX_ID);
+    reply_error(p, NULL, JSONRPC_INVALID_REQUEST, "Invalid Request: the id is longer than %d bytes",
+                PROXY_MAX_ID);
   else if (json_type(root) != JSON_OBJECT || !id || !method)
-    send_error(p, id, JSONRPC_INVALID_REQUEST, "Invalid Request: expected an object with `id` and `method`");
+    reply_error(p, id, JSONRPC_INVALID_REQUEST, "Invalid Request: expected an object with `id` and `method`");
   else if (params && json_type(params) != JSON_OBJECT)
-    send_error(p, id, JSONRPC_INVALID_PARAMS, "`params` must be an object");
+    reply_error(p, id, JSONRPC_INVALID_PARAMS, "`params` must be an object");
   else if (strcmp(method, "servers/list") == 0)
     list_servers(p, id);
   else if (strcmp(method, "tools/list") == 0 || strcmp(method, "tools/call") == 0)
     forward(p, id, method, params, len);
   else
-    send_error(p, id, JSONRPC_METHOD_NOT_FOUND, "Method not found: %.100s", method);
+    reply_error(p, id, JSONRPC_METHOD_NOT_FOUND, "Method not found: %.100s", method);
   json_free(root);
 }
 
@@ -627,7 +627,7 @@ void proxy_handle(struct proxy *p, short revents)
     flush_out(p);
   if (!(revents & (POLLIN | POLLHUP | POLLERR)))
     return;
-  char buf[READ_CHUNK];
+  char buf[PROXY_READ_CHUNK];
   for (int rounds = 0; rounds < 64 && p->fd >= 0; rounds++) {
     ssize_t n = recv(p->fd, buf, sizeof buf, MSG_DONTWAIT);
     if (n < 0 && errno == EINTR)
@@ -656,14 +656,14 @@ void proxy_handle(struct proxy *p, short revents)
           return;
       } else if (ev == BRIDGE_OVERSIZE) {
         _cleanup_free_ char *id = peek_id(frame, flen);
-        send_error(p, id, MCP_ERR_TOO_LARGE, "the request is %u bytes, above the bridge's limit of %u bytes",
-                   p->reader.oversize_len, p->reader.max_frame);
+        reply_error(p, id, MCP_ERR_TOO_LARGE, "the request is %u bytes, above the bridge's limit of %u bytes",
+                    p->reader.oversize_len, p->reader.max_frame);
       }
     }
     if (p->bytes_read >= PROXY_MAX_RUN_BYTES) {
-      send_error(p, NULL, MCP_ERR_TOO_LARGE,
-                 "the code has sent %u MiB over the bridge in this run, the limit; the bridge is closed",
-                 PROXY_MAX_RUN_BYTES >> 20);
+      reply_error(p, NULL, MCP_ERR_TOO_LARGE,
+                  "the code has sent %u MiB over the bridge in this run, the limit; the bridge is closed",
+                  PROXY_MAX_RUN_BYTES >> 20);
       /* Closed, as when the code closes its end: a request it sent after this would never be
        * answered, so it must fail at once (EPIPE, then EOF for the package's reader). Calls in
        * flight finish on the host; their answers have nowhere to go. */

@@ -6,7 +6,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,26 +66,6 @@ int sandbox_adopt(pid_t pid, int pidfd, int sync_fd, struct sbx_cgroup *cg, int 
     close(listen_fd);
   *ret = s;
   return 0;
-}
-
-void sandbox_fork_wait(struct sbx_sandbox *s)
-{
-  struct pollfd pfd = {.fd = s->pidfd, .events = POLLIN};
-  while (poll(&pfd, 1, -1) < 0 && errno == EINTR)
-    ;
-  /* pid 1 sends it before it exits: a non-blocking read finds it or nothing (killed). With the
-   * code's status, the CPU time (us) and peak RSS (KiB) of pid 1 and the code, as wait4 gives a
-   * cold sandbox's (template.py). */
-  char buf[96];
-  ssize_t n = recv(s->sync_fd, buf, sizeof buf - 1, MSG_DONTWAIT);
-  int st;
-  unsigned long long cpu_us, maxrss_kib;
-  if (n > 0 && (buf[n] = '\0', sscanf(buf, "exit %d %llu %llu", &st, &cpu_us, &maxrss_kib) == 3)) {
-    s->code_status = st;
-    s->fork_ru.ru_utime.tv_sec = (time_t) (cpu_us / 1000000);
-    s->fork_ru.ru_utime.tv_usec = (suseconds_t) (cpu_us % 1000000);
-    s->fork_ru.ru_maxrss = (long) maxrss_kib;
-  }
 }
 
 int sandbox_userns_fd(const struct sbx_sandbox *s, sbx_error_t *err)

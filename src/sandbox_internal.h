@@ -1,4 +1,5 @@
-/* What the files of the sandbox share (sandbox.c, sandbox_proc.c, init.c, ns.c); not for callers. */
+/* What the files of the sandbox share (sandbox.c, sandbox_proc.c, sandbox_fork.c, sandbox_run.c,
+ * init.c, ns.c); not for callers. */
 #ifndef SBX_SANDBOX_INTERNAL_H
 #define SBX_SANDBOX_INTERNAL_H
 
@@ -53,7 +54,7 @@ void sandbox_open_leave_fds(struct sbx_sandbox *s);
 /* Close every fd from 3 up except a, b and c (any may be -1) (init.c). */
 int close_fds_except(int a, int b, int c);
 
-/* A forked sandbox's end: wait for pid 1 to exit, read the code's status (sandbox_fork.c). */
+/* A forked sandbox's end: wait for pid 1 to exit, read the code's status (sandbox_proc.c). */
 void sandbox_fork_wait(struct sbx_sandbox *s);
 
 #endif

@@ -1,5 +1,5 @@
-/* A sandbox once it runs: signals, kill, usage sampled before a kill, the result, teardown, and
- * sandbox_run(), which runs one to completion for `sandboxd exec`. */
+/* A sandbox once it runs: signals, kill, usage sampled before a kill, the result and teardown
+ * (sandbox_run.c runs one to completion for `sandboxd exec`). */
 #include "sandbox_internal.h"
 
 #include <dirent.h>
@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -276,6 +275,27 @@ static bool leave_cgroup(struct sbx_sandbox *s, const struct sync_msg *exit_msg,
   return true;
 }
 
+/* A forked sandbox (sandbox_adopt, sandbox_fork.c): pid 1 is not our child. */
+void sandbox_fork_wait(struct sbx_sandbox *s)
+{
+  struct pollfd pfd = {.fd = s->pidfd, .events = POLLIN};
+  while (poll(&pfd, 1, -1) < 0 && errno == EINTR)
+    ;
+  /* pid 1 sends it before it exits: a non-blocking read finds it or nothing (killed). With the
+   * code's status, the CPU time (us) and peak RSS (KiB) of pid 1 and the code, as wait4 gives a
+   * cold sandbox's (template.py). */
+  char buf[96];
+  ssize_t n = recv(s->sync_fd, buf, sizeof buf - 1, MSG_DONTWAIT);
+  int st;
+  unsigned long long cpu_us, maxrss_kib;
+  if (n > 0 && (buf[n] = '\0', sscanf(buf, "exit %d %llu %llu", &st, &cpu_us, &maxrss_kib) == 3)) {
+    s->code_status = st;
+    s->fork_ru.ru_utime.tv_sec = (time_t) (cpu_us / 1000000);
+    s->fork_ru.ru_utime.tv_usec = (suseconds_t) (cpu_us % 1000000);
+    s->fork_ru.ru_maxrss = (long) maxrss_kib;
+  }
+}
+
 int sandbox_wait(struct sbx_sandbox *s, struct sbx_result *res, sbx_error_t *err)
 {
   struct rusage ru = {0};
@@ -341,79 +361,4 @@ void sandbox_free(struct sbx_sandbox *s)
   if (s->host_id_lock >= 0)
     close(s->host_id_lock);
   free(s);
-}
-
-/* ------------------------------------------------------------------ exec: run to completion */
-
-#define GRACE_MS 2000
-
-int sandbox_run(const struct sbx_spec *spec, struct sbx_result *res, sbx_error_t *err)
-{
-  return sandbox_run_hooks(spec, NULL, res, err);
-}
-
-int sandbox_run_hooks(const struct sbx_spec *spec, const struct sbx_run_hooks *hooks, struct sbx_result *res,
-                      sbx_error_t *err)
-{
-  /* Take the signals synchronously, so a Ctrl-C arriving during setup is not lost and a handler
-   * never runs in the middle of it. The child unblocks them again. */
-  sigset_t mask, old;
-  sigemptyset(&mask);
-  for (size_t i = 0; i < sizeof sandbox_forwarded_signals / sizeof *sandbox_forwarded_signals; i++)
-    sigaddset(&mask, sandbox_forwarded_signals[i]);
-  sigprocmask(SIG_BLOCK, &mask, &old);
-  _cleanup_close_ int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-  if (sfd < 0) {
-    sigprocmask(SIG_SETMASK, &old, NULL);
-    return sbx_error_errno(err, "signalfd");
-  }
-  struct sbx_sandbox *s = NULL;
-  if (sandbox_spawn(spec, &s, err) < 0) {
-    sigprocmask(SIG_SETMASK, &old, NULL);
-    return -1;
-  }
-  uint64_t kill_at = s->deadline_ns;
-  bool killed = false;
-  for (;;) {
-    uint64_t now = now_ns();
-    if (now >= kill_at) {
-      sandbox_kill(s, !killed);
-      break;
-    }
-    uint64_t left_ms = (kill_at - now + 999999) / 1000000;
-    int timeout = left_ms > INT32_MAX ? INT32_MAX : (int) left_ms;
-    /* pid 1 exits (its pidfd), or with spec.leave_at_exit says the code ended (the sync socket:
-     * after READY, MSG_EXIT is all it sends). */
-    struct pollfd pfd[3 + SBX_RUN_MAX_HOOK_FDS] = {{.fd = s->pidfd, .events = POLLIN},
-                                                   {.fd = sfd, .events = POLLIN},
-                                                   {.fd = s->leave ? s->sync_fd : -1, .events = POLLIN}};
-    size_t n_hook =
-        hooks && hooks->fill ? hooks->fill(hooks->ctx, pfd + 3, SBX_RUN_MAX_HOOK_FDS, &timeout) : 0;
-    int r = poll(pfd, 3 + n_hook, timeout);
-    if (r < 0 && errno != EINTR)
-      break;
-    if (pfd[0].revents || pfd[2].revents)
-      break;
-    if (r > 0 && n_hook)
-      hooks->dispatch(hooks->ctx, pfd + 3, n_hook);
-    if (pfd[1].revents) {
-      struct signalfd_siginfo si;
-      while (read(sfd, &si, sizeof si) == sizeof si) {
-        /* Relay to the code; if it has not ended within the grace period, kill it. */
-        sandbox_signal(s, (int) si.ssi_signo);
-        if (!killed) {
-          killed = true;
-          uint64_t grace = now_ns() + GRACE_MS * 1000000ULL;
-          if (grace < kill_at)
-            kill_at = grace;
-        }
-      }
-    }
-  }
-  int rc = sandbox_wait(s, res, err);
-  if (rc == 0 && hooks && hooks->ended)
-    hooks->ended(hooks->ended_ctx, s);
-  sandbox_free(s);
-  sigprocmask(SIG_SETMASK, &old, NULL);
-  return rc;
 }

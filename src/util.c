@@ -175,20 +175,6 @@ int bufcatf(char *buf, size_t size, sbx_error_t *err, const char *fmt, ...)
   return r;
 }
 
-void bufprintf_cut(char *buf, size_t size, const char *fmt, ...)
-{
-  if (!size)
-    return;
-  va_list ap;
-  va_start(ap, fmt);
-  int n = vsnprintf(buf, size, fmt, ap);
-  va_end(ap);
-  if (n < 0)
-    buf[0] = '\0';
-  else if ((size_t) n >= size && size > 3)
-    memcpy(buf + size - 4, "...", 4);
-}
-
 int strbuf_append(strbuf_t *sb, const char *s, size_t n)
 {
   if (sb->len + n + 1 > sb->cap) {

@@ -28,19 +28,12 @@ const char *format_size(uint64_t bytes, char *buf, size_t len);
  * bufprintf: 0 if the whole result fits in size bytes. Else -1 with errno ENAMETOOLONG, buf holds ""
  * (never a cut-off path) and err, unless NULL, says "`<start>...` is longer than N bytes".
  * bufcatf: the same, appending at strlen(buf); on failure buf is left as it was.
- * bufprintf_cut: for messages only: a result that does not fit is cut and ends in "...". */
-#if defined(__GNUC__) && !defined(__clang__)
-/* GCC checks at each call that size is no more than the buffer it is given. */
-#define SBX_BUF_ACCESS(mode, b, n) __attribute__((access(mode, b, n)))
-#else
-#define SBX_BUF_ACCESS(mode, b, n)
-#endif
+ * bufprintf_cut (error.h, which formats every message with it): for messages only: a result that
+ * does not fit is cut and ends in "...". */
 int bufprintf(char *buf, size_t size, sbx_error_t *err, const char *fmt, ...)
     __attribute__((format(printf, 4, 5), warn_unused_result)) SBX_BUF_ACCESS(write_only, 1, 2);
 int bufcatf(char *buf, size_t size, sbx_error_t *err, const char *fmt, ...)
     __attribute__((format(printf, 4, 5), warn_unused_result)) SBX_BUF_ACCESS(read_write, 1, 2);
-void bufprintf_cut(char *buf, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)))
-SBX_BUF_ACCESS(write_only, 1, 2);
 
 /* A growable byte buffer, always NUL-terminated. */
 typedef struct strbuf {

@@ -77,10 +77,9 @@ struct zcall;
 EXPORT i64 zy_spawn(u64 clone_flags, struct zcall *call);
 EXPORT void zy_reaped(int pid);
 
-/* What the compiler may call for a struct copy or a zeroed array, here (not exported). */
-__attribute__((visibility("hidden"))) void *memcpy(void *d, const void *s, u64 n);
-__attribute__((visibility("hidden"))) void *memset(void *d, int c, u64 n);
-void *memcpy(void *d, const void *s, u64 n)
+/* Copy and fill bytes (no libc here). The compiler may also emit calls to memcpy and memset for a
+ * struct copy or a zeroed array: those two symbols are aliases of these (hidden, not exported). */
+static void *zy_copy(void *d, const void *s, u64 n)
 {
   char *dc = d;
   const char *sc = s;
@@ -88,13 +87,15 @@ void *memcpy(void *d, const void *s, u64 n)
     *dc++ = *sc++;
   return d;
 }
-void *memset(void *d, int c, u64 n)
+static void *zy_fill(void *d, int c, u64 n)
 {
   char *dc = d;
   while (n--)
     *dc++ = (char) c;
   return d;
 }
+__attribute__((visibility("hidden"), alias("zy_copy"), used)) void *memcpy(void *d, const void *s, u64 n);
+__attribute__((visibility("hidden"), alias("zy_fill"), used)) void *memset(void *d, int c, u64 n);
 
 static int seq(const char *a, const char *b)
 {
@@ -289,7 +290,7 @@ EXPORT i64 zy_init(const char *text, const void *main_prog, u64 main_len, const 
     return -95;
   if (n >= CONF_SIZE)
     return -7;
-  memcpy(conf.text, text, n + 1);
+  zy_copy(conf.text, text, n + 1);
   char *s = conf.text;
   while (*s) {
     char *line = s;
@@ -422,7 +423,7 @@ __attribute__((noreturn)) static void fail(struct pid1 *p, const char *what, con
       fail(p, what, arg, r_);                                                                                \
   } while (0)
 
-static i64 write_file(const char *path, const char *text)
+static i64 zy_write_file(const char *path, const char *text)
 {
   i64 fd = sys3(NR_open, path, O_WRONLY | O_CLOEXEC, 0);
   if (fd < 0)
@@ -443,12 +444,12 @@ static void ids(struct pid1 *p)
   char t[64];
   struct buf b = {t, 0, sizeof t};
   if (!conf.server_maps) {
-    CK(p, write_file("/proc/self/setgroups", "deny"), "write", "/proc/self/setgroups");
+    CK(p, zy_write_file("/proc/self/setgroups", "deny"), "write", "/proc/self/setgroups");
     putu(&b, conf.uid), put(&b, " "), putu(&b, conf.uid), put(&b, " 1");
-    CK(p, write_file("/proc/self/uid_map", t), "write", "/proc/self/uid_map");
+    CK(p, zy_write_file("/proc/self/uid_map", t), "write", "/proc/self/uid_map");
     b.len = 0;
     putu(&b, conf.gid), put(&b, " "), putu(&b, conf.gid), put(&b, " 1");
-    CK(p, write_file("/proc/self/gid_map", t), "write", "/proc/self/gid_map");
+    CK(p, zy_write_file("/proc/self/gid_map", t), "write", "/proc/self/gid_map");
   }
   CK(p, sys4(NR_sendto, p->sync, "hello", 5, 0x4000), "send", "hello");
   char ack[16];
@@ -471,7 +472,7 @@ static void budgets(struct pid1 *p)
     put(&b, "/proc/sys/user/max_");
     put(&b, conf.budgets[i].name);
     putu(&bv, conf.budgets[i].value);
-    CK(p, write_file(path, v), "write", path);
+    CK(p, zy_write_file(path, v), "write", path);
   }
 }
 
@@ -574,7 +575,7 @@ static void loopback_up(struct pid1 *p)
   CK(p, s, "socket", 0);
   char ifr[40] = "lo";
   short flags = 0x41; /* IFF_UP | IFF_RUNNING */
-  memcpy(ifr + 16, &flags, sizeof flags);
+  zy_copy(ifr + 16, &flags, sizeof flags);
   CK(p, sys3(NR_ioctl, s, 0x8914 /* SIOCSIFFLAGS */, ifr), "ioctl(SIOCSIFFLAGS)", "lo");
   sys1(NR_close, s);
 }
@@ -676,10 +677,10 @@ static void send_fds(struct pid1 *p, const char *text, u64 len, const int *fd, i
   struct msghdr mh = {0, 0, &iov, 1, u.buf, 16 + 4 * (u64) n, 0};
   u64 cmsg_len = 16 + 4 * (u64) n;
   int lv[2] = {1 /* SOL_SOCKET */, 1 /* SCM_RIGHTS */};
-  memset(u.buf, 0, sizeof u.buf);
-  memcpy(u.buf, &cmsg_len, 8);
-  memcpy(u.buf + 8, lv, 8);
-  memcpy(u.buf + 16, fd, 4 * (u64) n);
+  zy_fill(u.buf, 0, sizeof u.buf);
+  zy_copy(u.buf, &cmsg_len, 8);
+  zy_copy(u.buf + 8, lv, 8);
+  zy_copy(u.buf + 16, fd, 4 * (u64) n);
   mh.controllen = (16 + 4 * (u64) n + 7) & ~7UL;
   CK(p, sys3(NR_sendmsg, p->sync, &mh, 0x4000), "send", "ready");
 }
@@ -722,7 +723,7 @@ static i64 exec_init(int code)
 static int pid1_main(void *arg)
 {
   struct pid1 p;
-  memcpy(&p.call, arg, sizeof p.call); /* the template's copy may be gone once it goes on */
+  zy_copy(&p.call, arg, sizeof p.call); /* the template's copy may be gone once it goes on */
   p.sync = p.call.fds[0];
   /* Every signal stays blocked (zy_spawn blocked them): none runs a handler of the template's in
    * this shared memory; the ones relayed are taken with sigtimedwait. The code gets SIG_DFL for
