@@ -408,7 +408,8 @@ static int setup_warm_mode(struct server *srv, sbx_error_t *err)
 {
   srv->warm_fork = srv->warm_mode == WARM_FORK || srv->warm_mode == WARM_AUTO;
   sbx_error_t why = {0};
-  if (!srv->warm_fork || fork_template_init(srv, srv->warm_mode == WARM_FORK ? err : &why) == 0)
+  if (!srv->warm_fork ||
+      fork_template_init(srv, warm_pool_drop_forked, srv->warm_mode == WARM_FORK ? err : &why) == 0)
     return 0;
   if (srv->warm_mode == WARM_FORK)
     return -1;
@@ -489,6 +490,13 @@ static void teardown(struct server *srv, const sigset_t *old)
   mcp_roots_free(&srv->roots);
 }
 
+/* The HTTP transport's way into the server (mcp_server.c). */
+static const struct mcp_http_handlers http_handlers = {
+    .dispatch = mcp_dispatch,
+    .cancel_calls = mcp_cancel_calls,
+    .protocol_versions = mcp_protocol_versions,
+};
+
 int cmd_mcp(int argc, char **argv)
 {
   struct server srv = {
@@ -529,7 +537,7 @@ int cmd_mcp(int argc, char **argv)
   int rc = 0;
   char url[128];
   if (setup(&srv, policy_name, rootfs, output_dir, &old, &masked, &err) < 0 ||
-      (use_http && mcp_http_start(&srv, &http, &srv.http, url, sizeof url, &err) < 0) ||
+      (use_http && mcp_http_start(&srv, &http, &http_handlers, &srv.http, url, sizeof url, &err) < 0) ||
       setup_warm_mode(&srv, &err) < 0) {
     log_sbx_error(&err);
     rc = SBX_EXIT_SETUP;

@@ -37,7 +37,7 @@
 #include "hostid.h"
 #include "log.h"
 #include "mcp_internal.h"
-#include "mcp_server.h"
+#include "mcp_runner.h"
 #include "ns.h"
 #include "policy.h"
 #include "sandbox.h"
@@ -355,7 +355,7 @@ static int template_get(struct server *srv, struct fork_template **ret, sbx_erro
   struct fork_template *t = srv->fork_tmpl;
   if (t && !fork_template_alive(t)) {
     template_ended(t);
-    warm_pool_drop_forked(srv, t);
+    srv->fork_template_died(srv, t);
   }
   if (t && (!fork_template_alive(t) || t->served >= FORK_TEMPLATE_CALLS || t->binds_hash != binds_hash(srv)))
     template_retire(srv);
@@ -764,8 +764,10 @@ int fork_warm_step(struct warm *w, sbx_error_t *err)
 /* At server start: the first template, and one sandbox forked from it all the way to its code
  * (which finds no job on fd 3 and ends), so that a kernel or policy the fork path cannot work
  * with fails here, with what failed, rather than at every call. */
-int fork_template_init(struct server *srv, sbx_error_t *err)
+int fork_template_init(struct server *srv, void (*died)(struct server *srv, const struct fork_template *t),
+                       sbx_error_t *err)
 {
+  srv->fork_template_died = died;
   if (template_start(srv, &srv->fork_tmpl, err) < 0)
     return -1;
   struct sbx_limits req, limits;
@@ -807,7 +809,7 @@ void fork_template_dispatch(struct server *srv, const struct pollfd *pfd)
     return;
   }
   template_ended(srv->fork_tmpl);
-  warm_pool_drop_forked(srv, srv->fork_tmpl); /* they died with it */
+  srv->fork_template_died(srv, srv->fork_tmpl); /* they died with it */
   template_retire(srv);
   if (template_begin(srv, &srv->fork_next, &err) < 0)
     log_warn("the next fork template: %s", err.msg);

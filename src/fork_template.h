@@ -17,8 +17,10 @@ struct server;
 struct call;
 struct fork_template;
 
-/* At server start: the first template, or why the fork path cannot work here. */
-int fork_template_init(struct server *srv, sbx_error_t *err);
+/* At server start: the first template, or why the fork path cannot work here. died: what to do
+ * when a template has died (the pool drops the sandboxes forked from it, which died with it). */
+int fork_template_init(struct server *srv, void (*died)(struct server *srv, const struct fork_template *t),
+                       sbx_error_t *err);
 /* Begin the call's sandbox as a fork of the template: the call waits for it (c->pending, which
  * call_pending_ready steps with fork_warm_step, then hands it its code). */
 int fork_call_start(struct server *srv, struct call *c, sbx_error_t *err);

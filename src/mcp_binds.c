@@ -193,19 +193,19 @@ static bool roots_equal(const struct mcp_roots *a, const struct mcp_root *b, siz
   return true;
 }
 
-void mcp_roots_update(struct server *srv, const json_node_t *result, const json_node_t *error)
+bool mcp_roots_update(struct server *srv, const json_node_t *result, const json_node_t *error)
 {
   if (error || !result) {
     const char *msg = json_as_string(json_get(error, "message"), NULL);
     char m[200];
     shown(msg ? msg : "no result", m, sizeof m);
     roots_log(srv, 3, "roots/list: the client answered with an error (%s); the roots stay as they were", m);
-    return;
+    return false;
   }
   const json_node_t *list = json_get(result, "roots");
   if (json_type(list) != JSON_ARRAY) {
     roots_log(srv, 3, "roots/list: the answer has no `roots` array; the roots stay as they were");
-    return;
+    return false;
   }
   struct mcp_root next[ROOTS_MAX] = {0};
   size_t n = 0, total = json_array_len(list), i = 0, skipped = 0;
@@ -226,15 +226,14 @@ void mcp_roots_update(struct server *srv, const json_node_t *result, const json_
   if (roots_equal(&srv->roots, next, n)) {
     for (size_t k = 0; k < n; k++)
       root_free(&next[k]);
-    return;
+    return false;
   }
   mcp_roots_free(&srv->roots);
   memcpy(srv->roots.r, next, n * sizeof *next);
   srv->roots.n = n;
   mcp_binds_rebuild(srv);
-  /* Idle warm sandboxes were built with the old set: the next calls get sandboxes with the new. */
-  warm_pool_clear(srv);
   roots_log(srv, 1, "%zu roots bound read-only under " ROOTS_DIR, n);
+  return true;
 }
 
 void mcp_binds_write_capabilities(const struct server *srv, json_writer_t *w)

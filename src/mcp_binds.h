@@ -54,8 +54,9 @@ void mcp_roots_free(struct mcp_roots *roots);
 /* The spec binds of every sandbox: the `mcp` package, --bind, the roots. */
 void mcp_binds_rebuild(struct server *srv);
 /* The answer to roots/list (result, or error when the client refused). Logs what it skips; when the
- * set changed, later sandboxes get the new one and the warm ones built with the old are dropped. */
-void mcp_roots_update(struct server *srv, const json_node_t *result, const json_node_t *error);
+ * set changed, later sandboxes get the new one, and it returns true: the caller drops the warm
+ * sandboxes built with the old. */
+bool mcp_roots_update(struct server *srv, const json_node_t *result, const json_node_t *error);
 /* "binds" and "roots" of the capabilities resource. */
 void mcp_binds_write_capabilities(const struct server *srv, json_writer_t *w);
 

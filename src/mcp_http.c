@@ -29,7 +29,6 @@
 #include "log.h"
 #include "mcp_http_session.h"
 #include "mcp_internal.h"
-#include "mcp_server.h"
 #include "slist.h"
 #include "util.h"
 
@@ -132,6 +131,7 @@ struct exchange {
 
 struct mcp_http {
   struct server *srv;
+  struct mcp_http_handlers on; /* the server's, given at start */
   struct MHD_Daemon *d;
   struct mcp_http_opts o;
   struct http_tokens tokens;
@@ -469,7 +469,7 @@ static int find_session(struct exchange *x, bool required, enum MHD_Result *ret)
 static void end_session(struct mcp_http *h, struct http_session *s)
 {
   /* Its calls are killed, never answered; its exchanges end. */
-  mcp_cancel_calls(h->srv, s->num, 0);
+  h->on.cancel_calls(h->srv, s->num, 0);
   for (struct exchange *x = h->xs; x; x = x->next)
     if (x->sess == s) {
       x->sess = NULL;
@@ -585,7 +585,7 @@ static void cancelled_exchange(struct mcp_http *h, struct exchange *from, const 
   if (matches != 1)
     return;
   if (!found->sess) /* stateless: its calls are keyed by the exchange, not by a client */
-    mcp_cancel_calls(h->srv, 0, found->id);
+    h->on.cancel_calls(h->srv, 0, found->id);
   found->done = true;
   wake(found);
 }
@@ -602,10 +602,10 @@ static void dispatch(struct mcp_http *h, struct exchange *x, const struct jsonrp
    * latest initialize of any client. */
   const char *version = header(x, "MCP-Protocol-Version");
   srv->protocol = NULL;
-  for (size_t i = 0; version && mcp_protocol_versions[i]; i++)
-    if (strcmp(version, mcp_protocol_versions[i]) == 0)
-      srv->protocol = mcp_protocol_versions[i];
-  mcp_dispatch(srv, m);
+  for (size_t i = 0; version && h->on.protocol_versions[i]; i++)
+    if (strcmp(version, h->on.protocol_versions[i]) == 0)
+      srv->protocol = h->on.protocol_versions[i];
+  h->on.dispatch(srv, m);
   srv->client = srv->route = 0;
   srv->client_name = NULL;
 }
@@ -690,8 +690,8 @@ static enum MHD_Result on_first(struct exchange *x, const char *url, const char 
                                : "Unauthorized: a bearer token is required");
   const char *version = header(x, "MCP-Protocol-Version");
   bool known = !version;
-  for (size_t i = 0; version && mcp_protocol_versions[i]; i++)
-    known |= strcmp(version, mcp_protocol_versions[i]) == 0;
+  for (size_t i = 0; version && h->on.protocol_versions[i]; i++)
+    known |= strcmp(version, h->on.protocol_versions[i]) == 0;
   if (!known)
     return refuse(x, MHD_HTTP_BAD_REQUEST, NULL, NULL, "Bad Request: Unsupported protocol version");
   if (h->n_xs > h->o.max_requests)
@@ -762,7 +762,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
   *req_cls = NULL;
   /* Ended before its answer (the client went, or a timeout): its calls go too. */
   if (x->req_id && !x->done)
-    mcp_cancel_calls(h->srv, 0, x->id);
+    h->on.cancel_calls(h->srv, 0, x->id);
   exchange_free(h, x);
 }
 
@@ -865,7 +865,7 @@ void mcp_http_dispatch(struct mcp_http *h, const struct pollfd *pfds, size_t n)
     /* The client hung up while it waited: nobody takes the answer. */
     x->gone = true;
     if (x->req_id && !x->done)
-      mcp_cancel_calls(h->srv, 0, x->id);
+      h->on.cancel_calls(h->srv, 0, x->id);
     wake(x);
   }
   /* MHD runs when its sockets say so, a connection was resumed, or a timeout of its is due: not
@@ -881,8 +881,8 @@ void mcp_http_dispatch(struct mcp_http *h, const struct pollfd *pfds, size_t n)
 
 /* ------------------------------------------------------------------ setup */
 
-int mcp_http_start(struct server *srv, const struct mcp_http_opts *o, struct mcp_http **ret, char *ret_url,
-                   size_t url_size, sbx_error_t *err)
+int mcp_http_start(struct server *srv, const struct mcp_http_opts *o, const struct mcp_http_handlers *on,
+                   struct mcp_http **ret, char *ret_url, size_t url_size, sbx_error_t *err)
 {
   if (!o->loopback && !o->token_file)
     return sbx_error_set(err, 0,
@@ -895,6 +895,7 @@ int mcp_http_start(struct server *srv, const struct mcp_http_opts *o, struct mcp
   if (!h)
     return sbx_error_set(err, ENOMEM, "--http: out of memory");
   h->srv = srv;
+  h->on = *on;
   h->o = *o;
   h->body_budget = CODE_HELD_MESSAGES * srv->max_message;
   h->epoll_fd = -1;

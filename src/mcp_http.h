@@ -1,7 +1,7 @@
 /* `sandboxd mcp --http`: MCP's Streamable HTTP transport (protocol 2025-11-25) on one endpoint,
- * /mcp, in the server's own poll loop (mcp_server.c), feeding its one dispatcher. mcp_http.c the
- * transport [libmicrohttpd], mcp_http_session.c the sessions, mcp_http_auth.c bearer tokens and
- * origins. */
+ * /mcp, in the server's own poll loop (mcp_server.c), feeding its one dispatcher (handed over at
+ * start: mcp_http_handlers). mcp_http.c the transport [libmicrohttpd], mcp_http_session.c the
+ * sessions, mcp_http_auth.c bearer tokens and origins. */
 #ifndef SBX_MCP_HTTP_H
 #define SBX_MCP_HTTP_H
 
@@ -48,11 +48,22 @@ size_t mcp_http_connection_limit(size_t max_concurrent, size_t warm, size_t want
 struct server;
 struct mcp_http;
 struct pollfd;
+struct jsonrpc_message;
+
+/* What the transport hands the server (mcp_server.c), given at start: it never calls up by name. */
+struct mcp_http_handlers {
+  /* One parsed message, as if read from stdin, with srv->client, route and protocol set. */
+  void (*dispatch)(struct server *srv, const struct jsonrpc_message *m);
+  /* Cancel every call of client (its session ended), or every call routed to route (its exchange
+   * ended) when route is not 0. */
+  void (*cancel_calls)(struct server *srv, uint64_t client, uint64_t route);
+  const char *const *protocol_versions; /* the versions implemented, newest first, NULL-ended */
+};
 
 /* Listen (refused: a non-loopback address without --token-file); *ret_url: where it listens
  * (http://ADDR:PORT/mcp, for the one line the command prints). */
-int mcp_http_start(struct server *srv, const struct mcp_http_opts *o, struct mcp_http **ret, char *ret_url,
-                   size_t url_size, sbx_error_t *err);
+int mcp_http_start(struct server *srv, const struct mcp_http_opts *o, const struct mcp_http_handlers *on,
+                   struct mcp_http **ret, char *ret_url, size_t url_size, sbx_error_t *err);
 size_t mcp_http_max_pollfds(const struct mcp_http *h);
 size_t mcp_http_pollfds(struct mcp_http *h, struct pollfd *pfds);
 /* ms until the transport must run again, or -1. */

@@ -1,6 +1,6 @@
 /* `sandboxd mcp` inside: the state its modules share (mcp_server.c the methods and the loop,
- * mcp_tool.c the tool's schema, mcp_calls.c the calls, warm_pool.c the pool, cli_mcp.c the
- * command line). Not for other modules. */
+ * mcp_tool.c the tool's schema, mcp_calls.c the calls, warm_pool.c the pool, mcp_output.c what
+ * is sent, mcp_spec.c each sandbox's spec, cli_mcp.c the command line). Not for other modules. */
 #ifndef SBX_MCP_INTERNAL_H
 #define SBX_MCP_INTERNAL_H
 
@@ -203,6 +203,9 @@ struct server {
   enum warm_mode { WARM_AUTO, WARM_PRESTART, WARM_FORK } warm_mode;
   bool warm_fork;
   struct fork_template *fork_tmpl, *fork_next, *fork_retired;
+  /* A template died: the pool drops what was forked from it (warm_pool_drop_forked, given at
+   * fork_template_init). */
+  void (*fork_template_died)(struct server *srv, const struct fork_template *t);
 
   struct bind_opts binds; /* --bind, --bind-rw */
   struct mcp_roots roots; /* --roots: the client's */
@@ -225,7 +228,7 @@ struct proxy;
 struct sbx_policy;
 struct mcp_hosts;
 
-/* mcp_server.c: the output queue (the only writer of stdout) and the loop. */
+/* mcp_output.c: the output queue (the only writer of stdout), and what is sent through it. */
 void flush_output(struct server *srv);
 /* The same, waiting up to timeout_ms for a slow reader (at exit). */
 void flush_output_for(struct server *srv, int timeout_ms);
@@ -237,7 +240,12 @@ void send_errorf(struct server *srv, const char *id, int code, const char *fmt, 
 /* A tool result that is only an error message (bad arguments, setup failure). */
 void send_tool_error(struct server *srv, const char *id, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* notifications/message at level (an index into mcp_log_levels), if the client asked for it. */
 void mcp_log(struct server *srv, int level, const char *msg);
+#define MCP_LOG_LEVELS 8
+extern const char *const mcp_log_levels[MCP_LOG_LEVELS]; /* debug ... emergency */
+
+/* mcp_server.c: the methods and the loop. */
 void serve(struct server *srv);
 /* One parsed message, as if read from stdin (the HTTP transport's entry). */
 void mcp_dispatch(struct server *srv, const struct jsonrpc_message *m);
@@ -253,6 +261,8 @@ struct call *call_find(struct server *srv, const char *id);
 int drain_pipe(struct call *c, int *fd, strbuf_t *sb);
 /* The sandbox has ended: collect the rest of its output, reap it, answer. */
 void call_finish(struct server *srv, struct call *c);
+/* Give the call a warm sandbox. On failure the warm sandbox is gone and the call gets a cold one. */
+int call_start_warm(struct call *c, struct warm *w, sbx_error_t *err);
 /* The runner's done byte is readable. */
 void call_done(struct server *srv, struct call *c);
 /* Hand the call's sandbox (kind: "warm" or "cold", for the debug log) its code on fd (our end of
@@ -272,6 +282,7 @@ void start_queued(struct server *srv);
 int run_timers(struct server *srv);
 /* Whether some call is running or about to (answered calls only wait to be reaped). */
 bool code_running(const struct server *srv);
+/* mcp_spec.c: each sandbox's spec and channels. */
 /* A pipe whose read end does not block. */
 int open_pipe(int *ret_read, int *ret_write, sbx_error_t *err);
 /* A sandbox's channels: its stdout and stderr pipes and where it takes its code (python's runner
@@ -311,10 +322,9 @@ void job_free(struct job *j);
 void warm_free(struct warm *w);
 void warm_unlink(struct server *srv, struct warm *w);
 void warm_drop(struct server *srv, struct warm *w); /* warm_free, and let go of its fork template */
-/* Give the call a warm sandbox. On failure the warm sandbox is gone and the call gets a cold one. */
-int call_start_warm(struct call *c, struct warm *w, sbx_error_t *err);
-/* Top the pool up by one if it is short and it is time; lowers *timeout to when it will be. */
-void warm_pool_top_up(struct server *srv, int *timeout);
+/* Top the pool up by one if it is short and it is time (later while code runs: code_running);
+ * lowers *timeout to when it will be. */
+void warm_pool_top_up(struct server *srv, bool code_running, int *timeout);
 /* The pool's poll entries, then what they say (the pool unchanged in between). */
 size_t warm_pool_pollfds(struct server *srv, struct pollfd *pfds);
 void warm_pool_dispatch(struct server *srv, const struct pollfd *pfds, size_t n);

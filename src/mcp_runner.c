@@ -2,7 +2,7 @@
  * one copy: the assembler includes the file's bytes and a NUL, making it a C string for
  * `python3 -c`. The path is relative to the repository root, where make runs the compiler; the
  * Makefile makes this object depend on runner.py. */
-#include "mcp_server.h"
+#include "mcp_runner.h"
 
 __asm__(".section .rodata\n"
         ".global mcp_runner_source\n"

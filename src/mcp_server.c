@@ -1,5 +1,5 @@
 /* `sandboxd mcp`: MCP over stdio (https://modelcontextprotocol.io/specification), two tools.
- * The methods, and the only code that writes protocol to stdout (the output queue).
+ * The methods and the loop; what is written to the client goes through mcp_output.c.
  *
  * One thread, one poll loop. It watches stdin (requests), stdout (when replies are waiting for a
  * slow reader), a signalfd (SIGTERM/SIGINT/SIGHUP), and for every running call its sandbox's pidfd
@@ -8,10 +8,8 @@
 #include "mcp_server.h"
 
 #include <errno.h>
-#include <malloc.h>
 #include <poll.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,96 +35,7 @@
 
 const char *const mcp_protocol_versions[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05", NULL};
 
-static const char *const log_levels[] = {"debug", "info",     "notice", "warning",
-                                         "error", "critical", "alert",  "emergency"};
-
-/* ------------------------------------------------------------------ output */
-
-void flush_output(struct server *srv)
-{
-  while (srv->outq_off < srv->outq.len) {
-    ssize_t n = write(STDOUT_FILENO, srv->outq.data + srv->outq_off, srv->outq.len - srv->outq_off);
-    if (n < 0) {
-      if (errno == EINTR)
-        continue;
-      if (errno == EAGAIN)
-        break;
-      /* The client closed our stdout: nobody is listening any more. */
-      log_error("write to stdout: %s", strerror(errno));
-      srv->stop = true;
-      srv->outq_off = srv->outq.len;
-      break;
-    }
-    srv->outq_off += (size_t) n;
-  }
-  if (srv->outq_off < srv->outq.len) {
-    /* Keep the pending bytes at the front, so a slow reader does not make the buffer creep. */
-    if (srv->outq_off > srv->outq.len / 2) {
-      memmove(srv->outq.data, srv->outq.data + srv->outq_off, srv->outq.len - srv->outq_off);
-      srv->outq.len -= srv->outq_off;
-      srv->outq_off = 0;
-    }
-    return;
-  }
-  srv->outq.len = srv->outq_off = 0;
-  /* Do not keep the room a large reply needed once it is written. */
-  if (srv->outq.cap > TRIM_AFTER_BYTES) {
-    strbuf_free(&srv->outq);
-    malloc_trim(0);
-  } else if (srv->outq.data)
-    srv->outq.data[0] = '\0';
-}
-
-/* Write what is queued, waiting up to timeout_ms for a slow reader (at exit). */
-void flush_output_for(struct server *srv, int timeout_ms)
-{
-  uint64_t give_up = now_ns() + (uint64_t) timeout_ms * 1000000ULL;
-  while (srv->outq_off < srv->outq.len && !srv->stop) {
-    uint64_t now = now_ns();
-    if (now >= give_up)
-      break;
-    struct pollfd p = {.fd = STDOUT_FILENO, .events = POLLOUT};
-    if (poll(&p, 1, ms_until(give_up, now)) <= 0)
-      break;
-    flush_output(srv);
-  }
-}
-
-/* Queue one finished message (and free the writer). */
-void send_writer(struct server *srv, json_writer_t *w)
-{
-  size_t n;
-  const char *buf = w ? json_writer_buf(w, &n) : NULL;
-  if (srv->http) { /* to the exchange at srv->route (mcp_http.c) */
-    if (buf)
-      mcp_http_send(srv->http, srv->route, buf, n);
-    json_writer_free(w);
-    return;
-  }
-  if (!buf || strbuf_append(&srv->outq, buf, n) < 0 || strbuf_append(&srv->outq, "\n", 1) < 0)
-    log_error("cannot build a reply: out of memory");
-  json_writer_free(w);
-  flush_output(srv);
-}
-
-void send_error(struct server *srv, const char *id, int code, const char *message)
-{
-  json_writer_t *w = json_writer_new();
-  if (!w)
-    return;
-  jsonrpc_write_error(w, id, code, message);
-  send_writer(srv, w);
-}
-
-void send_errorf(struct server *srv, const char *id, int code, const char *fmt, ...)
-{
-  char msg[512];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  send_error(srv, id, code, msg);
-}
+/* ------------------------------------------------------------------ replies */
 
 /* A result that is an empty object: {}. */
 static void send_empty_result(struct server *srv, const char *id)
@@ -136,50 +45,6 @@ static void send_empty_result(struct server *srv, const char *id)
     return;
   jsonrpc_begin_result(w, id);
   json_obj_begin(w);
-  json_obj_end(w);
-  jsonrpc_end(w);
-  send_writer(srv, w);
-}
-
-void mcp_log(struct server *srv, int level, const char *msg)
-{
-  if (level < srv->log_level)
-    return;
-  json_writer_t *w = json_writer_new();
-  if (!w)
-    return;
-  jsonrpc_begin_notification(w, "notifications/message");
-  json_obj_begin(w);
-  json_kv_str(w, "level", log_levels[level]);
-  json_kv_str(w, "logger", "sandboxd");
-  json_kv_str(w, "data", msg);
-  json_obj_end(w);
-  jsonrpc_end(w);
-  send_writer(srv, w);
-}
-
-/* A tool result that is only an error message (bad arguments, setup failure): isError, text only.
- * No structuredContent: clients validate it against outputSchema, and there is no run to describe. */
-void send_tool_error(struct server *srv, const char *id, const char *fmt, ...)
-{
-  char msg[1024];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  json_writer_t *w = json_writer_new();
-  if (!w)
-    return;
-  jsonrpc_begin_result(w, id);
-  json_obj_begin(w);
-  json_key(w, "content");
-  json_arr_begin(w);
-  json_obj_begin(w);
-  json_kv_str(w, "type", "text");
-  json_kv_str(w, "text", msg);
-  json_obj_end(w);
-  json_arr_end(w);
-  json_kv_bool(w, "isError", true);
   json_obj_end(w);
   jsonrpc_end(w);
   send_writer(srv, w);
@@ -481,8 +346,8 @@ static void m_resources_read(struct server *srv, const char *id, const json_node
 static void m_logging_set_level(struct server *srv, const char *id, const json_node_t *params)
 {
   const char *level = json_as_string(json_get(params, "level"), NULL);
-  for (size_t i = 0; level && i < ARRAY_SIZE(log_levels); i++)
-    if (strcmp(level, log_levels[i]) == 0) {
+  for (size_t i = 0; level && i < MCP_LOG_LEVELS; i++)
+    if (strcmp(level, mcp_log_levels[i]) == 0) {
       srv->log_level = (int) i;
       send_empty_result(srv, id);
       return;
@@ -589,7 +454,9 @@ static void on_response(struct server *srv, const struct jsonrpc_message *m)
   r->kind = REQUEST_NONE;
   if (kind == REQUEST_ROOTS_LIST) {
     srv->roots.asking = false;
-    mcp_roots_update(srv, json_get(m->root, "result"), json_get(m->root, "error"));
+    /* Idle warm sandboxes were built with the old set: the next calls get sandboxes with the new. */
+    if (mcp_roots_update(srv, json_get(m->root, "result"), json_get(m->root, "error")))
+      warm_pool_clear(srv);
     if (srv->roots.stale)
       roots_ask(srv);
   }
@@ -784,7 +651,7 @@ void serve(struct server *srv)
     if (host_timeout >= 0 && (timeout < 0 || host_timeout < timeout))
       timeout = host_timeout;
     /* One sandbox per turn of the loop; the rest of its setup is collected below. */
-    warm_pool_top_up(srv, &timeout);
+    warm_pool_top_up(srv, code_running(srv), &timeout);
 
     size_t n_hosts = mcp_hosts_max_pollfds(srv->hs.hosts);
     size_t n_http = srv->http ? mcp_http_max_pollfds(srv->http) : 0;

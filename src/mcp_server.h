@@ -6,11 +6,6 @@
 
 /* The protocol versions we implement, newest first. */
 extern const char *const mcp_protocol_versions[];
-/* The Python that runs the submitted code inside the sandbox: src/inside/runner.py, built in
- * (mcp_runner.c). */
-extern const char mcp_runner_source[];
-/* The fork template (src/inside/template.py), the same way. */
-extern const char mcp_template_source[];
 
 /* The version to answer a client's initialize with: its own if we implement it, else our newest. */
 const char *mcp_negotiate_version(const char *client_version);

@@ -13,7 +13,6 @@
 #include "fork_template.h"
 #include "log.h"
 #include "mcp_internal.h"
-#include "mcp_server.h"
 #include "policy.h"
 #include "sandbox.h"
 #include "slist.h"
@@ -85,25 +84,6 @@ void warm_drop(struct server *srv, struct warm *w)
   fork_template_release(srv, t);
 }
 
-/* Give the call a warm sandbox. On failure the warm sandbox is gone and the call gets a cold one. */
-int call_start_warm(struct call *c, struct warm *w, sbx_error_t *err)
-{
-  /* The call's clock and deadline start at delivery, as a cold one's start at its spawn. */
-  sandbox_start_clock(w->sb);
-  sandbox_set_deadline(w->sb, now_ns() + c->limits.timeout_ms * 1000000ULL);
-  const char *kind = w->for_call ? "fork" : w->fork_tmpl ? "preforked" : "warm";
-  if (call_deliver(c, TAKE_FD(w->job_fd), kind, err) < 0) {
-    warm_drop(c->srv, w);
-    return -1;
-  }
-  c->fork_tmpl = TAKE_PTR(w->fork_tmpl); /* released when the call ends (call_free) */
-  c->sb = TAKE_PTR(w->sb);
-  c->out_fd = TAKE_FD(w->out_fd);
-  c->err_fd = TAKE_FD(w->err_fd);
-  warm_free(w);
-  return 0;
-}
-
 /* A warm sandbox ended while idle (its Python failed to start, or something killed it): drop it,
  * and wait a while before the next, so a broken setup does not spin. */
 static void warm_died(struct server *srv, struct warm *w, const char *why)
@@ -155,7 +135,7 @@ static void warm_refill(struct server *srv, enum mcp_lang lang)
 /* Top the pool up by one when it is short, unless a call started moments ago; lowers *timeout to
  * when that is due. Starting one only creates the process (about a millisecond); the rest of its
  * setup runs concurrently (warm_pool_dispatch). */
-void warm_pool_top_up(struct server *srv, int *timeout)
+void warm_pool_top_up(struct server *srv, bool code_running, int *timeout)
 {
   enum mcp_lang lang;
   uint64_t now = now_ns();
@@ -173,7 +153,7 @@ void warm_pool_top_up(struct server *srv, int *timeout)
   if (!warm_short(srv, &lang))
     return;
   uint64_t at = srv->warm_retry_ns;
-  if (code_running(srv) && srv->last_call_ns + WARM_DEFER_NS > at)
+  if (code_running && srv->last_call_ns + WARM_DEFER_NS > at)
     at = srv->last_call_ns + WARM_DEFER_NS;
   int t = ms_until(at, now);
   if (t == 0) {

@@ -1,0 +1,11 @@
+/* The Python built into the binary (mcp_runner.c): one copy, assembled in from src/inside/. */
+#ifndef SBX_MCP_RUNNER_H
+#define SBX_MCP_RUNNER_H
+
+/* The Python that runs the submitted code inside the sandbox: src/inside/runner.py, built in
+ * (mcp_runner.c). */
+extern const char mcp_runner_source[];
+/* The fork template (src/inside/template.py), the same way. */
+extern const char mcp_template_source[];
+
+#endif
