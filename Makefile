@@ -3,8 +3,8 @@ CC      ?= cc
 PREFIX  ?= /usr/local
 BUILD   ?= build
 PKGS     = libseccomp libcap-ng yajl libmnl libmd
-# libarchive: headers only; image.c loads it with dlopen when an image is imported. The same for
-# libmicrohttpd, which mcp_http.c loads when `sandboxd mcp --http` starts.
+# libarchive: headers only; image/image_layer.c loads it with dlopen when an image is imported. The same for
+# libmicrohttpd, which mcp/mcp_http.c loads when `sandboxd mcp --http` starts.
 CFLAGS_PKGS = $(shell pkg-config --cflags libarchive libmicrohttpd)
 WARN     = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wformat=2 \
            -Wno-format-nonliteral
@@ -15,10 +15,11 @@ HARDEN_CF := $(if $(filter aarch64-%,$(shell $(CC) -dumpmachine)),-mbranch-prote
 HARDEN   = -fstack-protector-strong -fstack-clash-protection $(HARDEN_CF) -D_FORTIFY_SOURCE=3 -fPIE
 OPT     ?= -O2 -g
 CFLAGS  ?=
-override CFLAGS += -std=gnu17 -D_GNU_SOURCE $(WARN) $(HARDEN) $(OPT) $(shell pkg-config --cflags $(PKGS)) $(CFLAGS_PKGS)
+# -iquote src: every include names its layer ("base/util.h"; src/README.md, make lint).
+override CFLAGS += -std=gnu17 -D_GNU_SOURCE -iquote src $(WARN) $(HARDEN) $(OPT) $(shell pkg-config --cflags $(PKGS)) $(CFLAGS_PKGS)
 LDFLAGS ?=
 override LDFLAGS += -pie -Wl,-z,relro,-z,now
-# libhttp-parser (the egress proxy's request heads, egress_http.c) is dlopened: its header only.
+# libhttp-parser (the egress proxy's request heads, egress/egress_http.c) is dlopened: its header only.
 # The libraries are linked shared by default, the package's too: sandboxd's confinement rests on
 # libseccomp (and libcap-ng), and a fix Debian ships for one must reach an installed sandboxd
 # without a rebuild. STATIC_LIBS=1 links those whose -dev package has a static archive from it
@@ -32,9 +33,10 @@ lib_static = $(if $(and $(filter 1,$(STATIC_LIBS)),$(filter /%,$(shell $(CC) -pr
 LDLIBS  := $(call lib_static,seccomp,libseccomp.a) $(call lib_static,cap-ng,libcap-ng.a) \
            $(call lib_static,yajl,libyajl_s.a) -lmnl $(call lib_static,md,libmd.a)
 
-SRCS    := $(wildcard src/*.c)
+# The sources, one directory per layer (src/README.md); src/inside/ is built apart, below.
+SRCS    := $(filter-out src/inside/%,$(wildcard src/*/*.c))
 OBJS    := $(SRCS:src/%.c=$(BUILD)/obj/%.o)
-LIBOBJS := $(filter-out $(BUILD)/obj/main.o,$(OBJS))
+LIBOBJS := $(filter-out $(BUILD)/obj/cli/main.o,$(OBJS))
 UNIT_SRCS := $(wildcard tests/unit/*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
@@ -62,24 +64,24 @@ $(BUILD)/sandboxd: $(OBJS) $(BUILD)/ldlibs
 # Each .d names its target both as given and absolute: BUILD=build and BUILD=$PWD/build share it.
 # The flags live in this file: a change here rebuilds everything.
 $(BUILD)/obj/%.o: src/%.c Makefile | $(BUILD)/obj
-	@echo "  CC $<"; $(CC) $(CFLAGS) -MMD -MP -MT $@ -MT $(abspath $@) -c -o $@ $<
+	@mkdir -p $(@D); echo "  CC $<"; $(CC) $(CFLAGS) -MMD -MP -MT $@ -MT $(abspath $@) -c -o $@ $<
 
 $(BUILD)/tests/%: tests/unit/%.c $(LIBOBJS) Makefile | $(BUILD)/tests
-	$(CC) $(CFLAGS) -MMD -MP -MF $@.d -MT $@ -MT $(abspath $@) -iquote src $(LDFLAGS) -o $@ $< $(LIBOBJS) $(LDLIBS)
+	$(CC) $(CFLAGS) -MMD -MP -MF $@.d -MT $@ -MT $(abspath $@) $(LDFLAGS) -o $@ $< $(LIBOBJS) $(LDLIBS)
 
 -include $(OBJS:.o=.d) $(UNIT_BINS:=.d)
 
 # The runner's text is assembled into this object (.incbin), so it rebuilds when runner.py changes.
-$(BUILD)/obj/mcp_runner.o: src/inside/runner.py src/inside/template.py
+$(BUILD)/obj/mcp/mcp_runner.o: src/inside/runner.py src/inside/template.py
 
 # The fork template's C pid 1 and the init it execs (src/inside/zygote.c, callinit.c): freestanding
 # (no libc, so any rootfs can load them), x86_64 only, not built with the flags above (no
-# sanitizer, no fortify, no stack protector: there is no libc to back them). fork_zygote.o
+# sanitizer, no fortify, no stack protector: there is no libc to back them). sandbox/fork_zygote.o
 # assembles them in (.incbin); on other architectures it holds none and calls keep the Python pid 1.
 ZYGOTE_CFLAGS = -std=gnu17 -O2 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
                 -ffreestanding -fno-builtin -fno-stack-protector -fcf-protection=none -nostdlib
 ZYGOTE_BLOBS := $(if $(filter x86_64-%,$(shell $(CC) -dumpmachine)),$(BUILD)/zygote.so $(BUILD)/callinit)
-# The code's first exe (src/inside/execshim.c, exec_shim.c): the same freestanding build.
+# The code's first exe (src/inside/execshim.c, sandbox/exec_shim.c): the same freestanding build.
 EXEC_SHIM_BLOB := $(if $(filter x86_64-%,$(shell $(CC) -dumpmachine)),$(BUILD)/execshim)
 $(BUILD)/zygote.so: src/inside/zygote.c src/inside/rawsys.h Makefile | $(BUILD)/obj
 	$(CC) $(ZYGOTE_CFLAGS) -fPIC -shared -fvisibility=hidden -s -Wl,-z,relro,-z,now -o $@ $<
@@ -87,10 +89,10 @@ $(BUILD)/callinit: src/inside/callinit.c src/inside/rawsys.h Makefile | $(BUILD)
 	$(CC) $(ZYGOTE_CFLAGS) -static -fno-pie -no-pie -s -o $@ $<
 $(BUILD)/execshim: src/inside/execshim.c src/inside/rawsys.h Makefile | $(BUILD)/obj
 	$(CC) $(ZYGOTE_CFLAGS) -static -fno-pie -no-pie -s -o $@ $<
-$(BUILD)/obj/exec_shim.o: $(EXEC_SHIM_BLOB)
-$(BUILD)/obj/exec_shim.o: override CFLAGS += -DEXEC_SHIM_BUILD=\"$(BUILD)\"
-$(BUILD)/obj/fork_zygote.o: $(ZYGOTE_BLOBS)
-$(BUILD)/obj/fork_zygote.o: override CFLAGS += -DZYGOTE_BUILD=\"$(BUILD)\"
+$(BUILD)/obj/sandbox/exec_shim.o: $(EXEC_SHIM_BLOB)
+$(BUILD)/obj/sandbox/exec_shim.o: override CFLAGS += -DEXEC_SHIM_BUILD=\"$(BUILD)\"
+$(BUILD)/obj/sandbox/fork_zygote.o: $(ZYGOTE_BLOBS)
+$(BUILD)/obj/sandbox/fork_zygote.o: override CFLAGS += -DZYGOTE_BUILD=\"$(BUILD)\"
 
 $(BUILD)/obj $(BUILD)/tests:
 	mkdir -p $@
@@ -112,15 +114,15 @@ FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BINS := $(FUZZ_SRCS:tests/fuzz/%.c=build-fuzz/%)
 FUZZ_CFLAGS = -std=gnu17 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined \
               -fno-sanitize-recover=undefined $(shell pkg-config --cflags $(PKGS)) -iquote src
-FUZZ_LIBSRCS := $(filter-out src/main.c,$(SRCS))
+FUZZ_LIBSRCS := $(filter-out src/cli/main.c,$(SRCS))
 # The sources are compiled once for every target (each used to compile all of them again: 8
 # targets, 80 files each), with their header dependencies (-MMD) as for the main build.
 FUZZ_OBJS := $(FUZZ_LIBSRCS:src/%.c=build-fuzz/obj/%.o)
 
 build-fuzz/obj/%.o: src/%.c Makefile
-	@mkdir -p build-fuzz/obj
+	@mkdir -p $(@D)
 	@echo "  CC (fuzz) $<"; clang $(FUZZ_CFLAGS) -MMD -MP -c -o $@ $<
-build-fuzz/obj/mcp_runner.o: src/inside/runner.py src/inside/template.py
+build-fuzz/obj/mcp/mcp_runner.o: src/inside/runner.py src/inside/template.py
 -include $(FUZZ_OBJS:.o=.d)
 # Not intermediate files of the pattern chain: kept, so a rebuild compiles only what changed.
 .SECONDARY: $(FUZZ_OBJS)
@@ -176,10 +178,12 @@ check-unit: $(UNIT_BINS) lint
 	@set -e; for t in $(UNIT_BINS); do $$t; done
 
 # A string built into a fixed buffer goes through util.c's checked helpers, never a bare snprintf
-# (-Wformat-truncation sees only the unchecked calls it can prove likely to cut).
+# (-Wformat-truncation sees only the unchecked calls it can prove likely to cut). The layers: each
+# include names its layer and points down (scripts/lint-layers reads them from src/README.md).
 lint:
-	@if grep -n '\bsnprintf(' $(filter-out src/util.c,$(SRCS)); then \
-	  echo "lint: use bufprintf, bufcatf or bufprintf_cut (src/util.h), not snprintf" >&2; exit 1; fi
+	@if grep -n '\bsnprintf(' $(filter-out src/base/util.c,$(SRCS)); then \
+	  echo "lint: use bufprintf, bufcatf or bufprintf_cut (src/base/util.h), not snprintf" >&2; exit 1; fi
+	@scripts/lint-layers src
 
 # Everything (tests/run): unit tests, the integration suite as root and as an unprivileged user,
 # then docs, OCI images, valgrind, the integration suite under ASan+UBSan, fuzz replay and a
@@ -189,11 +193,11 @@ lint:
 check:
 	scripts/install-deps --test
 	$(MAKE) check-run
-check-run: all $(UNIT_BINS) format-check rootfs rootfs-data rootfs-node asan fuzz-build deb
+check-run: all $(UNIT_BINS) lint format-check rootfs rootfs-data rootfs-node asan fuzz-build deb
 	tests/run --build $(BUILD)
 
 # The rootfs store: where `sandboxd rootfs import|list` and exec's default rootfs look when the
-# binary is installed (src/paths.c, the one place that knows the layout). Fixed in the code, so not
+# binary is installed (src/base/paths.c, the one place that knows the layout). Fixed in the code, so not
 # a knob here.
 ROOTFS_STORE = /var/lib/sandboxd/rootfs
 MANS := $(wildcard man/*.[1-9])
@@ -228,7 +232,7 @@ uninstall:
 # The Debian package build/sandboxd_VERSION_ARCH.deb: a staged `make install PREFIX=/usr`, Depends
 # from dpkg-shlibdeps plus the dlopen'ed libarchive; every library shared (scripts/deb/build-deb
 # refuses a STATIC_LIBS=1 build). make check lints it.
-DEB_VERSION = $(shell sed -n 's/^\#define SANDBOXD_VERSION "\(.*\)"/\1/p' src/version.h)
+DEB_VERSION = $(shell sed -n 's/^\#define SANDBOXD_VERSION "\(.*\)"/\1/p' src/base/version.h)
 DEB_ARCH = $(shell dpkg --print-architecture 2>/dev/null)
 deb: all
 	scripts/deb/build-deb $(BUILD) $(BUILD)/sandboxd_$(DEB_VERSION)_$(DEB_ARCH).deb
@@ -271,11 +275,11 @@ demo: all rootfs
 	@echo '$$ cat build/demo-report.json'; cat build/demo-report.json
 
 format:
-	clang-format -i src/*.c src/*.h src/inside/*.c src/inside/*.h tests/unit/*.c bench/*.c
+	clang-format -i src/*/*.c src/*/*.h tests/unit/*.c bench/*.c
 
 # Fails, naming each file and line, where the tree differs from .clang-format (`make format` fixes).
 format-check:
-	clang-format --dry-run -Werror src/*.c src/*.h src/inside/*.c src/inside/*.h tests/unit/*.c bench/*.c
+	clang-format --dry-run -Werror src/*/*.c src/*/*.h tests/unit/*.c bench/*.c
 
 clean:
 	rm -rf build build-asan build-fuzz build-parts

@@ -58,7 +58,7 @@ if [ -n "${py:-}" ]; then
   # The Debian package: make deb, then lintian and what the package holds (tests/deb); its
   # files at work are tests/integration/test_installed.py, in the runs above.
   if want deb || want docker; then
-    deb=$build/sandboxd_$(sed -n 's/^#define SANDBOXD_VERSION "\(.*\)"/\1/p' "$repo/src/version.h")_$(dpkg --print-architecture).deb
+    deb=$build/sandboxd_$(sed -n 's/^#define SANDBOXD_VERSION "\(.*\)"/\1/p' "$repo/src/base/version.h")_$(dpkg --print-architecture).deb
     if make -s -C "$repo" deb BUILD="$build" >"$rundir/deb-build.log" 2>&1; then
       ! want deb || run_pytest deb SANDBOXD="$sandboxd" SANDBOXD_DEB="$deb" -- "$repo/tests/deb"
       # That package in a Docker container, under Docker's default seccomp profile and the
@@ -78,7 +78,7 @@ if [ -n "${py:-}" ]; then
   # The package on a clean machine: a fresh Debian tree booted in the VM installs the .deb,
   # imports the OCI image and runs sandboxd as root and as a new user (tests/vm/test_package.py).
   if want package; then
-    pkg_deb=$build/sandboxd_$(sed -n 's/^#define SANDBOXD_VERSION "\(.*\)"/\1/p' "$repo/src/version.h")_$(dpkg --print-architecture).deb
+    pkg_deb=$build/sandboxd_$(sed -n 's/^#define SANDBOXD_VERSION "\(.*\)"/\1/p' "$repo/src/base/version.h")_$(dpkg --print-architecture).deb
     [ -f "$pkg_deb" ] || make -s -C "$repo" deb BUILD="$build" >"$rundir/deb-build.log" 2>&1 || fail "make deb failed"
     run_pytest package SANDBOXD="$sandboxd" SANDBOXD_DEB="$pkg_deb" SANDBOXD_SKIP_VM="${SANDBOXD_SKIP_VM:-0}" \
       -- "$repo/tests/vm/test_package.py"

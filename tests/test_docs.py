@@ -78,8 +78,8 @@ def test_man_renders(page):
 
 
 def policy_keys():
-    keys = re.findall(r'^\s*\{\s*"([a-z_]+)",\s*K_[A-Z]+', read("src/policy.c"), re.M)
-    assert len(keys) > 20, "could not parse keys[] in src/policy.c"
+    keys = re.findall(r'^\s*\{\s*"([a-z_]+)",\s*K_[A-Z]+', read("src/policy/policy.c"), re.M)
+    assert len(keys) > 20, "could not parse keys[] in src/policy/policy.c"
     return keys
 
 
@@ -126,7 +126,7 @@ def long_options(path, at_least):
 
 
 def exec_long_options():
-    return long_options("src/cli_exec.c", 10)
+    return long_options("src/cli/cli_exec.c", 10)
 
 
 def test_every_exec_option_is_documented():
@@ -172,7 +172,7 @@ def test_environment_and_exit_status_are_documented():
 
 def test_every_mcp_option_is_documented():
     documented = documented_items("man/sandboxd-mcp.7", "Fl")
-    opts = long_options("src/cli_mcp.c", 8)
+    opts = long_options("src/cli/cli_mcp.c", 8)
     missing = [o for o in opts if f"-{o}" not in documented]
     assert not missing, f"mcp options not documented as `.It Fl -OPTION` in sandboxd-mcp.7: {missing}"
 

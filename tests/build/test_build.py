@@ -52,12 +52,15 @@ def includes(path, seen):
 def test_a_header_change_rebuilds_exactly_its_includers():
     need()
     built()
-    srcs = sorted(f for f in os.listdir(os.path.join(REPO, "src")) if f.endswith(".c"))
+    # Each layer's directory (src/README.md); src/inside/ is built apart.
+    srcs = sorted(os.path.join(d, f) for d in os.listdir(os.path.join(REPO, "src"))
+                  if d != "inside" and os.path.isdir(os.path.join(REPO, "src", d))
+                  for f in os.listdir(os.path.join(REPO, "src", d)) if f.endswith(".c"))
     deps = {s: includes(os.path.join(REPO, "src", s), set()) for s in srcs}
-    header = os.path.join(REPO, "src", "json.h")
+    header = os.path.join(REPO, "src", "base", "json.h")
     want = {s for s in srcs if header in deps[s]}
     assert want and len(want) < len(srcs)
-    out = make("-n", "-W", "src/json.h", "all").stdout
+    out = make("-n", "-W", "src/base/json.h", "all").stdout
     got = {s for s in srcs if re.search(rf"-o {re.escape(BUILD)}/obj/{s[:-2]}\.o\b", out)}
     assert got == want
 
@@ -67,12 +70,13 @@ def test_objects_carry_cet_and_stack_clash_probes():
     need("readelf", "objdump")
     built()
     obj = os.path.join(BUILD, "obj")
-    for o in sorted(os.listdir(obj)):
+    for o in files_under(obj):
         if o.endswith(".o"):
             notes = subprocess.run(["readelf", "-n", os.path.join(obj, o)], capture_output=True, text=True).stdout
             assert re.search(r"x86 feature: IBT, SHSTK", notes), f"{o} built without -fcf-protection"
     # A frame over a page (cli_exec.c's PATH_MAX buffers) is grown a page at a time, each probed.
-    asm = subprocess.run(["objdump", "-d", os.path.join(obj, "cli_exec.o")], capture_output=True, text=True).stdout
+    asm = subprocess.run(["objdump", "-d", os.path.join(obj, "cli", "cli_exec.o")], capture_output=True,
+                         text=True).stdout
     assert re.search(r"sub\s+\$0x1000,%rsp\n.*(or|mov)q\s+\$0x0,\(%rsp\)", asm), "no stack-clash probes"
 
 

@@ -46,7 +46,7 @@ def test_lintian_finds_no_error(deb):
 
 def test_name_version_and_architecture(deb):
     version = re.search(r'SANDBOXD_VERSION "([^"]+)"',
-                        open(os.path.join(os.path.dirname(__file__), "../../src/version.h")).read()).group(1)
+                        open(os.path.join(os.path.dirname(__file__), "../../src/base/version.h")).read()).group(1)
     arch = subprocess.run(["dpkg", "--print-architecture"], capture_output=True, text=True).stdout.strip()
     assert os.path.basename(deb) == f"sandboxd_{version}_{arch}.deb"
     assert field(deb, "Version") == version and field(deb, "Architecture") == arch
@@ -177,7 +177,7 @@ def test_states_the_license(deb, tmp_path):
 
 
 def test_depends_holds_the_public_suffix_list(deb):
-    # src/psl.c reads the list at run time (allow_host wildcards): its package is a Depends.
+    # src/policy/psl.c reads the list at run time (allow_host wildcards): its package is a Depends.
     depends = [d.strip() for d in field(deb, "Depends").split(",")]
     path = re.findall(rb"/usr/share/publicsuffix/[a-z_]+\.dat", open(SANDBOXD, "rb").read())
     assert path, "the binary no longer names the public suffix list"

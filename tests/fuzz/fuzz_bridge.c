@@ -32,7 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bridge.h"
+#include "hostmcp/bridge.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

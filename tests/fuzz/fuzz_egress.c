@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "egress_rules.h"
+#include "policy/egress_rules.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "egress_http.h"
+#include "egress/egress_http.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "fs_root.h"
+#include "image/fs_root.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -3,7 +3,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "jsonrpc.h"
+#include "base/jsonrpc.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

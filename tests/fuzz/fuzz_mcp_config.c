@@ -6,9 +6,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "mcp_client.h"
-#include "mcp_config.h"
-#include "proxy.h"
+#include "hostmcp/mcp_client.h"
+#include "hostmcp/mcp_config.h"
+#include "hostmcp/proxy.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,4 +1,4 @@
-"""The bridge's budget (src/proxy.h): what the code at fd 3 can make `sandboxd mcp` hold and parse,
+"""The bridge's budget (src/hostmcp/proxy.h): what the code at fd 3 can make `sandboxd mcp` hold and parse,
 and the size of a run_python reply. The code owns its end of the bridge and may send anything;
 sandboxd must stay small, keep answering, and tell the code (MCPError) what it refused."""
 import json

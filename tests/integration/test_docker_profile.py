@@ -61,7 +61,9 @@ def sandboxd_syscalls():
     wrappers = ("mount", "umount2", "pivot_root", "unshare", "setns", "sethostname", "setdomainname", "chroot",
                 "mount_setattr", "open_tree", "move_mount", "fsopen", "fsmount", "fsconfig")
     found = set()
-    for path in glob.glob(os.path.join(sbx.REPO, "src", "*.c")):
+    for path in glob.glob(os.path.join(sbx.REPO, "src", "*", "*.c")):  # each layer's; not src/inside
+        if os.path.basename(os.path.dirname(path)) == "inside":
+            continue
         with open(path) as f:
             text = re.sub(r"/\*.*?\*/", "", f.read(), flags=re.S)
         found |= set(re.findall(r"\bSYS_(\w+)", text))

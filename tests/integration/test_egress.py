@@ -323,7 +323,7 @@ print(json.dumps({{"a": a[1].decode(), "b": b[1].decode(), "c": c.decode()}}))
     assert "egress_connections" in r.report["egress"]["limits_hit"], r.report
 
 
-# src/egress_proxy.h: the accept bucket of each sandbox's proxy.
+# src/egress/egress_proxy.h: the accept bucket of each sandbox's proxy.
 ACCEPT_BURST, ACCEPT_RATE = 64, 20
 
 

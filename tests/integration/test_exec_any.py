@@ -233,7 +233,7 @@ def test_usage_errors():
 # ---------------------------------------------------------------- a language picks its rootfs
 
 def test_javascript_picks_its_own_rootfs(tmp_path):
-    # Without --rootfs, .js runs in the store's node-slim (src/lang.c), not $SANDBOXD_ROOTFS.
+    # Without --rootfs, .js runs in the store's node-slim (src/run/lang.c), not $SANDBOXD_ROOTFS.
     store = tmp_path / "store"
     store.mkdir()
     f = script(tmp_path, "x.js", "console.log(1)\n")

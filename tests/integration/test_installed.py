@@ -1,7 +1,7 @@
 """The package's layout for real: the .deb that `make deb` built (beside the binary under test),
 unpacked with `dpkg -x` into a scratch root, and its /usr/bin/sandboxd run from there with no
 SANDBOXD_* variable. It must find its policies, helpers, recipe and rootfs store through the
-install layout alone (src/paths.c), and tell an installed user commands they have."""
+install layout alone (src/base/paths.c), and tell an installed user commands they have."""
 import glob
 import json
 import os

@@ -1,4 +1,4 @@
-"""The install layout (src/paths.c): an installed sandboxd (PREFIX/bin/sandboxd) finds its rootfs
+"""The install layout (src/base/paths.c): an installed sandboxd (PREFIX/bin/sandboxd) finds its rootfs
 store beside it, and `rootfs list` and `exec` agree on where that store is."""
 import json
 import os

@@ -1,4 +1,4 @@
-/* Unit tests for src/artifacts.c: sniffing, name checks, URI encoding, and the walk over a
+/* Unit tests for src/run/artifacts.c: sniffing, name checks, URI encoding, and the walk over a
  * temporary directory standing in for the workspace (here a FIFO can be made, which seccomp
  * refuses inside a sandbox). */
 #include <errno.h>
@@ -9,9 +9,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "artifacts.h"
+#include "base/json.h"
 #include "check.h"
-#include "json.h"
+#include "run/artifacts.h"
 
 static const struct artifact *find(const struct artifacts *a, const char *path)
 {

@@ -1,11 +1,11 @@
-/* Unit tests for the refusal of bind and root sources on kernel pseudo-filesystems (src/binds.c). */
+/* Unit tests for the refusal of bind and root sources on kernel pseudo-filesystems (src/run/binds.c). */
 #include <fcntl.h>
 #include <linux/magic.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "binds.h"
 #include "check.h"
+#include "run/binds.h"
 
 static bool refused(const char *path, unsigned long f_type, const char *why)
 {

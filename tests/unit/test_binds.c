@@ -1,11 +1,11 @@
-/* Unit tests for --bind/--bind-rw parsing, shared by exec and mcp (src/binds.c). */
+/* Unit tests for --bind/--bind-rw parsing, shared by exec and mcp (src/run/binds.c). */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "binds.h"
 #include "check.h"
+#include "run/binds.h"
 
 int main(void)
 {

@@ -1,9 +1,9 @@
-/* Unit tests for bridge framing (src/bridge.c). */
+/* Unit tests for bridge framing (src/hostmcp/bridge.c). */
 #include <stdlib.h>
 #include <string.h>
 
-#include "bridge.h"
 #include "check.h"
+#include "hostmcp/bridge.h"
 
 static size_t frame(char *out, const char *payload, size_t n)
 {

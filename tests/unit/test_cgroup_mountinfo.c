@@ -1,12 +1,12 @@
-/* Unit tests for the probe's mountinfo parser (cg_parse_mountinfo, src/cgroup.c): which cgroup2
+/* Unit tests for the probe's mountinfo parser (cg_parse_mountinfo, src/kernel/cgroup.c): which cgroup2
  * mount and which v1 mount per controller the probe starts from, and the cgroup each shows; and
  * cg_dir_below, which joins a mount and our cgroup's path into the directory to work in. */
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "cgroup_internal.h"
 #include "check.h"
+#include "kernel/cgroup_internal.h"
 
 static struct cgroup_mounts m;
 

@@ -1,11 +1,11 @@
-/* Unit tests for cgroup v1's co-mounted controllers (cgroup_v1_shared, src/cgroup_v1.c): systemd
+/* Unit tests for cgroup v1's co-mounted controllers (cgroup_v1_shared, src/kernel/cgroup_v1.c): systemd
  * mounts cpu and cpuacct as one hierarchy (/sys/fs/cgroup/cpu,cpuacct, with cpu and cpuacct as
  * symlinks to it), where a sandbox gets one directory, made once and removed once. */
 #include <limits.h>
 #include <string.h>
 
-#include "cgroup_internal.h"
 #include "check.h"
+#include "kernel/cgroup_internal.h"
 
 static void bases(char b[C_MAX][PATH_MAX], const char *mem, const char *pids, const char *cpu,
                   const char *acct)

@@ -1,9 +1,9 @@
-/* Unit tests for the egress proxy's request heads (src/egress_http.c): where a request goes, what
+/* Unit tests for the egress proxy's request heads (src/egress/egress_http.c): where a request goes, what
  * the origin gets, and each way a head is refused. */
 #include <string.h>
 
 #include "check.h"
-#include "egress_http.h"
+#include "egress/egress_http.h"
 
 static int st;
 static char why[200];

@@ -1,10 +1,10 @@
-/* Unit tests for the egress allowlist (src/egress_rules.c): patterns, matching, address classes. */
+/* Unit tests for the egress allowlist (src/policy/egress_rules.c): patterns, matching, address classes. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
-#include "egress_host.h"
-#include "egress_rules.h"
+#include "egress/egress_host.h"
+#include "policy/egress_rules.h"
 
 static struct egress_rule R(const char *text) {
   struct egress_rule r = {0};

@@ -1,12 +1,12 @@
-/* Unit tests for the sandbox's environment (sandbox_build_env in src/sandbox.c): the image's Env
+/* Unit tests for the sandbox's environment (sandbox_build_env in src/sandbox/sandbox.c): the image's Env
  * under the policy's under --env, and the policy's ${memory_mib} written in. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
-#include "policy.h"
-#include "sandbox.h"
+#include "policy/policy.h"
+#include "sandbox/sandbox.h"
 
 static size_t count(char **env)
 {

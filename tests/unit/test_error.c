@@ -1,9 +1,9 @@
-/* Unit tests for error messages (src/error.c): the hint, what to do, follows the errno text. */
+/* Unit tests for error messages (src/base/error.c): the hint, what to do, follows the errno text. */
 #include <errno.h>
 #include <string.h>
 
+#include "base/error.h"
 #include "check.h"
-#include "error.h"
 
 int main(void)
 {

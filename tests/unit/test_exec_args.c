@@ -1,9 +1,9 @@
-/* Unit tests for `sandboxd exec` option parsing (src/cli_exec.c). */
+/* Unit tests for `sandboxd exec` option parsing (src/cli/cli_exec.c). */
 #include <stdint.h>
 #include <string.h>
 
 #include "check.h"
-#include "cli.h"
+#include "cli/cli.h"
 
 static int parse(struct exec_options *o, sbx_error_t *err, int argc, char **argv)
 {

@@ -1,5 +1,5 @@
-/* Unit tests for the language table (src/lang.c) and programs found inside a rootfs
- * (src/exec_prog.c): #! lines, PATH lookup, 126/127. */
+/* Unit tests for the language table (src/run/lang.c) and programs found inside a rootfs
+ * (src/run/exec_prog.c): #! lines, PATH lookup, 126/127. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -9,10 +9,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/util.h"
 #include "check.h"
-#include "exec_prog.h"
-#include "lang.h"
-#include "util.h"
+#include "run/exec_prog.h"
+#include "run/lang.h"
 
 static char root[PATH_MAX];
 

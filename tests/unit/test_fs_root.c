@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "fs_root.h"
+#include "image/fs_root.h"
 
 static char base[64];
 

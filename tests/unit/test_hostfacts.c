@@ -1,10 +1,10 @@
-/* Unit tests for what doctor reads (src/hostfacts.c), on the text Ubuntu 24.04, Docker 20.10+
+/* Unit tests for what doctor reads (src/cli/hostfacts.c), on the text Ubuntu 24.04, Docker 20.10+
  * (runc) and a plain Debian host show. */
 #include <linux/capability.h>
 #include <string.h>
 
 #include "check.h"
-#include "hostfacts.h"
+#include "cli/hostfacts.h"
 
 /* Ubuntu 24.04 (noble), AppArmor 4.0, with the package's profile loaded. */
 static const char UBUNTU_PROFILES[] = "unprivileged_userns (enforce)\n"

@@ -1,4 +1,4 @@
-/* Unit tests for safe host-file opening (src/hostfile.c) and the cache's HMAC (src/util.c). */
+/* Unit tests for safe host-file opening (src/base/hostfile.c) and the cache's HMAC (src/base/util.c). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -7,9 +7,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/hostfile.h"
+#include "base/util.h"
 #include "check.h"
-#include "hostfile.h"
-#include "util.h"
 
 static char base[64];
 

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "image.h"
+#include "image/image.h"
 
 static int norm(const char *in, const char *want)
 {

@@ -1,14 +1,14 @@
-/* Unit tests for src/jsonrpc.c and the parsing half of src/json.c. */
+/* Unit tests for src/base/jsonrpc.c and the parsing half of src/base/json.c. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "json.h"
-#include "jsonrpc.h"
-#include "mcp_server.h"
-#include "util.h"
+#include "base/json.h"
+#include "base/jsonrpc.h"
+#include "base/util.h"
+#include "mcp/mcp_server.h"
 
 static int passed, failed;
 

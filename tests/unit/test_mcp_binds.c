@@ -1,9 +1,9 @@
-/* Unit tests for the client's roots: file:// URIs and mount names (src/mcp_binds.c). */
+/* Unit tests for the client's roots: file:// URIs and mount names (src/mcp/mcp_binds.c). */
 #include <limits.h>
 #include <string.h>
 
 #include "check.h"
-#include "mcp_binds.h"
+#include "mcp/mcp_binds.h"
 
 static const char *path_of(const char *uri)
 {

@@ -1,4 +1,4 @@
-/* Unit tests for the host MCP servers config (src/mcp_config.c). */
+/* Unit tests for the host MCP servers config (src/hostmcp/mcp_config.c). */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -6,9 +6,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/warn.h"
 #include "check.h"
-#include "mcp_config.h"
-#include "warn.h"
+#include "hostmcp/mcp_config.h"
 
 /* Warnings reach the handler the caller set, never stderr. */
 static char warnings[4096];

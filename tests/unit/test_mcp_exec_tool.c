@@ -1,15 +1,15 @@
-/* Unit tests for execute_code's argument checks and tool definition (src/mcp_tool.c), and the
- * language names and lists (src/mcp_lang.c). */
+/* Unit tests for execute_code's argument checks and tool definition (src/mcp/mcp_tool.c), and the
+ * language names and lists (src/mcp/mcp_lang.c). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "binds.h"
+#include "base/json.h"
 #include "check.h"
-#include "json.h"
-#include "mcp_lang.h"
-#include "mcp_tool.h"
-#include "policy.h"
+#include "mcp/mcp_lang.h"
+#include "mcp/mcp_tool.h"
+#include "policy/policy.h"
+#include "run/binds.h"
 
 static struct sbx_policy policy;
 static struct bind_opts no_binds;

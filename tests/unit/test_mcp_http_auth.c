@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "mcp_http.h"
+#include "mcp/mcp_http.h"
 
 static char dir[] = "/tmp/test_mcp_http_auth.XXXXXX";
 

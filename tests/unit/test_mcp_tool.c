@@ -1,14 +1,14 @@
-/* Unit tests for run_python's argument checks and tool definition (src/mcp_tool.c). */
+/* Unit tests for run_python's argument checks and tool definition (src/mcp/mcp_tool.c). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "binds.h"
+#include "base/json.h"
 #include "check.h"
-#include "json.h"
-#include "mcp_config.h"
-#include "mcp_tool.h"
-#include "policy.h"
+#include "hostmcp/mcp_config.h"
+#include "mcp/mcp_tool.h"
+#include "policy/policy.h"
+#include "run/binds.h"
 
 static struct sbx_policy policy;
 static struct mcp_server_config server_cfgs[2] = {{.name = "fs", .description = ""},

@@ -1,4 +1,4 @@
-/* Unit tests for the install layout (src/paths.c): each lookup for the build tree, the installed
+/* Unit tests for the install layout (src/base/paths.c): each lookup for the build tree, the installed
  * layout and the environment, in a scratch tree standing in for the binary's directory. */
 #include <errno.h>
 #include <limits.h>
@@ -8,9 +8,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/paths.h"
+#include "base/util.h"
 #include "check.h"
-#include "paths.h"
-#include "util.h"
 
 static char root[PATH_MAX];
 
@@ -116,8 +116,8 @@ static void test_rootfs(void)
   CHECK(rootfs_find("/nonexistent-rootfs", &found, &err) < 0 &&
         strstr(err.msg, "`/nonexistent-rootfs` not found"));
 
-  /* The build tree: build/sandboxd in a clone (src/main.c beside it), the store is rootfs/. */
-  make("clone/src/main.c", 1);
+  /* The build tree: build/sandboxd in a clone (src/cli/main.c beside it), the store is rootfs/. */
+  make("clone/src/cli/main.c", 1);
   make("clone/build", 0);
   CHECK(bufprintf(bin, sizeof bin, NULL, "%s/clone/build", root) == 0);
   paths_set_bindir(bin);

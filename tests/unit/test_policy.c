@@ -1,4 +1,4 @@
-/* Unit tests for the policy parser (src/policy.c), loader (policy_load.c), canonical text
+/* Unit tests for the policy parser (src/policy/policy.c), loader (policy_load.c), canonical text
  * (policy_format.c) and limit resolution. */
 #include <errno.h>
 #include <stdint.h>
@@ -11,11 +11,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/cleanup.h"
+#include "base/util.h"
 #include "check.h"
-#include "cleanup.h"
-#include "policy.h"
-#include "seccomp.h"
-#include "util.h"
+#include "kernel/seccomp.h"
+#include "policy/policy.h"
 
 /* A complete, minimal policy; tests append or replace lines. */
 static const char base[] =

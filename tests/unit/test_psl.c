@@ -1,11 +1,11 @@
 /* Unit tests for the public suffix list: parsing, punycode, matching and the wildcard rule
- * (src/psl.c). */
+ * (src/policy/psl.c). */
 #include <errno.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "check.h"
-#include "psl.h"
+#include "policy/psl.h"
 
 static const char LIST[] = "// a comment\n"
                            "uk\n"

@@ -1,4 +1,4 @@
-/* Unit tests for the host-side helpers' seccomp filter (seccomp_helper_compile, src/seccomp.c),
+/* Unit tests for the host-side helpers' seccomp filter (seccomp_helper_compile, src/kernel/seccomp.c),
  * installed for real in a child: what the egress proxy needs works, what it must not reach fails
  * with the filter's errno. Each probe runs in a fork of the filtered child (which inherits the
  * filter, as the proxy's connections do) and reports its errno (0: the call worked) through a
@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "seccomp.h"
+#include "kernel/seccomp.h"
 
 enum probe {
   P_EXECVE,

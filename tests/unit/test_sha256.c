@@ -1,4 +1,4 @@
-/* Unit tests for src/sha256.c: FIPS 180-4 vectors, and both block functions (SHA-NI and libmd's)
+/* Unit tests for src/base/sha256.c: FIPS 180-4 vectors, and both block functions (SHA-NI and libmd's)
  * against libmd's own SHA256Final for every length up to 1,100 bytes, fed whole and in random
  * pieces. */
 #include <sha2.h>
@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/sha256.h"
 #include "check.h"
-#include "sha256.h"
 
 static void hex(const uint8_t d[32], char out[65])
 {

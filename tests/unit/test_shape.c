@@ -1,9 +1,9 @@
-/* Unit tests for the result text's shaping (src/shape.c): repair, then head and tail. */
+/* Unit tests for the result text's shaping (src/mcp/shape.c): repair, then head and tail. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
-#include "shape.h"
+#include "mcp/shape.h"
 
 static size_t count(const char *s, const char *needle)
 {

@@ -2,8 +2,8 @@
  * tail item, and says false (changing nothing) for an item not in the list. */
 #include <stddef.h>
 
+#include "base/slist.h"
 #include "check.h"
-#include "slist.h"
 
 struct item {
   int v;

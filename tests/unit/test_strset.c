@@ -2,8 +2,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/strset.h"
 #include "check.h"
-#include "strset.h"
 
 int main(void)
 {

@@ -1,4 +1,4 @@
-/* Unit tests for the sync socket's messages (src/syncsock.c), over a real SOCK_SEQPACKET pair. */
+/* Unit tests for the sync socket's messages (src/sandbox/syncsock.c), over a real SOCK_SEQPACKET pair. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "syncsock.h"
+#include "sandbox/syncsock.h"
 
 static int open_fds(void)
 {

@@ -1,12 +1,12 @@
-/* Unit tests for the checked bounded string builds (src/util.c bufprintf, bufcatf, bufprintf_cut). */
+/* Unit tests for the checked bounded string builds (src/base/util.c bufprintf, bufcatf, bufprintf_cut). */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "base/util.h"
 #include "check.h"
-#include "util.h"
 
 int main(void)
 {

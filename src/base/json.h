@@ -1,0 +1,99 @@
+/* JSON through yajl: the only module that includes yajl's headers. */
+#ifndef SBX_JSON_H
+#define SBX_JSON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/error.h"
+
+/* ---- writing ---- */
+typedef struct json_writer json_writer_t;
+
+json_writer_t *json_writer_new(void);
+void json_writer_free(json_writer_t *w);
+void json_obj_begin(json_writer_t *w);
+void json_obj_end(json_writer_t *w);
+void json_arr_begin(json_writer_t *w);
+void json_arr_end(json_writer_t *w);
+void json_key(json_writer_t *w, const char *key);
+/* Strings are validated as UTF-8; invalid bytes become U+FFFD. */
+void json_str(json_writer_t *w, const char *s);
+void json_strn(json_writer_t *w, const char *s, size_t len);
+void json_int(json_writer_t *w, long long v);
+void json_uint(json_writer_t *w, uint64_t v);
+void json_double(json_writer_t *w, double v);
+void json_bool(json_writer_t *w, bool v);
+void json_null(json_writer_t *w);
+/* A member of the open object: the key, then its value. */
+void json_kv_str(json_writer_t *w, const char *key, const char *s);
+void json_kv_strn(json_writer_t *w, const char *key, const char *s, size_t len);
+/* The string, or null when s is NULL. */
+void json_kv_str_or_null(json_writer_t *w, const char *key, const char *s);
+void json_kv_int(json_writer_t *w, const char *key, long long v);
+void json_kv_uint(json_writer_t *w, const char *key, uint64_t v);
+void json_kv_double(json_writer_t *w, const char *key, double v);
+void json_kv_bool(json_writer_t *w, const char *key, bool v);
+void json_kv_null(json_writer_t *w, const char *key);
+/* An already-serialised JSON value, as json_raw. */
+void json_kv_raw(json_writer_t *w, const char *key, const char *json, size_t len);
+/* Length of the valid UTF-8 sequence at s[0..n) (1 to 4), or 0 if it is not one. */
+size_t json_utf8_len(const unsigned char *s, size_t n);
+/* Insert an already-serialised JSON value verbatim. */
+void json_raw(json_writer_t *w, const char *json, size_t len);
+/* The document so far. Valid until the next call on w. Returns NULL if generation failed. */
+const char *json_writer_buf(json_writer_t *w, size_t *ret_len);
+
+/* ---- reading: a parsed tree (yajl_tree underneath) ---- */
+typedef struct json_node json_node_t;
+
+typedef enum json_type {
+  JSON_NULL,
+  JSON_BOOL,
+  JSON_INTEGER, /* a number that fits a long long */
+  JSON_NUMBER,  /* any other number (fraction, exponent or too big) */
+  JSON_STRING,
+  JSON_ARRAY,
+  JSON_OBJECT,
+} json_type_t;
+
+/* Deepest nesting json_parse accepts: bounds the recursion of freeing the tree. */
+#define JSON_MAX_DEPTH 64
+
+/* Parse exactly one JSON document of len bytes (no NUL needed; embedded NULs are rejected).
+ * The tree is owned by the caller: json_free(). */
+int json_parse(const char *buf, size_t len, json_node_t **ret, sbx_error_t *err);
+/* The same with a budget for what the tree may hold, for documents from an untrusted peer: at
+ * most max_values values (every scalar, array, object and key counts one). Crossing it stops the
+ * parse before the next value is allocated, with err->errnum E2BIG. */
+int json_parse_bounded(const char *buf, size_t len, size_t max_values, json_node_t **ret, sbx_error_t *err);
+void json_free(json_node_t *n);
+/* NULL-safe accessors: a NULL or wrongly typed node reads as absent. */
+json_type_t json_type(const json_node_t *n);
+const char *json_type_name(json_type_t t);
+/* Member of an object, or NULL. With duplicate keys the first wins. */
+json_node_t *json_get(const json_node_t *obj, const char *key);
+/* The string, or NULL if n is not a string. Strings are NUL-terminated and valid UTF-8 (yajl
+ * validates), but may contain "\u0000": ret_len gives the real length. */
+const char *json_as_string(const json_node_t *n, size_t *ret_len);
+/* 0 and *ret set if n is an integer (or a number with an integral value that fits), else -1. */
+int json_as_int(const json_node_t *n, long long *ret);
+/* 0 and *ret set if n is true/false, else -1. */
+int json_as_bool(const json_node_t *n, bool *ret);
+/* The number as written in the document (JSON_INTEGER or JSON_NUMBER), else NULL. */
+const char *json_number_text(const json_node_t *n);
+size_t json_array_len(const json_node_t *arr);
+json_node_t *json_array_at(const json_node_t *arr, size_t i);
+size_t json_object_len(const json_node_t *obj);
+/* The i-th member, in document order: 0 and outputs set, or -1 past the end / not an object. */
+int json_object_at(const json_node_t *obj, size_t i, const char **ret_key, json_node_t **ret_value);
+/* Re-serialise a subtree (compact) into w. */
+void json_write_node(json_writer_t *w, const json_node_t *n);
+
+/* Look for a scalar member `key` of the top-level object in a document that may be cut short
+ * (an oversize message's first bytes). On success *ret_json is the member's value as compact JSON
+ * (malloc'd; a string comes back quoted). Returns -1 if the prefix does not contain it. */
+int json_peek_member(const char *buf, size_t len, const char *key, char **ret_json);
+
+#endif

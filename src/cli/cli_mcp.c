@@ -1,0 +1,553 @@
+/* `sandboxd mcp`'s command line: the options, the setup (policy, rootfs, host servers, audit log,
+ * signals, stdout), the server's loop, and the one teardown. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/hostfile.h"
+#include "base/jsonrpc.h"
+#include "base/log.h"
+#include "base/util.h"
+#include "cli/cli.h"
+#include "hostmcp/mcp_client.h"
+#include "hostmcp/mcp_config.h"
+#include "hostmcp/proxy.h"
+#include "kernel/seccomp.h"
+#include "mcp/fork_template.h"
+#include "mcp/mcp_http.h"
+#include "mcp/mcp_internal.h"
+#include "mcp/mcp_server.h"
+#include "policy/policy.h"
+#include "run/audit.h"
+#include "run/binds.h"
+#include "sandbox/sandbox.h"
+
+/* Kill and reap every sandbox, then give the client what is already written, briefly. */
+static void shutdown_server(struct server *srv)
+{
+  /* A running call goes through call_finish, which writes its audit record: one answered at its
+   * done byte is not recorded until its sandbox is reaped, and a run killed here is a run too. A
+   * queued call never ran. */
+  while (srv->calls) {
+    struct call *c = srv->calls;
+    if (c->state == CALL_RUNNING && c->sb) {
+      if (!c->answered) {
+        c->cancelled = true; /* the client has gone or asked us to stop: no answer */
+        sandbox_kill(c->sb, false);
+      }
+      call_finish(srv, c);
+    } else {
+      call_unlink(srv, c);
+      call_free(c);
+    }
+  }
+  warm_pool_clear(srv);
+  fork_template_clear(srv);
+  flush_output_for(srv, 2000);
+}
+
+static const char mcp_usage[] =
+    "usage: sandboxd mcp [OPTIONS]\n"
+    "Serve the Model Context Protocol on stdin/stdout with the tools run_python and execute_code\n"
+    "(python, bash, javascript); every call runs in a fresh sandbox. Logs go to stderr. Options:\n"
+    "  --policy NAME|PATH       policy to enforce (default: default)\n"
+    "  --rootfs NAME|DIR        root filesystem: a name in the rootfs store (`sandboxd rootfs list`)\n"
+    "                           or a path with a `/` (default: the built python-3.14-slim)\n"
+    "  --max-concurrent N       sandboxes running at once (default 4); further calls queue\n"
+    "  --max-queue N            calls waiting beyond that (default 64); more are refused\n"
+    "  --tools LIST             the tools offered, of run_python,execute_code (default: both)\n"
+    "  --warm N                 sandboxes kept built, with Python started, for the next calls\n"
+    "                           (default 2, 0 disables); each serves one call\n"
+    "  --warm-lang LIST         the languages kept warm, N sandboxes each (default python); the\n"
+    "                           others start cold\n"
+    "  --warm-mode MODE         fork: each python call forks from one idle template; prestart:\n"
+    "                           python sandboxes built ahead, as above; auto (default): fork,\n"
+    "                           or prestart where forking cannot work (sandboxd-mcp(7))\n"
+    "  --max-message-size SIZE  largest JSON-RPC message accepted (default 4M)\n"
+    "  --text-limit N           characters of output a result's text shows (default 40000);\n"
+    "                           beyond that its head and tail, and a line saying what was cut\n"
+    "  --config FILE            host MCP servers the code may call ({\"mcpServers\": ...}; default:\n"
+    "                           $SANDBOXD_MCP_CONFIG, else ~/.config/sandboxd/mcp.json)\n"
+    "  --import-claude          also offer the servers Claude Code would run here (~/.claude.json,\n"
+    "                           and the approved ones of ./.mcp.json)\n"
+    "  --audit-log PATH|syslog|off   where audit records go (see sandboxd exec --help)\n"
+    "  --output-dir DIR         save each call's /workspace/out files (and whole output) in\n"
+    "                           DIR/<request_id>/ and return links to them\n"
+    "  --allow-host HOST[:PORT] egress to HOST (port 443 by default) if the policy's max_network\n"
+    "                           permits, through the egress proxy (sandboxd.policy(5) \"Network\")\n"
+    "  --bind SRC:DST           bind host SRC read-only at DST in every sandbox (as exec)\n"
+    "  --bind-rw SRC:DST        the same, writable\n"
+    "  --roots                  bind the client's roots (if it has any) read-only under\n"
+    "                           " ROOTS_DIR "/NAME (stdio only)\n"
+    "Streamable HTTP instead of stdio (sandboxd-mcp(7)):\n"
+    "  --http [ADDR:]PORT       serve MCP on http://ADDR:PORT/mcp (ADDR default 127.0.0.1; port 0\n"
+    "                           picks one); the address is printed on stderr\n"
+    "  --stateless              no sessions: every request stands alone (replicas behind a proxy)\n"
+    "  --token-file FILE        bearer tokens, one a line, mode 600 (required beyond loopback;\n"
+    "                           re-read on SIGHUP)\n"
+    "  --auth-server URL        the OAuth authorization server the RFC 9728 metadata names\n"
+    "  --allow-origin ORIGIN    a browser Origin allowed besides loopback ones (repeatable)\n"
+    "  --max-connections N      open connections (default 2048, within the open-file limit)\n"
+    "  --max-requests N         HTTP requests in flight, all clients (default 256); more get 503\n"
+    "  --max-streams N          open SSE streams (default 1024)\n"
+    "  --max-sessions N         sessions (default 256)\n"
+    "  --idle-timeout SECS      close a connection idle this long (default 60)\n"
+    "See sandboxd(1).\n";
+
+static int parse_count(const char *opt, const char *arg, size_t max, size_t *ret, sbx_error_t *err)
+{
+  uint64_t v;
+  if (parse_u64(arg, &v) < 0 || v == 0 || v > max)
+    return sbx_error_set(err, 0, "%s `%s`: expected a whole number from 1 to %zu", opt, arg, max);
+  *ret = (size_t) v;
+  return 0;
+}
+
+enum {
+  OPT_POLICY = 256,
+  OPT_ROOTFS,
+  OPT_MAX_CONCURRENT,
+  OPT_MAX_QUEUE,
+  OPT_MAX_MESSAGE,
+  OPT_CONFIG,
+  OPT_IMPORT_CLAUDE,
+  OPT_AUDIT_LOG,
+  OPT_WARM,
+  OPT_TEXT_LIMIT,
+  OPT_OUTPUT_DIR,
+  OPT_BIND,
+  OPT_BIND_RW,
+  OPT_ROOTS,
+  OPT_TOOLS,
+  OPT_WARM_LANG,
+  OPT_ALLOW_HOST,
+  OPT_HTTP,
+  OPT_STATELESS,
+  OPT_TOKEN_FILE,
+  OPT_AUTH_SERVER,
+  OPT_ALLOW_ORIGIN,
+  OPT_MAX_CONNECTIONS,
+  OPT_MAX_REQUESTS,
+  OPT_MAX_STREAMS,
+  OPT_MAX_SESSIONS,
+  OPT_IDLE_TIMEOUT,
+  OPT_WARM_MODE,
+};
+
+/* The --http options (mcp_http.h); false: not one of them. */
+static bool parse_http_opt(int c, const char *arg, struct mcp_http_opts *o, bool *use, int *r,
+                           sbx_error_t *err)
+{
+  uint64_t v;
+  *r = 0;
+  switch (c) {
+  case OPT_HTTP:
+    *use = true;
+    *r = mcp_http_parse_listen(arg, o, err);
+    return true;
+  case OPT_STATELESS:
+    o->stateless = true;
+    return true;
+  case OPT_TOKEN_FILE:
+    o->token_file = arg;
+    return true;
+  case OPT_AUTH_SERVER:
+    if (strncmp(arg, "https://", 8) != 0 && strncmp(arg, "http://", 7) != 0)
+      *r = sbx_error_set(err, 0, "--auth-server `%s`: expected an http:// or https:// URL", arg);
+    o->auth_server = arg;
+    return true;
+  case OPT_ALLOW_ORIGIN:
+    if (o->n_origins == MCP_HTTP_MAX_ORIGINS)
+      *r = sbx_error_set(err, 0, "--allow-origin: at most %d", MCP_HTTP_MAX_ORIGINS);
+    else
+      o->origins[o->n_origins++] = arg;
+    return true;
+  case OPT_MAX_CONNECTIONS:
+    *r = parse_count("--max-connections", arg, 1000000, &o->max_connections, err);
+    return true;
+  case OPT_MAX_REQUESTS:
+    *r = parse_count("--max-requests", arg, 1000000, &o->max_requests, err);
+    return true;
+  case OPT_MAX_STREAMS:
+    *r = parse_count("--max-streams", arg, 1000000, &o->max_streams, err);
+    return true;
+  case OPT_MAX_SESSIONS:
+    *r = parse_count("--max-sessions", arg, 1000000, &o->max_sessions, err);
+    return true;
+  case OPT_IDLE_TIMEOUT:
+    if (parse_u64(arg, &v) < 0 || v == 0 || v > 86400)
+      *r = sbx_error_set(err, 0, "--idle-timeout `%s`: expected seconds from 1 to 86400", arg);
+    o->idle_s = (unsigned) v;
+    return true;
+  }
+  return false;
+}
+
+/* --tools: "run_python,execute_code" or either. */
+static int parse_tools(const char *list, unsigned *ret, sbx_error_t *err)
+{
+  unsigned tools = 0;
+  for (const char *p = list;;) {
+    size_t n = strcspn(p, ",");
+    if (n == sizeof TOOL_NAME - 1 && strncmp(p, TOOL_NAME, n) == 0)
+      tools |= TOOL_RUN_PYTHON;
+    else if (n == sizeof EXEC_TOOL_NAME - 1 && strncmp(p, EXEC_TOOL_NAME, n) == 0)
+      tools |= TOOL_EXECUTE_CODE;
+    else
+      return sbx_error_set(
+          err, 0, "--tools `%s`: expected " TOOL_NAME ", " EXEC_TOOL_NAME " or both, separated by a comma",
+          list);
+    if (!p[n])
+      break;
+    p += n + 1;
+  }
+  *ret = tools;
+  return 0;
+}
+
+static int parse_args(int argc, char **argv, struct server *srv, const char **ret_policy,
+                      const char **ret_rootfs, const char **ret_output_dir, struct mcp_http_opts *http,
+                      bool *ret_http, bool *ret_help, sbx_error_t *err)
+{
+  static const struct option longopts[] = {
+      {"policy", required_argument, NULL, OPT_POLICY},
+      {"rootfs", required_argument, NULL, OPT_ROOTFS},
+      {"max-concurrent", required_argument, NULL, OPT_MAX_CONCURRENT},
+      {"max-queue", required_argument, NULL, OPT_MAX_QUEUE},
+      {"max-message-size", required_argument, NULL, OPT_MAX_MESSAGE},
+      {"config", required_argument, NULL, OPT_CONFIG},
+      {"import-claude", no_argument, NULL, OPT_IMPORT_CLAUDE},
+      {"audit-log", required_argument, NULL, OPT_AUDIT_LOG},
+      {"warm", required_argument, NULL, OPT_WARM},
+      {"text-limit", required_argument, NULL, OPT_TEXT_LIMIT},
+      {"output-dir", required_argument, NULL, OPT_OUTPUT_DIR},
+      {"bind", required_argument, NULL, OPT_BIND},
+      {"bind-rw", required_argument, NULL, OPT_BIND_RW},
+      {"roots", no_argument, NULL, OPT_ROOTS},
+      {"tools", required_argument, NULL, OPT_TOOLS},
+      {"warm-lang", required_argument, NULL, OPT_WARM_LANG},
+      {"allow-host", required_argument, NULL, OPT_ALLOW_HOST},
+      {"http", required_argument, NULL, OPT_HTTP},
+      {"stateless", no_argument, NULL, OPT_STATELESS},
+      {"token-file", required_argument, NULL, OPT_TOKEN_FILE},
+      {"auth-server", required_argument, NULL, OPT_AUTH_SERVER},
+      {"allow-origin", required_argument, NULL, OPT_ALLOW_ORIGIN},
+      {"max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS},
+      {"max-requests", required_argument, NULL, OPT_MAX_REQUESTS},
+      {"max-streams", required_argument, NULL, OPT_MAX_STREAMS},
+      {"max-sessions", required_argument, NULL, OPT_MAX_SESSIONS},
+      {"idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT},
+      {"warm-mode", required_argument, NULL, OPT_WARM_MODE},
+      {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0},
+  };
+  optind = 0;
+  opterr = 0;
+  int c;
+  uint64_t v;
+  while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    int r;
+    if (parse_http_opt(c, optarg, http, ret_http, &r, err)) {
+      if (r < 0)
+        return -1;
+      continue;
+    }
+    switch (c) {
+    case 'h':
+      *ret_help = true;
+      return 0;
+    case OPT_POLICY:
+      *ret_policy = optarg;
+      break;
+    case OPT_ROOTFS:
+      *ret_rootfs = optarg;
+      break;
+    case OPT_MAX_CONCURRENT:
+      if (parse_count("--max-concurrent", optarg, 256, &srv->max_concurrent, err) < 0)
+        return -1;
+      break;
+    case OPT_MAX_QUEUE:
+      if (parse_count("--max-queue", optarg, 65536, &srv->max_queue, err) < 0)
+        return -1;
+      break;
+    case OPT_MAX_MESSAGE:
+      if (parse_size(optarg, &v) < 0 || v < 1024 || v > (1u << 30))
+        return sbx_error_set(err, 0, "--max-message-size `%s`: expected a size from 1K to 1G", optarg);
+      srv->max_message = (size_t) v;
+      break;
+    case OPT_CONFIG:
+      srv->mcp_opts.path = optarg;
+      break;
+    case OPT_IMPORT_CLAUDE:
+      srv->mcp_opts.import_claude = true;
+      break;
+    case OPT_AUDIT_LOG:
+      srv->audit_log = optarg;
+      break;
+    case OPT_OUTPUT_DIR:
+      *ret_output_dir = optarg;
+      break;
+    case OPT_WARM:
+      if (parse_u64(optarg, &v) < 0 || v > MAX_WARM)
+        return sbx_error_set(err, 0, "--warm `%s`: expected a whole number from 0 to %d", optarg, MAX_WARM);
+      srv->warm_target = (size_t) v;
+      break;
+    case OPT_TEXT_LIMIT:
+      if (parse_u64(optarg, &v) < 0 || v < MIN_TEXT_LIMIT || v > MAX_TEXT_LIMIT)
+        return sbx_error_set(err, 0, "--text-limit `%s`: expected a whole number from %d to %d", optarg,
+                             MIN_TEXT_LIMIT, MAX_TEXT_LIMIT);
+      srv->text_limit = (size_t) v;
+      break;
+    case OPT_BIND:
+    case OPT_BIND_RW:
+      if (bind_opts_add(&srv->binds, optarg, c == OPT_BIND_RW, err) < 0)
+        return -1;
+      break;
+    case OPT_ROOTS:
+      srv->roots.enabled = true;
+      break;
+    case OPT_TOOLS:
+      if (parse_tools(optarg, &srv->tools, err) < 0)
+        return -1;
+      break;
+    case OPT_WARM_LANG:
+      if (mcp_lang_parse_list("--warm-lang", optarg, &srv->warm_langs, err) < 0)
+        return -1;
+      break;
+    case OPT_WARM_MODE:
+      if (strcmp(optarg, "fork") == 0)
+        srv->warm_mode = WARM_FORK;
+      else if (strcmp(optarg, "prestart") == 0)
+        srv->warm_mode = WARM_PRESTART;
+      else if (strcmp(optarg, "auto") == 0)
+        srv->warm_mode = WARM_AUTO;
+      else
+        return sbx_error_set(err, 0, "--warm-mode `%s`: expected auto, fork or prestart", optarg);
+      break;
+    case OPT_ALLOW_HOST:
+      if (policy_allow_opts_add(&srv->allow_hosts, optarg, err) < 0)
+        return -1;
+      break;
+    default:
+      return sbx_error_set(err, 0, "unknown or incomplete option `%s` (see sandboxd mcp --help)",
+                           argv[optind - 1]);
+    }
+  }
+  if (optind < argc)
+    return sbx_error_set(err, 0, "unexpected argument `%s` (see sandboxd mcp --help)", argv[optind]);
+  if (!*ret_http && (http->stateless || http->token_file || http->auth_server || http->n_origins))
+    return sbx_error_set(err, 0, "--stateless, --token-file, --auth-server and --allow-origin need --http");
+  /* The client's roots are one client's: over HTTP there are many. */
+  if (*ret_http && srv->roots.enabled)
+    return sbx_error_set(err, 0, "--roots is for stdio: over --http each client has its own roots");
+  return 0;
+}
+
+/* Replies may wait for a slow client without stalling the loop: make stdout non-blocking, but only
+ * a pipe or socket of our own (a terminal is shared with the shell). */
+static int stdout_nonblocking(void)
+{
+  struct stat st;
+  if (fstat(STDOUT_FILENO, &st) < 0 || !(S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)))
+    return -1;
+  int flags = fcntl(STDOUT_FILENO, F_GETFL);
+  if (flags < 0 || (flags & O_NONBLOCK) || fcntl(STDOUT_FILENO, F_SETFL, flags | O_NONBLOCK) < 0)
+    return -1;
+  return flags;
+}
+
+/* --bind sources exist (resolved now, as exec does before its run), and with --roots no bind is
+ * at or under ROOTS_DIR: the roots' mount points would be made in it, on the host for --bind-rw. */
+static int setup_binds(struct server *srv, sbx_error_t *err)
+{
+  if (bind_opts_resolve(&srv->binds, err) < 0)
+    return -1;
+  const size_t rl = sizeof ROOTS_DIR - 1;
+  for (size_t i = 0; srv->roots.enabled && i < srv->binds.n; i++) {
+    const char *d = srv->binds.binds[i].dst;
+    if (strncmp(d, ROOTS_DIR, rl) == 0 && (d[rl] == '/' || !d[rl]))
+      return sbx_error_set(err, 0, "--bind `%s`: with --roots, DST must not be " ROOTS_DIR " or below it", d);
+  }
+  return 0;
+}
+
+/* The languages present (their rootfs has the interpreter) and /dev/null, held for every run. A
+ * language kept warm (--warm-lang) must be present; python always is (rootfs_find checked). */
+static int setup_langs(struct server *srv, sbx_error_t *err)
+{
+  srv->devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (srv->devnull < 0)
+    return sbx_error_errno(err, "open `/dev/null`");
+  for (int l = 0; l < MCP_LANG_COUNT; l++) {
+    if (mcp_lang_rootfs((enum mcp_lang) l, srv->rootfs, &srv->lang_rootfs[l], err) < 0)
+      return -1;
+    if (srv->lang_rootfs[l])
+      srv->langs |= MCP_LANG_BIT(l);
+  }
+  for (int l = 0; l < MCP_LANG_COUNT; l++)
+    if ((srv->warm_langs & MCP_LANG_BIT(l)) && !srv->lang_rootfs[l])
+      return sbx_error_set(err, ENOENT, "--warm-lang %s: %s is not in its rootfs (%s)",
+                           mcp_lang_name((enum mcp_lang) l), mcp_lang_argv((enum mcp_lang) l)[0],
+                           mcp_lang_hint((enum mcp_lang) l));
+  return 0;
+}
+
+/* Fork mode fails here, not at the first call, where the kernel or policy cannot do it; after
+ * every option is checked (a bad --token-file is one line, not a sandbox's warnings first). auto
+ * forks (as root each call has a host id of its own, as a cold sandbox has); where its fork path
+ * cannot work, it says why and prestarts. */
+static int setup_warm_mode(struct server *srv, sbx_error_t *err)
+{
+  srv->warm_fork = srv->warm_mode == WARM_FORK || srv->warm_mode == WARM_AUTO;
+  sbx_error_t why = {0};
+  if (!srv->warm_fork ||
+      fork_template_init(srv, warm_pool_drop_forked, srv->warm_mode == WARM_FORK ? err : &why) == 0)
+    return 0;
+  if (srv->warm_mode == WARM_FORK)
+    return -1;
+  log_warn("%s; --warm-mode auto prestarts instead", why.msg);
+  srv->warm_fork = false;
+  return 0;
+}
+
+/* Everything the server needs before it reads a request. Refuse to start rather than fail every
+ * call: the client shows the server as failed, and stderr says why. *ret_masked: the signal mask
+ * was changed (old holds the previous one). */
+static int setup(struct server *srv, const char *policy_name, const char *rootfs, const char *output_dir,
+                 sigset_t *old, bool *ret_masked, sbx_error_t *err)
+{
+  /* The audit log is opened before any sandbox runs (hostfile.h), not through the trees the
+   * sandboxes can write; a refused path is fatal. */
+  struct hostfile_tree trees[BIND_OPTS_MAX];
+  struct hostfile_guard guard = {.trees = trees};
+  bind_opts_writable_trees(&srv->binds, trees, &guard.n_trees);
+  if (setup_binds(srv, err) < 0 ||
+      /* Before any sandbox runs: where calls save their files, checked once (mcp_files.c). */
+      (output_dir && output_dir_open(output_dir, &guard, &srv->output_dirfd, &srv->output_dir, err) < 0) ||
+      audit_start(srv->audit_log, &guard, err) < 0 || policy_load(policy_name, &srv->policy, err) < 0 ||
+      policy_apply_network(srv->policy, &srv->allow_hosts, err) < 0 ||
+      seccomp_validate(srv->policy, err) < 0 || rootfs_find(rootfs, &srv->rootfs, err) < 0 ||
+      setup_langs(srv, err) < 0 || host_servers_load(&srv->hs, &srv->mcp_opts, err) < 0 ||
+      host_servers_start(&srv->hs, srv->policy, STDERR_FILENO, err) < 0)
+    return -1;
+  sbx_error_t herr = {0};
+  /* Every sandbox gets the package (base_spec), with host servers or without. */
+  if (host_servers_find_helpers(&srv->hs, &herr) < 0)
+    log_warn("%s: `from mcp import runtime` will fail%s", herr.msg,
+             srv->hs.cfg->n ? ", and so will calls with `servers`" : "");
+  mcp_binds_rebuild(srv);
+
+  /* Take the stop signals through a signalfd. The sandbox's code starts with an empty mask. */
+  sigset_t mask;
+  sigemptyset(&mask);
+  sigaddset(&mask, SIGTERM);
+  sigaddset(&mask, SIGINT);
+  sigaddset(&mask, SIGHUP);
+  srv->sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+  /* A client that goes away must give us EPIPE, not kill us before we clean up. Blocked rather
+   * than ignored: an ignored disposition would be inherited by the code, a mask is reset. */
+  sigaddset(&mask, SIGPIPE);
+  sigprocmask(SIG_BLOCK, &mask, old);
+  *ret_masked = true;
+  if (srv->sigfd < 0)
+    return sbx_error_errno(err, "signalfd");
+  srv->stdout_flags = stdout_nonblocking();
+  jsonrpc_framer_init(&srv->framer, srv->max_message);
+  return 0;
+}
+
+/* The one teardown, of whatever setup() got to. The sandboxes are gone (shutdown_server). */
+static void teardown(struct server *srv, const sigset_t *old)
+{
+  /* After the sandboxes: their calls in flight are cancelled first. */
+  host_servers_free(&srv->hs);
+  if (srv->stdout_flags >= 0)
+    fcntl(STDOUT_FILENO, F_SETFL, srv->stdout_flags);
+  if (srv->sigfd >= 0)
+    close(srv->sigfd);
+  if (old)
+    sigprocmask(SIG_SETMASK, old, NULL);
+  jsonrpc_framer_free(&srv->framer);
+  strbuf_free(&srv->outq);
+  policy_free(srv->policy);
+  free(srv->rootfs);
+  for (int l = 0; l < MCP_LANG_COUNT; l++)
+    free(srv->lang_rootfs[l]);
+  if (srv->devnull >= 0)
+    close(srv->devnull);
+  if (srv->output_dirfd >= 0)
+    close(srv->output_dirfd);
+  free(srv->output_dir);
+  bind_opts_free(&srv->binds);
+  mcp_roots_free(&srv->roots);
+}
+
+/* The HTTP transport's way into the server (mcp_server.c). */
+static const struct mcp_http_handlers http_handlers = {
+    .dispatch = mcp_dispatch,
+    .cancel_calls = mcp_cancel_calls,
+    .protocol_versions = mcp_protocol_versions,
+};
+
+int cmd_mcp(int argc, char **argv)
+{
+  struct server srv = {
+      .max_concurrent = DEFAULT_MAX_CONCURRENT,
+      .max_queue = DEFAULT_MAX_QUEUE,
+      .max_message = DEFAULT_MAX_MESSAGE,
+      .warm_target = DEFAULT_WARM,
+      .text_limit = DEFAULT_TEXT_LIMIT,
+      .stdout_flags = -1,
+      .sigfd = -1,
+      .output_dirfd = -1,
+      .devnull = -1,
+      .tools = TOOL_RUN_PYTHON | TOOL_EXECUTE_CODE,
+      .warm_langs = MCP_LANG_BIT(MCP_LANG_PYTHON),
+      .log_level = 3, /* warning */
+  };
+  const char *policy_name = NULL, *rootfs = NULL, *output_dir = NULL;
+  struct mcp_http_opts http = {
+      .max_connections = MCP_HTTP_DEFAULT_MAX_CONNECTIONS,
+      .max_requests = MCP_HTTP_DEFAULT_MAX_REQUESTS,
+      .max_streams = MCP_HTTP_DEFAULT_MAX_STREAMS,
+      .max_sessions = MCP_HTTP_DEFAULT_MAX_SESSIONS,
+      .idle_s = MCP_HTTP_DEFAULT_IDLE_S,
+  };
+  bool help = false, use_http = false;
+  sbx_error_t err = {0};
+  if (parse_args(argc, argv, &srv, &policy_name, &rootfs, &output_dir, &http, &use_http, &help, &err) < 0 ||
+      help) {
+    bind_opts_free(&srv.binds);
+    if (help)
+      fputs(mcp_usage, stdout);
+    else
+      log_sbx_error(&err);
+    return help ? 0 : SBX_EXIT_SETUP;
+  }
+  sigset_t old;
+  bool masked = false;
+  int rc = 0;
+  char url[128];
+  if (setup(&srv, policy_name, rootfs, output_dir, &old, &masked, &err) < 0 ||
+      (use_http && mcp_http_start(&srv, &http, &http_handlers, &srv.http, url, sizeof url, &err) < 0) ||
+      setup_warm_mode(&srv, &err) < 0) {
+    log_sbx_error(&err);
+    rc = SBX_EXIT_SETUP;
+  } else {
+    if (use_http) /* one line a test or a script can read the port from */
+      fprintf(stderr, "sandboxd: listening on %s\n", url);
+    serve(&srv);
+    shutdown_server(&srv);
+  }
+  mcp_http_stop(srv.http);
+  teardown(&srv, masked ? &old : NULL);
+  return rc;
+}

@@ -1,0 +1,681 @@
+#include "hostmcp/proxy.h"
+#include "policy/policy.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/cleanup.h"
+#include "base/jsonrpc.h"
+#include "base/slist.h"
+#include "base/util.h"
+#include "hostmcp/bridge.h"
+
+#define PROXY_READ_CHUNK 65536
+
+enum outcome { OUT_PENDING, OUT_OK, OUT_TOOL_ERROR, OUT_ERROR, OUT_DENIED, OUT_TIMEOUT, OUT_CANCELLED };
+static const char *const outcome_names[] = {"pending", "ok",      "tool_error", "error",
+                                            "denied",  "timeout", "cancelled"};
+
+/* One request from inside that waits for a host server. */
+struct pcall {
+  struct pcall *next;
+  struct proxy *p;
+  char *id; /* canonical JSON */
+  uint64_t op;
+  size_t record; /* index into records, or SIZE_MAX for lists */
+  size_t charge; /* its share of inflight_bytes */
+  char *server, *tool;
+};
+
+struct record {
+  char *server, *tool;
+  uint64_t start_ns, duration_ms;
+  enum outcome outcome;
+};
+
+struct proxy {
+  struct mcp_hosts *hosts;
+  const struct sbx_policy *policy; /* proxy_servers, or NULL: every configured server */
+  char **servers;
+  size_t n_servers;
+  strbuf_t env; /* SANDBOXD_MCP_SERVERS=a,b: sized from the names */
+  uint32_t max_frame;
+  uint64_t call_timeout_ms;
+  size_t max_calls;
+  int fd;
+  struct bridge_reader reader;
+  strbuf_t outq;
+  size_t outq_off;
+  struct pcall *inflight;
+  size_t n_inflight, inflight_bytes;
+  size_t bytes_read;
+  struct record *records;
+  size_t n_records;
+  void (*progress_fn)(void *ctx, const char *server, const char *tool, const json_node_t *params);
+  void *progress_ctx;
+  void (*done_fn)(void *ctx, int status);
+  void *done_ctx;
+};
+
+/* ------------------------------------------------------------------ output */
+
+static void flush_out(struct proxy *p)
+{
+  while (p->fd >= 0 && p->outq_off < p->outq.len) {
+    ssize_t n =
+        send(p->fd, p->outq.data + p->outq_off, p->outq.len - p->outq_off, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0 && errno == EAGAIN)
+      return;
+    if (n < 0) {
+      /* The code closed its end: nobody is listening any more. */
+      p->outq_off = p->outq.len;
+      break;
+    }
+    p->outq_off += (size_t) n;
+  }
+  p->outq.len = p->outq_off = 0;
+}
+
+/* Frame one document (the writer is freed). A document above the frame limit becomes an error
+ * for `id` instead, so the code always gets an answer. */
+static void send_frame(struct proxy *p, json_writer_t *w, const char *id);
+
+static void reply_error(struct proxy *p, const char *id, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void reply_error(struct proxy *p, const char *id, int code, const char *fmt, ...)
+{
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  json_writer_t *w = json_writer_new();
+  if (!w)
+    return;
+  jsonrpc_write_error(w, id, code, msg);
+  send_frame(p, w, NULL);
+}
+
+static void send_frame(struct proxy *p, json_writer_t *w, const char *id)
+{
+  size_t n;
+  const char *buf = w ? json_writer_buf(w, &n) : NULL;
+  unsigned char hdr[4];
+  sbx_error_t err;
+  if (!buf) {
+    json_writer_free(w);
+    if (id)
+      reply_error(p, id, JSONRPC_INTERNAL_ERROR, "sandboxd: out of memory");
+    return;
+  }
+  if (bridge_header(n, p->max_frame, hdr, &err) < 0) {
+    json_writer_free(w);
+    if (id)
+      reply_error(p, id, MCP_ERR_TOO_LARGE, "the answer is %zu bytes, above the bridge's limit of %u bytes",
+                  n, p->max_frame);
+    return;
+  }
+  if (p->outq.len - p->outq_off + n > PROXY_MAX_OUTQ) {
+    json_writer_free(w);
+    if (id)
+      reply_error(p, id, MCP_ERR_TOO_LARGE, "the code has not read %zu bytes of earlier answers",
+                  p->outq.len - p->outq_off);
+    return;
+  }
+  if (strbuf_append(&p->outq, (const char *) hdr, 4) < 0 || strbuf_append(&p->outq, buf, n) < 0) {
+    json_writer_free(w);
+    return;
+  }
+  json_writer_free(w);
+  flush_out(p);
+}
+
+/* ------------------------------------------------------------------ records */
+
+/* A name as the record keeps it: at most PROXY_RECORD_NAME bytes, cut at a character boundary and
+ * marked, so a name the code made up cannot make the audit line (or sandboxd) large. */
+static char *record_name(const char *s)
+{
+  size_t n = strnlen(s, PROXY_RECORD_NAME + 1);
+  if (n <= PROXY_RECORD_NAME)
+    return strndup(s, n);
+  n = PROXY_RECORD_NAME - 3;
+  while (n > 0 && ((unsigned char) s[n] & 0xc0) == 0x80)
+    n--;
+  char *r = malloc(n + 4);
+  if (r) {
+    memcpy(r, s, n);
+    memcpy(r + n, "...", 4);
+  }
+  return r;
+}
+
+static size_t record_start(struct proxy *p, const char *server, const char *tool)
+{
+  struct record *r = realloc(p->records, (p->n_records + 1) * sizeof *r);
+  if (!r)
+    return SIZE_MAX;
+  p->records = r;
+  r[p->n_records] =
+      (struct record){.server = record_name(server), .tool = record_name(tool), .start_ns = now_ns()};
+  return p->n_records++;
+}
+
+static void record_end(struct proxy *p, size_t i, enum outcome o)
+{
+  if (i >= p->n_records)
+    return;
+  p->records[i].outcome = o;
+  p->records[i].duration_ms = (now_ns() - p->records[i].start_ns) / 1000000ULL;
+}
+
+char *proxy_calls_json(const struct proxy *p)
+{
+  json_writer_t *w = json_writer_new();
+  if (!w)
+    return NULL;
+  json_arr_begin(w);
+  for (size_t i = 0; i < p->n_records; i++) {
+    const struct record *r = &p->records[i];
+    json_obj_begin(w);
+    json_kv_str(w, "server", r->server ? r->server : "");
+    json_kv_str(w, "tool", r->tool ? r->tool : "");
+    json_kv_uint(w, "duration_ms",
+                 r->outcome == OUT_PENDING ? (now_ns() - r->start_ns) / 1000000ULL : r->duration_ms);
+    json_kv_str(w, "outcome", outcome_names[r->outcome == OUT_PENDING ? OUT_CANCELLED : r->outcome]);
+    json_obj_end(w);
+  }
+  json_arr_end(w);
+  size_t n;
+  const char *buf = json_writer_buf(w, &n);
+  char *out = buf ? strndup(buf, n) : NULL;
+  json_writer_free(w);
+  return out;
+}
+
+/* ------------------------------------------------------------------ host answers */
+
+static void pcall_free(struct pcall *c)
+{
+  if (!c)
+    return;
+  free(c->id);
+  free(c->server);
+  free(c->tool);
+  free(c);
+}
+
+static void pcall_unlink(struct proxy *p, struct pcall *c)
+{
+  if (slist_unlink(&p->inflight, c)) {
+    p->n_inflight--;
+    p->inflight_bytes -= c->charge;
+  }
+}
+
+static void on_done(void *ctx, const char *json, size_t len, int code, const char *message)
+{
+  struct pcall *c = ctx;
+  struct proxy *p = c->p;
+  pcall_unlink(p, c);
+  if (!json) {
+    record_end(p, c->record, code == MCP_ERR_TIMEOUT ? OUT_TIMEOUT : OUT_ERROR);
+    reply_error(p, c->id, code, "%s", message);
+    pcall_free(c);
+    return;
+  }
+  if (c->record != SIZE_MAX) {
+    /* A tool's own failure is a result with isError: recorded as such, passed on as it is. */
+    bool tool_error = memmem(json, len, "\"isError\":true", 14) != NULL;
+    record_end(p, c->record, tool_error ? OUT_TOOL_ERROR : OUT_OK);
+  }
+  json_writer_t *w = json_writer_new();
+  if (w) {
+    json_obj_begin(w);
+    json_kv_str(w, "jsonrpc", "2.0");
+    json_kv_raw(w, "id", c->id, strlen(c->id));
+    json_key(w, "result");
+    if (c->record == SIZE_MAX) {
+      json_obj_begin(w);
+      json_kv_raw(w, "tools", json, len);
+      json_obj_end(w);
+    } else
+      json_raw(w, json, len);
+    json_obj_end(w);
+  }
+  send_frame(p, w, c->id);
+  pcall_free(c);
+}
+
+static void on_progress(void *ctx, const json_node_t *params)
+{
+  struct pcall *c = ctx;
+  struct proxy *p = c->p;
+  json_writer_t *w = json_writer_new();
+  if (!w)
+    return;
+  json_obj_begin(w);
+  json_kv_str(w, "jsonrpc", "2.0");
+  json_kv_str(w, "method", "notifications/progress");
+  json_key(w, "params");
+  json_obj_begin(w);
+  json_kv_raw(w, "id", c->id, strlen(c->id));
+  static const char *const keys[] = {"progress", "total", "message"};
+  for (size_t i = 0; i < ARRAY_SIZE(keys); i++) {
+    const json_node_t *v = json_get(params, keys[i]);
+    if (v) {
+      json_key(w, keys[i]);
+      json_write_node(w, v);
+    }
+  }
+  json_obj_end(w);
+  json_obj_end(w);
+  send_frame(p, w, NULL);
+  if (p->progress_fn)
+    p->progress_fn(p->progress_ctx, c->server, c->tool, params);
+}
+
+/* ------------------------------------------------------------------ requests */
+
+static bool allowed(const struct proxy *p, const char *server)
+{
+  for (size_t i = 0; i < p->n_servers; i++)
+    if (strcmp(p->servers[i], server) == 0)
+      return true;
+  return false;
+}
+
+/* Discovery (servers/list, tools/list) covers every configured server the policy allows, listed
+ * in `servers` or not: learning a server's tools may start it, calling one needs `allowed`. */
+static bool discoverable(const struct proxy *p, const char *server)
+{
+  return mcp_config_find(mcp_hosts_config(p->hosts), server) &&
+         (!p->policy || policy_allows_server(p->policy, server));
+}
+
+static void list_servers(struct proxy *p, const char *id)
+{
+  json_writer_t *w = json_writer_new();
+  if (!w)
+    return;
+  const struct mcp_config *cfg = mcp_hosts_config(p->hosts);
+  jsonrpc_begin_result(w, id);
+  json_obj_begin(w);
+  json_key(w, "servers");
+  json_arr_begin(w);
+  /* In config order, which is the order of ties in the package's search_tool_docs. */
+  for (size_t i = 0; i < cfg->n; i++) {
+    const struct mcp_server_config *s = &cfg->servers[i];
+    if (!discoverable(p, s->name))
+      continue;
+    json_obj_begin(w);
+    json_kv_str(w, "name", s->name);
+    json_kv_str(w, "description", s->description ? s->description : "");
+    json_kv_bool(w, "callable", allowed(p, s->name));
+    json_obj_end(w);
+  }
+  json_arr_end(w);
+  json_obj_end(w);
+  jsonrpc_end(w);
+  send_frame(p, w, id);
+}
+
+static void forward(struct proxy *p, const char *id, const char *method, const json_node_t *params,
+                    size_t frame_len)
+{
+  const char *server = json_as_string(json_get(params, "server"), NULL);
+  bool call = strcmp(method, "tools/call") == 0;
+  const char *tool = call ? json_as_string(json_get(params, "name"), NULL) : NULL;
+  const json_node_t *args = json_get(params, "arguments");
+  if (!server || (call && !tool)) {
+    reply_error(p, id, JSONRPC_INVALID_PARAMS, "%s needs `server`%s (strings)", method,
+                call ? " and `name`" : "");
+    return;
+  }
+  if (args && json_type(args) != JSON_OBJECT && json_type(args) != JSON_NULL) {
+    reply_error(p, id, JSONRPC_INVALID_PARAMS, "`arguments` must be an object");
+    return;
+  }
+  if (call && p->n_records >= p->max_calls) {
+    reply_error(p, id, JSONRPC_INVALID_REQUEST, "this run has made its %zu calls, the limit", p->max_calls);
+    return;
+  }
+  /* The access check comes first, and the record keeps bounded copies of the names: a denied
+   * call costs no more than an allowed one, whatever names it carries. */
+  bool ok = call ? allowed(p, server) : discoverable(p, server);
+  size_t rec = call ? record_start(p, server, tool) : SIZE_MAX;
+  if (!ok) {
+    record_end(p, rec, OUT_DENIED);
+    if (call || discoverable(p, server))
+      reply_error(p, id, JSONRPC_INVALID_PARAMS,
+                  "server `%.100s` is not available to this run (list it in `servers`)", server);
+    else
+      reply_error(p, id, JSONRPC_INVALID_PARAMS,
+                  "server `%.100s` is not configured, or the policy does not allow it", server);
+    return;
+  }
+  if (call && strlen(tool) > PROXY_MAX_TOOL_NAME) {
+    record_end(p, rec, OUT_ERROR);
+    reply_error(p, id, MCP_ERR_TOO_LARGE, "the tool name is longer than %d bytes, the limit",
+                PROXY_MAX_TOOL_NAME);
+    return;
+  }
+  if (p->n_inflight >= PROXY_MAX_INFLIGHT) {
+    record_end(p, rec, OUT_ERROR);
+    reply_error(p, id, JSONRPC_INVALID_REQUEST, "more than %d calls at once", PROXY_MAX_INFLIGHT);
+    return;
+  }
+  if (p->inflight_bytes + frame_len > PROXY_MAX_INFLIGHT_BYTES) {
+    record_end(p, rec, OUT_ERROR);
+    reply_error(
+        p, id, MCP_ERR_TOO_LARGE,
+        "the calls in flight already hold %zu bytes of requests; this one (%zu bytes) would pass the limit "
+        "of %u bytes: wait for answers",
+        p->inflight_bytes, frame_len, PROXY_MAX_INFLIGHT_BYTES);
+    return;
+  }
+  struct pcall *c = calloc(1, sizeof *c);
+  if (!c || !(c->id = strdup(id)) || !(c->server = strdup(server)) || !(c->tool = strdup(tool ? tool : ""))) {
+    pcall_free(c);
+    record_end(p, rec, OUT_ERROR);
+    reply_error(p, id, JSONRPC_INTERNAL_ERROR, "sandboxd: out of memory");
+    return;
+  }
+  c->p = p;
+  c->record = rec;
+  bool progress = false;
+  json_as_bool(json_get(params, "progress"), &progress);
+  struct mcp_op_cb cb = {.done = on_done, .progress = progress ? on_progress : NULL, .ctx = c};
+  sbx_error_t err = {0};
+  if (call) {
+    json_writer_t *aw = NULL;
+    size_t alen = 0;
+    const char *abuf = NULL;
+    if (args && json_type(args) == JSON_OBJECT && (aw = json_writer_new())) {
+      json_write_node(aw, args);
+      abuf = json_writer_buf(aw, &alen);
+    }
+    c->op = mcp_hosts_call_tool(p->hosts, server, tool, abuf, alen, p->call_timeout_ms, &cb, &err);
+    json_writer_free(aw);
+  } else
+    c->op = mcp_hosts_list_tools(p->hosts, server, p->call_timeout_ms, &cb, &err);
+  if (!c->op) {
+    record_end(p, rec, OUT_ERROR);
+    reply_error(p, id, JSONRPC_INVALID_PARAMS, "%s", err.msg);
+    pcall_free(c);
+    return;
+  }
+  c->charge = frame_len;
+  c->next = p->inflight;
+  p->inflight = c;
+  p->n_inflight++;
+  p->inflight_bytes += frame_len;
+}
+
+/* The id of a request that is refused unparsed (too large), from its first bytes or the whole
+ * frame: an integer or a string of at most PROXY_MAX_ID bytes as canonical JSON, else NULL
+ * (answered with id null). */
+static char *peek_id(const char *prefix, size_t len)
+{
+  char *id = NULL;
+  if (json_peek_member(prefix, len, "id", &id) < 0)
+    return NULL;
+  bool number = (id[0] == '-' || (id[0] >= '0' && id[0] <= '9')) && !strpbrk(id, ".eE");
+  if ((!number && id[0] != '"') || strlen(id) > PROXY_MAX_ID) {
+    free(id);
+    return NULL;
+  }
+  return id;
+}
+
+static void handle_frame(struct proxy *p, const char *frame, size_t len)
+{
+  json_node_t *root = NULL;
+  sbx_error_t err;
+  if (json_parse_bounded(frame, len, PROXY_MAX_VALUES, &root, &err) < 0) {
+    if (err.errnum == E2BIG) {
+      /* The frame is here (at most PROXY_MAX_REQUEST): the peek stops at the id, allocating only it. */
+      _cleanup_free_ char *id = peek_id(frame, len);
+      reply_error(p, id, MCP_ERR_TOO_LARGE, "the request holds more than %d JSON values, the bridge's limit",
+                  PROXY_MAX_VALUES);
+    } else
+      reply_error(p, NULL, JSONRPC_PARSE_ERROR, "Parse error: %s", err.msg);
+    return;
+  }
+  _cleanup_free_ char *id = jsonrpc_id_canonical(json_get(root, "id"));
+  const char *method = json_as_string(json_get(root, "method"), NULL);
+  const json_node_t *params = json_get(root, "params");
+  long long status;
+  if (!id && method && strcmp(method, PROXY_DONE_METHOD) == 0 && p->done_fn &&
+      json_as_int(json_get(params, "status"), &status) == 0 && status >= 0 && status <= 255) {
+    /* The run is over: nothing more from this bridge is served (the sandbox is killed now). */
+    close(p->fd);
+    p->fd = -1;
+    p->done_fn(p->done_ctx, (int) status);
+  } else if (id && strlen(id) > PROXY_MAX_ID)
+    reply_error(p, NULL, JSONRPC_INVALID_REQUEST, "Invalid Request: the id is longer than %d bytes",
+                PROXY_MAX_ID);
+  else if (json_type(root) != JSON_OBJECT || !id || !method)
+    reply_error(p, id, JSONRPC_INVALID_REQUEST, "Invalid Request: expected an object with `id` and `method`");
+  else if (params && json_type(params) != JSON_OBJECT)
+    reply_error(p, id, JSONRPC_INVALID_PARAMS, "`params` must be an object");
+  else if (strcmp(method, "servers/list") == 0)
+    list_servers(p, id);
+  else if (strcmp(method, "tools/list") == 0 || strcmp(method, "tools/call") == 0)
+    forward(p, id, method, params, len);
+  else
+    reply_error(p, id, JSONRPC_METHOD_NOT_FOUND, "Method not found: %.100s", method);
+  json_free(root);
+}
+
+/* ------------------------------------------------------------------ API */
+
+int proxy_new(struct mcp_hosts *hosts, const struct sbx_policy *policy, const char *const *servers,
+              size_t n_servers, const struct proxy_limits *lim, int *ret_sandbox_fd, struct proxy **ret,
+              sbx_error_t *err)
+{
+  const struct mcp_config *cfg = mcp_hosts_config(hosts);
+  for (size_t i = 0; i < n_servers; i++) {
+    if (!mcp_config_find(cfg, servers[i]))
+      return sbx_error_set(err, ENOENT, "unknown server `%.100s`", servers[i]);
+    /* Access is the request's servers, the configured ones, and the policy's proxy_servers. */
+    if (policy && !policy_allows_server(policy, servers[i]))
+      return sbx_error_set(err, 0, "server `%.100s` is not allowed by policy `%s` (proxy_servers)",
+                           servers[i], policy->name);
+  }
+  struct proxy *p = calloc(1, sizeof *p);
+  if (!p || !(p->servers = calloc(n_servers + 1, sizeof *p->servers))) {
+    free(p);
+    return sbx_error_set(err, ENOMEM, "proxy");
+  }
+  p->fd = -1;
+  p->hosts = hosts;
+  p->policy = policy;
+  static const char var[] = "SANDBOXD_MCP_SERVERS=";
+  if (strbuf_append(&p->env, var, sizeof var - 1) < 0) {
+    proxy_free(p);
+    return sbx_error_set(err, ENOMEM, "proxy");
+  }
+  for (size_t i = 0; i < n_servers; i++) {
+    bool dup = false;
+    for (size_t j = 0; j < p->n_servers; j++)
+      dup |= strcmp(p->servers[j], servers[i]) == 0;
+    if (dup)
+      continue;
+    /* Names are [A-Za-z0-9_.-] (mcp_config.c), so a comma separates them safely. */
+    if (!(p->servers[p->n_servers] = strdup(servers[i])) ||
+        (p->n_servers && strbuf_append(&p->env, ",", 1) < 0) ||
+        strbuf_append(&p->env, servers[i], strlen(servers[i])) < 0) {
+      free(p->servers[p->n_servers]);
+      p->servers[p->n_servers] = NULL;
+      proxy_free(p);
+      return sbx_error_set(err, ENOMEM, "proxy");
+    }
+    p->n_servers++;
+  }
+  p->max_frame = lim && lim->max_frame ? lim->max_frame : BRIDGE_DEFAULT_MAX_FRAME;
+  p->call_timeout_ms = lim && lim->call_timeout_ms ? lim->call_timeout_ms : PROXY_DEFAULT_CALL_TIMEOUT_MS;
+  p->max_calls = lim && lim->max_calls ? lim->max_calls : PROXY_DEFAULT_MAX_CALLS;
+  bridge_reader_init(&p->reader, p->max_frame < PROXY_MAX_REQUEST ? p->max_frame : PROXY_MAX_REQUEST);
+  if (!ret_sandbox_fd) { /* the caller brings the socket (proxy_adopt_fd) */
+    *ret = p;
+    return 0;
+  }
+  int sv[2];
+  /* SOCK_STREAM: frames carry their own length; no fds are ever received (no control buffer). */
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv) < 0) {
+    proxy_free(p);
+    return sbx_error_errno(err, "bridge socketpair");
+  }
+  /* The code's end blocks: its reader thread waits in recv. */
+  int flags = fcntl(sv[1], F_GETFL);
+  if (flags >= 0)
+    fcntl(sv[1], F_SETFL, flags & ~O_NONBLOCK);
+  p->fd = sv[0];
+  *ret_sandbox_fd = sv[1];
+  *ret = p;
+  return 0;
+}
+
+void proxy_adopt_fd(struct proxy *p, int fd)
+{
+  int flags = fcntl(fd, F_GETFL);
+  if (flags >= 0)
+    fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+  if (p->fd >= 0)
+    close(p->fd);
+  p->fd = fd;
+}
+
+void proxy_free(struct proxy *p)
+{
+  if (!p)
+    return;
+  while (p->inflight) {
+    struct pcall *c = p->inflight;
+    p->inflight = c->next;
+    mcp_hosts_cancel(p->hosts, c->op);
+    record_end(p, c->record, OUT_CANCELLED);
+    pcall_free(c);
+  }
+  for (size_t i = 0; i < p->n_servers; i++)
+    free(p->servers[i]);
+  free(p->servers);
+  for (size_t i = 0; i < p->n_records; i++) {
+    free(p->records[i].server);
+    free(p->records[i].tool);
+  }
+  free(p->records);
+  bridge_reader_free(&p->reader);
+  strbuf_free(&p->outq);
+  strbuf_free(&p->env);
+  if (p->fd >= 0)
+    close(p->fd);
+  free(p);
+}
+
+void proxy_on_progress(struct proxy *p, void (*fn)(void *, const char *, const char *, const json_node_t *),
+                       void *ctx)
+{
+  p->progress_fn = fn;
+  p->progress_ctx = ctx;
+}
+
+void proxy_on_done(struct proxy *p, void (*fn)(void *ctx, int status), void *ctx)
+{
+  p->done_fn = fn;
+  p->done_ctx = ctx;
+}
+
+int proxy_fd(const struct proxy *p)
+{
+  return p->fd;
+}
+const char *proxy_env(const struct proxy *p)
+{
+  return p->env.data;
+}
+
+short proxy_events(const struct proxy *p)
+{
+  short ev = 0;
+  /* Backpressure: while answers wait for the code to read them, read no more of its requests. */
+  if (p->outq.len - p->outq_off < p->max_frame)
+    ev |= POLLIN;
+  if (p->outq_off < p->outq.len)
+    ev |= POLLOUT;
+  return ev;
+}
+
+void proxy_handle(struct proxy *p, short revents)
+{
+  if (p->fd < 0)
+    return;
+  if (revents & POLLOUT)
+    flush_out(p);
+  if (!(revents & (POLLIN | POLLHUP | POLLERR)))
+    return;
+  char buf[PROXY_READ_CHUNK];
+  for (int rounds = 0; rounds < 64 && p->fd >= 0; rounds++) {
+    ssize_t n = recv(p->fd, buf, sizeof buf, MSG_DONTWAIT);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0 && errno == EAGAIN)
+      return;
+    if (n <= 0) {
+      /* The code closed its end (or exited): calls in flight still finish, nobody reads them. */
+      close(p->fd);
+      p->fd = -1;
+      return;
+    }
+    p->bytes_read += (size_t) n;
+    size_t off = 0;
+    while (off < (size_t) n) {
+      size_t used;
+      char *frame;
+      size_t flen;
+      enum bridge_event ev =
+          bridge_reader_feed(&p->reader, buf + off, (size_t) n - off, &used, &frame, &flen);
+      off += used;
+      if (ev == BRIDGE_FRAME) {
+        handle_frame(p, frame, flen);
+        free(frame);
+        if (p->fd < 0) /* the done notification: what follows it is not served */
+          return;
+      } else if (ev == BRIDGE_OVERSIZE) {
+        _cleanup_free_ char *id = peek_id(frame, flen);
+        reply_error(p, id, MCP_ERR_TOO_LARGE, "the request is %u bytes, above the bridge's limit of %u bytes",
+                    p->reader.oversize_len, p->reader.max_frame);
+      }
+    }
+    if (p->bytes_read >= PROXY_MAX_RUN_BYTES) {
+      reply_error(p, NULL, MCP_ERR_TOO_LARGE,
+                  "the code has sent %u MiB over the bridge in this run, the limit; the bridge is closed",
+                  PROXY_MAX_RUN_BYTES >> 20);
+      /* Closed, as when the code closes its end: a request it sent after this would never be
+       * answered, so it must fail at once (EPIPE, then EOF for the package's reader). Calls in
+       * flight finish on the host; their answers have nowhere to go. */
+      close(p->fd);
+      p->fd = -1;
+      bridge_reader_free(&p->reader);
+      return;
+    }
+  }
+}
+
+size_t proxy_bytes_read(const struct proxy *p)
+{
+  return p->bytes_read;
+}

@@ -1,0 +1,800 @@
+/* Tool calls (run_python, execute_code): the queue and its scheduling, starting a call's sandbox
+ * (cold, or a warm one from warm_pool.c), deadlines and progress, output capture, and the result. */
+#include <errno.h>
+#include <fcntl.h>
+#include <malloc.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "base/cleanup.h"
+#include "base/json.h"
+#include "base/jsonrpc.h"
+#include "base/log.h"
+#include "base/slist.h"
+#include "base/util.h"
+#include "egress/egress_proxy.h"
+#include "hostmcp/proxy.h"
+#include "mcp/fork_template.h"
+#include "mcp/mcp_internal.h"
+#include "mcp/shape.h"
+#include "policy/policy.h"
+#include "run/audit.h"
+#include "sandbox/sandbox.h"
+
+void call_free(struct call *c)
+{
+  if (!c)
+    return;
+  sandbox_free(c->sb);
+  fork_template_release(c->srv, c->fork_tmpl);
+  if (c->pending)
+    warm_drop(c->srv, c->pending);
+  job_free(&c->job);
+  free(c->job_error);
+  if (c->out_fd >= 0)
+    close(c->out_fd);
+  if (c->err_fd >= 0)
+    close(c->err_fd);
+  if (c->done_fd >= 0)
+    close(c->done_fd);
+  strbuf_free(&c->out);
+  strbuf_free(&c->err);
+  artifacts_free(&c->arts);
+  free(c->saved_dir);
+  proxy_free(c->proxy);
+  for (size_t i = 0; i < c->n_servers; i++)
+    free(c->servers[i]);
+  free(c->servers);
+  free(c->id);
+  free(c->progress_token);
+  free(c->code);
+  free(c);
+}
+
+void call_unlink(struct server *srv, struct call *c)
+{
+  slist_unlink(&srv->calls, c);
+  srv->code_bytes -= c->code_len;
+  if (c->state == CALL_RUNNING)
+    srv->n_running--;
+  else
+    srv->n_queued--;
+}
+
+struct call *call_find(struct server *srv, const char *id)
+{
+  /* An answered call is over for the client, which may reuse its id. */
+  for (struct call *c = srv->calls; c; c = c->next)
+    if (!c->answered && c->client == srv->client && strcmp(c->id, id) == 0)
+      return c;
+  return NULL;
+}
+
+/* Cut back to a UTF-8 character boundary, so truncation never leaves half a character. */
+static size_t utf8_trim(const char *s, size_t len)
+{
+  size_t i = len;
+  for (size_t back = 0; back < 4 && i > 0; back++) {
+    unsigned char c = (unsigned char) s[i - 1];
+    if ((c & 0xc0) != 0x80) { /* a lead byte or ASCII: is its sequence complete? */
+      size_t need = c < 0x80 ? 1 : c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1;
+      return len - (i - 1) >= need ? len : i - 1;
+    }
+    i--;
+  }
+  return len;
+}
+
+/* Read what is in one pipe; keep it while the call is under its output limit. 1 at EOF. */
+int drain_pipe(struct call *c, int *fd, strbuf_t *sb)
+{
+  char buf[MCP_READ_CHUNK];
+  for (int rounds = 0; rounds < 16; rounds++) {
+    ssize_t n = read(*fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0 && errno == EAGAIN)
+      return 0;
+    if (n <= 0) {
+      close(*fd);
+      *fd = -1;
+      return 1;
+    }
+    if (sb == &c->out)
+      c->out_total += (size_t) n;
+    else
+      c->err_total += (size_t) n;
+    size_t used = c->out.len + c->err.len;
+    size_t room = c->limits.output_bytes > used ? c->limits.output_bytes - used : 0;
+    size_t keep = c->truncated ? 0 : (size_t) n < room ? (size_t) n : room;
+    if (keep < (size_t) n) {
+      /* Once cut, keep nothing more: a later byte must not land after half a character. */
+      if (!c->truncated)
+        keep = utf8_trim(buf, keep);
+      c->truncated = true;
+    }
+    if (keep && strbuf_append(sb, buf, keep) < 0)
+      c->truncated = true;
+  }
+  return 0;
+}
+
+static void write_text_block(json_writer_t *w, const char *text, size_t len)
+{
+  json_obj_begin(w);
+  json_kv_str(w, "type", "text");
+  json_kv_strn(w, "text", text, len);
+  json_obj_end(w);
+}
+
+/* A result's text and the shaped streams it is made of. */
+struct shaped {
+  strbuf_t text, out, err;
+  size_t replaced; /* bytes shown as U+FFFD */
+  size_t cut;      /* characters left out to fit --text-limit */
+};
+
+/* The end of the text: what was replaced or cut, and how the run ended. */
+static int result_footer(const struct call *c, const struct sbx_result *res, size_t replaced, strbuf_t *f)
+{
+  int r = 0;
+  char size[32];
+  if (replaced)
+    r |= strbuf_printf(f, "--- %zu bytes of control characters or invalid UTF-8 shown as U+FFFD ---\n",
+                       replaced);
+  if (c->truncated)
+    r |= strbuf_printf(f, "--- output truncated at %s (output_limit) ---\n",
+                       format_size(c->limits.output_bytes, size, sizeof size));
+  switch (res->status) {
+  case SBX_STATUS_OK:
+    break;
+  case SBX_STATUS_ERROR:
+    r |= strbuf_printf(f, "--- status: error, exit code %d ---", res->exit_code);
+    break;
+  case SBX_STATUS_TIMEOUT:
+    r |= strbuf_printf(f, "--- status: timeout, killed after %llu.%03llu s (the limit) ---",
+                       (unsigned long long) (c->limits.timeout_ms / 1000),
+                       (unsigned long long) (c->limits.timeout_ms % 1000));
+    break;
+  case SBX_STATUS_MEMORY_LIMIT:
+    r |= strbuf_printf(f, "--- status: memory_limit, killed at %s ---",
+                       format_size(c->limits.memory_bytes, size, sizeof size));
+    break;
+  case SBX_STATUS_KILLED:
+    r |= strbuf_printf(f, "--- status: killed by signal %d ---", res->signal);
+    break;
+  }
+  return r;
+}
+
+#define STDERR_HEADER "--- stderr ---\n"
+
+/* The text a model reads: stdout, then stderr, then the footer, within --text-limit characters
+ * (shape.h): each stream shaped on its own, the budget shared fairly (a stream that needs less
+ * than half leaves the rest to the other). out and err get the shaped streams, which
+ * structuredContent carries too; *replaced counts the bytes shown as U+FFFD. */
+static int result_text(const struct server *srv, const struct call *c, const struct sbx_result *res,
+                       struct shaped *sh)
+{
+  strbuf_t ro = {0}, re = {0}, foot = {0};
+  int r = shape_repair(&ro, c->out.data ? c->out.data : "", c->out.len, &sh->replaced);
+  r |= shape_repair(&re, c->err.data ? c->err.data : "", c->err.len, &sh->replaced);
+  r |= result_footer(c, res, sh->replaced, &foot);
+  if (r < 0)
+    goto out;
+
+  size_t oc = shape_chars(ro.data, ro.len), ec = shape_chars(re.data, re.len);
+  size_t fixed = shape_chars(foot.data, foot.len) + (ec ? sizeof STDERR_HEADER : 0) + 2;
+  size_t budget = srv->text_limit > fixed ? srv->text_limit - fixed : 0;
+  size_t ob = oc, eb = ec;
+  if (oc + ec > budget) {
+    size_t half = budget / 2;
+    ob = oc < half ? oc : ec < budget - half ? budget - ec : budget - half;
+    eb = budget - ob;
+  }
+  char out_path[PATH_MAX], err_path[PATH_MAX];
+  const char *out_saved = NULL, *err_saved = NULL;
+  if (c->saved_dir && c->saved_stdout &&
+      bufprintf(out_path, sizeof out_path, NULL, "%s/stdout.txt", c->saved_dir) == 0)
+    out_saved = out_path;
+  if (c->saved_dir && c->saved_stderr &&
+      bufprintf(err_path, sizeof err_path, NULL, "%s/stderr.txt", c->saved_dir) == 0)
+    err_saved = err_path;
+  r |= shape_head_tail(&sh->out, ro.data, ro.len, oc, ob, "stdout", srv->text_limit, out_saved, &sh->cut);
+  size_t cut_err = 0;
+  r |= shape_head_tail(&sh->err, re.data, re.len, ec, eb, "stderr", srv->text_limit, err_saved, &cut_err);
+  sh->cut += cut_err;
+
+  strbuf_t *text = &sh->text;
+  r |= strbuf_append(text, sh->out.data, sh->out.len);
+  if (sh->err.len) {
+    if (text->len && text->data[text->len - 1] != '\n')
+      r |= strbuf_append(text, "\n", 1);
+    r |= strbuf_append(text, STDERR_HEADER, sizeof STDERR_HEADER - 1);
+    r |= strbuf_append(text, sh->err.data, sh->err.len);
+  }
+  if (foot.len) {
+    if (text->len && text->data[text->len - 1] != '\n')
+      r |= strbuf_append(text, "\n", 1);
+    r |= strbuf_append(text, foot.data, foot.len);
+  }
+  if (!text->len)
+    r |= strbuf_printf(text, "(no output)");
+out:
+  strbuf_free(&ro);
+  strbuf_free(&re);
+  strbuf_free(&foot);
+  return r;
+}
+
+static void shaped_free(struct shaped *sh)
+{
+  strbuf_free(&sh->text);
+  strbuf_free(&sh->out);
+  strbuf_free(&sh->err);
+}
+
+static void send_call_result(struct server *srv, struct call *c, const struct sbx_result *res)
+{
+  srv->route = c->route;
+  struct shaped sh = {0};
+  if (result_text(srv, c, res, &sh) < 0) {
+    shaped_free(&sh);
+    send_error(srv, c->id, JSONRPC_INTERNAL_ERROR, "Internal error: out of memory");
+    return;
+  }
+
+  json_writer_t *w = json_writer_new();
+  if (!w) {
+    shaped_free(&sh);
+    return;
+  }
+  jsonrpc_begin_result(w, c->id);
+  json_obj_begin(w);
+  json_key(w, "content");
+  json_arr_begin(w);
+  write_text_block(w, sh.text.data, sh.text.len);
+  call_write_file_blocks(srv, c, w);
+  json_arr_end(w);
+  json_key(w, "structuredContent");
+  json_obj_begin(w);
+  json_kv_bool(w, "success", res->status == SBX_STATUS_OK);
+  json_kv_str(w, "status", sbx_status_name(res->status));
+  json_kv_int(w, "exit_code", res->exit_code);
+  /* The same shaped streams as the text block (never a second full copy), and the sizes of the
+   * whole output. */
+  json_kv_strn(w, "stdout", sh.out.data ? sh.out.data : "", sh.out.len);
+  json_kv_strn(w, "stderr", sh.err.data ? sh.err.data : "", sh.err.len);
+  json_kv_uint(w, "stdout_bytes", c->out_total);
+  json_kv_uint(w, "stderr_bytes", c->err_total);
+  json_kv_uint(w, "replaced_bytes", sh.replaced);
+  json_kv_uint(w, "cut_characters", sh.cut);
+  json_kv_bool(w, "truncated", c->truncated);
+  json_kv_uint(w, "execution_time_ms", res->execution_time_ms);
+  json_kv_uint(w, "memory_peak_bytes", res->memory_peak_bytes);
+  json_kv_double(w, "memory_used_mb", (double) res->memory_peak_bytes / (1024.0 * 1024.0));
+  /* How limits were enforced: "degraded" means rlimits only (no cgroup), as the policy allowed. */
+  json_kv_str(w, "limits", res->limits ? res->limits : "none");
+  artifacts_write_files(w, &c->arts);
+  /* network proxy: what the code asked of the egress proxy (sandboxd.policy(5), "Network"). */
+  const struct egress_log *egress = c->sb ? sandbox_egress(c->sb) : NULL;
+  if (egress) {
+    json_key(w, "egress");
+    egress_log_write_json(egress, w, false);
+  }
+  json_obj_end(w);
+  json_kv_bool(w, "isError", res->status != SBX_STATUS_OK);
+  json_obj_end(w);
+  jsonrpc_end(w);
+  shaped_free(&sh);
+  send_writer(srv, w);
+}
+
+/* The sandbox has ended: collect the rest of its output, reap it, answer. */
+void call_finish(struct server *srv, struct call *c)
+{
+  /* Every process of the sandbox is gone, so the pipes are at EOF once drained. */
+  while (c->out_fd >= 0 && drain_pipe(c, &c->out_fd, &c->out) == 0)
+    if (c->out_fd >= 0 && poll(&(struct pollfd){.fd = c->out_fd, .events = POLLIN}, 1, 100) <= 0)
+      break;
+  while (c->err_fd >= 0 && drain_pipe(c, &c->err_fd, &c->err) == 0)
+    if (c->err_fd >= 0 && poll(&(struct pollfd){.fd = c->err_fd, .events = POLLIN}, 1, 100) <= 0)
+      break;
+  struct sbx_result res;
+  sbx_error_t err = {0};
+  int r = sandbox_wait(c->sb, &res, &err);
+  call_unlink(srv, c);
+  srv->route = c->route;
+  if (c->answered || c->collect) {
+    /* Killed at its done byte (call_done): the record is what was (or is now) answered. */
+    res = c->res;
+    r = 0;
+  }
+  /* Every process is gone: nothing writes to /workspace/out any more. */
+  if (!c->cancelled && !c->answered && r == 0)
+    call_collect_files(srv, c);
+  /* The answer first; the audit record and removing the cgroup (call_free) come after it. */
+  if (c->cancelled || c->answered)
+    ; /* the client cancelled: it expects no answer */
+  else if (c->job_error)
+    send_tool_error(srv, c->id, "sandboxd could not give the sandbox its code: %s", c->job_error);
+  else if (r < 0)
+    send_tool_error(srv, c->id, "sandboxd: %s", err.msg);
+  else
+    send_call_result(srv, c, &res);
+  _cleanup_free_ char *calls = c->proxy ? proxy_calls_json(c->proxy) : NULL;
+  const struct egress_log *egress = c->sb ? sandbox_egress(c->sb) : NULL;
+  _cleanup_free_ char *egress_json = egress ? egress_log_json(egress, true) : NULL;
+  struct audit_record rec = {
+      .mode = "mcp",
+      .code = c->code,
+      .code_len = c->code_len,
+      .language = c->lang != MCP_LANG_PYTHON ? mcp_lang_name(c->lang) : NULL,
+      .request_id = c->request_id,
+      .policy = srv->policy,
+      .limits = &c->limits,
+      .result = r < 0 ? NULL : &res,
+      .error = r < 0 ? err.msg : NULL,
+      .calls_json = calls,
+      .client = c->client_name[0] ? c->client_name : NULL,
+      .egress_json = egress_json,
+  };
+  audit_write(&rec);
+  /* A run that made sandboxd hold a lot (its output, or requests it sent over the bridge) gives
+   * the memory back to the system when it ends, not only to malloc's free lists. */
+  bool trim = c->out.len + c->err.len + c->arts.bytes + (c->proxy ? proxy_bytes_read(c->proxy) : 0) >=
+              TRIM_AFTER_BYTES;
+  call_free(c);
+  if (trim)
+    malloc_trim(0);
+}
+
+static bool readable(int fd)
+{
+  return poll(&(struct pollfd){.fd = fd, .events = POLLIN}, 1, 0) > 0;
+}
+
+/* The runner's done byte (or, with a bridge, its done frame): the run is over and all its output
+ * is in the pipes. Answer now, from the cgroup's counters, and kill the sandbox (the runner is
+ * exiting anyway; anything the code left running ends with it, as when the runner exits): the
+ * answer does not wait for the processes to exit and the namespaces to be torn down, which is most
+ * of a warm call's time. Code that writes to fd 3 itself ends its own run early, as os._exit()
+ * would. Without a cgroup, or on EOF (the code closed fd 3, or the runner died), the call ends
+ * when the sandbox has (call_finish). So does a run that left files in /workspace/out (one fstatat
+ * tells): they are read once nothing can write them any more. */
+static void call_answer_done(struct server *srv, struct call *c, unsigned char status)
+{
+  if (c->killed || c->cancelled || c->answered)
+    return;
+  struct sbx_result res;
+  if (sandbox_result_now(c->sb, status, &res) < 0)
+    return;
+  /* Everything the runner wrote is in the pipes: it flushed before the done byte. */
+  while (c->out_fd >= 0 && drain_pipe(c, &c->out_fd, &c->out) == 0 && readable(c->out_fd))
+    ;
+  while (c->err_fd >= 0 && drain_pipe(c, &c->err_fd, &c->err) == 0 && readable(c->err_fd))
+    ;
+  if (!artifacts_out_empty(sandbox_workspace_fd(c->sb))) {
+    /* Files to return: what the code left running may still be writing them. Kill it all now,
+     * and answer once the sandbox has ended (call_finish), from what the runner reported. */
+    c->killed = true;
+    c->collect = true;
+    c->res = res;
+    sandbox_kill(c->sb, false);
+    return;
+  }
+  c->killed = true;
+  sandbox_signal(c->sb, SIGKILL);
+  c->answered = true;
+  c->res = res;
+  if (srv->output_dirfd >= 0)
+    call_collect_files(srv, c); /* no files: only output too long to show */
+  send_call_result(srv, c, &res);
+}
+
+void call_done(struct server *srv, struct call *c)
+{
+  unsigned char status;
+  ssize_t n;
+  do
+    n = read(c->done_fd, &status, 1);
+  while (n < 0 && errno == EINTR);
+  if (n < 0 && errno == EAGAIN)
+    return;
+  close(c->done_fd);
+  c->done_fd = -1;
+  if (n == 1)
+    call_answer_done(srv, c, status);
+}
+
+/* The proxy's done frame (proxy_on_done). */
+static void bridge_done(void *ctx, int status)
+{
+  struct call *c = ctx;
+  call_answer_done(c->srv, c, (unsigned char) status);
+}
+
+/* One progress notification for the call's token: the next count, and what it is doing. */
+static void notify_progress(struct server *srv, struct call *c, const char *msg)
+{
+  srv->route = c->route;
+  json_writer_t *w = json_writer_new();
+  if (!w)
+    return;
+  jsonrpc_begin_notification(w, "notifications/progress");
+  json_obj_begin(w);
+  json_kv_raw(w, "progressToken", c->progress_token, strlen(c->progress_token));
+  json_kv_uint(w, "progress", ++c->progress);
+  json_kv_str(w, "message", msg);
+  json_obj_end(w);
+  jsonrpc_end(w);
+  send_writer(srv, w);
+}
+
+/* A host server's progress on a proxied call, relayed as progress of the run_python call. */
+static void relay_progress(void *ctx, const char *server, const char *tool, const json_node_t *params)
+{
+  struct call *c = ctx;
+  if (!c->progress_token || c->cancelled || c->answered)
+    return;
+  char msg[300];
+  const char *m = json_as_string(json_get(params, "message"), NULL);
+  const char *done = json_number_text(json_get(params, "progress"));
+  const char *total = json_number_text(json_get(params, "total"));
+  bufprintf_cut(msg, sizeof msg, "%.60s.%.60s: %s%s%s%s%.100s", server, tool, done ? done : "?",
+                total ? "/" : "", total ? total : "", m ? " " : "", m ? m : "");
+  notify_progress(c->srv, c, msg);
+}
+
+/* Give the call a warm sandbox. On failure the warm sandbox is gone and the call gets a cold one. */
+int call_start_warm(struct call *c, struct warm *w, sbx_error_t *err)
+{
+  /* The call's clock and deadline start at delivery, as a cold one's start at its spawn. */
+  sandbox_start_clock(w->sb);
+  sandbox_set_deadline(w->sb, now_ns() + c->limits.timeout_ms * 1000000ULL);
+  const char *kind = w->for_call ? "fork" : w->fork_tmpl ? "preforked" : "warm";
+  if (call_deliver(c, TAKE_FD(w->job_fd), kind, err) < 0) {
+    warm_drop(c->srv, w);
+    return -1;
+  }
+  c->fork_tmpl = TAKE_PTR(w->fork_tmpl); /* released when the call ends (call_free) */
+  c->sb = TAKE_PTR(w->sb);
+  c->out_fd = TAKE_FD(w->out_fd);
+  c->err_fd = TAKE_FD(w->err_fd);
+  warm_free(w);
+  return 0;
+}
+
+static int call_start_cold(struct server *srv, struct call *c, sbx_error_t *err);
+
+static int call_start(struct server *srv, struct call *c, sbx_error_t *err)
+{
+  struct sbx_limits req;
+  limits_unset(&req);
+  if (c->timeout_ms != UINT64_MAX)
+    req.timeout_ms = c->timeout_ms;
+  if (policy_resolve_limits(srv->policy, &req, &c->limits, err) < 0)
+    return -1;
+
+  /* With servers, or any configured server to discover: fd 3 goes on as the bridge after the job,
+   * which tells the runner the servers it may call (it then defines mcp_<alias> and friends). */
+  c->srv = srv;
+  if (c->lang == MCP_LANG_PYTHON && (c->n_servers || host_servers_discovery(&srv->hs))) {
+    if (host_servers_proxy(&srv->hs, (const char *const *) c->servers, c->n_servers, NULL, &c->proxy, err) <
+        0)
+      return -1;
+    proxy_on_progress(c->proxy, relay_progress, c);
+    proxy_on_done(c->proxy, bridge_done, c);
+  }
+
+  /* --warm-mode fork: a ready forked sandbox (--warm), else one of the pool's still being set up
+   * (further along than a fork begun now), else a fork of the template begun now; the call waits
+   * for either without blocking the loop (call_pending_ready). Never a silent cold start. */
+  if (c->lang == MCP_LANG_PYTHON && srv->warm_fork) {
+    struct warm *f = srv->warm;
+    while (f && (f->lang != MCP_LANG_PYTHON || !f->ready))
+      f = f->next;
+    for (struct warm *p = srv->warm; !f && p; p = p->next)
+      if (p->lang == MCP_LANG_PYTHON && p->fork_pending)
+        f = p;
+    if (f && !f->ready) {
+      warm_unlink(srv, f);
+      c->pending = f;
+      c->pending_until = fork_pending_deadline(f->fork_pending);
+      return 0;
+    }
+    if (f) {
+      sbx_error_t ferr = {0};
+      warm_unlink(srv, f);
+      if (call_start_warm(c, f, &ferr) == 0)
+        return 0;
+      log_warn("%s; forking the call's sandbox now", ferr.msg);
+    }
+    return fork_call_start(srv, c, err);
+  }
+  /* A ready warm sandbox if there is one. Else one still being built, which the call waits for
+   * (call_pending_ready): it is further along than a cold one started now would be, and
+   * building both would split the CPUs between them. Only an empty pool (a burst) starts cold. */
+  struct warm *w = srv->warm;
+  while (w && (!w->ready || w->lang != c->lang))
+    w = w->next;
+  for (struct warm *p = srv->warm; !w && p; p = p->next)
+    if (p->lang == c->lang)
+      w = p;
+  if (w) {
+    warm_unlink(srv, w);
+    if (!w->ready) {
+      c->pending = w;
+      c->pending_until = now_ns() + PENDING_MAX_NS;
+      return 0;
+    }
+    sbx_error_t werr = {0};
+    if (call_start_warm(c, w, &werr) == 0)
+      return 0;
+    log_warn("%s; starting a cold sandbox instead", werr.msg);
+  }
+  return call_start_cold(srv, c, err);
+}
+
+/* What fd 3 becomes once the job is written: the bridge, or the done channel. */
+static void job_sent(struct call *c)
+{
+  if (c->job.raw)
+    ; /* closed below: the interpreter's EOF */
+  else if (c->proxy)
+    proxy_adopt_fd(c->proxy, TAKE_FD(c->job.fd));
+  else
+    c->done_fd = TAKE_FD(c->job.fd);
+  job_free(&c->job);
+}
+
+int call_deliver(struct call *c, int fd, const char *kind, sbx_error_t *err)
+{
+  const char *servers = c->proxy ? strchr(proxy_env(c->proxy), '=') + 1 : NULL;
+  if (c->lang != MCP_LANG_PYTHON)
+    job_begin_raw(&c->job, fd, c->code, c->code_len);
+  else if (job_begin(&c->job, fd, servers, c->code, c->code_len, err) < 0)
+    return -1;
+  /* Nothing is written yet if this fails (a warm sandbox that died idle: EPIPE). */
+  int r = job_write(&c->job, err);
+  if (r < 0) {
+    job_free(&c->job);
+    return -1;
+  }
+  if (r == 1)
+    job_sent(c);
+  if (c->srv->log_level == 0) { /* debug: which kind of sandbox served the call */
+    char msg[200];
+    bufprintf_cut(msg, sizeof msg, "call %.100s: its code went to a %s sandbox", c->id, kind);
+    c->srv->route = c->route;
+    mcp_log(c->srv, 0, msg);
+  }
+  return 0;
+}
+
+void call_job_ready(struct server *srv, struct call *c, bool timed_out)
+{
+  (void) srv;
+  sbx_error_t err = {0};
+  int r = timed_out ? sbx_error_set(&err, ETIMEDOUT, "it read %zu of %zu bytes, then nothing for %d ms",
+                                    c->job.sent, c->job.total, JOB_SEND_TIMEOUT_MS)
+                    : job_write(&c->job, &err);
+  if (r == 1) {
+    job_sent(c);
+  } else if (r < 0) {
+    /* The runner is stuck or gone: end the sandbox, and say so when it has ended (call_finish). */
+    log_warn("a sandbox did not take its code: %s", err.msg);
+    job_free(&c->job);
+    c->job_error = strdup(err.msg);
+    c->killed = true;
+    sandbox_signal(c->sb, SIGKILL);
+  }
+}
+
+/* A sandbox built for this call: the runner (or another language's interpreter) started without
+ * code, which it then reads like a warm one (call_deliver). */
+static int call_start_cold(struct server *srv, struct call *c, sbx_error_t *err)
+{
+  _cleanup_sandbox_fds_ struct sandbox_fds f = SANDBOX_FDS_INIT;
+  if (sandbox_fds_open(c->lang, &f, err) < 0)
+    return -1;
+  struct sbx_spec spec;
+  base_spec(srv, c->lang, &c->limits, f.inside, f.out_w, f.err_w, &spec);
+  if (sandbox_spawn(&spec, &c->sb, err) < 0)
+    return -1;
+  /* Our copies of the write ends go with f, or the pipes would never reach EOF. */
+  c->out_fd = TAKE_FD(f.out_r);
+  c->err_fd = TAKE_FD(f.err_r);
+  return call_deliver(c, TAKE_FD(f.job), "cold", err);
+}
+
+static void call_start_failed(struct server *srv, struct call *c, const sbx_error_t *err)
+{
+  srv->route = c->route;
+  log_sbx_error(err);
+  mcp_log(srv, 4, err->msg);
+  call_unlink(srv, c);
+  send_tool_error(srv, c->id, "sandboxd could not start the sandbox: %s", err->msg);
+  call_free(c);
+}
+
+/* --warm-mode fork: the forked sandbox a call waits for answered, or took too long (give_up):
+ * wait on, deliver the job, or fork once more (a fork, never a cold start). */
+static void call_fork_ready(struct server *srv, struct call *c, struct warm *w, bool give_up)
+{
+  sbx_error_t werr = {0}, err = {0};
+  int r = give_up ? sbx_error_set(&werr, ETIMEDOUT, "its forked sandbox did not answer in time")
+                  : fork_warm_step(w, &werr);
+  if (r == 0) {
+    c->pending = w;
+    c->pending_until = fork_pending_deadline(w->fork_pending);
+    return;
+  }
+  if (r == 1) {
+    if (call_start_warm(c, w, &werr) == 0) /* (drops w when it fails) */
+      return;
+  } else {
+    warm_drop(srv, w);
+  }
+  if (c->fork_retried) {
+    call_start_failed(srv, c, &werr);
+    return;
+  }
+  c->fork_retried = true;
+  log_warn("%s; forking the call's sandbox again", werr.msg);
+  if (fork_call_start(srv, c, &err) < 0)
+    call_start_failed(srv, c, &err);
+}
+
+/* The warm sandbox a call waited for is built, or failed, or took too long (give_up): deliver
+ * the job, or start cold. */
+void call_pending_ready(struct server *srv, struct call *c, bool give_up)
+{
+  struct warm *w = TAKE_PTR(c->pending);
+  if (w->fork_tmpl) {
+    call_fork_ready(srv, c, w, give_up);
+    return;
+  }
+  sbx_error_t werr = {0}, err = {0};
+  if (give_up) {
+    sbx_error_set(&werr, ETIMEDOUT, "a warm sandbox was not built in time");
+    warm_free(w);
+  } else if (sandbox_spawn_finish(w->sb, &werr) == 0) {
+    w->ready = true;
+    if (call_start_warm(c, w, &werr) == 0)
+      return;
+  } else {
+    warm_free(w);
+  }
+  log_warn("%s; starting a cold sandbox instead", werr.msg);
+  if (call_start_cold(srv, c, &err) < 0)
+    call_start_failed(srv, c, &err);
+}
+
+/* Start queued calls while there is room. */
+void start_queued(struct server *srv)
+{
+  struct call *c = srv->calls;
+  while (c && srv->n_running < srv->max_concurrent) {
+    struct call *next = c->next;
+    if (c->state == CALL_QUEUED) {
+      sbx_error_t err = {0};
+      srv->n_queued--;
+      c->state = CALL_RUNNING;
+      srv->n_running++;
+      srv->last_call_ns = now_ns();
+      if (call_start(srv, c, &err) < 0)
+        call_start_failed(srv, c, &err);
+    }
+    c = next;
+  }
+}
+
+static void send_progress(struct server *srv, struct call *c, uint64_t now)
+{
+  char msg[64];
+  uint64_t secs = (now - c->queued_ns) / 1000000000ULL;
+  if (c->state == CALL_QUEUED)
+    bufprintf_cut(msg, sizeof msg, "queued for %llus", (unsigned long long) secs);
+  else
+    bufprintf_cut(msg, sizeof msg, "running for %llus", (unsigned long long) secs);
+  notify_progress(srv, c, msg);
+}
+
+/* Kill at deadlines, tick progress; returns the poll timeout until the next such event. */
+int run_timers(struct server *srv)
+{
+  uint64_t now = now_ns();
+  int timeout = -1;
+  for (struct call *c = srv->calls, *next; c; c = next) {
+    next = c->next;
+    if (c->pending && now >= c->pending_until) {
+      call_pending_ready(srv, c, true); /* may free c */
+      continue;
+    }
+    if (c->pending) {
+      int t = ms_until(c->pending_until, now);
+      if (timeout < 0 || t < timeout)
+        timeout = t;
+    }
+    if (c->job.fd >= 0 && now >= c->job.deadline_ns) {
+      call_job_ready(srv, c, true);
+    } else if (c->job.fd >= 0) {
+      int t = ms_until(c->job.deadline_ns, now);
+      if (timeout < 0 || t < timeout)
+        timeout = t;
+    }
+    if (c->state == CALL_RUNNING && c->sb && !c->killed) {
+      uint64_t deadline = sandbox_deadline_ns(c->sb);
+      if (now >= deadline) {
+        c->killed = true;
+        sandbox_kill(c->sb, true);
+      } else if (timeout < 0 || ms_until(deadline, now) < timeout)
+        timeout = ms_until(deadline, now);
+    }
+    if (c->progress_token && !c->cancelled && !c->answered) {
+      if (now >= c->next_progress_ns) {
+        send_progress(srv, c, now);
+        c->next_progress_ns = now + PROGRESS_INTERVAL_NS;
+      }
+      int t = ms_until(c->next_progress_ns, now);
+      if (timeout < 0 || t < timeout)
+        timeout = t;
+    }
+  }
+  return timeout;
+}
+
+/* Whether some call is running or about to (answered calls only wait to be reaped). */
+bool code_running(const struct server *srv)
+{
+  for (const struct call *c = srv->calls; c; c = c->next)
+    if (c->state == CALL_RUNNING && !c->answered)
+      return true;
+  return false;
+}
+
+/* A new call at the end of the queue; start_queued() starts it when there is room. */
+int call_enqueue(struct server *srv, const char *id, const struct mcp_tool_args *a,
+                 const json_node_t *progress_token)
+{
+  struct call *c = calloc(1, sizeof *c);
+  if (!c)
+    return -1;
+  /* Before anything can fail: call_free closes these, and 0 would be stdin. */
+  c->out_fd = c->err_fd = c->done_fd = c->job.fd = -1;
+  c->code_len = a->code_len;
+  if (!(c->id = strdup(id)) || !(c->code = strndup(a->code, a->code_len))) {
+    call_free(c);
+    return -1;
+  }
+  c->timeout_ms = a->timeout_ms;
+  c->lang = a->lang;
+  c->client = srv->client;
+  c->route = srv->route;
+  c->protocol = srv->protocol;
+  if (srv->client_name)
+    bufprintf_cut(c->client_name, sizeof c->client_name, "%s", srv->client_name);
+  audit_new_request_id(c->request_id);
+  size_t ns = json_array_len(a->servers);
+  if (ns && !(c->servers = calloc(ns, sizeof *c->servers))) {
+    call_free(c);
+    return -1;
+  }
+  for (size_t i = 0; i < ns; i++)
+    if ((c->servers[c->n_servers] = strdup(json_as_string(json_array_at(a->servers, i), NULL))))
+      c->n_servers++;
+  c->queued_ns = now_ns();
+  c->next_progress_ns = c->queued_ns + PROGRESS_INTERVAL_NS;
+  c->progress_token = jsonrpc_id_canonical(progress_token);
+  c->state = CALL_QUEUED;
+  slist_append(&srv->calls, c);
+  srv->n_queued++;
+  srv->code_bytes += c->code_len;
+  return 0;
+}

@@ -1,0 +1,336 @@
+/* `sandboxd mcp` inside: the state its modules share (mcp_server.c the methods and the loop,
+ * mcp_tool.c the tool's schema, mcp_calls.c the calls, warm_pool.c the pool, mcp_output.c what
+ * is sent, mcp_spec.c each sandbox's spec, cli_mcp.c the command line). Not for other modules. */
+#ifndef SBX_MCP_INTERNAL_H
+#define SBX_MCP_INTERNAL_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/json.h"
+#include "base/jsonrpc.h"
+#include "base/util.h"
+#include "hostmcp/mcp_config.h"
+#include "mcp/mcp_binds.h"
+#include "mcp/mcp_lang.h"
+#include "mcp/mcp_tool.h"
+#include "run/artifacts.h"
+#include "run/binds.h"
+#include "run/host_servers.h"
+#include "sandbox/sandbox.h"
+
+#define PYTHON "/usr/bin/python3"
+#define CAPABILITIES_URI "sandboxd://capabilities"
+#define MCP_READ_CHUNK 65536
+/* After a run whose output and bridge requests reach this, malloc_trim(): RSS back where it was. */
+#define TRIM_AFTER_BYTES (1u << 20)
+#define PROGRESS_INTERVAL_NS 1000000000ULL
+/* Stop reading requests while this much output waits for the client to read it. */
+#define OUTQ_HIGH_WATER (64u << 20)
+
+/* The code of the calls queued and running, together, is at most this many times the message
+ * limit (64 MiB by default): sandboxd holds each call's code until its audit record. */
+#define CODE_HELD_MESSAGES 16
+
+#define DEFAULT_MAX_CONCURRENT 4
+#define DEFAULT_MAX_QUEUE 64
+#define DEFAULT_MAX_MESSAGE (4u << 20)
+/* Characters of output a result's text holds (--text-limit): Claude Code shows a tool's output
+ * up to about 25,000 tokens and writes longer results to a file the model must then read. */
+#define DEFAULT_TEXT_LIMIT 40000
+#define MIN_TEXT_LIMIT 1000
+#define MAX_TEXT_LIMIT 10000000
+#define DEFAULT_WARM 2
+#define MAX_WARM 64
+/* After a warm sandbox fails to start or dies idle, wait this long before the next one. */
+#define WARM_RETRY_NS 1000000000ULL
+/* Building a warm sandbox (Python's startup, ~15 ms of CPU) while a call runs would compete with
+ * the call for the CPUs: the pool is topped up once no call runs, or this long after the latest
+ * call started (a long call does not keep the pool empty). */
+#define WARM_DEFER_NS 20000000ULL
+/* How long delivering a job (mcp_job.c) may go without the runner reading any of it: it reads at
+ * once (a cold one once Python has started); only a stuck one waits, and then the call fails. */
+#define JOB_SEND_TIMEOUT_MS 1000
+/* How long a call waits for a warm sandbox still being built before starting a cold one (setup
+ * takes milliseconds; this only bounds a stuck one). */
+#define PENDING_MAX_NS 2000000000ULL
+
+/* --tools: which tools are offered. */
+#define TOOL_RUN_PYTHON 1u
+#define TOOL_EXECUTE_CODE 2u
+
+/* Requests the server sends the client (mcp_server.c). */
+#define MAX_REQUESTS 4
+#define REQUEST_TIMEOUT_NS ROOTS_REQUEST_TIMEOUT_NS
+
+/* ------------------------------------------------------------------ state */
+
+enum request_kind { REQUEST_NONE, REQUEST_ROOTS_LIST };
+
+struct request {
+  enum request_kind kind; /* REQUEST_NONE: a free slot */
+  char id[40];            /* canonical JSON */
+  const char *method;
+  uint64_t sent_ns;
+};
+
+/* A warm sandbox: spawned exactly like a cold one (sandbox_spawn, the same spec), but with the
+ * runner started without code: it imports what it needs and waits for one job on its bridge socket
+ * (runner.py). Used by exactly one call, then destroyed like any other. */
+struct warm {
+  struct warm *next;
+  struct sbx_sandbox *sb;
+  enum mcp_lang lang; /* what it runs (--warm-lang) */
+  bool ready;         /* setup finished (sandbox_spawn_finish); until then it is being built */
+  int out_fd, err_fd; /* read ends of its stdout/stderr, adopted by the call */
+  int job_fd;         /* our end of the socket at SBX_BRIDGE_FD inside, or of its stdin pipe */
+  /* --warm-mode fork: the template it was forked from (a reference, fork_template.c); else NULL */
+  struct fork_template *fork_tmpl;
+  struct fork_pending *fork_pending; /* while it is forked (not ready), else NULL */
+  bool for_call;                     /* forked for a call (fork_call_start), not for the pool */
+};
+
+/* The job on its way to the runner (mcp_job.c): the frame's parts and how much is written. */
+struct job {
+  int fd; /* our end of the socket at fd 3 inside, until all is written; else -1 */
+  unsigned char hdr[4];
+  char *head; /* "bridge a,b\n" or "done\n" */
+  size_t head_len;
+  bool raw;         /* only the code, to a pipe at the interpreter's stdin (not python's runner) */
+  const char *code; /* the call's own copy (struct call), not owned */
+  size_t code_len;
+  size_t sent, total;
+  uint64_t deadline_ns;
+};
+
+enum call_state { CALL_QUEUED, CALL_RUNNING };
+
+struct call {
+  struct call *next;
+  enum call_state state;
+  char *id;             /* canonical JSON */
+  char *progress_token; /* canonical JSON, or NULL */
+  char *code;
+  enum mcp_lang lang;  /* python for run_python; execute_code's `language` */
+  uint64_t timeout_ms; /* requested, or UINT64_MAX */
+  uint64_t queued_ns, next_progress_ns;
+  unsigned progress;
+
+  struct sbx_sandbox *sb;
+  struct sbx_limits limits;
+  int out_fd, err_fd;            /* read ends, -1 once at EOF */
+  strbuf_t out, err;             /* captured, up to the policy's output_limit */
+  uint64_t out_total, err_total; /* bytes the code wrote to each, captured or not */
+  bool truncated;
+  bool killed;    /* sandbox_kill() sent (deadline or cancel) */
+  bool cancelled; /* the client cancelled: kill, and never answer */
+
+  struct job job;         /* while the code is being written to fd 3 (job.fd >= 0) */
+  char *job_error;        /* why the sandbox did not take its code (it is killed), or NULL */
+  int done_fd;            /* without a bridge: the runner's done channel (runner.py), or -1 */
+  struct warm *pending;   /* a warm sandbox still being built that this call waits for, or NULL */
+  uint64_t pending_until; /* then it gives up on that sandbox and starts a cold one (a fork: once
+                             more, a fork) */
+  bool fork_retried;      /* --warm-mode fork: its sandbox failed once and was forked again */
+  bool answered;          /* answered at the runner's done byte; reaped and audited when it has ended */
+  struct sbx_result res;  /* what was answered, for the audit record */
+
+  /* Files out (mcp_files.c). request_id: the audit record's, and the name of the call's directory
+   * under --output-dir; saved_dir: that directory once made (the files, and stdout.txt/stderr.txt
+   * when saved_stdout/saved_stderr: the whole captured output); collect: /workspace/out held files
+   * at the done byte, so the call is answered (with res) once its sandbox has ended. */
+  char request_id[33];
+  struct artifacts arts;
+  char *saved_dir;
+  bool saved_stdout, saved_stderr;
+  bool collect;
+
+  struct server *srv;
+  char **servers; /* host MCP servers the code may call (`servers`), or NULL */
+  size_t n_servers;
+  size_t code_len;
+  struct proxy *proxy; /* the bridge: with servers, or for discovery (host_servers_discovery) */
+  /* Over HTTP (mcp_http.c): whose call it is (its ids are that client's own; 0 over stdio), the
+   * exchange its answer and notifications go to, and the client as audit records name it. */
+  uint64_t client, route;
+  char client_name[48];
+  const char *protocol;            /* the client's protocol version when it called (static), or NULL */
+  struct fork_template *fork_tmpl; /* --warm-mode fork: the template its sandbox forked from */
+};
+
+struct server {
+  struct sbx_policy *policy;
+  struct policy_allow_opts allow_hosts; /* --allow-host */
+  char *rootfs;
+  /* Each language's rootfs (mcp_lang_rootfs; python's is rootfs), or NULL when absent. */
+  char *lang_rootfs[MCP_LANG_COUNT];
+  unsigned langs;      /* the languages present (MCP_LANG_BIT), execute_code's enum */
+  unsigned tools;      /* --tools: TOOL_RUN_PYTHON, TOOL_EXECUTE_CODE */
+  unsigned warm_langs; /* --warm-lang: the languages kept warm (--warm of each) */
+  size_t max_concurrent, max_queue, max_message;
+  size_t text_limit; /* --text-limit: characters of output in a result's text */
+
+  struct call *calls; /* in arrival order */
+  size_t n_running, n_queued;
+  size_t code_bytes; /* of the calls' code, together (CODE_HELD_MESSAGES) */
+
+  jsonrpc_framer_t framer;
+  strbuf_t outq; /* replies not yet written to stdout */
+  size_t outq_off;
+  int stdout_flags; /* to restore, or -1 */
+  int sigfd;
+  bool stdin_eof, stop;
+  int log_level; /* index into log_levels: send notifications/message at this level or above */
+
+  struct mcp_config_options mcp_opts;
+  struct host_servers hs; /* host MCP servers (hs.cfg empty if none are configured) */
+  const char *audit_log;
+  const char *protocol; /* negotiated in initialize (static), or NULL before it */
+  int output_dirfd;     /* --output-dir, held from the start; else -1 */
+  int devnull;          /* /dev/null, held from the start: the runner's stdin */
+  char *output_dir;     /* its absolute path */
+
+  size_t warm_target; /* --warm */
+  struct warm *warm;  /* idle, oldest first */
+  size_t n_warm;
+  uint64_t warm_retry_ns; /* no new warm sandbox before this */
+  uint64_t last_call_ns;  /* when the latest call started (WARM_DEFER_NS) */
+  /* --warm-mode: what was asked (auto, the default: fork unless root); warm_fork: what runs,
+   * Python calls forked from a template (fork_template.c) instead of the pool; retired templates
+   * wait there for their last call. */
+  enum warm_mode { WARM_AUTO, WARM_PRESTART, WARM_FORK } warm_mode;
+  bool warm_fork;
+  struct fork_template *fork_tmpl, *fork_next, *fork_retired;
+  /* A template died: the pool drops what was forked from it (warm_pool_drop_forked, given at
+   * fork_template_init). */
+  void (*fork_template_died)(struct server *srv, const struct fork_template *t);
+
+  struct bind_opts binds; /* --bind, --bind-rw */
+  struct mcp_roots roots; /* --roots: the client's */
+  /* What every sandbox gets (mcp_binds_rebuild): the `mcp` package, the binds, the roots. */
+  struct sbx_bind spec_binds[SBX_MAX_BINDS];
+  size_t n_spec_binds;
+  uint64_t next_request_id; /* our requests to the client (mcp_server.c) */
+  struct request requests[MAX_REQUESTS];
+
+  /* --http (mcp_http.c), or NULL for stdio. While it dispatches a message, and while a call
+   * sends: the client (call ids are per client), the exchange that takes what is sent, and the
+   * client's name for audit records. */
+  struct mcp_http *http;
+  uint64_t client, route;
+  const char *client_name;
+};
+
+struct pollfd;
+struct proxy;
+struct sbx_policy;
+struct mcp_hosts;
+
+/* mcp_output.c: the output queue (the only writer of stdout), and what is sent through it. */
+void flush_output(struct server *srv);
+/* The same, waiting up to timeout_ms for a slow reader (at exit). */
+void flush_output_for(struct server *srv, int timeout_ms);
+/* Queue one finished message (and free the writer). */
+void send_writer(struct server *srv, json_writer_t *w);
+void send_error(struct server *srv, const char *id, int code, const char *message);
+void send_errorf(struct server *srv, const char *id, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* A tool result that is only an error message (bad arguments, setup failure). */
+void send_tool_error(struct server *srv, const char *id, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* notifications/message at level (an index into mcp_log_levels), if the client asked for it. */
+void mcp_log(struct server *srv, int level, const char *msg);
+#define MCP_LOG_LEVELS 8
+extern const char *const mcp_log_levels[MCP_LOG_LEVELS]; /* debug ... emergency */
+
+/* mcp_server.c: the methods and the loop. */
+void serve(struct server *srv);
+/* One parsed message, as if read from stdin (the HTTP transport's entry). */
+void mcp_dispatch(struct server *srv, const struct jsonrpc_message *m);
+/* Cancel every call of client (its session ended), or every call routed to route (its HTTP
+ * exchange ended) when route is not 0: killed, never answered. */
+void mcp_cancel_calls(struct server *srv, uint64_t client, uint64_t route);
+
+/* mcp_calls.c */
+void call_free(struct call *c);
+void call_unlink(struct server *srv, struct call *c);
+struct call *call_find(struct server *srv, const char *id);
+/* Read what is in one pipe; keep it while the call is under its output limit. 1 at EOF. */
+int drain_pipe(struct call *c, int *fd, strbuf_t *sb);
+/* The sandbox has ended: collect the rest of its output, reap it, answer. */
+void call_finish(struct server *srv, struct call *c);
+/* Give the call a warm sandbox. On failure the warm sandbox is gone and the call gets a cold one. */
+int call_start_warm(struct call *c, struct warm *w, sbx_error_t *err);
+/* The runner's done byte is readable. */
+void call_done(struct server *srv, struct call *c);
+/* Hand the call's sandbox (kind: "warm" or "cold", for the debug log) its code on fd (our end of
+ * fd 3 inside, taken): what fits now, the rest from the loop (call_job_ready). -1 if fd takes
+ * nothing (the sandbox is gone). */
+int call_deliver(struct call *c, int fd, const char *kind, sbx_error_t *err);
+/* The job's socket is writable (or its deadline passed: timed_out). */
+void call_job_ready(struct server *srv, struct call *c, bool timed_out);
+/* The warm sandbox a call waited for is built, or failed, or took too long (give_up). */
+void call_pending_ready(struct server *srv, struct call *c, bool give_up);
+/* A new call at the end of the queue (args checked, mcp_tool.c). -1: out of memory. */
+int call_enqueue(struct server *srv, const char *id, const struct mcp_tool_args *a,
+                 const json_node_t *progress_token);
+/* Start queued calls while there is room. */
+void start_queued(struct server *srv);
+/* Kill at deadlines, tick progress; returns the poll timeout until the next such event. */
+int run_timers(struct server *srv);
+/* Whether some call is running or about to (answered calls only wait to be reaped). */
+bool code_running(const struct server *srv);
+/* mcp_spec.c: each sandbox's spec and channels. */
+/* A pipe whose read end does not block. */
+int open_pipe(int *ret_read, int *ret_write, sbx_error_t *err);
+/* A sandbox's channels: its stdout and stderr pipes and where it takes its code (python's runner
+ * a socket at fd 3, another language a pipe at stdin; job, ours, never blocks). The write ends and
+ * `inside` go to the sandbox (base_spec, fork_begin), ours are out_r, err_r and job (TAKE_FD them);
+ * what is left is closed when it goes out of scope. */
+struct sandbox_fds {
+  int out_r, out_w, err_r, err_w, job, inside;
+};
+void sandbox_fds_close(struct sandbox_fds *f);
+#define _cleanup_sandbox_fds_ __attribute__((cleanup(sandbox_fds_close)))
+#define SANDBOX_FDS_INIT ((struct sandbox_fds){-1, -1, -1, -1, -1, -1})
+int sandbox_fds_open(enum mcp_lang lang, struct sandbox_fds *f, sbx_error_t *err);
+/* The spec every sandbox of this server gets for lang, cold or warm; inside: sandbox_fds's. */
+void base_spec(struct server *srv, enum mcp_lang lang, const struct sbx_limits *limits, int inside, int out_w,
+               int err_w, struct sbx_spec *spec);
+
+/* mcp_files.c: --output-dir (opened once, at setup), and a call's files. */
+struct hostfile_guard;
+int output_dir_open(const char *path, const struct hostfile_guard *guard, int *ret_fd, char **ret_path,
+                    sbx_error_t *err);
+/* After the sandbox has ended: read /workspace/out, save it and the output under --output-dir. */
+void call_collect_files(struct server *srv, struct call *c);
+/* The result's content blocks for them (after the text block). */
+void call_write_file_blocks(struct server *srv, struct call *c, json_writer_t *w);
+
+/* mcp_job.c: the job frame (fd is taken, even on failure). job_write: 1 once all is written, 0
+ * when the socket is full (wait for POLLOUT), -1 on error. */
+int job_begin(struct job *j, int fd, const char *servers, const char *code, size_t code_len,
+              sbx_error_t *err);
+/* Only the code, to a pipe at an interpreter's stdin, closed once written (its EOF). */
+void job_begin_raw(struct job *j, int fd, const char *code, size_t code_len);
+int job_write(struct job *j, sbx_error_t *err);
+void job_free(struct job *j);
+
+/* warm_pool.c */
+void warm_free(struct warm *w);
+void warm_unlink(struct server *srv, struct warm *w);
+void warm_drop(struct server *srv, struct warm *w); /* warm_free, and let go of its fork template */
+/* Top the pool up by one if it is short and it is time (later while code runs: code_running);
+ * lowers *timeout to when it will be. */
+void warm_pool_top_up(struct server *srv, bool code_running, int *timeout);
+/* The pool's poll entries, then what they say (the pool unchanged in between). */
+size_t warm_pool_pollfds(struct server *srv, struct pollfd *pfds);
+void warm_pool_dispatch(struct server *srv, const struct pollfd *pfds, size_t n);
+/* Kill and reap every idle warm sandbox. */
+void warm_pool_clear(struct server *srv);
+/* Kill and reap the idle ones forked from t (it died). */
+void warm_pool_drop_forked(struct server *srv, const struct fork_template *t);
+
+#endif

@@ -1,0 +1,151 @@
+/* What the MCP server sends its client: the output queue (the only writer of protocol to stdout),
+ * or the HTTP exchange a message goes to (mcp_http.c); replies, errors and log notifications. The
+ * methods (mcp_server.c) and the calls (mcp_calls.c) send through these. */
+#include <errno.h>
+#include <malloc.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/json.h"
+#include "base/jsonrpc.h"
+#include "base/log.h"
+#include "base/util.h"
+#include "mcp/mcp_http.h"
+#include "mcp/mcp_internal.h"
+
+const char *const mcp_log_levels[MCP_LOG_LEVELS] = {"debug", "info",     "notice", "warning",
+                                                    "error", "critical", "alert",  "emergency"};
+
+void flush_output(struct server *srv)
+{
+  while (srv->outq_off < srv->outq.len) {
+    ssize_t n = write(STDOUT_FILENO, srv->outq.data + srv->outq_off, srv->outq.len - srv->outq_off);
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      if (errno == EAGAIN)
+        break;
+      /* The client closed our stdout: nobody is listening any more. */
+      log_error("write to stdout: %s", strerror(errno));
+      srv->stop = true;
+      srv->outq_off = srv->outq.len;
+      break;
+    }
+    srv->outq_off += (size_t) n;
+  }
+  if (srv->outq_off < srv->outq.len) {
+    /* Keep the pending bytes at the front, so a slow reader does not make the buffer creep. */
+    if (srv->outq_off > srv->outq.len / 2) {
+      memmove(srv->outq.data, srv->outq.data + srv->outq_off, srv->outq.len - srv->outq_off);
+      srv->outq.len -= srv->outq_off;
+      srv->outq_off = 0;
+    }
+    return;
+  }
+  srv->outq.len = srv->outq_off = 0;
+  /* Do not keep the room a large reply needed once it is written. */
+  if (srv->outq.cap > TRIM_AFTER_BYTES) {
+    strbuf_free(&srv->outq);
+    malloc_trim(0);
+  } else if (srv->outq.data)
+    srv->outq.data[0] = '\0';
+}
+
+/* Write what is queued, waiting up to timeout_ms for a slow reader (at exit). */
+void flush_output_for(struct server *srv, int timeout_ms)
+{
+  uint64_t give_up = now_ns() + (uint64_t) timeout_ms * 1000000ULL;
+  while (srv->outq_off < srv->outq.len && !srv->stop) {
+    uint64_t now = now_ns();
+    if (now >= give_up)
+      break;
+    struct pollfd p = {.fd = STDOUT_FILENO, .events = POLLOUT};
+    if (poll(&p, 1, ms_until(give_up, now)) <= 0)
+      break;
+    flush_output(srv);
+  }
+}
+
+/* Queue one finished message (and free the writer). */
+void send_writer(struct server *srv, json_writer_t *w)
+{
+  size_t n;
+  const char *buf = w ? json_writer_buf(w, &n) : NULL;
+  if (srv->http) { /* to the exchange at srv->route (mcp_http.c) */
+    if (buf)
+      mcp_http_send(srv->http, srv->route, buf, n);
+    json_writer_free(w);
+    return;
+  }
+  if (!buf || strbuf_append(&srv->outq, buf, n) < 0 || strbuf_append(&srv->outq, "\n", 1) < 0)
+    log_error("cannot build a reply: out of memory");
+  json_writer_free(w);
+  flush_output(srv);
+}
+
+void send_error(struct server *srv, const char *id, int code, const char *message)
+{
+  json_writer_t *w = json_writer_new();
+  if (!w)
+    return;
+  jsonrpc_write_error(w, id, code, message);
+  send_writer(srv, w);
+}
+
+void send_errorf(struct server *srv, const char *id, int code, const char *fmt, ...)
+{
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  send_error(srv, id, code, msg);
+}
+
+void mcp_log(struct server *srv, int level, const char *msg)
+{
+  if (level < srv->log_level)
+    return;
+  json_writer_t *w = json_writer_new();
+  if (!w)
+    return;
+  jsonrpc_begin_notification(w, "notifications/message");
+  json_obj_begin(w);
+  json_kv_str(w, "level", mcp_log_levels[level]);
+  json_kv_str(w, "logger", "sandboxd");
+  json_kv_str(w, "data", msg);
+  json_obj_end(w);
+  jsonrpc_end(w);
+  send_writer(srv, w);
+}
+
+/* A tool result that is only an error message (bad arguments, setup failure): isError, text only.
+ * No structuredContent: clients validate it against outputSchema, and there is no run to describe. */
+void send_tool_error(struct server *srv, const char *id, const char *fmt, ...)
+{
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  json_writer_t *w = json_writer_new();
+  if (!w)
+    return;
+  jsonrpc_begin_result(w, id);
+  json_obj_begin(w);
+  json_key(w, "content");
+  json_arr_begin(w);
+  json_obj_begin(w);
+  json_kv_str(w, "type", "text");
+  json_kv_str(w, "text", msg);
+  json_obj_end(w);
+  json_arr_end(w);
+  json_kv_bool(w, "isError", true);
+  json_obj_end(w);
+  jsonrpc_end(w);
+  send_writer(srv, w);
+}

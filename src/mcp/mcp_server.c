@@ -1,0 +1,717 @@
+/* `sandboxd mcp`: MCP over stdio (https://modelcontextprotocol.io/specification), two tools.
+ * The methods and the loop; what is written to the client goes through mcp_output.c.
+ *
+ * One thread, one poll loop. It watches stdin (requests), stdout (when replies are waiting for a
+ * slow reader), a signalfd (SIGTERM/SIGINT/SIGHUP), and for every running call its sandbox's pidfd
+ * and its stdout/stderr pipes. Deadlines and progress ticks become the poll timeout. Nothing here
+ * blocks for long except sandbox_spawn() while it builds a sandbox, so ping is always answered. */
+#include "mcp/mcp_server.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include "base/cleanup.h"
+#include "base/json.h"
+#include "base/jsonrpc.h"
+#include "base/log.h"
+#include "base/util.h"
+#include "base/version.h"
+#include "hostmcp/mcp_client.h"
+#include "hostmcp/mcp_config.h"
+#include "hostmcp/proxy.h"
+#include "mcp/fork_template.h"
+#include "mcp/mcp_binds.h"
+#include "mcp/mcp_http.h"
+#include "mcp/mcp_internal.h"
+#include "policy/policy.h"
+#include "run/audit.h"
+#include "sandbox/sandbox.h"
+
+const char *const mcp_protocol_versions[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05", NULL};
+
+/* ------------------------------------------------------------------ replies */
+
+/* A result that is an empty object: {}. */
+static void send_empty_result(struct server *srv, const char *id)
+{
+  json_writer_t *w = json_writer_new();
+  if (!w)
+    return;
+  jsonrpc_begin_result(w, id);
+  json_obj_begin(w);
+  json_obj_end(w);
+  jsonrpc_end(w);
+  send_writer(srv, w);
+}
+
+/* ------------------------------------------------------------------ methods */
+
+const char *mcp_negotiate_version(const char *client_version)
+{
+  for (size_t i = 0; client_version && mcp_protocol_versions[i]; i++)
+    if (strcmp(client_version, mcp_protocol_versions[i]) == 0)
+      return mcp_protocol_versions[i];
+  return mcp_protocol_versions[0];
+}
+
+static void m_initialize(struct server *srv, const char *id, const json_node_t *params)
+{
+  /* Asked for once the client says it is initialized (roots_ask), and only with --roots. */
+  srv->roots.client_has = json_type(json_get(json_get(params, "capabilities"), "roots")) == JSON_OBJECT;
+  const char *version = mcp_negotiate_version(json_as_string(json_get(params, "protocolVersion"), NULL));
+  srv->protocol = version; /* what a result may hold (resource_link: mcp_files.c) */
+  json_writer_t *w = json_writer_new();
+  if (!w)
+    return;
+  jsonrpc_begin_result(w, id);
+  json_obj_begin(w);
+  json_kv_str(w, "protocolVersion", version);
+  json_key(w, "capabilities");
+  json_obj_begin(w);
+  json_key(w, "tools");
+  json_obj_begin(w);
+  json_kv_bool(w, "listChanged", false);
+  json_obj_end(w);
+  json_key(w, "resources");
+  json_obj_begin(w);
+  json_kv_bool(w, "listChanged", false);
+  json_kv_bool(w, "subscribe", false);
+  json_obj_end(w);
+  json_key(w, "logging");
+  json_obj_begin(w);
+  json_obj_end(w);
+  json_obj_end(w);
+  json_key(w, "serverInfo");
+  json_obj_begin(w);
+  json_kv_str(w, "name", "sandboxd");
+  json_kv_str(w, "title", "sandboxd Python sandbox");
+  json_kv_str(w, "version", SANDBOXD_VERSION);
+  json_obj_end(w);
+  json_kv_str(w, "instructions",
+              "Use run_python to execute Python code, or execute_code for Python, bash or JavaScript, in "
+              "a fresh, isolated sandbox per call. "
+              "Nothing persists between calls. Limits are in resource " CAPABILITIES_URI ".");
+  json_obj_end(w);
+  jsonrpc_end(w);
+  send_writer(srv, w);
+}
+
+static void m_tools_list(struct server *srv, const char *id, const json_node_t *params)
+{
+  (void) params;
+  json_writer_t *w = json_writer_new();
+  if (!w)
+    return;
+  jsonrpc_begin_result(w, id);
+  json_obj_begin(w);
+  json_key(w, "tools");
+  json_arr_begin(w);
+  bool roots = srv->roots.enabled && srv->roots.client_has;
+  if (srv->tools & TOOL_RUN_PYTHON)
+    mcp_tool_write(w, srv->policy, srv->hs.cfg, &srv->binds, roots);
+  if (srv->tools & TOOL_EXECUTE_CODE)
+    mcp_exec_tool_write(w, srv->policy, srv->langs, &srv->binds, roots);
+  json_arr_end(w);
+  json_obj_end(w);
+  jsonrpc_end(w);
+  send_writer(srv, w);
+}
+
+static void m_tools_call(struct server *srv, const char *id, const json_node_t *params)
+{
+  const char *name = json_as_string(json_get(params, "name"), NULL);
+  if (!name) {
+    send_error(srv, id, JSONRPC_INVALID_PARAMS, "Invalid params: `name` must be a string");
+    return;
+  }
+  /* A tool left out by --tools is unknown, as to tools/list. */
+  bool run_python = (srv->tools & TOOL_RUN_PYTHON) && strcmp(name, TOOL_NAME) == 0;
+  if (!run_python && !((srv->tools & TOOL_EXECUTE_CODE) && strcmp(name, EXEC_TOOL_NAME) == 0)) {
+    send_errorf(srv, id, JSONRPC_INVALID_PARAMS, "Unknown tool: %.200s", name);
+    return;
+  }
+  /* Bad arguments are the model's to fix: answer with an isError result it can read. */
+  struct mcp_tool_args args;
+  char msg[1024];
+  const json_node_t *a = json_get(params, "arguments");
+  if ((run_python ? mcp_tool_parse_args(a, srv->policy, srv->hs.cfg, &args, msg, sizeof msg)
+                  : mcp_exec_parse_args(a, srv->policy, srv->langs, &args, msg, sizeof msg)) < 0) {
+    send_tool_error(srv, id, "%s", msg);
+    return;
+  }
+  if (call_find(srv, id)) {
+    send_errorf(srv, id, JSONRPC_INVALID_REQUEST, "Invalid Request: id %.100s is already in use", id);
+    return;
+  }
+  if (srv->n_running >= srv->max_concurrent && srv->n_queued >= srv->max_queue) {
+    send_tool_error(srv, id,
+                    "sandboxd is busy: %zu calls running and %zu queued (--max-queue); try again later",
+                    srv->n_running, srv->n_queued);
+    return;
+  }
+  if (srv->code_bytes + args.code_len > CODE_HELD_MESSAGES * srv->max_message) {
+    send_tool_error(srv, id,
+                    "sandboxd is busy: the calls running and queued hold %zu bytes of code, and this one "
+                    "(%zu bytes) would pass the limit of %zu; try again later",
+                    srv->code_bytes, args.code_len, CODE_HELD_MESSAGES * srv->max_message);
+    return;
+  }
+
+  if (call_enqueue(srv, id, &args, json_get(json_get(params, "_meta"), "progressToken")) < 0) {
+    send_error(srv, id, JSONRPC_INTERNAL_ERROR, "Internal error: out of memory");
+    return;
+  }
+  start_queued(srv);
+}
+
+static void write_limits(json_writer_t *w, const struct sbx_limits *l)
+{
+  json_obj_begin(w);
+  json_kv_uint(w, "timeout_ms", l->timeout_ms);
+  json_kv_uint(w, "memory_bytes", l->memory_bytes);
+  json_kv_uint(w, "pids", l->pids);
+  json_kv_double(w, "cpus", (double) l->cpus_milli / 1000.0);
+  json_kv_uint(w, "tmp_bytes", l->tmp_bytes);
+  json_kv_uint(w, "workspace_bytes", l->workspace_bytes);
+  json_kv_uint(w, "shm_bytes", l->shm_bytes);
+  json_kv_uint(w, "nofile", l->nofile);
+  json_kv_uint(w, "fsize_bytes", l->fsize_bytes);
+  json_kv_uint(w, "output_bytes", l->output_bytes);
+  json_obj_end(w);
+}
+
+/* What the capabilities resource says: enough for a model or a user to plan within the limits. */
+static void write_capabilities(struct server *srv, json_writer_t *w)
+{
+  const struct sbx_policy *p = srv->policy;
+  json_obj_begin(w);
+  json_key(w, "server");
+  json_obj_begin(w);
+  json_kv_str(w, "name", "sandboxd");
+  json_kv_str(w, "version", SANDBOXD_VERSION);
+  json_obj_end(w);
+  json_kv_str(w, "python", PYTHON);
+  json_kv_str(w, "rootfs", srv->rootfs);
+  /* execute_code's languages: each one's interpreter and rootfs, and whether it is kept warm. */
+  json_key(w, "languages");
+  json_obj_begin(w);
+  for (int l = 0; l < MCP_LANG_COUNT; l++) {
+    if (!srv->lang_rootfs[l])
+      continue;
+    json_key(w, mcp_lang_name((enum mcp_lang) l));
+    json_obj_begin(w);
+    json_kv_str(w, "program", l == MCP_LANG_PYTHON ? PYTHON : mcp_lang_argv((enum mcp_lang) l)[0]);
+    json_kv_str(w, "rootfs", srv->lang_rootfs[l]);
+    json_kv_bool(w, "warm", (srv->warm_langs & MCP_LANG_BIT(l)) && srv->warm_target);
+    json_obj_end(w);
+  }
+  json_obj_end(w);
+  json_key(w, "policy");
+  json_obj_begin(w);
+  json_kv_str(w, "name", p->name ? p->name : "");
+  json_kv_str(w, "description", p->description ? p->description : "");
+  json_kv_str(w, "sha256", p->sha256);
+  json_kv_bool(w, "readonly_root", p->readonly_root);
+  json_kv_bool(w, "no_new_privs", p->no_new_privs);
+  json_kv_bool(w, "drop_capabilities", p->drop_capabilities);
+  json_kv_uint(w, "uid", p->uid);
+  json_kv_uint(w, "syscall_rules", p->n_rules);
+  json_obj_end(w);
+  json_kv_str(w, "network", "loopback only");
+  json_kv_str(w, "persistence", "none: every call runs in a fresh sandbox with an empty /workspace and /tmp");
+  json_key(w, "limits");
+  write_limits(w, &p->limits);
+  /* Files out (mcp_files.c): where to write them, how many come back, and where they are saved. */
+  json_key(w, "files");
+  json_obj_begin(w);
+  json_kv_str(w, "dir", "/workspace/out");
+  json_kv_uint(w, "max_artifacts", p->limits.artifacts);
+  json_kv_uint(w, "artifact_limit_bytes", p->limits.artifact_bytes);
+  json_kv_str_or_null(w, "output_dir", srv->output_dir);
+  json_obj_end(w);
+  json_key(w, "max_limits");
+  write_limits(w, &p->max);
+  json_key(w, "concurrency");
+  json_obj_begin(w);
+  json_kv_uint(w, "max_concurrent", srv->max_concurrent);
+  json_kv_uint(w, "max_queue", srv->max_queue);
+  /* The code has no limit of its own: the request that carries it does (mcp_job.c). */
+  json_kv_uint(w, "max_code_bytes", srv->max_message);
+  json_kv_uint(w, "max_message_bytes", srv->max_message);
+  /* Sandboxes built ahead of the calls (--warm); each still serves exactly one call. */
+  json_kv_uint(w, "warm_pool", srv->warm_target);
+  /* --warm-mode: fork, where Python calls fork from a template instead of the pool. */
+  json_kv_str(w, "warm_mode", srv->warm_fork ? "fork" : "prestart");
+  json_obj_end(w);
+  json_key(w, "servers");
+  json_arr_begin(w);
+  for (size_t i = 0; i < srv->hs.cfg->n; i++) {
+    json_obj_begin(w);
+    json_kv_str(w, "name", srv->hs.cfg->servers[i].name);
+    json_kv_str(w, "description", srv->hs.cfg->servers[i].description);
+    json_obj_end(w);
+  }
+  json_arr_end(w);
+  mcp_binds_write_capabilities(srv, w);
+  json_obj_end(w);
+}
+
+static void m_resources_list(struct server *srv, const char *id, const json_node_t *params)
+{
+  (void) params;
+  json_writer_t *w = json_writer_new();
+  if (!w)
+    return;
+  jsonrpc_begin_result(w, id);
+  json_obj_begin(w);
+  json_key(w, "resources");
+  json_arr_begin(w);
+  json_obj_begin(w);
+  json_kv_str(w, "uri", CAPABILITIES_URI);
+  json_kv_str(w, "name", "capabilities");
+  json_kv_str(w, "title", "Sandbox capabilities and limits");
+  json_kv_str(w, "description", "The policy, limits and concurrency run_python enforces.");
+  json_kv_str(w, "mimeType", "application/json");
+  json_obj_end(w);
+  json_arr_end(w);
+  json_obj_end(w);
+  jsonrpc_end(w);
+  send_writer(srv, w);
+}
+
+static void m_resources_templates_list(struct server *srv, const char *id, const json_node_t *params)
+{
+  (void) params;
+  json_writer_t *w = json_writer_new();
+  if (!w)
+    return;
+  jsonrpc_begin_result(w, id);
+  json_obj_begin(w);
+  json_key(w, "resourceTemplates");
+  json_arr_begin(w);
+  json_arr_end(w);
+  json_obj_end(w);
+  jsonrpc_end(w);
+  send_writer(srv, w);
+}
+
+static void m_resources_read(struct server *srv, const char *id, const json_node_t *params)
+{
+  const char *uri = json_as_string(json_get(params, "uri"), NULL);
+  if (!uri) {
+    send_error(srv, id, JSONRPC_INVALID_PARAMS, "Invalid params: `uri` must be a string");
+    return;
+  }
+  if (strcmp(uri, CAPABILITIES_URI) != 0) {
+    /* -32002: MCP's "resource not found". */
+    send_errorf(srv, id, -32002, "Resource not found: %.200s", uri);
+    return;
+  }
+  json_writer_t *doc = json_writer_new();
+  json_writer_t *w = json_writer_new();
+  size_t n = 0;
+  const char *text = NULL;
+  if (doc) {
+    write_capabilities(srv, doc);
+    text = json_writer_buf(doc, &n);
+  }
+  if (!w || !text) {
+    json_writer_free(doc);
+    json_writer_free(w);
+    send_error(srv, id, JSONRPC_INTERNAL_ERROR, "Internal error: out of memory");
+    return;
+  }
+  jsonrpc_begin_result(w, id);
+  json_obj_begin(w);
+  json_key(w, "contents");
+  json_arr_begin(w);
+  json_obj_begin(w);
+  json_kv_str(w, "uri", CAPABILITIES_URI);
+  json_kv_str(w, "mimeType", "application/json");
+  json_kv_strn(w, "text", text, n);
+  json_obj_end(w);
+  json_arr_end(w);
+  json_obj_end(w);
+  jsonrpc_end(w);
+  json_writer_free(doc);
+  send_writer(srv, w);
+}
+
+static void m_logging_set_level(struct server *srv, const char *id, const json_node_t *params)
+{
+  const char *level = json_as_string(json_get(params, "level"), NULL);
+  for (size_t i = 0; level && i < MCP_LOG_LEVELS; i++)
+    if (strcmp(level, mcp_log_levels[i]) == 0) {
+      srv->log_level = (int) i;
+      send_empty_result(srv, id);
+      return;
+    }
+  send_error(srv, id, JSONRPC_INVALID_PARAMS,
+             "Invalid params: `level` must be one of debug, info, notice, "
+             "warning, error, critical, alert, emergency");
+}
+
+static void m_ping(struct server *srv, const char *id, const json_node_t *params)
+{
+  (void) params;
+  send_empty_result(srv, id);
+}
+
+static const struct method {
+  const char *name;
+  void (*run)(struct server *srv, const char *id, const json_node_t *params);
+} methods[] = {
+    {"initialize", m_initialize},         {"ping", m_ping},
+    {"tools/list", m_tools_list},         {"tools/call", m_tools_call},
+    {"resources/list", m_resources_list}, {"resources/templates/list", m_resources_templates_list},
+    {"resources/read", m_resources_read}, {"logging/setLevel", m_logging_set_level},
+    /* Not here, so answered -32601: server/discover (the stateless probe; clients then fall back to
+     * initialize), prompts/list, completion/complete. */
+};
+
+/* ------------------------------------------------------------------ requests to the client
+ *
+ * The server's own requests (today only roots/list) have ids of their own, "sandboxd-N", and at
+ * most MAX_REQUESTS are in flight; one not answered within REQUEST_TIMEOUT_NS is forgotten. An
+ * answer (a message with an id and a result or error but no method) is routed by its id; one
+ * to no request of ours is ignored, as the spec allows. Nothing waits for an answer: a call
+ * made meanwhile runs with what the server knows already. */
+
+static void expire_requests(struct server *srv, uint64_t now)
+{
+  for (size_t i = 0; i < MAX_REQUESTS; i++)
+    if (srv->requests[i].kind != REQUEST_NONE && now - srv->requests[i].sent_ns >= REQUEST_TIMEOUT_NS) {
+      log_warn("the client did not answer %s within %llus", srv->requests[i].method,
+               (unsigned long long) (REQUEST_TIMEOUT_NS / 1000000000ULL));
+      if (srv->requests[i].kind == REQUEST_ROOTS_LIST)
+        srv->roots.asking = false;
+      srv->requests[i].kind = REQUEST_NONE;
+    }
+}
+
+static int send_request(struct server *srv, const char *method, enum request_kind kind)
+{
+  uint64_t now = now_ns();
+  expire_requests(srv, now);
+  struct request *r = NULL;
+  for (size_t i = 0; i < MAX_REQUESTS && !r; i++)
+    if (srv->requests[i].kind == REQUEST_NONE)
+      r = &srv->requests[i];
+  if (!r) {
+    log_warn("%s not sent: %d requests to the client are unanswered", method, MAX_REQUESTS);
+    return -1;
+  }
+  json_writer_t *w = json_writer_new();
+  if (!w)
+    return -1;
+  char id[32];
+  bufprintf_cut(id, sizeof id, "sandboxd-%llu", (unsigned long long) ++srv->next_request_id);
+  bufprintf_cut(r->id, sizeof r->id, "\"%s\"", id); /* canonical, as jsonrpc_parse gives it */
+  r->kind = kind;
+  r->method = method;
+  r->sent_ns = now;
+  json_obj_begin(w);
+  json_kv_str(w, "jsonrpc", "2.0");
+  json_kv_str(w, "id", id);
+  json_kv_str(w, "method", method);
+  json_obj_end(w);
+  send_writer(srv, w);
+  return 0;
+}
+
+/* roots/list, with --roots and a client that has roots; while one is in flight, once more when
+ * it is answered (the list may have changed after the client read it). */
+static void roots_ask(struct server *srv)
+{
+  if (!srv->roots.enabled || !srv->roots.client_has)
+    return;
+  expire_requests(srv, now_ns());
+  if (srv->roots.asking) {
+    srv->roots.stale = true;
+    return;
+  }
+  if (send_request(srv, "roots/list", REQUEST_ROOTS_LIST) == 0) {
+    srv->roots.asking = true;
+    srv->roots.stale = false;
+  }
+}
+
+static void on_response(struct server *srv, const struct jsonrpc_message *m)
+{
+  struct request *r = NULL;
+  for (size_t i = 0; i < MAX_REQUESTS && !r; i++)
+    if (srv->requests[i].kind != REQUEST_NONE && strcmp(srv->requests[i].id, m->id) == 0)
+      r = &srv->requests[i];
+  if (!r)
+    return;
+  enum request_kind kind = r->kind;
+  r->kind = REQUEST_NONE;
+  if (kind == REQUEST_ROOTS_LIST) {
+    srv->roots.asking = false;
+    /* Idle warm sandboxes were built with the old set: the next calls get sandboxes with the new. */
+    if (mcp_roots_update(srv, json_get(m->root, "result"), json_get(m->root, "error")))
+      warm_pool_clear(srv);
+    if (srv->roots.stale)
+      roots_ask(srv);
+  }
+}
+
+static void call_cancel(struct server *srv, struct call *c)
+{
+  if (c->state == CALL_QUEUED || c->pending) {
+    call_unlink(srv, c);
+    call_free(c);
+    return;
+  }
+  c->cancelled = true;
+  if (!c->killed) {
+    c->killed = true;
+    sandbox_kill(c->sb, false);
+  }
+}
+
+static void on_cancelled(struct server *srv, const json_node_t *params)
+{
+  _cleanup_free_ char *id = jsonrpc_id_canonical(json_get(params, "requestId"));
+  struct call *c = id ? call_find(srv, id) : NULL;
+  if (c)
+    call_cancel(srv, c); /* else already answered, or never ours: nothing to do */
+}
+
+void mcp_cancel_calls(struct server *srv, uint64_t client, uint64_t route)
+{
+  for (struct call *c = srv->calls, *next; c; c = next) {
+    next = c->next;
+    if (!c->answered && !c->cancelled && (route ? c->route == route : c->client == client))
+      call_cancel(srv, c);
+  }
+}
+
+void mcp_dispatch(struct server *srv, const struct jsonrpc_message *m)
+{
+  if (m->kind == JSONRPC_RESPONSE) {
+    on_response(srv, m);
+  } else if (m->kind == JSONRPC_NOTIFICATION) {
+    if (strcmp(m->method, "notifications/cancelled") == 0)
+      on_cancelled(srv, m->params);
+    else if (strcmp(m->method, "notifications/initialized") == 0 ||
+             strcmp(m->method, "notifications/roots/list_changed") == 0)
+      roots_ask(srv);
+    /* Anything else: nothing to do, never answered. */
+  } else if (m->params && json_type(m->params) != JSON_OBJECT) {
+    send_error(srv, m->id, JSONRPC_INVALID_PARAMS, "Invalid params: `params` must be an object");
+  } else {
+    size_t i = 0;
+    while (i < ARRAY_SIZE(methods) && strcmp(methods[i].name, m->method) != 0)
+      i++;
+    if (i < ARRAY_SIZE(methods))
+      methods[i].run(srv, m->id, m->params);
+    else
+      send_errorf(srv, m->id, JSONRPC_METHOD_NOT_FOUND, "Method not found: %.200s", m->method);
+  }
+}
+
+static void handle_message(struct server *srv, const char *line, size_t len)
+{
+  struct jsonrpc_message m;
+  struct jsonrpc_failure fail;
+  if (jsonrpc_parse(line, len, &m, &fail) < 0) {
+    send_error(srv, fail.id, fail.code, fail.detail.msg);
+    jsonrpc_failure_clear(&fail);
+    return;
+  }
+  mcp_dispatch(srv, &m);
+  jsonrpc_message_clear(&m);
+}
+
+/* ------------------------------------------------------------------ the loop */
+
+static void read_stdin(struct server *srv)
+{
+  char buf[MCP_READ_CHUNK];
+  ssize_t n = read(STDIN_FILENO, buf, sizeof buf);
+  if (n < 0 && (errno == EINTR || errno == EAGAIN))
+    return;
+  const char *line;
+  size_t len;
+  enum jsonrpc_frame f;
+  if (n <= 0) {
+    if (n < 0)
+      log_error("read stdin: %s", strerror(errno));
+    srv->stdin_eof = true;
+    while ((f = jsonrpc_framer_finish(&srv->framer, &line, &len)) != JSONRPC_FRAME_NONE)
+      if (f == JSONRPC_FRAME_MESSAGE)
+        handle_message(srv, line, len);
+    return;
+  }
+  sbx_error_t err;
+  if (jsonrpc_framer_push(&srv->framer, buf, (size_t) n, &err) < 0) {
+    log_sbx_error(&err);
+    return;
+  }
+  while ((f = jsonrpc_framer_next(&srv->framer, &line, &len)) != JSONRPC_FRAME_NONE) {
+    if (f == JSONRPC_FRAME_MESSAGE) {
+      handle_message(srv, line, len);
+    } else {
+      struct jsonrpc_failure fail;
+      size_t tail_len;
+      const char *tail = jsonrpc_framer_tail(&srv->framer, &tail_len);
+      jsonrpc_oversize(line, len, tail, tail_len, srv->max_message, &fail);
+      log_warn("dropped a message larger than %zu bytes (--max-message-size)", srv->max_message);
+      send_error(srv, fail.id, fail.code, fail.detail.msg);
+      jsonrpc_failure_clear(&fail);
+    }
+  }
+}
+
+enum { FD_SIGNAL, FD_STDIN, FD_STDOUT, FD_FIXED };
+/* Per running call: its pidfd, stdout, stderr and bridge. */
+#define FDS_PER_CALL 4
+
+/* A stop signal, or SIGHUP. true: stop. */
+static bool on_signal(struct server *srv)
+{
+  struct signalfd_siginfo si;
+  if (read(srv->sigfd, &si, sizeof si) == sizeof si && si.ssi_signo == SIGHUP) {
+    /* logrotate moved the audit log: the next record opens the file anew. */
+    audit_reopen();
+    if (srv->http) /* and the bearer tokens may have changed */
+      mcp_http_reload(srv->http);
+    return false;
+  }
+  log_warn("signal %u: stopping", si.ssi_signo);
+  srv->stop = true;
+  return true;
+}
+
+/* FDS_PER_CALL entries per running call, each owned by its call. */
+static size_t call_pollfds(struct server *srv, struct pollfd *pfds, struct call **owners)
+{
+  size_t n = 0;
+  for (struct call *c = srv->calls; c; c = c->next) {
+    if (c->state != CALL_RUNNING)
+      continue;
+    /* Waiting for its warm sandbox: that sandbox's setup, instead of an end. */
+    int fds[3] = {c->pending && c->pending->fork_pending ? fork_pending_fd(c->pending->fork_pending)
+                  : c->pending                           ? sandbox_spawn_fd(c->pending->sb)
+                                                         : sandbox_pidfd(c->sb),
+                  c->out_fd, c->err_fd};
+    for (int i = 0; i < 3; i++) {
+      owners[n] = c;
+      pfds[n++] = (struct pollfd){.fd = fds[i], .events = POLLIN};
+    }
+    /* The job while it is written, then the bridge, or else the done channel. */
+    owners[n] = c;
+    pfds[n++] = c->job.fd >= 0 ? (struct pollfd){.fd = c->job.fd, .events = POLLOUT}
+                : c->proxy     ? (struct pollfd){.fd = proxy_fd(c->proxy), .events = proxy_events(c->proxy)}
+                               : (struct pollfd){.fd = c->done_fd, .events = POLLIN};
+  }
+  return n;
+}
+
+static void calls_dispatch(struct server *srv, const struct pollfd *pfds, struct call *const *owners,
+                           size_t n)
+{
+  /* Output and bridges, then ends: a call may finish (and be freed) below. */
+  for (size_t i = 0; i < n; i += FDS_PER_CALL) {
+    struct call *c = owners[i];
+    if (pfds[i + 1].revents && c->out_fd >= 0)
+      drain_pipe(c, &c->out_fd, &c->out);
+    if (pfds[i + 2].revents && c->err_fd >= 0)
+      drain_pipe(c, &c->err_fd, &c->err);
+    if (pfds[i + 3].revents && c->job.fd >= 0 && pfds[i + 3].fd == c->job.fd)
+      call_job_ready(srv, c, false);
+    else if (pfds[i + 3].revents && c->proxy && pfds[i + 3].fd == proxy_fd(c->proxy))
+      proxy_handle(c->proxy, pfds[i + 3].revents);
+    else if (pfds[i + 3].revents && !c->proxy && c->done_fd >= 0 && pfds[i + 3].fd == c->done_fd)
+      call_done(srv, c);
+  }
+  for (size_t i = 0; i < n; i += FDS_PER_CALL)
+    if (pfds[i].revents && owners[i]->pending)
+      call_pending_ready(srv, owners[i], false);
+    else if (pfds[i].revents)
+      call_finish(srv, owners[i]);
+}
+
+void serve(struct server *srv)
+{
+  struct pollfd *pfds = NULL;
+  struct call **owners = NULL;
+  size_t cap = 0;
+  while (!srv->stop && !srv->stdin_eof) {
+    start_queued(srv);
+    int timeout = run_timers(srv);
+    int host_timeout = mcp_hosts_timers(srv->hs.hosts);
+    if (host_timeout >= 0 && (timeout < 0 || host_timeout < timeout))
+      timeout = host_timeout;
+    /* One sandbox per turn of the loop; the rest of its setup is collected below. */
+    warm_pool_top_up(srv, code_running(srv), &timeout);
+
+    size_t n_hosts = mcp_hosts_max_pollfds(srv->hs.hosts);
+    size_t n_http = srv->http ? mcp_http_max_pollfds(srv->http) : 0;
+    size_t need =
+        FD_FIXED + n_hosts + FDS_PER_CALL * srv->n_running + srv->n_warm + n_http + 1; /* + fork_next */
+    if (need > cap) {
+      struct pollfd *p = realloc(pfds, need * sizeof *p);
+      if (p)
+        pfds = p;
+      struct call **o = realloc(owners, need * sizeof *o);
+      if (o)
+        owners = o;
+      if (!p || !o) {
+        log_error("poll set: out of memory");
+        break;
+      }
+      cap = need;
+    }
+    bool backlog = srv->outq.len - srv->outq_off > OUTQ_HIGH_WATER;
+    pfds[FD_SIGNAL] = (struct pollfd){.fd = srv->sigfd, .events = POLLIN};
+    /* A client that does not read our replies gets no more of its requests read. */
+    pfds[FD_STDIN] = (struct pollfd){.fd = backlog || srv->http ? -1 : STDIN_FILENO, .events = POLLIN};
+    pfds[FD_STDOUT] =
+        (struct pollfd){.fd = srv->outq_off < srv->outq.len ? STDOUT_FILENO : -1, .events = POLLOUT};
+    size_t n = FD_FIXED + mcp_hosts_pollfds(srv->hs.hosts, pfds + FD_FIXED);
+    size_t first_call = n;
+    n += call_pollfds(srv, pfds + n, owners + n);
+    size_t first_warm = n;
+    n += warm_pool_pollfds(srv, pfds + n);
+    size_t first_http = n;
+    if (srv->http) {
+      n += mcp_http_pollfds(srv->http, pfds + n);
+      int t = mcp_http_timeout(srv->http);
+      if (t >= 0 && (timeout < 0 || t < timeout))
+        timeout = t;
+    }
+    int r = poll(pfds, n, timeout);
+    if (r < 0) {
+      if (errno == EINTR)
+        continue;
+      log_error("poll: %s", strerror(errno));
+      break;
+    }
+    if (pfds[FD_SIGNAL].revents) {
+      if (on_signal(srv))
+        break;
+      continue;
+    }
+    if (pfds[FD_STDOUT].revents)
+      flush_output(srv);
+    /* Host servers' answers first: they go to bridges that are still open. */
+    mcp_hosts_dispatch(srv->hs.hosts, pfds + FD_FIXED, first_call - FD_FIXED);
+    calls_dispatch(srv, pfds + first_call, owners + first_call, first_warm - first_call);
+    /* In pool order, which nothing above changed: calls take warm sandboxes only in read_stdin. */
+    warm_pool_dispatch(srv, pfds + first_warm, first_http - first_warm);
+    if (srv->http)
+      mcp_http_dispatch(srv->http, pfds + first_http, n - first_http);
+    if (pfds[FD_STDIN].revents)
+      read_stdin(srv);
+  }
+  free(pfds);
+  free(owners);
+}

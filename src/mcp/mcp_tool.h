@@ -1,0 +1,45 @@
+/* The tools of `sandboxd mcp`, run_python and execute_code: their definitions for tools/list and the checks
+ * of a call's arguments. Pure (JSON in, JSON or a message out), so unit-tested (tests/unit). */
+#ifndef SBX_MCP_TOOL_H
+#define SBX_MCP_TOOL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/json.h"
+#include "mcp/mcp_lang.h"
+
+struct bind_opts;
+struct mcp_config;
+struct sbx_policy;
+
+#define TOOL_NAME "run_python"
+#define EXEC_TOOL_NAME "execute_code"
+
+/* A call's arguments once checked. Pointers are into the arguments' tree. */
+struct mcp_tool_args {
+  const char *code;
+  size_t code_len;
+  uint64_t timeout_ms;        /* clamped to the policy's ceiling; UINT64_MAX: the policy's default */
+  const json_node_t *servers; /* an array of configured server names, or NULL */
+  enum mcp_lang lang;         /* run_python: python */
+};
+
+/* Check tools/call's `arguments` (NULL if absent). 0 and *ret set, or -1 with what the model
+ * should fix in msg (it is answered as an isError result). */
+int mcp_tool_parse_args(const json_node_t *args, const struct sbx_policy *policy,
+                        const struct mcp_config *cfg, struct mcp_tool_args *ret, char *msg, size_t msg_len);
+/* execute_code's: `language` (one of langs, a mask of MCP_LANG_BIT), `code`, `timeout`. */
+int mcp_exec_parse_args(const json_node_t *args, const struct sbx_policy *policy, unsigned langs,
+                        struct mcp_tool_args *ret, char *msg, size_t msg_len);
+/* The tool object of tools/list; the description names the host directories (--bind, and with
+ * roots ROOTS_DIR) and the configured servers. */
+void mcp_tool_write(json_writer_t *w, const struct sbx_policy *policy, const struct mcp_config *cfg,
+                    const struct bind_opts *binds, bool roots);
+/* execute_code's, the language enum being langs. */
+void mcp_exec_tool_write(json_writer_t *w, const struct sbx_policy *policy, unsigned langs,
+                         const struct bind_opts *binds, bool roots);
+/* "configured servers: a, b" (or that there are none), for messages. */
+void mcp_tool_server_names(const struct mcp_config *cfg, char *buf, size_t len);
+
+#endif
