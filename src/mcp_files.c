@@ -113,11 +113,11 @@ static int make_call_dir(struct server *srv, struct call *c, int *ret_fd)
   return 0;
 }
 
-void call_collect_files(struct server *srv, struct call *c)
+void call_collect_files(struct server *srv, struct call *c, bool ended)
 {
   int wfd = c->sb ? sandbox_workspace_fd(c->sb) : -1;
   sbx_error_t err = {0};
-  if (!artifacts_out_empty(wfd) &&
+  if (ended && !artifacts_out_empty(wfd) &&
       artifacts_collect(wfd, c->limits.artifacts, c->limits.artifact_bytes, &c->arts, &err) < 0)
     log_sbx_error(&err);
   /* A call gets a directory for its files, or for output longer than the text can show (more

@@ -293,8 +293,9 @@ void base_spec(struct server *srv, enum mcp_lang lang, const struct sbx_limits *
 struct hostfile_guard;
 int output_dir_open(const char *path, const struct hostfile_guard *guard, int *ret_fd, char **ret_path,
                     sbx_error_t *err);
-/* After the sandbox has ended: read /workspace/out, save it and the output under --output-dir. */
-void call_collect_files(struct server *srv, struct call *c);
+/* Save the output under --output-dir, and, when ended (every process of the sandbox is gone: pid 1
+ * reaped), what /workspace/out holds; never out of a sandbox that may still run. */
+void call_collect_files(struct server *srv, struct call *c, bool ended);
 /* The result's content blocks for them (after the text block). */
 void call_write_file_blocks(struct server *srv, struct call *c, json_writer_t *w);
 
