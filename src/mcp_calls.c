@@ -47,6 +47,7 @@ void call_free(struct call *c)
   strbuf_free(&c->err);
   artifacts_free(&c->arts);
   free(c->saved_dir);
+  free(c->not_saved);
   proxy_free(c->proxy);
   for (size_t i = 0; i < c->n_servers; i++)
     free(c->servers[i]);

@@ -268,3 +268,73 @@ def test_files_are_collected_only_once_the_sandbox_has_ended(tmp_path, warm):
     assert r["structuredContent"]["files"] == [], "files read out of a sandbox still running"
     assert "late.txt" not in json.dumps(r)
     assert os.listdir(out) == []
+
+
+def saved_calls(out):
+    return sorted(os.listdir(out))
+
+
+def test_output_dir_keeps_within_its_size_budget_oldest_first(tmp_path):
+    """#34 item 10: every call left its files under --output-dir forever. The call directories
+    take at most --output-max-size: the oldest go first; a call that alone is over the budget
+    saves nothing, removes nothing, and its result says so."""
+    out = tmp_path / "out"
+    out.mkdir()
+    s = Mcp("--output-dir", str(out), "--output-max-size", "64K")
+    write = "open('/workspace/out/{0}.bin', 'wb').write(b'{0}' * {1})"
+    try:
+        s.run(write.format("a", 30000))
+        [a] = saved_calls(out)
+        s.run(write.format("b", 30000))
+        assert len(saved_calls(out)) == 2
+        r = s.run(write.format("c", 30000))
+        # a + b + c is over 64K: a, the oldest, went.
+        assert a not in saved_calls(out) and len(saved_calls(out)) == 2
+        assert files(r)["c.bin"]["uri"].startswith(f"file://{out}/")
+        kept = saved_calls(out)
+        r = s.run(write.format("d", 70000))
+    finally:
+        s.close()
+    assert saved_calls(out) == kept
+    text = "\n".join(b["text"] for b in r["content"] if b["type"] == "text")
+    assert "Not saved under --output-dir" in text and "--output-max-size 65536 bytes" in text, text
+    assert "uri" not in files(r)["d.bin"]
+
+
+def test_output_dir_budget_at_start_and_by_age(tmp_path):
+    """What earlier servers left counts too: at start, call directories (named like a request id,
+    ours) older than --output-max-age, or beyond --output-max-size, oldest first, are removed;
+    anything else in the directory is left alone. A call's save removes the expired ones."""
+    out = tmp_path / "out"
+    out.mkdir()
+    old, big, fresh = ("%032x" % i for i in (1, 2, 3))
+    for name, size, age in ((old, 10, 3 * 86400), (big, 50000, 3600), (fresh, 20000, 60)):
+        (out / name).mkdir()
+        (out / name / "stdout.txt").write_bytes(b"x" * size)
+        t = time.time() - age
+        os.utime(out / name, (t, t))
+    (out / "mine").mkdir()
+    (out / ("f" * 32)).write_text("a file, not a call directory")
+    s = Mcp("--output-dir", str(out), "--output-max-size", "64K", "--output-max-age", "2d")
+    try:
+        # old is over 2 days; big + fresh (70000) is over 64K: big, the older, goes.
+        assert saved_calls(out) == sorted([fresh, "mine", "f" * 32])
+        s.close()
+        s = Mcp("--output-dir", str(out), "--output-max-age", "2s")
+        assert fresh not in saved_calls(out)
+        s.run("open('/workspace/out/a.txt', 'w').write('a')")
+        [a] = set(saved_calls(out)) - {"mine", "f" * 32}
+        time.sleep(3)
+        s.run("open('/workspace/out/b.txt', 'w').write('b')")
+        assert a not in saved_calls(out) and len(saved_calls(out)) == 3
+    finally:
+        s.close()
+
+
+@pytest.mark.parametrize("opt,arg", [("--output-max-size", "10"), ("--output-max-size", "2000T"),
+                                     ("--output-max-age", "0"), ("--output-max-age", "1w"),
+                                     ("--output-max-age", "3651d"), ("--output-max-age", "1ds")])
+def test_output_budget_options_out_of_range_are_refused(tmp_path, opt, arg):
+    p = start("--output-dir", str(tmp_path), opt, arg)
+    assert p.returncode == 125
+    assert one_line(p).startswith(f"sandboxd: {opt} `{arg}`: expected")
