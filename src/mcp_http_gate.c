@@ -80,25 +80,6 @@ static void make_room(struct http_gate *g, const struct sockaddr_storage *addr)
     drop(g, g->pending);
 }
 
-static void accept_some(struct http_gate *g)
-{
-  for (int i = 0; i < ACCEPT_PER_TURN; i++) {
-    struct gate_conn *c = calloc(1, sizeof *c);
-    if (!c)
-      return;
-    c->addrlen = sizeof c->addr;
-    c->fd = accept4(g->listen_fd, (struct sockaddr *) &c->addr, &c->addrlen, SOCK_CLOEXEC | SOCK_NONBLOCK);
-    if (c->fd < 0) {
-      free(c);
-      return; /* EAGAIN, or out of fds (EMFILE): the kernel's backlog holds the rest */
-    }
-    make_room(g, &c->addr);
-    c->deadline_ns = now_ns() + g->head_ns;
-    slist_append(&g->pending, c);
-    g->n_pending++;
-  }
-}
-
 /* A held connection is readable: hand it on once its head is complete. */
 static void look(struct http_gate *g, struct gate_conn *c, const struct http_gate_ops *ops)
 {
@@ -128,6 +109,28 @@ static void look(struct http_gate *g, struct gate_conn *c, const struct http_gat
   free(c);
   g->n_pending--;
   ops->hand(ops->ctx, fd, (const struct sockaddr *) &addr, addrlen); /* it takes fd */
+}
+
+/* A connection that sent its head before it was accepted (it waited in the backlog) is handed on
+ * at once: a flood of newer ones cannot push it out before it is looked at. */
+static void accept_some(struct http_gate *g, const struct http_gate_ops *ops)
+{
+  for (int i = 0; i < ACCEPT_PER_TURN; i++) {
+    struct gate_conn *c = calloc(1, sizeof *c);
+    if (!c)
+      return;
+    c->addrlen = sizeof c->addr;
+    c->fd = accept4(g->listen_fd, (struct sockaddr *) &c->addr, &c->addrlen, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (c->fd < 0) {
+      free(c);
+      return; /* EAGAIN, or out of fds (EMFILE): the kernel's backlog holds the rest */
+    }
+    make_room(g, &c->addr);
+    c->deadline_ns = now_ns() + g->head_ns;
+    slist_append(&g->pending, c);
+    g->n_pending++;
+    look(g, c, ops);
+  }
 }
 
 size_t http_gate_pollfds(const struct http_gate *g, struct pollfd *pfds)
@@ -160,7 +163,7 @@ void http_gate_dispatch(struct http_gate *g, const struct pollfd *pfds, size_t n
       drop(g, c);
   }
   if (n && pfds[0].revents)
-    accept_some(g);
+    accept_some(g, ops);
 }
 
 int http_gate_timeout(const struct http_gate *g)
