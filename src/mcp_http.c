@@ -791,6 +791,12 @@ static void hand_to_mhd(void *ctx, int fd, const struct sockaddr *addr, socklen_
   h->kick = true;                              /* its head is waiting: MHD reads it now */
 }
 
+static void settle_mhd(void *ctx)
+{
+  struct mcp_http *h = ctx;
+  MHD_run(h->d);
+}
+
 size_t mcp_http_max_pollfds(const struct mcp_http *h)
 {
   return 2 + h->gate.max_pending + h->n_suspended;
@@ -884,7 +890,7 @@ void mcp_http_dispatch(struct mcp_http *h, const struct pollfd *pfds, size_t n)
   }
   /* MHD runs when its sockets say so, a connection was resumed, or a timeout of its is due: not
    * on every turn of the loop (a sandbox's output). */
-  const struct http_gate_ops ops = {.hand = hand_to_mhd, .ctx = h};
+  const struct http_gate_ops ops = {.hand = hand_to_mhd, .settle = settle_mhd, .ctx = h};
   http_gate_dispatch(&h->gate, pfds + 1, h->gate_nfds, &ops);
   bool due = h->mhd_due_ns && now_ns() >= h->mhd_due_ns;
   if (!pfds[0].revents && !h->kick && !due)

@@ -94,11 +94,19 @@ static void look(struct http_gate *g, struct gate_conn *c, const struct http_gat
     drop(g, c); /* it hung up, failed, or sent a head larger than HEAD_MAX */
     return;
   }
+  /* MHD counts a connection as gone only when it next runs, after the client saw it close. */
+  if (g->n_handed >= g->mhd_limit && ops->settle)
+    ops->settle(ops->ctx);
   if (g->n_handed >= g->mhd_limit) {
     static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nConnection: close\r\n"
                                "Content-Length: 0\r\n\r\n";
+    /* What the client sent is read first: a close with unread data sends a reset, which can
+     * destroy the 503 before the client reads it. */
+    for (size_t got = 0; got < 16 * sizeof head && (n = recv(c->fd, head, sizeof head, MSG_DONTWAIT)) > 0;)
+      got += (size_t) n;
     ssize_t ignored = send(c->fd, busy, sizeof busy - 1, MSG_DONTWAIT | MSG_NOSIGNAL);
     (void) ignored;
+    shutdown(c->fd, SHUT_WR);
     drop(g, c);
     return;
   }

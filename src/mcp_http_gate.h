@@ -29,6 +29,8 @@ struct http_gate {
 struct http_gate_ops {
   /* Take fd (a connection with a whole head) and serve it. */
   void (*hand)(void *ctx, int fd, const struct sockaddr *addr, socklen_t addrlen);
+  /* Let the owner finish closing the connections it is done with (n_handed), before a 503. */
+  void (*settle)(void *ctx);
   void *ctx;
 };
 
