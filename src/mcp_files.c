@@ -18,34 +18,6 @@
 #include "sandbox.h"
 #include "util.h"
 
-/* Whether dirfd is, or lies under, a tree the sandboxes can write: walked up by "..", compared by
- * device and inode, so no path the sandbox could change is trusted. */
-static bool under_writable_tree(int dirfd, const struct hostfile_guard *guard)
-{
-  if (!guard || !guard->n_trees)
-    return false;
-  _cleanup_close_ int cur = fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
-  for (int depth = 0; cur >= 0 && depth < 4096; depth++) {
-    struct stat st, up;
-    if (fstat(cur, &st) < 0)
-      return true; /* cannot tell: refuse */
-    for (size_t i = 0; i < guard->n_trees; i++)
-      if (guard->trees[i].dev == st.st_dev && guard->trees[i].ino == st.st_ino)
-        return true;
-    int parent = openat(cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (parent < 0 || fstat(parent, &up) < 0) {
-      if (parent >= 0)
-        close(parent);
-      return true;
-    }
-    close(cur);
-    cur = parent;
-    if (up.st_dev == st.st_dev && up.st_ino == st.st_ino)
-      return false; /* the root */
-  }
-  return true;
-}
-
 int output_dir_open(const char *path, const struct hostfile_guard *guard, int *ret_fd, char **ret_path,
                     sbx_error_t *err)
 {
@@ -72,8 +44,12 @@ int output_dir_open(const char *path, const struct hostfile_guard *guard, int *r
     return sbx_error_set(err, ELOOP, "--output-dir `%s` is a symlink; give the directory itself", path);
   if (fd < 0)
     return sbx_error_errno(err, "--output-dir `%s`", path);
-  /* A later sandbox could replace what an earlier call saved before the client reads it. */
-  if (under_writable_tree(fd, guard))
+  /* A later sandbox could replace what an earlier call saved before the client reads it. The
+   * same check as every bind source's (binds.c). */
+  bool inside;
+  if (hostfile_in_tree(fd, guard, &inside, err) < 0)
+    return sbx_error_prefix(err, "--output-dir `%s`", path);
+  if (inside)
     return sbx_error_set(
         err, EPERM, "--output-dir `%s` is inside a --bind-rw tree; the sandboxes could change saved files",
         path);
