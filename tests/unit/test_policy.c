@@ -728,7 +728,7 @@ static void test_floor(void)
     policy_free(again);
   }
   struct sbx_bpf bpf;
-  CHECK(seccomp_compile(p, &bpf, &err) == 0);
+  CHECK(seccomp_compile(p, 0, &bpf, &err) == 0);
   seccomp_bpf_free(&bpf);
   policy_free(p);
 
