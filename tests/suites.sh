@@ -151,7 +151,10 @@ elif compgen -G "$repo/build-fuzz/fuzz_*" >/dev/null; then
     mkdir -p "$rundir/fuzz-bridge-live"
     live_sbx=${SANDBOXD_ASAN_BUILD:-$repo/build-asan}/sandboxd
     [ -x "$live_sbx" ] || live_sbx=$sandboxd
-    if (cd "$repo" && SANDBOXD_FUZZ_BRIDGE=live SANDBOXD_ROOTFS="$rootfs" SANDBOXD="$live_sbx" \
+    # A TMPDIR of its own: what its sandboxd leaves there for a moment is not in /tmp, which other
+    # suites running beside this one check (tests/run's second lane).
+    mkdir -p "$rundir/fuzz-tmp"
+    if (cd "$repo" && TMPDIR="$rundir/fuzz-tmp" SANDBOXD_FUZZ_BRIDGE=live SANDBOXD_ROOTFS="$rootfs" SANDBOXD="$live_sbx" \
           build-fuzz/fuzz_bridge -max_total_time="${FUZZ_LIVE_SECONDS:-3}" -max_len=16384 -timeout=120 \
           -artifact_prefix="$rundir/fuzz-bridge-live/" "$rundir/fuzz-bridge-live" tests/fuzz/corpus/bridge-live) \
         >"$rundir/fuzz-bridge-live.log" 2>&1; then

@@ -36,9 +36,9 @@ void hostfile_guard_add(struct hostfile_tree *trees, size_t *n, const char *path
     trees[(*n)++] = (struct hostfile_tree){.dev = st.st_dev, .ino = st.st_ino};
 }
 
-/* Is dirfd one of the guard's trees or below one? Walks `..` up to the root (`..` of the root
- * is the root itself); each step crosses mount points as the kernel does. */
-static int in_guarded_tree(int dirfd, const struct hostfile_guard *g, bool *ret, sbx_error_t *err)
+/* Walks `..` up to the root (`..` of the root is the root itself); each step crosses mount points
+ * as the kernel does. */
+int hostfile_in_tree(int dirfd, const struct hostfile_guard *g, bool *ret, sbx_error_t *err)
 {
   *ret = false;
   if (!g || !g->n_trees)
@@ -78,7 +78,7 @@ static int judge_symlink(int dirfd, int link, const struct stat *st, const struc
     return unsafe(err, "`%s`: not following the symlink `%s`: it belongs to uid %u, not to you or root",
                   display, name, (unsigned) st->st_uid);
   bool guarded;
-  if (in_guarded_tree(dirfd, guard, &guarded, err) < 0)
+  if (hostfile_in_tree(dirfd, guard, &guarded, err) < 0)
     return sbx_error_prefix(err, "`%s`", display);
   if (guarded)
     return unsafe(err,
@@ -132,6 +132,11 @@ static int open_dir(const char *path, const char *display, const struct hostfile
     struct stat st;
     if (errno != ENOTDIR || (nfd = openat(fd, p, O_PATH | O_NOFOLLOW | O_CLOEXEC)) < 0 || fstat(nfd, &st) < 0)
       return sbx_error_errno(err, "`%s`: `%s`", display, p);
+    if (!S_ISLNK(st.st_mode) && (flags & HOSTFILE_ANY) && !rest[strspn(rest, "/")]) {
+      close(fd);
+      fd = TAKE_FD(nfd);
+      break;
+    }
     if (!S_ISLNK(st.st_mode))
       return sbx_error_set(err, ENOTDIR, "`%s`: `%s`", display, p);
     if (++links > MAX_SYMLINKS)
@@ -150,6 +155,44 @@ static int open_dir(const char *path, const char *display, const struct hostfile
     }
   }
   *ret_dirfd = TAKE_FD(fd);
+  return 0;
+}
+
+int hostfile_open_nofollow(const char *path, int *ret_fd, sbx_error_t *err)
+{
+  if (path[0] != '/')
+    return sbx_error_set(err, EINVAL, "`%s`: not an absolute path", path);
+  _cleanup_close_ int fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0)
+    return sbx_error_errno(err, "`/`");
+  char name[NAME_MAX + 1];
+  for (const char *p = path;;) {
+    while (*p == '/')
+      p++;
+    if (!*p)
+      break;
+    size_t len = strcspn(p, "/");
+    if (len > NAME_MAX)
+      return sbx_error_set(err, ENAMETOOLONG, "`%s`", path);
+    memcpy(name, p, len);
+    name[len] = '\0';
+    p += len;
+    if (!strcmp(name, ".") || !strcmp(name, ".."))
+      return sbx_error_set(err, EINVAL, "`%s`: not a canonical path", path);
+    bool last = !p[strspn(p, "/")];
+    /* O_NOFOLLOW on the last component opens a symlink itself; O_DIRECTORY before it fails on one. */
+    _cleanup_close_ int nfd = openat(fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC | (last ? 0 : O_DIRECTORY));
+    struct stat st;
+    if ((nfd < 0 && errno == ENOTDIR && fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+         S_ISLNK(st.st_mode)) ||
+        (nfd >= 0 && last && fstat(nfd, &st) == 0 && S_ISLNK(st.st_mode)))
+      return sbx_error_set(err, ELOOP, "`%s`: `%s` is a symlink", path, name);
+    if (nfd < 0)
+      return sbx_error_errno(err, "`%s`: `%s`", path, name);
+    close(fd);
+    fd = TAKE_FD(nfd);
+  }
+  *ret_fd = TAKE_FD(fd);
   return 0;
 }
 

@@ -42,18 +42,29 @@ struct hostfile_guard {
 enum {
   HOSTFILE_MKDIR = 1 << 0,   /* create missing directories (0755, the last one 0700) */
   HOSTFILE_PRIVATE = 1 << 1, /* with MKDIR: every created directory 0700 */
+  HOSTFILE_ANY = 1 << 2,     /* hostfile_open_dir: the last component may be any file (a bind source) */
 };
 
 /* Record path as a tree the sandbox can write (ignored unless it is a directory). */
 void hostfile_guard_add(struct hostfile_tree *trees, size_t *n, const char *path);
 
-/* Open the directory path names, O_PATH|O_DIRECTORY. guard may be NULL. */
+/* Whether dirfd is one of guard's trees or lies below one (walked up by `..`, compared by device
+ * and inode); guard may be NULL. */
+int hostfile_in_tree(int dirfd, const struct hostfile_guard *guard, bool *ret, sbx_error_t *err);
+
+/* Open the directory path names, O_PATH|O_DIRECTORY (with HOSTFILE_ANY: whatever it names,
+ * O_PATH; a symlink at the end is judged and followed as the ones before it). guard may be NULL. */
 int hostfile_open_dir(const char *path, const struct hostfile_guard *guard, unsigned flags, int *ret_dirfd,
                       sbx_error_t *err);
 /* Open the directory holding path's last component; *ret_name points into path. The last
  * component must be a plain name (not empty, `.` or `..`). */
 int hostfile_open_parent(const char *path, const struct hostfile_guard *guard, unsigned flags, int *ret_dirfd,
                          const char **ret_name, sbx_error_t *err);
+
+/* Open path, absolute, without `.` or `..` and canonical (realpath's), O_PATH, following no
+ * symlink at all: one on the way fails with ELOOP. What was resolved once with the rules above is
+ * opened again this way, and compared by device and inode. */
+int hostfile_open_nofollow(const char *path, int *ret_fd, sbx_error_t *err);
 
 /* Open name in dirfd for appending (created 0600 if missing), O_NONBLOCK. display names it in
  * messages. A regular file must belong to the effective uid, have one link and not be writable

@@ -496,6 +496,7 @@ struct exec_run {
   struct shebang shebang;      /* FILE's #! line, if it runs by it */
   char *prog;                  /* argv[0]: the interpreter or PROGRAM, inside the sandbox */
   char *file_real, *file_dst;
+  int file_fd; /* with file_real: it, held (sbx_bind.fd) */
   char **child_argv;
   char **envp;
   struct image_config icfg;
@@ -512,6 +513,8 @@ static void exec_run_free(struct exec_run *r)
   image_config_free(&r->icfg);
   free(r->rootfs);
   free(r->prog);
+  if (r->file_real)
+    close(r->file_fd);
   free(r->file_real);
   free(r->file_dst);
   free(r->child_argv);
@@ -537,8 +540,14 @@ static int open_outputs(const struct exec_options *o, struct hostfile_tree trees
  * extension, its #! line. */
 static int exec_file(const struct exec_options *o, struct exec_run *r, sbx_error_t *err)
 {
+  /* Opened once and held, as every bind source (binds.h). Unlike a --bind source it may lie in a
+   * --bind-rw tree (`--bind-rw .:/w tool.py`): this run's one sandbox binds it before its code
+   * runs, and a symlink an earlier run planted there is not followed. */
+  struct hostfile_guard rw = bind_opts_guard(&o->binds);
   struct stat st;
-  if (!(r->file_real = realpath(o->file, NULL)) || stat(r->file_real, &st) < 0)
+  if (bind_source_open("FILE", o->file, &rw, &r->file_real, &r->file_fd, err) < 0)
+    return -1;
+  if (fstat(r->file_fd, &st) < 0)
     return sbx_error_errno(err, "FILE `%s`", o->file);
   if (!S_ISREG(st.st_mode))
     return sbx_error_set(err, EINVAL, "FILE `%s` is not a regular file", o->file);
@@ -586,11 +595,12 @@ static int find_program(const struct exec_options *o, struct exec_run *r, const 
 
 /* Limits, the language, its rootfs, the image's config, the environment, and argv[0] along the
  * resulting PATH inside the rootfs (or a bind over one of its directories). */
-static int exec_prepare(const struct exec_options *o, const struct sbx_policy *p, struct exec_run *r,
+static int exec_prepare(struct exec_options *o, const struct sbx_policy *p, struct exec_run *r,
                         sbx_error_t *err)
 {
   struct sbx_spec *spec = &r->spec;
-  if (policy_resolve_limits(p, &o->limits, &spec->limits, err) < 0)
+  /* The binds first: FILE and the program lookup see their sources as the sandbox will. */
+  if (bind_opts_resolve(&o->binds, err) < 0 || policy_resolve_limits(p, &o->limits, &spec->limits, err) < 0)
     return -1;
   if (o->file) {
     if (exec_file(o, r, err) < 0)
@@ -684,8 +694,6 @@ static int find_program(const struct exec_options *o, struct exec_run *r, const 
  * the arguments. */
 static int exec_command(struct exec_options *o, struct exec_run *r, sbx_error_t *err)
 {
-  if (bind_opts_resolve(&o->binds, err) < 0)
-    return -1;
   memcpy(r->binds, o->binds.binds, o->binds.n * sizeof *r->binds);
   r->n_binds = o->binds.n;
   size_t nargv = 0;
@@ -696,7 +704,8 @@ static int exec_command(struct exec_options *o, struct exec_run *r, sbx_error_t 
   a[nargv++] = r->prog;
   const char *lang = r->lang ? r->lang->name : "";
   if (o->file) {
-    r->binds[r->n_binds++] = (struct sbx_bind){.src = r->file_real, .dst = r->file_dst, .rw = false};
+    r->binds[r->n_binds++] =
+        (struct sbx_bind){.src = r->file_real, .dst = r->file_dst, .rw = false, .fd = r->file_fd};
     /* As the kernel runs a #! script: the interpreter, the line's one argument, the script. */
     if (!r->lang && r->shebang.arg[0])
       a[nargv++] = r->shebang.arg;

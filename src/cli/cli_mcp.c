@@ -81,6 +81,9 @@ static const char mcp_usage[] =
     "  --audit-log PATH|syslog|off   where audit records go (see sandboxd exec --help)\n"
     "  --output-dir DIR         save each call's /workspace/out files (and whole output) in\n"
     "                           DIR/<request_id>/ and return links to them\n"
+    "  --output-max-size SIZE   what those directories may hold in all (default 1G); the\n"
+    "                           oldest are removed first\n"
+    "  --output-max-age AGE     and how long each is kept: N[s|m|h|d] (default 7d)\n"
     "  --allow-host HOST[:PORT] egress to HOST (port 443 by default) if the policy's max_network\n"
     "                           permits, through the egress proxy (sandboxd.policy(5) \"Network\")\n"
     "  --bind SRC:DST           bind host SRC read-only at DST in every sandbox (as exec)\n"
@@ -95,7 +98,8 @@ static const char mcp_usage[] =
     "                           re-read on SIGHUP)\n"
     "  --auth-server URL        the OAuth authorization server the RFC 9728 metadata names\n"
     "  --allow-origin ORIGIN    a browser Origin allowed besides loopback ones (repeatable)\n"
-    "  --max-connections N      open connections (default 2048, within the open-file limit)\n"
+    "  --max-connections N      open connections (default 2048, within the open-file limit); an\n"
+    "                           eighth, at most 256, for those whose request head is not complete\n"
     "  --max-requests N         HTTP requests in flight, all clients (default 256); more get 503\n"
     "  --max-streams N          open SSE streams (default 1024)\n"
     "  --max-sessions N         sessions (default 256)\n"
@@ -123,6 +127,8 @@ enum {
   OPT_WARM,
   OPT_TEXT_LIMIT,
   OPT_OUTPUT_DIR,
+  OPT_OUTPUT_MAX_SIZE,
+  OPT_OUTPUT_MAX_AGE,
   OPT_BIND,
   OPT_BIND_RW,
   OPT_ROOTS,
@@ -191,6 +197,32 @@ static bool parse_http_opt(int c, const char *arg, struct mcp_http_opts *o, bool
   return false;
 }
 
+/* --output-max-age: whole seconds, minutes, hours or days (seconds without a unit). */
+static int parse_age(const char *arg, uint64_t *ret_s)
+{
+  static const struct {
+    char unit;
+    uint64_t s;
+  } units[] = {{'s', 1}, {'m', 60}, {'h', 3600}, {'d', 86400}};
+  char num[24];
+  size_t n = strlen(arg);
+  uint64_t mult = 1, v;
+  for (size_t i = 0; n > 1 && i < ARRAY_SIZE(units); i++)
+    if (arg[n - 1] == units[i].unit) {
+      mult = units[i].s;
+      n--;
+      break;
+    }
+  if (n == 0 || n >= sizeof num)
+    return -1;
+  memcpy(num, arg, n);
+  num[n] = '\0';
+  if (parse_u64(num, &v) < 0 || v == 0 || v > 3650 * 86400ULL / mult)
+    return -1;
+  *ret_s = v * mult;
+  return 0;
+}
+
 /* --tools: "run_python,execute_code" or either. */
 static int parse_tools(const char *list, unsigned *ret, sbx_error_t *err)
 {
@@ -229,6 +261,8 @@ static int parse_args(int argc, char **argv, struct server *srv, const char **re
       {"warm", required_argument, NULL, OPT_WARM},
       {"text-limit", required_argument, NULL, OPT_TEXT_LIMIT},
       {"output-dir", required_argument, NULL, OPT_OUTPUT_DIR},
+      {"output-max-size", required_argument, NULL, OPT_OUTPUT_MAX_SIZE},
+      {"output-max-age", required_argument, NULL, OPT_OUTPUT_MAX_AGE},
       {"bind", required_argument, NULL, OPT_BIND},
       {"bind-rw", required_argument, NULL, OPT_BIND_RW},
       {"roots", no_argument, NULL, OPT_ROOTS},
@@ -294,6 +328,17 @@ static int parse_args(int argc, char **argv, struct server *srv, const char **re
       break;
     case OPT_OUTPUT_DIR:
       *ret_output_dir = optarg;
+      break;
+    case OPT_OUTPUT_MAX_SIZE:
+      if (parse_size(optarg, &v) < 0 || v < 1024 || v > (1ULL << 50))
+        return sbx_error_set(err, 0, "--output-max-size `%s`: expected a size from 1K to 1024T", optarg);
+      srv->output_budget.max_bytes = v;
+      break;
+    case OPT_OUTPUT_MAX_AGE:
+      if (parse_age(optarg, &v) < 0)
+        return sbx_error_set(err, 0, "--output-max-age `%s`: expected N, Ns, Nm, Nh or Nd, from 1s to 3650d",
+                             optarg);
+      srv->output_budget.max_age_s = v;
       break;
     case OPT_WARM:
       if (parse_u64(optarg, &v) < 0 || v > MAX_WARM)
@@ -431,7 +476,8 @@ static int setup(struct server *srv, const char *policy_name, const char *rootfs
   bind_opts_writable_trees(&srv->binds, trees, &guard.n_trees);
   if (setup_binds(srv, err) < 0 ||
       /* Before any sandbox runs: where calls save their files, checked once (mcp_files.c). */
-      (output_dir && output_dir_open(output_dir, &guard, &srv->output_dirfd, &srv->output_dir, err) < 0) ||
+      (output_dir && (output_dir_open(output_dir, &guard, &srv->output_dirfd, &srv->output_dir, err) < 0 ||
+                      output_budget_start(srv, err) < 0)) ||
       audit_start(srv->audit_log, &guard, err) < 0 || policy_load(policy_name, &srv->policy, err) < 0 ||
       policy_apply_network(srv->policy, &srv->allow_hosts, err) < 0 ||
       seccomp_validate(srv->policy, err) < 0 || rootfs_find(rootfs, &srv->rootfs, err) < 0 ||
@@ -486,6 +532,7 @@ static void teardown(struct server *srv, const sigset_t *old)
   if (srv->output_dirfd >= 0)
     close(srv->output_dirfd);
   free(srv->output_dir);
+  output_budget_free(&srv->output_budget);
   bind_opts_free(&srv->binds);
   mcp_roots_free(&srv->roots);
 }
@@ -508,6 +555,7 @@ int cmd_mcp(int argc, char **argv)
       .stdout_flags = -1,
       .sigfd = -1,
       .output_dirfd = -1,
+      .output_budget = {.max_bytes = DEFAULT_OUTPUT_MAX_SIZE, .max_age_s = DEFAULT_OUTPUT_MAX_AGE_S},
       .devnull = -1,
       .tools = TOOL_RUN_PYTHON | TOOL_EXECUTE_CODE,
       .warm_langs = MCP_LANG_BIT(MCP_LANG_PYTHON),

@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -70,14 +71,19 @@ struct fork_template {
   size_t binds_hash;
 };
 
+/* The sources' inodes too: a root's directory made anew at the same path is a new bind. */
 static size_t binds_hash(const struct server *srv)
 {
   size_t h = 5381;
-  for (size_t i = 0; i < srv->n_spec_binds; i++)
+  for (size_t i = 0; i < srv->n_spec_binds; i++) {
     for (const char *parts[] = {srv->spec_binds[i].src, srv->spec_binds[i].dst}, **p = parts; p < parts + 2;
          p++)
       for (const char *s = *p; *s; s++)
         h = h * 33 + (unsigned char) *s;
+    struct stat st;
+    if (fstat(srv->spec_binds[i].fd, &st) == 0)
+      h = h * 33 + (size_t) st.st_ino;
+  }
   return h;
 }
 

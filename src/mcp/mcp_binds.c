@@ -11,7 +11,9 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include "base/cleanup.h"
 #include "base/log.h"
 #include "base/util.h"
 #include "mcp/mcp_internal.h"
@@ -97,6 +99,8 @@ void root_name(const char *path, const struct mcp_root *taken, size_t n, char na
 
 static void root_free(struct mcp_root *r)
 {
+  if (r->src)
+    close(r->fd);
   free(r->src);
   free(r->dst);
   *r = (struct mcp_root){0};
@@ -115,7 +119,8 @@ void mcp_binds_rebuild(struct server *srv)
   for (size_t i = 0; i < srv->binds.n; i++)
     srv->spec_binds[n++] = srv->binds.binds[i];
   for (size_t i = 0; i < srv->roots.n; i++)
-    srv->spec_binds[n++] = (struct sbx_bind){.src = srv->roots.r[i].src, .dst = srv->roots.r[i].dst};
+    srv->spec_binds[n++] =
+        (struct sbx_bind){.src = srv->roots.r[i].src, .dst = srv->roots.r[i].dst, .fd = srv->roots.r[i].fd};
   srv->n_spec_binds = n;
 }
 
@@ -142,9 +147,26 @@ static void roots_log(struct server *srv, int level, const char *fmt, ...)
   mcp_log(srv, level, msg);
 }
 
-/* One root of the client's list into r (src, name, dst), or -1 and why it is skipped. */
+/* A root's directory, opened once and held as every bind source is (binds.h), and refused inside a
+ * --bind-rw tree: roots come and go while sandboxes run, and one could have swapped it. */
+static int root_open(const char *path, const struct hostfile_guard *rw, char **ret_src, int *ret_fd,
+                     sbx_error_t *e)
+{
+  _cleanup_free_ char *src = NULL;
+  _cleanup_close_ int fd = -1;
+  if (bind_source_open("its directory", path, rw, &src, &fd, e) < 0 ||
+      bind_source_outside("its directory", src, rw, e) < 0)
+    return -1;
+  *ret_src = TAKE_PTR(src);
+  *ret_fd = TAKE_FD(fd);
+  return 0;
+}
+
+/* One root of the client's list into r (src, name, dst), or -1 and why it is skipped (in e's
+ * message, or a constant). */
 static int root_check(const json_node_t *root, const struct mcp_root *taken, size_t n, struct mcp_root *r,
-                      char *uri_shown, size_t shown_len, const char **why)
+                      const struct hostfile_guard *rw, char *uri_shown, size_t shown_len, sbx_error_t *e,
+                      const char **why)
 {
   size_t ulen;
   const char *uri = json_as_string(json_get(root, "uri"), &ulen);
@@ -161,34 +183,39 @@ static int root_check(const json_node_t *root, const struct mcp_root *taken, siz
     return *why = "a symbolic link", -1;
   if (!S_ISDIR(st.st_mode))
     return *why = "not a directory", -1;
-  char *src = realpath(path, NULL);
-  if (!src)
-    return *why = strerror(errno), -1;
-  if ((*why = bind_source_refusal(src, -1))) {
-    free(src);
+  _cleanup_free_ char *src = NULL;
+  _cleanup_close_ int fd = -1;
+  if (root_open(path, rw, &src, &fd, e) < 0)
+    return *why = e->msg, -1;
+  if ((*why = bind_source_refusal(src, fd)))
     return -1;
-  }
   for (size_t i = 0; i < n; i++)
-    if (strcmp(taken[i].src, src) == 0) {
-      free(src);
+    if (strcmp(taken[i].src, src) == 0)
       return *why = "the same directory as another root", -1;
-    }
   root_name(path, taken, n, r->name);
   if (asprintf(&r->dst, ROOTS_DIR "/%s", r->name) < 0) {
-    free(src);
     r->dst = NULL;
     return *why = "out of memory", -1;
   }
-  r->src = src;
+  r->src = TAKE_PTR(src);
+  r->fd = TAKE_FD(fd);
   return 0;
 }
 
+static bool same_inode(int a, int b)
+{
+  struct stat sa, sb;
+  return fstat(a, &sa) == 0 && fstat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+/* Equal paths are not enough: a directory made anew at a root's path is bound anew. */
 static bool roots_equal(const struct mcp_roots *a, const struct mcp_root *b, size_t n)
 {
   if (a->n != n)
     return false;
   for (size_t i = 0; i < n; i++)
-    if (strcmp(a->r[i].src, b[i].src) != 0 || strcmp(a->r[i].name, b[i].name) != 0)
+    if (strcmp(a->r[i].src, b[i].src) != 0 || strcmp(a->r[i].name, b[i].name) != 0 ||
+        !same_inode(a->r[i].fd, b[i].fd))
       return false;
   return true;
 }
@@ -209,11 +236,13 @@ bool mcp_roots_update(struct server *srv, const json_node_t *result, const json_
   }
   struct mcp_root next[ROOTS_MAX] = {0};
   size_t n = 0, total = json_array_len(list), i = 0, skipped = 0;
+  struct hostfile_guard rw = bind_opts_guard(&srv->binds);
   /* Bounded work and log lines, whatever the client sends. */
   for (; i < total && i < ROOTS_EXAMINED_MAX && n < ROOTS_MAX; i++) {
     char u[256];
     const char *why = NULL;
-    if (root_check(json_array_at(list, i), next, n, &next[n], u, sizeof u, &why) == 0)
+    sbx_error_t e = {0};
+    if (root_check(json_array_at(list, i), next, n, &next[n], &rw, u, sizeof u, &e, &why) == 0)
       n++;
     else if (++skipped <= ROOTS_LOGGED_MAX)
       roots_log(srv, 3, "root `%s` skipped: %s", u, why);

@@ -25,6 +25,7 @@
 
 struct mcp_root {
   char *src;                    /* canonical host path */
+  int fd;                       /* src, held (sbx_bind.fd) */
   char name[ROOT_NAME_MAX + 8]; /* unique, [A-Za-z0-9._-] */
   char *dst;                    /* ROOTS_DIR "/" name */
 };

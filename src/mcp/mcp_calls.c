@@ -46,6 +46,7 @@ void call_free(struct call *c)
   strbuf_free(&c->err);
   artifacts_free(&c->arts);
   free(c->saved_dir);
+  free(c->not_saved);
   proxy_free(c->proxy);
   for (size_t i = 0; i < c->n_servers; i++)
     free(c->servers[i]);
@@ -315,9 +316,10 @@ void call_finish(struct server *srv, struct call *c)
     res = c->res;
     r = 0;
   }
-  /* Every process is gone: nothing writes to /workspace/out any more. */
+  /* Every process is gone (pid 1 reaped: the kernel first waits for the rest of its pid
+   * namespace): nothing writes to /workspace/out any more. */
   if (!c->cancelled && !c->answered && r == 0)
-    call_collect_files(srv, c);
+    call_collect_files(srv, c, true);
   /* The answer first; the audit record and removing the cgroup (call_free) come after it. */
   if (c->cancelled || c->answered)
     ; /* the client cancelled: it expects no answer */
@@ -392,8 +394,11 @@ static void call_answer_done(struct server *srv, struct call *c, unsigned char s
   sandbox_signal(c->sb, SIGKILL);
   c->answered = true;
   c->res = res;
+  /* Only output too long to show: /workspace/out was empty at the done byte, and what the rest of
+   * the sandbox writes there until the kill has reached it is never read (pid 1 is not reaped
+   * yet, so processes of the sandbox may still run). */
   if (srv->output_dirfd >= 0)
-    call_collect_files(srv, c); /* no files: only output too long to show */
+    call_collect_files(srv, c, false);
   send_call_result(srv, c, &res);
 }
 

@@ -18,34 +18,6 @@
 #include "run/artifacts.h"
 #include "sandbox/sandbox.h"
 
-/* Whether dirfd is, or lies under, a tree the sandboxes can write: walked up by "..", compared by
- * device and inode, so no path the sandbox could change is trusted. */
-static bool under_writable_tree(int dirfd, const struct hostfile_guard *guard)
-{
-  if (!guard || !guard->n_trees)
-    return false;
-  _cleanup_close_ int cur = fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
-  for (int depth = 0; cur >= 0 && depth < 4096; depth++) {
-    struct stat st, up;
-    if (fstat(cur, &st) < 0)
-      return true; /* cannot tell: refuse */
-    for (size_t i = 0; i < guard->n_trees; i++)
-      if (guard->trees[i].dev == st.st_dev && guard->trees[i].ino == st.st_ino)
-        return true;
-    int parent = openat(cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (parent < 0 || fstat(parent, &up) < 0) {
-      if (parent >= 0)
-        close(parent);
-      return true;
-    }
-    close(cur);
-    cur = parent;
-    if (up.st_dev == st.st_dev && up.st_ino == st.st_ino)
-      return false; /* the root */
-  }
-  return true;
-}
-
 int output_dir_open(const char *path, const struct hostfile_guard *guard, int *ret_fd, char **ret_path,
                     sbx_error_t *err)
 {
@@ -72,8 +44,12 @@ int output_dir_open(const char *path, const struct hostfile_guard *guard, int *r
     return sbx_error_set(err, ELOOP, "--output-dir `%s` is a symlink; give the directory itself", path);
   if (fd < 0)
     return sbx_error_errno(err, "--output-dir `%s`", path);
-  /* A later sandbox could replace what an earlier call saved before the client reads it. */
-  if (under_writable_tree(fd, guard))
+  /* A later sandbox could replace what an earlier call saved before the client reads it. The
+   * same check as every bind source's (binds.c). */
+  bool inside;
+  if (hostfile_in_tree(fd, guard, &inside, err) < 0)
+    return sbx_error_prefix(err, "--output-dir `%s`", path);
+  if (inside)
     return sbx_error_set(
         err, EPERM, "--output-dir `%s` is inside a --bind-rw tree; the sandboxes could change saved files",
         path);
@@ -113,11 +89,11 @@ static int make_call_dir(struct server *srv, struct call *c, int *ret_fd)
   return 0;
 }
 
-void call_collect_files(struct server *srv, struct call *c)
+void call_collect_files(struct server *srv, struct call *c, bool ended)
 {
   int wfd = c->sb ? sandbox_workspace_fd(c->sb) : -1;
   sbx_error_t err = {0};
-  if (!artifacts_out_empty(wfd) &&
+  if (ended && !artifacts_out_empty(wfd) &&
       artifacts_collect(wfd, c->limits.artifacts, c->limits.artifact_bytes, &c->arts, &err) < 0)
     log_sbx_error(&err);
   /* A call gets a directory for its files, or for output longer than the text can show (more
@@ -126,6 +102,20 @@ void call_collect_files(struct server *srv, struct call *c)
   bool long_output = c->out.len + c->err.len > srv->text_limit;
   if (srv->output_dirfd < 0 || (!c->arts.returned && !long_output))
     return;
+  /* Within the budget: older call directories go first; a call that alone is over it saves
+   * nothing, and its result says so. */
+  uint64_t need = c->out.len + c->err.len + c->arts.bytes;
+  if (output_budget_reserve(srv, need) < 0) {
+    strbuf_t why = {0};
+    if (strbuf_printf(&why,
+                      "Not saved under --output-dir: this call's files and output (%llu bytes) are more than "
+                      "its budget, --output-max-size %llu bytes.",
+                      (unsigned long long) need, (unsigned long long) srv->output_budget.max_bytes) == 0)
+      c->not_saved = why.data;
+    else
+      strbuf_free(&why);
+    return;
+  }
   _cleanup_close_ int dfd = -1;
   if (make_call_dir(srv, c, &dfd) < 0) {
     log_warn("--output-dir `%s`: create `%s`: %s", srv->output_dir, c->request_id, strerror(errno));
@@ -135,6 +125,7 @@ void call_collect_files(struct server *srv, struct call *c)
   c->saved_stdout = c->out.len && artifacts_write_new(dfd, "stdout.txt", c->out.data, c->out.len) == 0;
   c->saved_stderr = c->err.len && artifacts_write_new(dfd, "stderr.txt", c->err.data, c->err.len) == 0;
   artifacts_save(&c->arts, dfd, c->saved_dir);
+  output_budget_add(srv, c->request_id, need);
 }
 
 void call_write_file_blocks(struct server *srv, struct call *c, json_writer_t *w)
@@ -142,6 +133,12 @@ void call_write_file_blocks(struct server *srv, struct call *c, json_writer_t *w
   /* resource_link came with 2025-06-18; before it, the text says where the files are. */
   (void) srv;
   bool links = !c->protocol || strcmp(c->protocol, "2025-06-18") >= 0;
+  if (c->not_saved) {
+    json_obj_begin(w);
+    json_kv_str(w, "type", "text");
+    json_kv_str(w, "text", c->not_saved);
+    json_obj_end(w);
+  }
   strbuf_t note = {0};
   if (artifacts_note(&c->arts, c->saved_dir, !links, &note) == 0 && note.len) {
     json_obj_begin(w);

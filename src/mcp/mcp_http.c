@@ -29,8 +29,10 @@
 #include "base/log.h"
 #include "base/slist.h"
 #include "base/util.h"
+#include "mcp/mcp_http_gate.h"
 #include "mcp/mcp_http_session.h"
 #include "mcp/mcp_internal.h"
+#include "mcp/mcp_server.h"
 
 #define WELL_KNOWN "/.well-known/oauth-protected-resource"
 /* A stream whose client reads nothing gets no more notifications past this (its answer still). */
@@ -43,6 +45,7 @@
  * would map it and GnuTLS with its dependencies (p11-kit, nettle, gmp, ...), about 4.5 million
  * instructions each time. */
 #define LIBMHD_FUNCS(X)                                                                                      \
+  X(MHD_add_connection)                                                                                      \
   X(MHD_add_response_header)                                                                                 \
   X(MHD_create_response_from_buffer)                                                                         \
   X(MHD_create_response_from_buffer_with_free_callback)                                                      \
@@ -87,6 +90,7 @@ static int libmhd_load(sbx_error_t *err)
 }
 
 /* From here on, MHD_*() calls go through the table. */
+#define MHD_add_connection mhd.MHD_add_connection
 #define MHD_add_response_header mhd.MHD_add_response_header
 #define MHD_create_response_from_buffer mhd.MHD_create_response_from_buffer
 #define MHD_create_response_from_buffer_with_free_callback                                                   \
@@ -144,10 +148,10 @@ struct mcp_http {
   size_t body_bytes, body_budget;
   uint64_t next_id;
   int epoll_fd;
-  /* MHD takes its listening socket out of its epoll set at the connection limit and puts it back
-   * only while it runs: we watch that socket too, while there is room (n_conns < conn_limit). */
-  int listen_fd;
-  size_t n_conns, conn_limit;
+  /* The listening socket is the gate's (mcp_http_gate.c): it hands MHD each connection whose
+   * head is complete. */
+  struct http_gate gate;
+  size_t gate_nfds;    /* its poll entries, after MHD's epoll fd */
   bool kick;           /* MHD must run (a connection was resumed) */
   uint64_t mhd_due_ns; /* MHD must run by then (its timeouts), or 0 */
   uint64_t *polled;    /* the exchanges of the poll entries after the first */
@@ -768,6 +772,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
 
 /* ------------------------------------------------------------------ the loop */
 
+/* The connections MHD holds, for the gate's room. */
 static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_ctx,
                           enum MHD_ConnectionNotificationCode toe)
 {
@@ -775,14 +780,27 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
   (void) socket_ctx;
   struct mcp_http *h = cls;
   if (toe == MHD_CONNECTION_NOTIFY_STARTED)
-    h->n_conns++;
-  else if (h->n_conns)
-    h->n_conns--;
+    h->gate.n_handed++;
+  else if (h->gate.n_handed)
+    h->gate.n_handed--;
+}
+
+static void hand_to_mhd(void *ctx, int fd, const struct sockaddr *addr, socklen_t addrlen)
+{
+  struct mcp_http *h = ctx;
+  MHD_add_connection(h->d, fd, addr, addrlen); /* on failure MHD closes fd */
+  h->kick = true;                              /* its head is waiting: MHD reads it now */
+}
+
+static void settle_mhd(void *ctx)
+{
+  struct mcp_http *h = ctx;
+  MHD_run(h->d);
 }
 
 size_t mcp_http_max_pollfds(const struct mcp_http *h)
 {
-  return 2 + h->n_suspended;
+  return 2 + h->gate.max_pending + h->n_suspended;
 }
 
 size_t mcp_http_pollfds(struct mcp_http *h, struct pollfd *pfds)
@@ -795,15 +813,15 @@ size_t mcp_http_pollfds(struct mcp_http *h, struct pollfd *pfds)
     }
   }
   pfds[0] = (struct pollfd){.fd = h->epoll_fd, .events = POLLIN};
-  pfds[1] = (struct pollfd){.fd = h->n_conns < h->conn_limit ? h->listen_fd : -1, .events = POLLIN};
-  size_t n = 2;
-  for (struct exchange *x = h->xs; x && n - 2 < h->polled_cap; x = x->next) {
+  h->gate_nfds = http_gate_pollfds(&h->gate, pfds + 1);
+  size_t first = 1 + h->gate_nfds, n = first;
+  for (struct exchange *x = h->xs; x && n - first < h->polled_cap; x = x->next) {
     if (!x->suspended)
       continue;
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(x->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
     if (!ci)
       continue;
-    h->polled[n - 2] = x->id;
+    h->polled[n - first] = x->id;
     pfds[n++] = (struct pollfd){.fd = ci->connect_fd, .events = POLLRDHUP};
   }
   return n;
@@ -831,7 +849,9 @@ static int keepalive(struct mcp_http *h)
 
 int mcp_http_timeout(struct mcp_http *h)
 {
-  int k = keepalive(h);
+  int k = keepalive(h), g = http_gate_timeout(&h->gate);
+  if (g >= 0 && (k < 0 || g < k))
+    k = g;
   if (h->kick)
     return 0;
   MHD_UNSIGNED_LONG_LONG t;
@@ -856,10 +876,11 @@ static void expire_sessions(struct mcp_http *h)
 
 void mcp_http_dispatch(struct mcp_http *h, const struct pollfd *pfds, size_t n)
 {
-  for (size_t i = 2; i < n; i++) {
+  size_t first = 1 + h->gate_nfds;
+  for (size_t i = first; i < n; i++) {
     if (!pfds[i].revents)
       continue;
-    struct exchange *x = find_exchange(h, h->polled[i - 2]);
+    struct exchange *x = find_exchange(h, h->polled[i - first]);
     if (!x || !x->suspended)
       continue;
     /* The client hung up while it waited: nobody takes the answer. */
@@ -870,8 +891,10 @@ void mcp_http_dispatch(struct mcp_http *h, const struct pollfd *pfds, size_t n)
   }
   /* MHD runs when its sockets say so, a connection was resumed, or a timeout of its is due: not
    * on every turn of the loop (a sandbox's output). */
+  const struct http_gate_ops ops = {.hand = hand_to_mhd, .settle = settle_mhd, .ctx = h};
+  http_gate_dispatch(&h->gate, pfds + 1, h->gate_nfds, &ops);
   bool due = h->mhd_due_ns && now_ns() >= h->mhd_due_ns;
-  if (!pfds[0].revents && !pfds[1].revents && !h->kick && !due)
+  if (!pfds[0].revents && !h->kick && !due)
     return;
   h->kick = false;
   MHD_run(h->d);
@@ -899,6 +922,7 @@ int mcp_http_start(struct server *srv, const struct mcp_http_opts *o, const stru
   h->o = *o;
   h->body_budget = CODE_HELD_MESSAGES * srv->max_message;
   h->epoll_fd = -1;
+  h->gate.listen_fd = -1;
   if (o->token_file) {
     if (http_tokens_load(o->token_file, &h->tokens, err) < 0) {
       free(h);
@@ -912,20 +936,17 @@ int mcp_http_start(struct server *srv, const struct mcp_http_opts *o, const stru
     mcp_http_stop(h);
     return -1;
   }
-  h->d = MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME, 0, NULL, NULL, on_request, h,
-                          MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT, (unsigned) limit,
+  http_gate_init(&h->gate, fd, limit, o->idle_s);
+  h->d = MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_NO_LISTEN_SOCKET, 0, NULL, NULL,
+                          on_request, h, MHD_OPTION_CONNECTION_LIMIT, (unsigned) h->gate.mhd_limit,
                           MHD_OPTION_CONNECTION_TIMEOUT, o->idle_s, MHD_OPTION_NOTIFY_COMPLETED, on_completed,
                           h, MHD_OPTION_NOTIFY_CONNECTION, on_connection, h, MHD_OPTION_END);
   const union MHD_DaemonInfo *di = h->d ? MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_EPOLL_FD) : NULL;
   if (!di) {
-    if (!h->d) /* else stopping the daemon closes it */
-      close(fd);
     mcp_http_stop(h);
     return sbx_error_set(err, 0, "--http: cannot start the HTTP server (libmicrohttpd)");
   }
   h->epoll_fd = di->epoll_fd;
-  h->listen_fd = fd;
-  h->conn_limit = limit;
   *ret = h;
   return 0;
 }
@@ -959,6 +980,9 @@ void mcp_http_stop(struct mcp_http *h)
   }
   while (h->xs)
     exchange_free(h, h->xs);
+  http_gate_free(&h->gate);
+  if (h->gate.listen_fd >= 0)
+    close(h->gate.listen_fd);
   while (h->sessions.list)
     http_session_end(&h->sessions, h->sessions.list);
   http_tokens_free(&h->tokens);

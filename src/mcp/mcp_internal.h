@@ -144,6 +144,7 @@ struct call {
   char request_id[33];
   struct artifacts arts;
   char *saved_dir;
+  char *not_saved; /* why nothing was saved under --output-dir (its budget), or NULL */
   bool saved_stdout, saved_stderr;
   bool collect;
 
@@ -158,6 +159,22 @@ struct call {
   char client_name[48];
   const char *protocol;            /* the client's protocol version when it called (static), or NULL */
   struct fork_template *fork_tmpl; /* --warm-mode fork: the template its sandbox forked from */
+};
+
+#define DEFAULT_OUTPUT_MAX_SIZE (1ULL << 30)    /* --output-max-size */
+#define DEFAULT_OUTPUT_MAX_AGE_S (7ULL * 86400) /* --output-max-age */
+
+/* --output-dir's call directories (mcp_output_budget.c), oldest first. */
+struct saved_call {
+  char name[33];
+  uint64_t bytes;
+  int64_t when; /* made (or, found at start, last changed): seconds since the epoch */
+};
+struct output_budget {
+  uint64_t max_bytes, max_age_s; /* --output-max-size, --output-max-age */
+  struct saved_call *v;
+  size_t n, cap;
+  uint64_t bytes; /* of all in v */
 };
 
 struct server {
@@ -191,6 +208,7 @@ struct server {
   int output_dirfd;     /* --output-dir, held from the start; else -1 */
   int devnull;          /* /dev/null, held from the start: the runner's stdin */
   char *output_dir;     /* its absolute path */
+  struct output_budget output_budget;
 
   size_t warm_target; /* --warm */
   struct warm *warm;  /* idle, oldest first */
@@ -304,8 +322,17 @@ void base_spec(struct server *srv, enum mcp_lang lang, const struct sbx_limits *
 struct hostfile_guard;
 int output_dir_open(const char *path, const struct hostfile_guard *guard, int *ret_fd, char **ret_path,
                     sbx_error_t *err);
-/* After the sandbox has ended: read /workspace/out, save it and the output under --output-dir. */
-void call_collect_files(struct server *srv, struct call *c);
+/* Save the output under --output-dir, and, when ended (every process of the sandbox is gone: pid 1
+ * reaped), what /workspace/out holds; never out of a sandbox that may still run. */
+void call_collect_files(struct server *srv, struct call *c, bool ended);
+/* mcp_output_budget.c: the call directories already in --output-dir, counted (and the expired or
+ * those beyond the size budget removed, oldest first) at start. */
+int output_budget_start(struct server *srv, sbx_error_t *err);
+/* Room for need more bytes: expired directories, then the oldest, removed. -1: need alone is
+ * more than the budget (nothing is removed for it). */
+int output_budget_reserve(struct server *srv, uint64_t need);
+void output_budget_add(struct server *srv, const char *name, uint64_t bytes);
+void output_budget_free(struct output_budget *b);
 /* The result's content blocks for them (after the text block). */
 void call_write_file_blocks(struct server *srv, struct call *c, json_writer_t *w);
 

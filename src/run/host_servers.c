@@ -3,11 +3,14 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <unistd.h>
 
+#include "base/cleanup.h"
 #include "base/paths.h"
 #include "hostmcp/mcp_client.h"
 #include "hostmcp/proxy.h"
 #include "policy/policy.h"
+#include "run/binds.h"
 #include "sandbox/sandbox.h"
 
 int host_servers_load(struct host_servers *hs, const struct mcp_config_options *opts, sbx_error_t *err)
@@ -17,7 +20,11 @@ int host_servers_load(struct host_servers *hs, const struct mcp_config_options *
 
 int host_servers_find_helpers(struct host_servers *hs, sbx_error_t *err)
 {
-  return paths_python_dir(&hs->python_dir, err);
+  _cleanup_free_ char *dir = NULL;
+  if (paths_python_dir(&dir, err) < 0)
+    return -1;
+  /* Held and checked in each sandbox, as every bind source is (binds.h). */
+  return bind_source_open("the Python helpers", dir, NULL, &hs->python_dir, &hs->python_fd, err) < 0 ? -1 : 0;
 }
 
 int host_servers_start(struct host_servers *hs, const struct sbx_policy *policy, int log_fd, sbx_error_t *err)
@@ -56,7 +63,7 @@ size_t host_servers_bind(const struct host_servers *hs, struct sbx_bind *bind)
 {
   if (!hs->python_dir)
     return 0;
-  *bind = (struct sbx_bind){.src = hs->python_dir, .dst = PROXY_PYTHON_DST, .rw = false};
+  *bind = (struct sbx_bind){.src = hs->python_dir, .dst = PROXY_PYTHON_DST, .rw = false, .fd = hs->python_fd};
   return 1;
 }
 
@@ -64,6 +71,8 @@ void host_servers_free(struct host_servers *hs)
 {
   mcp_hosts_free(hs->hosts);
   mcp_config_free(hs->cfg);
+  if (hs->python_dir)
+    close(hs->python_fd);
   free(hs->python_dir);
   *hs = (struct host_servers){0};
 }

@@ -19,6 +19,7 @@ struct host_servers {
   struct mcp_config *cfg;  /* the configured servers (n may be 0), once loaded */
   struct mcp_hosts *hosts; /* their clients (each server starts on first use), once started */
   char *python_dir;        /* the `mcp` package for inside, once found, or NULL */
+  int python_fd;           /* with python_dir: it, held (sbx_bind.fd) */
   /* The policy whose proxy_servers every proxy checks (not owned), once started. */
   const struct sbx_policy *policy;
 };

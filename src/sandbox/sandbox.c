@@ -84,6 +84,7 @@
 #include <unistd.h>
 
 #include "base/cleanup.h"
+#include "base/hostfile.h"
 #include "base/util.h"
 #include "base/warn.h"
 #include "egress/egress_proxy.h"
@@ -130,9 +131,16 @@ enum join_cgroup {
                    * move itself in through */
 };
 
+/* A bind source as the parent holds it (sbx_bind.fd). */
+struct bind_id {
+  dev_t dev;
+  ino_t ino;
+};
+
 /* Everything the child needs, prepared by the parent so the child allocates nothing it must
  * free and can report any failure as one message. */
 struct child_args {
+  const struct bind_id *bind_ids; /* spec->binds[i].fd's */
   enum join_cgroup join;
   const struct sbx_spec *spec;
   const struct sbx_bpf *bpf;
@@ -269,6 +277,25 @@ static size_t missing_tops(int rootfs_fd, const struct sbx_spec *spec, const int
   return n;
 }
 
+/* A bind source, opened again here: a bind must come from a mount of our own mount namespace,
+ * which the parent's fd is not. Its canonical path (binds.c) is walked following no symlink, and
+ * bound only if it is still the inode the parent holds: what sandboxed code did to a tree it could
+ * write (a source swapped for a link to elsewhere) cannot change what a later sandbox binds. */
+static int open_bind_source(const struct sbx_bind *b, const struct bind_id *id, int *ret_fd, sbx_error_t *err)
+{
+  sbx_error_t why = {0};
+  _cleanup_close_ int fd = -1;
+  struct stat st;
+  if (hostfile_open_nofollow(b->src, &fd, &why) == 0 && fstat(fd, &st) == 0 && st.st_dev == id->dev &&
+      st.st_ino == id->ino) {
+    *ret_fd = TAKE_FD(fd);
+    return 0;
+  }
+  return sbx_error_set(err, 0,
+                       "bind `%s`: its source `%s` changed since sandboxd opened it (%s); not binding it",
+                       b->dst, b->src, fd < 0 ? why.msg : "another file is at its path now");
+}
+
 static _Noreturn void sandbox_child(const struct child_args *a)
 {
   const struct sbx_spec *spec = a->spec;
@@ -318,8 +345,8 @@ static _Noreturn void sandbox_child(const struct child_args *a)
   if (spec->n_binds > sizeof bind_fds / sizeof *bind_fds)
     sync_fail(sync_fd, (sbx_error_set(&err, E2BIG, "too many binds"), &err));
   for (size_t i = 0; i < spec->n_binds; i++)
-    if ((bind_fds[i] = open(spec->binds[i].src, O_PATH | O_CLOEXEC)) < 0)
-      sync_fail(sync_fd, (sbx_error_errno(&err, "open bind source `%s`", spec->binds[i].src), &err));
+    if (open_bind_source(&spec->binds[i], &a->bind_ids[i], &bind_fds[i], &err) < 0)
+      sync_fail(sync_fd, &err);
   /* A bind at a new top-level directory (/data) needs a skeleton root to make it in; every other
    * sandbox enters the rootfs as it is, with one bind. */
   const char *extra[SBX_MAX_BINDS];
@@ -584,6 +611,20 @@ static int check_spec(const struct sbx_spec *spec, sbx_error_t *err)
         strcmp(d, "/") == 0)
       return sbx_error_set(err, EINVAL, "bind destination `%s`: must be an absolute, normalised path", d);
   }
+  if (spec->n_binds > SBX_MAX_BINDS)
+    return sbx_error_set(err, E2BIG, "sandbox: too many binds");
+  return 0;
+}
+
+/* What each bind source is (sbx_bind.fd), for the child to compare with what it opens. */
+static int bind_identities(const struct sbx_spec *spec, struct bind_id *ids, sbx_error_t *err)
+{
+  for (size_t i = 0; i < spec->n_binds; i++) {
+    struct stat st;
+    if (spec->binds[i].fd < 0 || fstat(spec->binds[i].fd, &st) < 0)
+      return sbx_error_set(err, EBADF, "bind source `%s`: not opened", spec->binds[i].src);
+    ids[i] = (struct bind_id){.dev = st.st_dev, .ino = st.st_ino};
+  }
   return 0;
 }
 
@@ -609,7 +650,8 @@ int sandbox_spawn_start(const struct sbx_spec *spec, struct sbx_sandbox **ret, s
   const struct sbx_bpf *bpf;
   uint64_t start = now_ns();
 
-  if (check_spec(spec, err) < 0)
+  struct bind_id bind_ids[SBX_MAX_BINDS];
+  if (check_spec(spec, err) < 0 || bind_identities(spec, bind_ids, err) < 0)
     return -1;
   _cleanup_free_ char **envp = sandbox_build_env(spec);
   if (!envp)
@@ -641,6 +683,7 @@ int sandbox_spawn_start(const struct sbx_spec *spec, struct sbx_sandbox **ret, s
   _cleanup_close_ int child_fd = sv[1];
 
   struct child_args a = {
+      .bind_ids = bind_ids,
       .spec = spec,
       .bpf = bpf,
       .envp = envp,

@@ -20,9 +20,12 @@
 #define SBX_MAX_BINDS 96
 
 struct sbx_bind {
-  const char *src; /* host path */
+  const char *src; /* host path, canonical */
   const char *dst; /* absolute path inside */
   bool rw;
+  /* src opened at start (bind_source_open), held by the spec's owner for as long as sandboxes are
+   * made from it: the sandbox binds src only while it is this inode (sandbox.c says why). */
+  int fd;
 };
 
 struct sbx_spec {

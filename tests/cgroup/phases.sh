@@ -26,7 +26,7 @@ cg_count() {
   if [ "$rc" -ne 0 ] && [ "$rc" -ne 5 ] && [ "$f" -eq 0 ]; then fail "$label: exited $rc"; fi
 }
 
-if [ -n "${py:-}" ]; then
+if [ -n "${py:-}" ] && want cgroup; then
   cg_label="cgroup native as $(id -un)"
   mkdir -p "$rundir/cgroup-native/tmp" "$rundir/cgroup-native/work"
   cg_t0=$SECONDS
@@ -42,7 +42,10 @@ fi
 # USER:VM-RUN OPTION:CGROUP-SUITE MODE. The last is cgroup v1 as systemd lays it out (cpu,cpuacct
 # co-mounted), which this host's separate cpu and cpuacct hierarchies cannot show natively.
 cg_vm_runs=("root::" "sbxtest:--delegate:" "sbxtest::--refusal" "root:--cgroup-v1:--v1")
-if [ "${SANDBOXD_SKIP_VM:-0}" = 1 ] && [ "$ci" != true ]; then
+# tests/run's whole run makes them in its second lane (cg_skip_vm=1 here, then cgroup-vm there).
+if [ "${cg_skip_vm:-0}" = 1 ] || ! want_cgroup_vm; then
+  :
+elif [ "${SANDBOXD_SKIP_VM:-0}" = 1 ] && [ "$ci" != true ]; then
   note "cgroup VM runs skipped (SANDBOXD_SKIP_VM=1)"
   skipped=$((skipped + ${#cg_vm_runs[@]}))
 elif [ -z "${py:-}" ]; then

@@ -3,8 +3,10 @@ rules, SSE progress) and the defenses of a server many clients reach: bearer tok
 limits, clients that vanish."""
 import json
 import os
+import select
 import signal
 import socket
+import threading
 import time
 
 import pytest
@@ -361,31 +363,53 @@ def test_a_thousand_idle_connections(srv):
     assert s.alive()
 
 
+PING = (b"POST /mcp HTTP/1.1\r\nHost: x\r\nAccept: " + ACCEPT.encode() +
+        b"\r\nContent-Type: application/json\r\nContent-Length: 40\r\n\r\n" +
+        b'{"jsonrpc":"2.0","id":1,"method":"ping"}')
+
+
+def closed_within(x, seconds):
+    x.settimeout(seconds)
+    try:
+        return x.recv(100) == b""
+    except ConnectionResetError:
+        return True
+    except TimeoutError:
+        return False
+
+
 def test_connection_cap_and_idle_timeout(srv):
+    """--max-connections 4: an eighth (at least 1) is kept for connections whose head is not
+    complete, the rest (3) for MHD. Past those a whole head gets 503 at once, until --idle-timeout
+    closes idle connections; a silent connection is pushed out by a newer one from its address
+    (per-address share: 1 here) or closed at its head deadline (--idle-timeout, 1 s, here)."""
     s = srv("--stateless", "--max-connections", "4", "--idle-timeout", "1")
-    socks = [socket.create_connection((s.host, s.port)) for _ in range(4)]
-    time.sleep(0.2)
-    # Past the cap a connection waits in the listen queue, unserved...
+    served = []
+    for _ in range(3):
+        served.append(socket.create_connection((s.host, s.port)))
+        served[-1].sendall(PING)
+        served[-1].settimeout(5)
+        assert served[-1].recv(4096).startswith(b"HTTP/1.1 200 ")
     extra = socket.create_connection((s.host, s.port))
-    extra.sendall(b"POST /mcp HTTP/1.1\r\nHost: x\r\nAccept: " + ACCEPT.encode() +
-                  b"\r\nContent-Type: application/json\r\nContent-Length: 40\r\n\r\n" +
-                  b'{"jsonrpc":"2.0","id":1,"method":"ping"}')
-    extra.settimeout(0.5)
-    with pytest.raises(TimeoutError):
-        extra.recv(100)
-    # ...until --idle-timeout closes the idle ones, and it is served.
+    extra.sendall(PING)
+    extra.settimeout(5)
+    reply = extra.recv(4096)
+    assert reply.startswith(b"HTTP/1.1 503 ") and b"Retry-After: 1" in reply, reply
+    extra.close()
+    # --idle-timeout closes the idle ones, and a new connection is served.
     start = time.monotonic()
-    for x in socks:
-        x.settimeout(5)
-        try:
-            assert x.recv(100) == b""
-        except ConnectionResetError:
-            pass
+    for x in served:
+        assert closed_within(x, 5)
         x.close()
     assert time.monotonic() - start < 4
-    extra.settimeout(5)
-    assert extra.recv(100).startswith(b"HTTP/1.1 200 ")
-    extra.close()
+    assert s.alive()
+    # Silent connections: the newer pushes the older out; the last goes at the deadline.
+    silent = [socket.create_connection((s.host, s.port)) for _ in range(2)]
+    assert closed_within(silent[0], 2)
+    start = time.monotonic()
+    assert closed_within(silent[1], 5) and time.monotonic() - start < 3
+    for x in silent:
+        x.close()
     assert s.alive()
 
 
@@ -565,3 +589,130 @@ def test_bodies_in_flight_are_bounded(srv):
         time.sleep(0.05)
     for x in held:
         x.close()
+
+
+def hostile_heads(s, n):
+    """n connections that send the start of a request head and nothing more."""
+    import resource
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    sbx.need(hard >= n + 512, f"an open-file limit of {hard} leaves no room for {n} connections")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    socks = []
+    for _ in range(n):
+        x = socket.socket()
+        x.setblocking(False)
+        try:
+            x.connect((s.host, s.port))
+        except BlockingIOError:
+            pass
+        socks.append(x)
+    for x in socks:
+        p = select.poll()
+        p.register(x, select.POLLOUT)
+        p.poll(5000)
+        try:
+            x.send(b"POST /mcp HTTP/1.1\r\nHost: x\r\n")
+        except OSError:
+            pass  # already closed by the server
+    return socks, lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def timed_ping(s, token, timeout=10):
+    """Seconds until a ping with the token is answered (raises on no answer)."""
+    c = s.conn(timeout=timeout)
+    t0 = time.monotonic()
+    st, _, body = s.post({"jsonrpc": "2.0", "id": "p", "method": "ping"}, token=token, conn=c)
+    dt = time.monotonic() - t0
+    c.close()
+    assert st == 200 and json.loads(body)["result"] == {}, (st, body)
+    return dt
+
+
+def test_a_token_holder_is_served_past_2100_unfinished_heads(srv, tmp_path):
+    """#34 item 5: 2,100 connections that send `POST /mcp HTTP/1.1\\r\\nHost: x\\r\\n` and stop
+    took every slot of --max-connections (2048) before any token was checked, and a token holder's
+    ping got no answer while they stayed. Connections that have not finished their head get a small
+    share of the slots, a per-address limit (the oldest such connection of the address, or of all,
+    makes room for a new one) and a short deadline; a whole head goes on to the rest, at once when
+    it is there as the connection is accepted, so a flood of newer ones cannot push it out."""
+    s = srv("--stateless", "--token-file", token_file(tmp_path, TOKEN_A))
+    socks, restore = hostile_heads(s, 2100)
+    try:
+        times = [timed_ping(s, TOKEN_A) for _ in range(5)]
+        assert min(times) < 0.1 and max(times) < 2, f"pings answered after {times} s with 2,100 unfinished heads"
+        # And while a flood goes on: newer connections push out only ones that did not send a head.
+        stop = threading.Event()
+
+        def flood():
+            while not stop.is_set():
+                more, _ = hostile_heads(s, 100)
+                socks.extend(more)
+                while len(socks) > 4000:
+                    socks.pop(0).close()
+        t = threading.Thread(target=flood)
+        t.start()
+        try:
+            time.sleep(0.2)
+            times = [timed_ping(s, TOKEN_A) for _ in range(5)]
+        finally:
+            stop.set()
+            t.join()
+        assert min(times) < 0.1 and max(times) < 2, f"pings answered after {times} s during a flood"
+    finally:
+        for x in socks:
+            x.close()
+        restore()
+
+
+def silent_from(s, addr, n):
+    socks = []
+    for _ in range(n):
+        x = socket.socket()
+        x.bind((addr, 0))
+        x.connect((s.host, s.port))
+        socks.append(x)
+    return socks
+
+
+def test_unfinished_heads_are_limited_per_address(srv):
+    """Of the 256 connections held until their head is complete (--max-connections 2048), one
+    address holds at most 64: its 65th pushes out its oldest, not another address's."""
+    s = srv("--stateless")
+    other = silent_from(s, "127.0.0.2", 64)
+    mine = silent_from(s, "127.0.0.1", 100)
+    time.sleep(0.5)
+    try:
+        assert not any(closed_within(x, 0.01) for x in other)
+        pushed = [closed_within(x, 0.01) for x in mine]
+        assert pushed == [True] * 36 + [False] * 64, pushed
+        assert s.alive()
+    finally:
+        for x in other + mine:
+            x.close()
+
+
+def test_whole_heads_without_a_token_do_not_stay(srv, tmp_path):
+    """With --token-file, a whole head without a valid token is answered and its connection closed
+    at once, so such connections cannot hold MHD's share of the slots (--max-connections 16: 14,
+    the other 2 for unfinished heads); token holders that stay fill it, and the next whole head
+    gets 503 at once."""
+    s = srv("--stateless", "--token-file", token_file(tmp_path, TOKEN_A), "--max-connections", "16")
+    for path in ("/mcp", "/nope", "/healthz"):
+        x = socket.create_connection((s.host, s.port))
+        x.sendall(b"GET " + path.encode() + b" HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n")
+        x.settimeout(5)
+        data = b""
+        while chunk := x.recv(4096):
+            data += chunk
+        assert data.split(b" ")[1] in (b"401", b"404", b"200") and b"Connection: close" in data, data
+        x.close()
+    held = [s.conn() for _ in range(14)]
+    for c in held:
+        assert s.post({"jsonrpc": "2.0", "id": 1, "method": "ping"}, token=TOKEN_A, conn=c)[0] == 200
+    st, h, _ = s.post({"jsonrpc": "2.0", "id": 1, "method": "ping"}, token=TOKEN_A)
+    assert st == 503 and h["retry-after"] == "1"
+    held.pop().close()
+    time.sleep(0.2)
+    assert timed_ping(s, TOKEN_A) < 2
+    for c in held:
+        c.close()
