@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench/bwrap-cg: a reference for bench/run, not a product. Runs a command (bubblewrap, in
  * bench/run) inside a cgroup of its own with sandboxd's default limits, the least a careful user
  * would do to give bubblewrap what it lacks: one directory per controller hierarchy below this

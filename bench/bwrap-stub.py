@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The reference stub: the simplest MCP server that runs Python in a sandbox. A benchmark peer for
 `bench/mcp`, NOT a product: do not deploy it.
 

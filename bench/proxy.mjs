@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The MCP proxy's cost, through the SDK client and `sandboxd mcp --config tests/proxy/servers.json`:
 //   run_python print(1) without servers vs with servers (bridge + mcp package, no call),
 //   one run_python making N proxied calls (sequential and gathered), measured inside and outside,

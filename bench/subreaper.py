@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Run a command as a child subreaper, for tests/mcp/bench.mjs's CPU meters (not a product).
 
 Usage: bench/subreaper.py [--cgroup PROCS_FILE] -- COMMAND [ARG...]

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The README's demo: what code inside a sandboxd sandbox can and cannot do."""
 import os
 import socket

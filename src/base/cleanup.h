@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Scope-bound ownership of fds and heap pointers (the systemd/crun idiom). */
 #ifndef SBX_CLEANUP_H
 #define SBX_CLEANUP_H

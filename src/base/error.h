@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Errors: functions that can fail return a negative int and fill an sbx_error_t given last.
  * The struct is flat (no heap) so the sandbox child can send it to the parent as bytes. */
 #ifndef SBX_ERROR_H

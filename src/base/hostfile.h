@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Host files sandboxd writes or trusts (the report, the audit log, the seccomp cache, and any
  * later output file), opened so that nothing a sandbox planted can steer them.
  *

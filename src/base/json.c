@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* JSON generation and parsing over yajl. */
 #include "base/json.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* JSON through yajl: the only module that includes yajl's headers. */
 #ifndef SBX_JSON_H
 #define SBX_JSON_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* JSON-RPC 2.0 framing and message validation (https://www.jsonrpc.org/specification). */
 #include "base/jsonrpc.h"
 

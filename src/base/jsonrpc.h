@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* JSON-RPC 2.0 over a newline-delimited byte stream: framing, classifying messages, building
  * replies. Knows nothing of MCP and does no I/O: the caller feeds bytes in and writes bytes out. */
 #ifndef SBX_JSONRPC_H

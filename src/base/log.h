@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Diagnostics: the only place that writes human messages, always to stderr. */
 #ifndef SBX_LOG_H
 #define SBX_LOG_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The install layout (paths.h): one function per path, each trying the environment, then the
  * build tree, then the installed layout, then the system default. */
 #include "base/paths.h"

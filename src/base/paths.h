@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The install layout: the one place that knows where sandboxd finds what it ships and keeps, for
  * the build tree (build/sandboxd in a clone) and the installed binary (PREFIX/bin/sandboxd)
  * alike. Everything starts from the binary's own directory (/proc/self/exe) and the documented

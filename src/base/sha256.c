@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* SHA-256 with the block function chosen once: the x86 SHA extensions (SHA-NI, with SSSE3 and
  * SSE4.1 for the shuffles) where cpuid says so, else libmd's SHA256Transform. Padding and
  * lengths are ours on both paths, so the unit test's comparison with libmd's own SHA256Final

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* SHA-256 (FIPS 180-4) and HMAC-SHA-256 (RFC 2104): the policy's identity, the seccomp cache's
  * seal, audit records, image digests. The block function is the CPU's SHA extensions where it
  * has them, else libmd's. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Singly linked lists threaded through a `next` field: the call queue, the warm pool, the
  * proxy's calls in flight, a host server's operations. head is the address of the list's first
  * pointer (`&srv->calls`). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The string set: see strset.h. */
 #include "base/strset.h"
 

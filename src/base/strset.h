@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A set of strings (open addressing, FNV-1a): which paths a layer wrote, which directories got
  * their attributes. Keys are copied. */
 #ifndef SBX_STRSET_H

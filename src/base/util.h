@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Small pure helpers: parsing numbers and sizes, growable buffers, hashing. */
 #ifndef SBX_UTIL_H
 #define SBX_UTIL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Warnings from library code, which never prints: it reports each here, and the command that
  * uses it (main.c's default, cli_exec.c, the MCP server) sets the handler that decides what a
  * person sees. With no handler, warnings are dropped (unit tests set one to check them). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Subcommands, and the pure option parser for `exec` (unit-tested). */
 #ifndef SBX_CLI_H
 #define SBX_CLI_H

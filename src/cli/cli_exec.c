@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* `sandboxd exec`: argv -> sbx_spec -> sandbox_run() -> exit status (and a JSON report). */
 #include "cli/cli.h"
 

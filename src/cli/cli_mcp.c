@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* `sandboxd mcp`'s command line: the options, the setup (policy, rootfs, host servers, audit log,
  * signals, stdout), the server's loop, and the one teardown. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* `sandboxd policy check FILE...` and `sandboxd policy show [NAME|FILE]`. */
 #include <stdbool.h>
 #include <stdio.h>

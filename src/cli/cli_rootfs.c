@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* `sandboxd rootfs build|fetch|import|list|verify|remove`: root filesystem trees in a store
  * directory. build and fetch run their host tool in cli_rootfs_get.c. */
 #include <dirent.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The `rootfs` subcommands that bring a tree in with a host tool (cli_rootfs_get.c), for
  * cli_rootfs.c, which owns the command line and the import. */
 #ifndef SBX_CLI_ROOTFS_H

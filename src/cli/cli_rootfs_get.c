@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* `sandboxd rootfs build` and `sandboxd rootfs fetch`: how an installed user gets a rootfs into
  * the store without a source tree. Both run a host tool and end in the one safe import:
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* `sandboxd doctor`: what this host supports, and the fix for what it lacks. It probes what a
  * sandbox needs (a user namespace with mount, pid and net namespaces, a new proc in it), and
  * blames what stopped it in this order: AppArmor's user namespace restriction (Ubuntu 23.10+),

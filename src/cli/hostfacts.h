@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What `sandboxd doctor` reads about the host, as pure functions over the text of the /proc and
  * /sys files it reads (doctor.c reads them), so each is unit-tested with what Ubuntu 24.04 and
  * Docker show (tests/unit/test_hostfacts.c). A NULL text is a file that could not be read. */

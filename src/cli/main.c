@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sandboxd: the subcommand table. */
 #include <stdio.h>
 #include <stdlib.h>

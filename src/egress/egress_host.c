@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The host's own addresses (egress_host.h). */
 #include "egress/egress_host.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The host's own addresses (getifaddrs), which egress_check_dest() refuses like private ones: a
  * public address of the host reaches services bound to it. Apart from egress_rules.c, which does no
  * I/O. */

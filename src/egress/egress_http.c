@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The egress proxy's request head: strict HTTP/1.x parsing through libhttp-parser (egress_http.h).
  * What is refused and why: a head over EGRESS_HEAD_MAX or with more than EGRESS_HEADERS_MAX lines
  * (431); bare LF, bare CR, NUL and other control characters, obsolete line folding (each a way to

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The egress proxy's request head (issue #17): one HTTP/1.x request head from the sandbox, checked
  * strictly and turned into where to connect and, for plain HTTP, the head to send the origin. Pure:
  * no I/O, unit-tested (tests/unit/test_egress_http.c). The parser is Debian's libhttp-parser. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The egress proxy (egress_proxy.h). Processes, per sandbox with `network proxy`:
  *
  *   sandboxd                       proxy (forked at READY)             one per connection

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The egress proxy (issue #17): one host-side process per sandbox with `network proxy`, serving a
  * listening socket that the sandbox's pid 1 made inside its network namespace, so accepted
  * connections live there while outbound ones are made from the host's. It speaks HTTP CONNECT and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The bridge: framed JSON between sandboxd and the code inside, over a SOCK_STREAM socketpair
  * whose sandbox end is fd SBX_BRIDGE_FD (3) inside. A frame is a 4-byte big-endian length and
  * that many bytes of UTF-8 JSON. Frames have no line or 64 KiB limit, only the configured maximum

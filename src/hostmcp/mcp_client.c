@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Host MCP servers: the operations, each connection's state and what the servers send
  * (mcp_client.h) and the queue to their stdin. Their processes are in mcp_client_proc.c, the
  * messages we send them in mcp_client_send.c. */

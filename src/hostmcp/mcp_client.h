@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Host MCP servers as child processes: the far side of the proxy. Each configured server is
  * spawned on first use (minimal environment plus its configured env), gets the client handshake
  * (capabilities {}), and then stays warm across sandboxes. Its tool list is cached, following

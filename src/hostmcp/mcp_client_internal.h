@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What the files of the host MCP client share (mcp_client.c: operations, the connection's state,
  * what servers send and the queue to them; mcp_client_proc.c: their processes; mcp_client_send.c:
  * the messages sandboxd sends them); not for callers, who use mcp_client.h. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Host MCP servers' processes: spawning one with its environment and pipes, and shutting them
  * down in the spec's order (mcp_client_internal.h). */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What sandboxd writes to a host MCP server: each message's JSON (mcp_client_internal.h); the
  * queue to its stdin is mcp_client.c's. */
 #include <string.h>

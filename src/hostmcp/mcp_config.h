@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Host MCP servers config: `{"mcpServers": {NAME: {command, args, env, cwd, description}}}`, the
  * format Claude Code and Claude Desktop use. Pure apart from reading the files and the
  * environment: no processes are started here (that is mcp_client.c). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The sandboxd side of the bridge, for one execution: reads requests that the code inside sends
  * over its end of a socketpair (fd SBX_BRIDGE_FD inside, frames from bridge.h), checks them
  * against the servers this run may use, forwards them to the host servers (mcp_client.h), and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Paths inside an untrusted tree: see fs_root.h. */
 #include "image/fs_root.h"
 

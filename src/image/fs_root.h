@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Paths inside an untrusted directory tree (an image being unpacked, an image source): every
  * lookup stays inside the tree's root, as if it were "/", and on the root's file system.
  *

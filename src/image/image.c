@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* OCI image import, the sequence: lock the store, unpack an archive source, read the image
  * (image_source.c), apply its layers (image_layer.c) to a temporary tree, write its file manifest
  * (image_manifest.c) and metadata (image_meta.c), then swap it into place. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* OCI images -> root filesystem trees: an OCI image layout, an oci-archive or a docker-archive
  * is unpacked, layer by layer, into a new directory of a rootfs store, then renamed into place.
  *

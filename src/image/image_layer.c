@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Layer extraction: one tar stream (plain, gzip or zstd) applied to a tree, safely (see
  * image_layer.h); and libarchive, loaded on first use. This is the one file that includes
  * <archive.h>. */

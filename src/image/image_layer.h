@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Layer extraction: tar streams (an image's layers, or an oci-/docker-archive itself) applied to a
  * tree under construction, one after another.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The file manifest (STORE/NAME.files): one line per file of a tree, written at import, compared
  * with the tree by `rootfs verify`. */
 #include "image/image_manifest.h"

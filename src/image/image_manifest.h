@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The file manifest of a tree: "TYPE MODE UID GID SIZE MTIME DIGEST /PATH" per file, depth first,
  * names sorted (by their escaped form) within each directory. image_manifest_diff compares a
  * tree with the manifest recorded at import (image_verify, image.h). */

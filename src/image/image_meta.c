@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Image metadata (STORE/NAME.json): what was imported from where, the image config's Env,
  * WorkingDir, Cmd..., what extraction dropped, and the file manifest's digest. Written at import;
  * `sandboxd exec` reads Env and WorkingDir back. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The metadata file next to an imported tree (STORE/NAME.json). image_load_config (image.h)
  * reads it back for `sandboxd exec`. */
 #ifndef SBX_IMAGE_META_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Image sources: an OCI image layout (index.json, blobs/sha256/), including an unpacked
  * oci-archive, and a docker-archive (`docker save`: manifest.json). Every file is read through the
  * source's fs_root and every blob checked against its digest before it is used; index.json is

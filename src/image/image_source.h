@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Reading an image source: which manifest, config and layers it holds, each verified against its
  * digest. The source is a directory (an OCI layout, or what an oci-archive or docker-archive
  * unpacked to); its contents are untrusted and read only through its fs_root. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Helpers shared by the image files: see image_util.h. */
 #include "image/image_util.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Small helpers shared by the image files (image*.c), not used elsewhere. */
 #ifndef SBX_IMAGE_UTIL_H
 #define SBX_IMAGE_UTIL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A forked call's pid 1 once the code runs (zygote.c execs it): it leaves the template's memory,
  * which pid 1 shared while it built the sandbox, before the code process may run. It relays
  * signals to the code, reaps, and reports the code's status on the sync socket (fd 4), as

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The code's first exe (exec_shim.c): pid 1's child, a fork of sandboxd, execs this program from
  * a sealed memfd, and this program execs the code. So the process whose execve resolves the
  * code's path, its #! line and its ELF interpreter is never sandboxd: a hostile image whose

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Raw Linux system calls and the few string helpers of the fork template's freestanding pieces
  * (zygote.c, callinit.c): no libc, no errno (a call returns -errno). x86_64 only. */
 #ifndef SBX_INSIDE_RAWSYS_H

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # sandboxd run_python entry point: runs the code as the __main__ module, with top-level await.
 # sandboxd passes this file's text to `python3 -c`, so keep it self-contained (the build links
 # this file into the binary: src/mcp_runner.c).

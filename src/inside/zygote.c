@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The fork template's call pid 1 in C (template.py loads this from a sealed memfd, fork_zygote.c).
  *
  * The Python pid 1 (template.py's _call and _pid1) is a copy-on-write fork of the template that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Capabilities, through libcap-ng. */
 #ifndef SBX_CAPS_H
 #define SBX_CAPS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* One cgroup per sandbox, on cgroup v2 or, on hybrid and legacy hosts, the v1 controllers.
  *
  * Here: the probe, which picks the version (cgroup_v2.c or cgroup_v1.c, behind struct

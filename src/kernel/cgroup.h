@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* One cgroup per sandbox: exact memory, pids and cpu limits, honest usage figures, and a
  * teardown that leaves nothing behind. cgroup v2, or the v1 controllers on hybrid/legacy hosts. */
 #ifndef SBX_CGROUP_H

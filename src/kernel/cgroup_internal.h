@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What cgroup.c shares with its two versions, cgroup_v2.c and cgroup_v1.c: the operations each
  * provides (the probe picks one), the sandbox cgroup, and the file helpers both use. Only the
  * cgroup files include this. (crun's cgroup-internal.h is the model.) */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cgroup v1, on hybrid and legacy hosts: one directory per sandbox in each controller's
  * hierarchy. clone3 cannot place a process in several hierarchies, so the sandbox moves itself in
  * through files opened here (cgroup_attach_fds). No freezer hierarchy: what would need freezing

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cgroup v2: one directory per sandbox below our own cgroup (or $SANDBOXD_CGROUP), which the
  * sandbox is cloned into (CLONE_INTO_CGROUP) and which cgroup.kill empties at once. */
 #include <errno.h>

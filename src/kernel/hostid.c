@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Host id allocation: see hostid.h. Cheap on the setup path: one openat and, while ids are free,
  * one fcntl (the first try, at a random place in the range, almost always succeeds). */
 #include "kernel/hostid.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Per-sandbox host uid/gid when sandboxd runs as root: one id of the policy's host_id_range per
  * concurrent sandbox, so that what the kernel counts per host user (pipe buffers, and the owner's
  * share of every per-user-namespace count) is the sandbox's own and not root's, nobody's or

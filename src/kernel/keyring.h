@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A per-user secret kept in the kernel keyring: the key that authenticates sandboxd's caches.
  *
  * Stored as a "user" key in the invoking user's keyring (KEY_SPEC_USER_KEYRING), readable only

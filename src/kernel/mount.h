@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Filesystem setup inside the new mount namespace. Paths given as `rel` are relative to the
  * current directory, which is the new root while it is being built. */
 #ifndef SBX_MOUNT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* rtnetlink through libmnl. */
 #ifndef SBX_NETLINK_H
 #define SBX_NETLINK_H

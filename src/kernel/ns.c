@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The sandbox's namespaces: clone3 into all but the network one (as root, with the sandbox's own
  * host id as the user namespace's owner), the uid/gid maps, the thread of pid 1 that makes the
  * network namespace, and the user namespace's kernel budgets. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The sandbox's namespaces (ns.c). */
 #ifndef SBX_NS_H
 #define SBX_NS_H

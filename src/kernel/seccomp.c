@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Policy rules -> two BPF programs.
  *
  * libseccomp lets an unconditional rule replace every conditional rule of the same syscall, so

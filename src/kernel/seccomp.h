@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The seccomp filter, built from policy rules with libseccomp. */
 #ifndef SBX_SECCOMP_H
 #define SBX_SECCOMP_H

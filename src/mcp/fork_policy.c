@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The fork template's policy (fork_template.c): the server's, with the calls a template makes
  * allowed in its filter (template_allows), /proc whole, no network, and its user namespace's budgets
  * and rlimits sized for every call in flight, since a call's user namespace charges what it holds to

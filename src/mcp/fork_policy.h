@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The fork template's policy and the limits derived for it (fork_policy.c). */
 #ifndef SBX_FORK_POLICY_H
 #define SBX_FORK_POLICY_H

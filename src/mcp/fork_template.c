@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The fork template (`sandboxd mcp --warm-mode fork`): one trusted sandbox per server that has
  * started Python and never runs user code (inside/template.py); each run_python call is a fork of
  * it that makes fresh namespaces of its own (the sequence is at the top of template.py).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The fork template of `sandboxd mcp --warm-mode fork` (fork_template.c): each run_python call's
  * sandbox is a fork of one trusted, idle Python that makes the call's namespaces itself. */
 #ifndef SBX_FORK_TEMPLATE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The host directories of `sandboxd mcp`'s sandboxes (mcp_binds.h): the server's --bind options and
  * the client's roots. A root comes from the client, so everything about it is checked here before
  * it becomes a bind: its URI, its path, what is there on the host, and the name it gets. */

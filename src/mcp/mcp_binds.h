@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The host directories every sandbox of `sandboxd mcp` gets: --bind/--bind-rw (binds.h), chosen by
  * whoever starts the server, and with --roots the client's roots, read-only under ROOTS_DIR. The
  * URI and name rules are pure and unit-tested; mcp_roots_update checks the host. */

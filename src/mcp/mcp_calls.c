@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tool calls (run_python, execute_code): the queue and its scheduling, starting a call's sandbox
  * (cold, or a warm one from warm_pool.c), deadlines and progress, output capture, and the result. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* `sandboxd mcp`'s files out: the --output-dir held open from the start, and for each call what
  * its /workspace/out held (artifacts.h) and its whole captured output, saved in a fresh
  * DIR/<request_id>/ and written into the result. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* `sandboxd mcp --http`: MCP's Streamable HTTP transport (protocol 2025-11-25) on /mcp, with
  * libmicrohttpd in the server's own loop: no thread, no lock.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* `sandboxd mcp --http`: MCP's Streamable HTTP transport (protocol 2025-11-25) on one endpoint,
  * /mcp, in the server's own poll loop (mcp_server.c), feeding its one dispatcher (handed over at
  * start: mcp_http_handlers). mcp_http.c the transport [libmicrohttpd], mcp_http_session.c the

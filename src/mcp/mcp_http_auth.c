@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* `sandboxd mcp --http`: who may call. The bearer tokens of --token-file (loaded, compared in
  * constant time) and the Origin check that stops a web page's DNS-rebinding attack. Pure but for
  * reading the file; unit-tested. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* `sandboxd mcp --http`: the gate in front of libmicrohttpd. Connections are accepted here and
  * held until their request head is complete (peeked, never read: MHD reads it again), then
  * handed to MHD (MHD_add_connection). Until then nobody is authenticated: the bearer token is in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* `sandboxd mcp --http`: the gate in front of libmicrohttpd (mcp_http_gate.c): connections are
  * held until their request head is complete, within a share of the slots, a per-address limit and
  * a deadline, then handed on. */

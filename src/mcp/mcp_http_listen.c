@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* `sandboxd mcp --http`: where it listens: the --http argument, the listening socket, and the
  * connections the open-file limit leaves room for. */
 #include <arpa/inet.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* `sandboxd mcp --http`: the sessions of the stateful mode. An id is 128 bits from getrandom(),
  * bound to the token that made it; lookups compare the whole id in constant time. */
 #include "mcp/mcp_http_session.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* `sandboxd mcp --http`: the sessions of the stateful mode (Mcp-Session-Id). Internal to
  * mcp_http.c. */
 #ifndef SBX_MCP_HTTP_SESSION_H

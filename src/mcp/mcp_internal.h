@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* `sandboxd mcp` inside: the state its modules share (mcp_server.c the methods and the loop,
  * mcp_tool.c the tool's schema, mcp_calls.c the calls, warm_pool.c the pool, mcp_output.c what
  * is sent, mcp_spec.c each sandbox's spec, cli_mcp.c the command line). Not for other modules. */

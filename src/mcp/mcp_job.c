@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The job a runner gets on fd 3 (runner.py), cold and warm alike: one frame, a 4-byte big-endian
  * length and then "MODE[ SERVERS]\n" and the code, where MODE is "bridge" (fd 3 goes on as the
  * bridge; SERVERS, "a,b", are the ones the code may call) or "done" (fd 3 goes on as the done

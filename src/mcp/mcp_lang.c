@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The languages of `sandboxd mcp` (mcp_lang.h). Python runs the runner (runner.py); the others
  * read their code from stdin, written there by the server (mcp_job.c) and then closed:
  *  - bash: `bash -c 'eval "$(/usr/bin/cat)"'`: the code is read whole, then run as `bash -c CODE`

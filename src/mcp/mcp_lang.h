@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The languages of `sandboxd mcp` (execute_code's `language`): how each one's sandbox is started
  * and takes its code, and the rootfs it runs in. */
 #ifndef SBX_MCP_LANG_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What the MCP server sends its client: the output queue (the only writer of protocol to stdout),
  * or the HTTP exchange a message goes to (mcp_http.c); replies, errors and log notifications. The
  * methods (mcp_server.c) and the calls (mcp_calls.c) send through these. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* `sandboxd mcp --output-dir`'s budget: the call directories it made there (DIR/<request_id>/,
  * found again at start, oldest first) take at most --output-max-size bytes and are kept at most
  * --output-max-age seconds. Old ones go first; a call that alone would not fit saves nothing and

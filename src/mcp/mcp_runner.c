@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The run_python runner (src/inside/runner.py), linked into the binary at build time so there is
  * one copy: the assembler includes the file's bytes and a NUL, making it a C string for
  * `python3 -c`. The path is relative to the repository root, where make runs the compiler; the

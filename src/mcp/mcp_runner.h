@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The Python built into the binary (mcp_runner.c): one copy, assembled in from src/inside/. */
 #ifndef SBX_MCP_RUNNER_H
 #define SBX_MCP_RUNNER_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* `sandboxd mcp`: MCP over stdio (https://modelcontextprotocol.io/specification), two tools.
  * The methods and the loop; what is written to the client goes through mcp_output.c.
  *

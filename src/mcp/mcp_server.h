@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* `sandboxd mcp`: a Model Context Protocol server over stdio or HTTP with run_python and
  * execute_code. Every call runs in a fresh sandbox; calls run concurrently up to a limit and queue
  * beyond it. The command is cli_mcp.c's (cmd_mcp, cli.h). */

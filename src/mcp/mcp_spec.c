@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Each sandbox of `sandboxd mcp`, cold, warm or forked: the spec it gets (base_spec) and its
  * channels (its stdout and stderr pipes, and where it takes its code). */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The tool definitions, run_python's and execute_code's (tools/list: their descriptions, input and
  * output schemas and annotations), and the checks of a call's arguments. Pure: JSON in and out, no system
  * calls. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The tools of `sandboxd mcp`, run_python and execute_code: their definitions for tools/list and the checks
  * of a call's arguments. Pure (JSON in, JSON or a message out), so unit-tested (tests/unit). */
 #ifndef SBX_MCP_TOOL_H

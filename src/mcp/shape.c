@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The run_python result's text: valid UTF-8, cut to the model's budget (shape.h). */
 #include "mcp/shape.h"
 

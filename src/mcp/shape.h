@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Output as a model reads it (the run_python result): first made valid UTF-8, then cut to a budget
  * of characters, keeping the head and the tail with one line between them saying what was cut.
  * Pure functions over memory, unit-tested (tests/unit/test_shape.c). */

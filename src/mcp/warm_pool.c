@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The warm pool (--warm, --warm-lang): sandboxes built ahead of the calls, the runner (or another
  * language's interpreter) started without code, each waiting for one job on its bridge socket (or
  * its stdin); a call of the same language takes one instead of building its own. */

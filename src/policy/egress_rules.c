@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The egress allowlist: patterns, matching, address classes (egress_rules.h). No I/O. */
 #include "policy/egress_rules.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The egress allowlist (issue #17): `allow_host` patterns, matching a request's host and port
  * against them, and classifying the address a name resolved to (the DNS-rebinding rule). Pure: no
  * I/O, no resolver, so it is unit-tested and fuzzed on its own (sandboxd.policy(5), "Network"). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Policy file parser. See sandboxd.policy(5). Finding the files: policy_load.c; the canonical text
  * (policy show, the sha256): policy_format.c; the named constants and errno values:
  * policy_names.c.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Policy files -> plain structs. Pure: no syscalls beyond reading the files, so it is unit-testable.
  * The format is described in sandboxd.policy(5) and at the top of policy/default.policy. */
 #ifndef SBX_POLICY_H

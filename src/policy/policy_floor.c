@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The unprivileged floor (policy.h, sandboxd.policy(5) "UNPRIVILEGED FLOOR"). Unprivileged,
  * sandboxd makes its sandboxes' user namespaces with whatever right the host gave the binary
  * (an AppArmor profile's `userns`, where the host refuses them to ordinary users): a policy

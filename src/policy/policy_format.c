@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Canonical policy text: what `policy show` prints and what the policy's sha256 is computed from.
  * Stable and diffable: every key in a fixed order, sizes in their largest exact unit, constants
  * resolved to numbers (the spelling as written only in trailing comments, which the hash omits). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What a run gets: the limits a command line or a tool call asks for (--timeout, --memory, ...),
  * resolved against the policy's defaults and capped by its max_* keys. Apart from policy.c, which
  * parses the policy. */

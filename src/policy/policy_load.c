@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Finding and reading policy files: a name through the search path ($SANDBOXD_POLICY_DIR, then
  * beside the binary, then /etc/sandboxd/policy), or a path. The text goes to the parser (policy.c). */
 #include "policy/policy.h"

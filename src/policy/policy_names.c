@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The names a policy may use for numbers: the constants of syscall conditions and the errno
  * values of errno actions (sandboxd.policy(5)), and the hash the parser indexes rules by. */
 #include "policy/policy.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The network part of a policy that is not parsing: the allowlist entries both the policy file and
  * --allow-host add, what the command line may ask (max_network), and the run-time check (policy.h).
  * A wildcard over a public suffix is refused here, for both (psl.h: the one file this reads). */

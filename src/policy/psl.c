@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The public suffix list (psl.h): parsed from its text format (the .dat Debian ships; rules in
  * Unicode are converted to punycode, the form allow_host names take), matched by the list's own
  * algorithm, and the allowlist's wildcard rule. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The public suffix list (publicsuffix.org, as Debian's package publicsuffix installs it): the
  * names under which anyone can register one of their own (`com`, `co.uk`, `github.io`,
  * `s3.amazonaws.com`). An allowlist wildcard over such a name (`*.co.uk`) would let the code reach

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The files a run returns (artifacts.h): the walk, its limits, sniffing, the host copy, the JSON. */
 #include "run/artifacts.h"
 

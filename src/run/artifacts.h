@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The files a run returns: what the code left in /workspace/out, read after the sandbox has ended
  * through the workspace tmpfs the sandbox handed over (sandbox_workspace_fd), within the policy's
  * max_artifacts and artifact_limit; copied to the host (--output-dir) and written into the MCP

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The audit log: one JSON line per execution, to a file or syslog. Never blocks or fails an
  * execution: a record that cannot be written is counted and the count goes into the next one. */
 #ifndef SBX_AUDIT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* --bind and --bind-rw, shared by `sandboxd exec` and `sandboxd mcp` (binds.h). Where a
  * destination lands and what it may be is decided inside the sandbox (mount.c); this is the
  * command-line side: the syntax, the limits, and the host source. */

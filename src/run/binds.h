@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* --bind SRC:DST and --bind-rw SRC:DST: parsed, checked and resolved in one place for `sandboxd
  * exec` and `sandboxd mcp`, so both accept, refuse and say exactly the same. */
 #ifndef SBX_BINDS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Programs inside the rootfs (exec_prog.h). Every lookup goes through fs_root, so a symlink in
  * the image (/usr/bin/python3 -> python3.14, /bin -> usr/bin, or a hostile /usr/bin/x -> /etc)
  * resolves inside the tree as it will inside the sandbox, never on the host. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What `sandboxd exec` runs, found inside the rootfs, never on the host: a program along the
  * image's PATH, and a script's #! line (a path is the kernel's, inside the sandbox). A program that is not
  * there is an error with status SBX_EXIT_NOT_FOUND (127), one that cannot be run SBX_EXIT_CANNOT_EXEC (126),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Host MCP servers for a sandbox: one wiring shared by exec and mcp (host_servers.h). */
 #include "run/host_servers.h"
 

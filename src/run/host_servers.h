@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Host MCP servers for a sandbox, wired the same way for `sandboxd exec` and `sandboxd mcp`: the
  * configuration, the clients that run the servers, the `mcp` package mounted inside, and for each
  * run a proxy (the bridge) with the environment that names its servers. */

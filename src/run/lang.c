@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The languages (lang.h): the one table. A language's rootfs is named here and nowhere else;
  * exec uses it when --rootfs is not given, and so does the MCP server's execute_code. */
 #include "run/lang.h"

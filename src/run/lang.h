@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The languages `sandboxd exec` (and the MCP server) run, and the one table that maps each to
  * its interpreter, its file extensions and its rootfs. Pure: no files, no syscalls. */
 #ifndef SBX_LANG_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The code's first exe (exec_shim.h): inside/execshim.c, built freestanding for x86_64 (Makefile)
  * and assembled into this object, handed to pid 1 as a sealed memfd. */
 #include "sandbox/exec_shim.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The code's first exe: a tiny static program (inside/execshim.c) that pid 1's child execs from a
  * sealed memfd and that execs the code, so that no process in a sandbox ever has sandboxd's
  * binary as its exe when the code's path, #! line or ELF interpreter is resolved (a hostile

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The fork template's C pid 1 (inside/zygote.c) and the init it execs (inside/callinit.c): built
  * freestanding for x86_64 (Makefile), assembled into this object and handed to each template as
  * sealed memfds with its setup, which it loads (dlopen) and execs from. A template without them

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The fork template's C pid 1 (inside/zygote.c) and the init it execs (inside/callinit.c), linked
  * into this binary and handed to each template as sealed memfds (fork_zygote.c). */
 #ifndef SBX_FORK_ZYGOTE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The sandbox's pid 1 once setup is done: it starts the code as its child, tells sandboxd the code
  * runs (MSG_READY), relays sandboxd's signals to it, reaps orphans, and reports the code's status
  * (MSG_EXIT) before it exits, which ends everything else in the pid namespace; for `exec`, when

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pid 1 of the sandbox (init.c): what sandbox_child() hands over to once setup is done. */
 #ifndef SBX_INIT_H
 #define SBX_INIT_H

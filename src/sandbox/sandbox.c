@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* THE setup sequence. sandbox_spawn_start() (the parent) and sandbox_child() (the sandbox's pid 1)
  * read top to bottom; every ordering constraint says why. The child's order follows
  * minijail_enter(): namespaces, identity, mounts, pivot_root, host identity, drop caps,

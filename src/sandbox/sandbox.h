@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* One disposable sandbox: namespaces, rootfs, limits, seccomp, then the code.
  * sandbox_spawn() returns once the sandbox is built and the code is starting; the caller watches
  * sandbox_pidfd() (readable when the sandbox has ended) and calls sandbox_wait(). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Sandboxes sandboxd did not clone itself: forks of `sandboxd mcp`'s template (fork_template.c,
  * inside/template.py). They are struct sbx_sandbox like any other, so a call's kill, deadline,
  * sampling, result and teardown are the cold path's (sandbox_proc.c); what differs is that pid 1

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What the files of the sandbox share (sandbox.c, sandbox_proc.c, sandbox_fork.c, sandbox_run.c,
  * init.c, ns.c); not for callers. */
 #ifndef SBX_SANDBOX_INTERNAL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A sandbox once it runs: signals, kill, usage sampled before a kill, the result and teardown
  * (sandbox_run.c runs one to completion for `sandboxd exec`). */
 #include "sandbox/sandbox_internal.h"

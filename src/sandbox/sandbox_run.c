@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* `sandboxd exec`'s sandbox, run to completion: spawn (sandbox.c), forward signals, wait with
  * the timeout, then the result and teardown (sandbox_proc.c). */
 #include "sandbox/sandbox_run.h"

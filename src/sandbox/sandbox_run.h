@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Run a sandbox to completion (sandbox_run.c). */
 #ifndef SBX_SANDBOX_RUN_H
 #define SBX_SANDBOX_RUN_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The sync socket's messages: sending, receiving, and the sandbox side's error report. */
 #include "sandbox/syncsock.h"
 

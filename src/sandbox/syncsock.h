@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The sync socket between sandboxd and the sandbox it sets up (the timeline is at the top of
  * sandbox.c): a SOCK_SEQPACKET socketpair, so one message per send, never merged; fds travel by
  * SCM_RIGHTS. */

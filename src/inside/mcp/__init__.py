@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """sandboxd's `mcp` package inside the sandbox: host MCP servers through sandboxd's bridge.
 
 `from mcp import runtime` for the helpers (see mcp/runtime.py), `from mcp.servers.<alias> import

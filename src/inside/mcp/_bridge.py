@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The sandbox end of sandboxd's bridge: framed JSON over the socket at fd 3.
 
 A frame is a 4-byte big-endian length and that many bytes of UTF-8 JSON (src/bridge.h). Requests

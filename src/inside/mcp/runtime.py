@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Host MCP servers from inside a sandboxd sandbox (compatible with mcp-server-code-execution-mode).
 
     from mcp import runtime

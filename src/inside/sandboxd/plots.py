@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A matplotlib backend for sandboxes: `plt.show()` saves the open figures as PNG files.
 
 Selected with MPLBACKEND=module://sandboxd.plots, which run_python's runner sets when this package

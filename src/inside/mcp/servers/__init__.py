@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """`from mcp.servers.<alias> import <tool>`: one module per server this run may call, whose
 attributes are its tools as coroutine functions (aliases as in mcp.runtime)."""
 import importlib.abc
