@@ -49,12 +49,9 @@ ROOTFS_NODE ?= rootfs/node-slim
 .PHONY: all clean check check-run check-quick check-unit lint asan rootfs rootfs-data rootfs-node install uninstall deb image bench bench-parts format format-check demo fuzz fuzz-build soak
 all: $(BUILD)/sandboxd
 
-# The libraries as linked (STATIC_LIBS), rewritten only when they change: a build with another
-# STATIC_LIBS relinks.
-$(BUILD)/ldlibs: FORCE | $(BUILD)/obj
-	@echo '$(LDLIBS)' | cmp -s - $@ || echo '$(LDLIBS)' >$@
-.PHONY: FORCE
-FORCE:
+# The libraries as linked (STATIC_LIBS), rewritten only when they change, as the Makefile is read:
+# a build with another STATIC_LIBS relinks, and an up-to-date tree stays so (make -q all).
+$(shell mkdir -p $(BUILD) && { echo '$(LDLIBS)' | cmp -s - $(BUILD)/ldlibs || echo '$(LDLIBS)' >$(BUILD)/ldlibs; })
 
 $(BUILD)/sandboxd: $(OBJS) $(BUILD)/ldlibs
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(OBJS) $(LDLIBS)
