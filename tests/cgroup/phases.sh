@@ -91,20 +91,26 @@ else
       fi
       [ -n "$deleg" ] && args+=("$deleg")
       t0=$SECONDS
-      # stderr streams as it comes and is kept: through a tee of our own, waited for to its end
-      # (bash sets no $! for a process substitution on a subshell's redirection).
-      mkfifo "$rundir/$tag.fifo"
-      tee "$rundir/$tag.err" <"$rundir/$tag.fifo" >&2 &
-      tee_pid=$!
-      (cd "$repo" && env -i "${vm_env[@]}" "$repo/tests/vm/run" "${args[@]}" -- tests/vm/cgroup-suite \
-        ${mode:+"$mode"} "${pytest_args[@]}") >"$rundir/$tag.out" 2>"$rundir/$tag.fifo"
-      rc=$?
-      wait "$tee_pid"
-      rm -f "$rundir/$tag.fifo"
-      # pytest's own output, without the junit block (base64 between the markers).
-      sed '/^@@CGROUP-SUITE-JUNIT-BEGIN@@$/,/^@@CGROUP-SUITE-JUNIT-END@@$/d' "$rundir/$tag.out"
-      sed -n '/^@@CGROUP-SUITE-JUNIT-BEGIN@@$/,/^@@CGROUP-SUITE-JUNIT-END@@$/{/^@@/d;p}' "$rundir/$tag.out" |
-        base64 -d >"$rundir/$tag.xml" 2>/dev/null
+      # A guest that gave no results (it never came up, or hung) is booted once more, saying so:
+      # a VM under TCG is the test's machine, not what it tests. A second time is a failure.
+      for cg_try in 1 2; do
+        # stderr streams as it comes and is kept: through a tee of our own, waited for to its end
+        # (bash sets no $! for a process substitution on a subshell's redirection).
+        mkfifo "$rundir/$tag.fifo"
+        tee "$rundir/$tag.err" <"$rundir/$tag.fifo" >&2 &
+        tee_pid=$!
+        (cd "$repo" && env -i "${vm_env[@]}" "$repo/tests/vm/run" "${args[@]}" -- tests/vm/cgroup-suite \
+          ${mode:+"$mode"} "${pytest_args[@]}") >"$rundir/$tag.out" 2>"$rundir/$tag.fifo"
+        rc=$?
+        wait "$tee_pid"
+        rm -f "$rundir/$tag.fifo"
+        # pytest's own output, without the junit block (base64 between the markers).
+        sed '/^@@CGROUP-SUITE-JUNIT-BEGIN@@$/,/^@@CGROUP-SUITE-JUNIT-END@@$/d' "$rundir/$tag.out"
+        sed -n '/^@@CGROUP-SUITE-JUNIT-BEGIN@@$/,/^@@CGROUP-SUITE-JUNIT-END@@$/{/^@@/d;p}' "$rundir/$tag.out" |
+          base64 -d >"$rundir/$tag.xml" 2>/dev/null
+        [ ! -s "$rundir/$tag.xml" ] && [ "$cg_try" = 1 ] || break
+        note "$label: no results (exit $rc; last output: $(tail -n 1 "$rundir/$tag.err" 2>/dev/null)): once more"
+      done
       # A run without results (a hang until --timeout, a VM that died) also says where it was, in
       # the recap: the last lines it printed.
       if [ ! -s "$rundir/$tag.xml" ]; then
