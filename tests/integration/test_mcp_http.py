@@ -651,9 +651,21 @@ def test_a_token_holder_is_served_past_2100_unfinished_heads(srv, tmp_path):
                     socks.pop(0).close()
         t = threading.Thread(target=flood)
         t.start()
+        def ping_in_flood():
+            # The gate may push out a connection whose head has not arrived yet when 64 newer
+            # ones from its address come first (sandboxd-mcp(7), "Connections before the
+            # token"): the flood here is from the same address. Such a client connects again.
+            t0 = time.monotonic()
+            for attempt in range(3):
+                try:
+                    timed_ping(s, TOKEN_A)
+                    return time.monotonic() - t0
+                except (BrokenPipeError, ConnectionResetError):
+                    if attempt == 2:
+                        raise
         try:
             time.sleep(0.2)
-            times = [timed_ping(s, TOKEN_A) for _ in range(5)]
+            times = [ping_in_flood() for _ in range(5)]
         finally:
             stop.set()
             t.join()
