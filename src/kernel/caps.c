@@ -53,7 +53,3 @@ int caps_drop_all(sbx_error_t *err)
   return 0;
 }
 
-void caps_prepare(void)
-{
-  capng_clear(CAPNG_SELECT_BOTH);
-}

@@ -76,6 +76,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -96,6 +97,7 @@
 #include "kernel/mount.h"
 #include "kernel/ns.h"
 #include "kernel/seccomp.h"
+#include "sandbox/contain.h"
 #include "sandbox/exec_shim.h"
 #include "sandbox/init.h"
 #include "sandbox/syncsock.h"
@@ -151,57 +153,29 @@ struct child_args {
   bool own_keyring; /* the policy lets the code call keyctl: leave it no inherited keyring */
 };
 
-static int set_rlimit(int res, uint64_t v, const char *name, sbx_error_t *err)
+int sandbox_budgets(const struct sbx_budgets *b, struct contain_budget out[CONTAIN_N_BUDGETS])
 {
-  struct rlimit rl = {.rlim_cur = v, .rlim_max = v};
-  if (setrlimit(res, &rl) < 0) {
-#ifdef HAVE_VALGRIND
-    /* valgrind keeps RLIMIT_NOFILE's hard limit for its own fds and refuses to change it; under
-     * valgrind (a developer's memcheck run, never the code's choice) set the soft limit only. */
-    if (res == RLIMIT_NOFILE && RUNNING_ON_VALGRIND && getrlimit(res, &rl) == 0 && v <= rl.rlim_max) {
-      rl.rlim_cur = v;
-      if (setrlimit(res, &rl) == 0)
-        return 0;
-    }
-#endif
-    return sbx_error_errno(err, "setrlimit %s", name);
-  }
-  return 0;
+  const struct contain_budget all[CONTAIN_N_BUDGETS] = {
+      {"inotify_instances", b->inotify_instances}, {"inotify_watches", b->inotify_watches},
+      {"fanotify_groups", b->fanotify_groups},     {"fanotify_marks", b->fanotify_marks},
+      {"user_namespaces", b->namespaces},          {"mnt_namespaces", b->namespaces},
+      {"pid_namespaces", b->namespaces},           {"net_namespaces", b->namespaces},
+      {"ipc_namespaces", b->namespaces},           {"uts_namespaces", b->namespaces},
+      {"cgroup_namespaces", b->namespaces},        {"time_namespaces", b->namespaces},
+  };
+  memcpy(out, all, sizeof all);
+  return CONTAIN_N_BUDGETS;
 }
 
-/* A budget is a ceiling: where the caller's own hard limit is lower (an unprivileged user's
- * RLIMIT_MEMLOCK is often 64K), that one stays, since raising it would need CAP_SYS_RESOURCE. */
-static int set_budget_rlimit(int res, uint64_t v, const char *name, sbx_error_t *err)
+/* A step of contain.c that failed, said as every other setup error is. */
+static _Noreturn void contain_fail(int sync_fd, const struct contain_err *ce)
 {
-  struct rlimit rl;
-  if (getrlimit(res, &rl) == 0 && rl.rlim_max != RLIM_INFINITY && rl.rlim_max < v)
-    v = rl.rlim_max;
-  return set_rlimit(res, v, name, err);
-}
-
-static int set_rlimits(const struct sbx_limits *l, const struct sbx_budgets *b, bool degraded,
-                       sbx_error_t *err)
-{
-  /* Pending signals (and POSIX timers, which hold one each), message queue bytes and SHM_LOCKed
-   * bytes are counted per user in the sandbox's user namespace and again for its owner outside
-   * (kernel/ucount.c); these limits bound the sandbox's count, and the code cannot raise a hard
-   * limit. */
-  if (set_rlimit(RLIMIT_CORE, 0, "core", err) < 0 ||
-      set_rlimit(RLIMIT_NOFILE, l->nofile, "nofile", err) < 0 ||
-      set_rlimit(RLIMIT_FSIZE, l->fsize_bytes, "fsize", err) < 0 ||
-      set_budget_rlimit(RLIMIT_SIGPENDING, b->sigpending, "sigpending", err) < 0 ||
-      set_budget_rlimit(RLIMIT_MSGQUEUE, b->msgqueue_bytes, "msgqueue", err) < 0 ||
-      set_budget_rlimit(RLIMIT_MEMLOCK, b->memlock_bytes, "memlock", err) < 0)
-    return -1;
-  /* Without a cgroup: address space per process, and processes of the sandbox uid (counted per
-   * user namespace since Linux 5.14, so only the sandbox's own), and CPU seconds: a backstop one
-   * second past the timeout, so that a busy loop reaching the timeout ends by the wall clock
-   * (status timeout, 124), not by the kernel's SIGKILL racing it at the same instant. */
-  if (degraded && (set_rlimit(RLIMIT_AS, l->memory_bytes, "as", err) < 0 ||
-                   set_rlimit(RLIMIT_NPROC, l->pids, "nproc", err) < 0 ||
-                   set_rlimit(RLIMIT_CPU, (l->timeout_ms + 999) / 1000 + 1, "cpu", err) < 0))
-    return -1;
-  return 0;
+  sbx_error_t err = {0};
+  if (ce->arg)
+    sbx_error_set(&err, ce->errnum, "%s `%s`", ce->what, ce->arg);
+  else
+    sbx_error_set(&err, ce->errnum, "%s", ce->what);
+  sync_fail(sync_fd, &err);
 }
 
 /* On cgroup v1, the files to move ourselves into our cgroup through: the parent creates it while
@@ -213,8 +187,10 @@ static int join_cgroup(int sync_fd, sbx_error_t *err)
   int n = sync_recv_fds(sync_fd, &m, fds);
   if (n < 0)
     return sbx_error_set(err, 0, "sandbox setup: no answer from sandboxd");
-  int r = m.type == MSG_CGROUP ? cgroup_attach_self(fds, n, err)
-                               : sbx_error_set(err, 0, "sandbox setup: unexpected message %d", m.type);
+  struct contain_err ce;
+  int r = m.type != MSG_CGROUP             ? sbx_error_set(err, 0, "sandbox setup: unexpected message %d", m.type)
+          : contain_join_cgroup(fds, n, &ce) < 0 ? sbx_error_set(err, ce.errnum, "%s", ce.what)
+                                                : 0;
   /* As for JOIN_BY_PARENT in sandbox_child: a cgroup namespace rooted at our own cgroup. */
   if (r == 0 && unshare(CLONE_NEWCGROUP) < 0)
     r = sbx_error_errno(err, "unshare(CLONE_NEWCGROUP)");
@@ -365,11 +341,10 @@ static _Noreturn void sandbox_child(const struct child_args *a)
   /* Raw syscalls, this thread's credentials only: glibc's would stop the network namespace
    * thread to change its own, and wait for it to leave the kernel (setup_net, ~0.3 ms). It keeps
    * the ids it has (the same uid and gid, mapped) and ends before the code starts. */
-  if (a->host_root && syscall(SYS_setgroups, 0, NULL) < 0) /* drop root's host supplementary groups */
-    sync_fail(sync_fd, (sbx_error_errno(&err, "setgroups"), &err));
-  if (syscall(SYS_setresgid, p->gid, p->gid, p->gid) < 0 ||
-      syscall(SYS_setresuid, p->uid, p->uid, p->uid) < 0)
-    sync_fail(sync_fd, (sbx_error_errno(&err, "set sandbox uid/gid"), &err));
+  /* As root, root's host supplementary groups go too. */
+  struct contain_err ce;
+  if (contain_become(p->uid, p->gid, a->host_root, &ce) < 0)
+    contain_fail(sync_fd, &ce);
   /* Changing credentials clears the parent-death signal (prctl(2)): set it again, then check
    * the parent did not die in between (its end of the sync socket would be closed). */
   if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
@@ -386,28 +361,42 @@ static _Noreturn void sandbox_child(const struct child_args *a)
   if (p->readonly_root && mount_root_readonly(&err) < 0)
     sync_fail(sync_fd, &err);
 
-  /* The writable places, then /dev and /proc, then binds into them. */
-  int sys_fd = -1;
-  if (mount_tmpfs("tmp", spec->limits.tmp_bytes, 01777, false, &err) < 0 ||
-      mount_tmpfs("workspace", spec->limits.workspace_bytes, 0755, false, &err) < 0 ||
+  /* /dev (its nodes, the host's, bound), then the writable places and /proc (contain.c), then
+   * binds into them. */
+  if (mount_dev(spec->limits.shm_bytes, &err) < 0)
+    sync_fail(sync_fd, &err);
+  char tmp_opts[64], ws_opts[64];
+  if (bufprintf(tmp_opts, sizeof tmp_opts, &err, "size=%llu,mode=1777", (unsigned long long) spec->limits.tmp_bytes) < 0 ||
+      bufprintf(ws_opts, sizeof ws_opts, &err, "size=%llu,mode=755", (unsigned long long) spec->limits.workspace_bytes) < 0)
+    sync_fail(sync_fd, &err);
+  const struct contain_tmpfs fresh[] = {
+      {.path = "tmp", .flags = MS_NOSUID | MS_NODEV, .data = tmp_opts},
+      {.path = "workspace", .flags = MS_NOSUID | MS_NODEV, .data = ws_opts},
       /* /run holds sandboxd's own files (the Python helpers at /run/sandboxd/python). */
-      mount_tmpfs("run", 1 << 20, 0755, true, &err) < 0 || mount_dev(spec->limits.shm_bytes, &err) < 0 ||
-      mount_proc(p, &sys_fd, &err) < 0)
-    sync_fail(sync_fd, &err);
-  /* The user namespace's budgets, while we hold CAP_SYS_RESOURCE in it: the code starts long
-   * after, so never without them. */
-  if (ns_write_budgets(sys_fd, &p->budgets, &err) < 0)
-    sync_fail(sync_fd, &err);
-  /* /workspace/out: empty, and the sandbox uid's (we are it now), for the files a run returns. The
-   * tmpfs itself goes to the parent with READY when it asks (it collects them after the run):
-   * opened here, before any code could put anything in the way. */
-  int workspace_fd = open("workspace", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (workspace_fd < 0 || mkdirat(workspace_fd, SBX_OUT_DIR, 0755) < 0)
-    sync_fail(sync_fd, (sbx_error_errno(&err, "create `/workspace/" SBX_OUT_DIR "`"), &err));
-  if (!spec->keep_workspace) {
-    close(workspace_fd);
-    workspace_fd = -1;
-  }
+      {.path = "run", .flags = MS_NOSUID | MS_NODEV | MS_NOEXEC, .data = "size=1048576,mode=755"},
+  };
+  struct contain_budget budget[CONTAIN_N_BUDGETS];
+  const struct contain_fs fs = {
+      .tmpfs = fresh,
+      .n_tmpfs = sizeof fresh / sizeof *fresh,
+      .budgets = budget,
+      .n_budgets = sandbox_budgets(&p->budgets, budget),
+      .mask_proc = p->mask_proc,
+      .masked = (const char *const *) p->proc_masked,
+      .n_masked = (int) p->n_proc_masked,
+      .readonly = (const char *const *) p->proc_readonly,
+      .n_readonly = (int) p->n_proc_readonly,
+  };
+  /* The user namespace's budgets are written while we hold CAP_SYS_RESOURCE in it: the code
+   * starts long after, so never without them. */
+  int sys_fd = -1;
+  if (contain_mounts(&fs, &sys_fd, &ce) < 0)
+    contain_fail(sync_fd, &ce);
+  /* The workspace tmpfs goes to the parent with READY when it asks (it collects /workspace/out
+   * after the run): opened here, before any code could put anything in the way. */
+  int workspace_fd = spec->keep_workspace ? open("workspace", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+  if (spec->keep_workspace && workspace_fd < 0)
+    sync_fail(sync_fd, (sbx_error_errno(&err, "open `/workspace`"), &err));
   /* Bind destinations resolve inside the new root (the current directory), not on the host. */
   _cleanup_close_ int newroot_fd = spec->n_binds ? open(".", O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
   if (spec->n_binds && newroot_fd < 0)
@@ -432,9 +421,9 @@ static _Noreturn void sandbox_child(const struct child_args *a)
   close(sys_fd);
   /* network proxy: the proxy's listener, in our network namespace (its loopback is up), before
    * any code could bind the port; it goes to the parent with READY (egress_proxy.h). */
-  int proxy_fd = p->network == SBX_NET_PROXY ? egress_listen(&err) : -1;
+  int proxy_fd = p->network == SBX_NET_PROXY ? contain_listen(EGRESS_PROXY_PORT, &ce) : -1;
   if (p->network == SBX_NET_PROXY && proxy_fd < 0)
-    sync_fail(sync_fd, &err);
+    contain_fail(sync_fd, &ce);
   /* The code's first exe, which execs it: the process whose execve resolves the code's path, #!
    * line and ELF interpreter must not have sandboxd's binary as its exe (a hostile image's link
    * to /proc/self/exe; exec_shim.h). Before the rlimits and the filter, which may refuse
@@ -442,30 +431,42 @@ static _Noreturn void sandbox_child(const struct child_args *a)
   int shim_fd = exec_shim_fd(&err);
   if (shim_fd < 0 && err.errnum != ENOSYS)
     sync_fail(sync_fd, &err);
-  /* Before RLIMIT_AS (without a cgroup): caps_drop_all below allocates nothing then. */
-  if (p->drop_capabilities)
-    caps_prepare();
-  if (set_rlimits(&spec->limits, &p->budgets, a->join == JOIN_NONE, &err) < 0)
-    sync_fail(sync_fd, &err);
-
   /* pid 1's signals (init.c): from here one that sandboxd forwards stays pending for the code
    * instead of being dropped (pid 1 gets only signals it handles). */
   sigset_t mask;
   init_take_signals(&mask);
 
-  /* Privileges: bounding set and capabilities need CAP_SETPCAP, so before no_new_privs and
-   * seccomp; seccomp last so the filter need not allow the setup calls. Without no_new_privs
-   * (test policies only), installing a filter needs CAP_SYS_ADMIN, so it goes before the drop. */
-  if (!p->no_new_privs && !bench_without("seccomp") && seccomp_install(a->bpf, &err) < 0)
-    sync_fail(sync_fd, &err);
-  if (p->drop_capabilities && caps_drop_all(&err) < 0)
-    sync_fail(sync_fd, &err);
-  if (p->no_new_privs && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-    sync_fail(sync_fd, (sbx_error_errno(&err, "prctl(PR_SET_NO_NEW_PRIVS)"), &err));
-  /* pid 1 is not dumpable: the code (same uid) cannot ptrace it or open its /proc files. */
-  prctl(PR_SET_DUMPABLE, 0);
-  if (p->no_new_privs && !bench_without("seccomp") && seccomp_install(a->bpf, &err) < 0)
-    sync_fail(sync_fd, &err);
+  /* The limits, then the privileges dropped, the filter last (contain.c). Without a cgroup, a
+   * CPU-seconds backstop one second past the timeout, so that a busy loop reaching the timeout
+   * ends by the wall clock (status timeout, 124), not by the kernel's SIGKILL racing it. */
+  const struct contain_limits lim = {
+      .nofile = spec->limits.nofile,
+      .fsize = spec->limits.fsize_bytes,
+      .sigpending = p->budgets.sigpending,
+      .msgqueue = p->budgets.msgqueue_bytes,
+      .memlock = p->budgets.memlock_bytes,
+      .degraded = a->join == JOIN_NONE,
+      .as = spec->limits.memory_bytes,
+      .nproc = spec->limits.pids,
+      .cpu_seconds = (spec->limits.timeout_ms + 999) / 1000 + 1,
+#ifdef HAVE_VALGRIND
+      /* valgrind keeps RLIMIT_NOFILE's hard limit for its own fds (a developer's memcheck run,
+       * never the code's choice). */
+      .nofile_soft_only = RUNNING_ON_VALGRIND,
+#endif
+  };
+  const bool filter = !bench_without("seccomp");
+  const struct contain_privs privs = {
+      .drop_caps = p->drop_capabilities,
+      .no_new_privs = p->no_new_privs,
+      .undumpable = true,
+      .main_prog = filter ? a->bpf->main_prog : NULL,
+      .main_len = a->bpf->main_len,
+      .except_prog = filter ? a->bpf->except_prog : NULL,
+      .except_len = a->bpf->except_len,
+  };
+  if (contain_rlimits(&lim, &ce) < 0 || contain_drop_privileges(&privs, &ce) < 0)
+    contain_fail(sync_fd, &ce);
 
   /* Become init proper: start the code, then relay signals and reap until it ends. */
   init_run(spec, a->envp, sync_fd, bridge_fd, shim_fd, workspace_fd, proxy_fd, &mask,
