@@ -134,7 +134,7 @@ static inline void puti(struct buf *b, i64 v)
   putu(b, (u64) v);
 }
 
-/* pid 1's last part (template.py _pid1's): relay the forwarded signals to the code, reap every
+/* callinit's part, a forked call's pid 1 once the code runs (as init.c's for a cold one): relay the forwarded signals to the code, reap every
  * child, and say the code's wait status, CPU time (µs, pid 1's and its waited children's) and
  * largest RSS on the sync socket, then exit. Every signal is blocked; these are taken with
  * sigtimedwait. */

@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -118,8 +119,38 @@ static int wait_readable(int fd, int ms, const char *what, sbx_error_t *err)
   return 0;
 }
 
-/* Said once per server: why its calls' pid 1 is the Python one (fork_zygote.c, template.py). */
+/* Said once per server: why its calls' pid 1 is a copy of the template (fork_zygote.c). */
 static bool zygote_said;
+
+/* The call's fresh tmpfs mounts and the rest of what each call's C pid 1 needs (inside/zygote.c
+ * parse_line: "key value" lines), as the cold path's sandbox_child has them. */
+static int setup_lines(strbuf_t *sb, const struct fork_template *t, const struct sbx_policy *p,
+                       const struct sbx_limits *l, bool degraded, const struct fork_zygote_mode *mode)
+{
+  const struct sbx_budgets *b = &p->budgets;
+  int r = strbuf_printf(
+      sb,
+      "nofile %llu\nfsize %llu\nmemory %llu\npids %llu\ndegraded %d\nmask_proc %d\nsigpending %llu\n"
+      "msgqueue %llu\nmemlock %llu\nproxy %d\nserver_maps %d\nshare_memory %d\n"
+      "fresh tmp %d size=%llu,mode=1777\nfresh workspace %d size=%llu,mode=755\n"
+      "fresh dev/shm %d size=%llu,mode=1777\nfresh run %d size=1048576,mode=755\n",
+      (unsigned long long) l->nofile, (unsigned long long) l->fsize_bytes, (unsigned long long) l->memory_bytes,
+      (unsigned long long) l->pids, degraded, p->mask_proc, (unsigned long long) b->sigpending,
+      (unsigned long long) b->msgqueue_bytes, (unsigned long long) b->memlock_bytes,
+      p->network == SBX_NET_PROXY ? EGRESS_PROXY_PORT : 0, t->userns_fd >= 0, mode->share_memory,
+      MS_NOSUID | MS_NODEV, (unsigned long long) l->tmp_bytes, MS_NOSUID | MS_NODEV,
+      (unsigned long long) l->workspace_bytes, MS_NOSUID | MS_NODEV | MS_NOEXEC,
+      (unsigned long long) l->shm_bytes, MS_NOSUID | MS_NODEV | MS_NOEXEC);
+  struct contain_budget budget[CONTAIN_N_BUDGETS];
+  int n = sandbox_budgets(b, budget);
+  for (int i = 0; r == 0 && i < n; i++)
+    r = strbuf_printf(sb, "budget %s %llu\n", budget[i].name, (unsigned long long) budget[i].value);
+  for (size_t i = 0; r == 0 && i < p->n_proc_masked; i++)
+    r = strbuf_printf(sb, "mask %s\n", p->proc_masked[i]);
+  for (size_t i = 0; r == 0 && i < p->n_proc_readonly; i++)
+    r = strbuf_printf(sb, "ro %s\n", p->proc_readonly[i]);
+  return r;
+}
 
 static int send_setup(struct fork_template *t, const struct server *srv, const struct sbx_limits *l,
                       bool degraded, sbx_error_t *err)
@@ -128,29 +159,23 @@ static int send_setup(struct fork_template *t, const struct server *srv, const s
   struct sbx_bpf bpf = {0};
   if (seccomp_prepare(p, degraded ? SBX_SECCOMP_RLIMIT : 0, &bpf, err) < 0)
     return -1;
+  /* Queued for its Python, which reads it once started: sent now, without waiting. With it the C
+   * pid 1 and its init (fork_zygote.c), which the template hands each call to. */
+  int zfd[2];
+  struct fork_zygote_mode mode;
+  if (fork_zygote_fds(zfd, &mode, err) < 0) {
+    seccomp_bpf_free(&bpf);
+    return -1;
+  }
+  if (mode.why && !zygote_said) {
+    log_warn("fork template: each call's pid 1 is a copy of the template, which costs more CPU: %s", mode.why);
+    zygote_said = true;
+  }
   strbuf_t sb = {0};
-  const struct sbx_budgets *b = &p->budgets;
   size_t runner_len = strlen(mcp_runner_source);
-  int r = strbuf_printf(
-      &sb,
-      "tmp %llu\nworkspace %llu\nshm %llu\nnofile %llu\nfsize %llu\nmemory %llu\npids %llu\n"
-      "cpu_seconds %llu\ndegraded %d\nmask_proc %d\ninotify_instances %llu\ninotify_watches %llu\n"
-      "fanotify_groups %llu\nfanotify_marks %llu\nnamespaces %llu\nsigpending %llu\nmsgqueue %llu\n"
-      "memlock %llu\nproxy %d\nserver_maps %d\nrunner %zu\nmain %zu\nexcept %zu\n",
-      (unsigned long long) l->tmp_bytes, (unsigned long long) l->workspace_bytes,
-      (unsigned long long) l->shm_bytes, (unsigned long long) l->nofile, (unsigned long long) l->fsize_bytes,
-      (unsigned long long) l->memory_bytes, (unsigned long long) l->pids,
-      (unsigned long long) ((l->timeout_ms + 999) / 1000 + 1), degraded, p->mask_proc,
-      (unsigned long long) b->inotify_instances, (unsigned long long) b->inotify_watches,
-      (unsigned long long) b->fanotify_groups, (unsigned long long) b->fanotify_marks,
-      (unsigned long long) b->namespaces, (unsigned long long) b->sigpending,
-      (unsigned long long) b->msgqueue_bytes, (unsigned long long) b->memlock_bytes,
-      p->network == SBX_NET_PROXY ? EGRESS_PROXY_PORT : 0, t->userns_fd >= 0, runner_len, bpf.main_len * 8,
-      bpf.except_len * 8);
-  for (size_t i = 0; r == 0 && i < p->n_proc_masked; i++)
-    r = strbuf_printf(&sb, "mask %s\n", p->proc_masked[i]);
-  for (size_t i = 0; r == 0 && i < p->n_proc_readonly; i++)
-    r = strbuf_printf(&sb, "ro %s\n", p->proc_readonly[i]);
+  int r = setup_lines(&sb, t, p, l, degraded, &mode);
+  if (r == 0)
+    r = strbuf_printf(&sb, "runner %zu\nmain %zu\nexcept %zu\n", runner_len, bpf.main_len * 8, bpf.except_len * 8);
   if (r == 0)
     r = strbuf_append(&sb, "\n", 1);
   if (r == 0)
@@ -160,26 +185,16 @@ static int send_setup(struct fork_template *t, const struct server *srv, const s
   if (r == 0 && bpf.except_len)
     r = strbuf_append(&sb, bpf.except_prog, bpf.except_len * 8);
   seccomp_bpf_free(&bpf);
+  size_t src_len = strlen(mcp_template_source);
+  if (r < 0)
+    sbx_error_set(err, ENOMEM, "fork template setup");
+  else if (send(t->ctl_fd, mcp_template_source, src_len, MSG_NOSIGNAL) != (ssize_t) src_len)
+    r = sbx_error_errno(err, "send its source");
   if (r < 0) {
     strbuf_free(&sb);
-    return sbx_error_set(err, ENOMEM, "fork template setup");
-  }
-  size_t src_len = strlen(mcp_template_source);
-  if (send(t->ctl_fd, mcp_template_source, src_len, MSG_NOSIGNAL) != (ssize_t) src_len) {
-    strbuf_free(&sb);
-    return sbx_error_errno(err, "send its source");
-  }
-  /* Queued for its Python, which reads it once started: sent now, without waiting. With it the C
-   * pid 1 and its init, unless this build or the policy rules them out (fork_zygote.c). */
-  int zfd[2];
-  const char *why;
-  if (fork_zygote_fds(p, zfd, &why, err) < 0) {
-    strbuf_free(&sb);
+    for (int i = 0; i < 2; i++)
+      close(zfd[i]);
     return -1;
-  }
-  if (why && !zygote_said && strcmp(why, "not built for this architecture") != 0) {
-    log_warn("fork template: each call's pid 1 runs in Python, which costs more CPU: %s", why);
-    zygote_said = true;
   }
   union {
     char buf[CMSG_SPACE(sizeof zfd)];
@@ -187,7 +202,7 @@ static int send_setup(struct fork_template *t, const struct server *srv, const s
   } u;
   struct iovec iov = {.iov_base = sb.data, .iov_len = sb.len};
   struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
-  if (zfd[0] >= 0) {
+  {
     mh.msg_control = u.buf;
     mh.msg_controllen = sizeof u.buf;
     struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
@@ -200,8 +215,7 @@ static int send_setup(struct fork_template *t, const struct server *srv, const s
   size_t len = sb.len;
   strbuf_free(&sb);
   for (int i = 0; i < 2; i++)
-    if (zfd[i] >= 0)
-      close(zfd[i]);
+    close(zfd[i]);
   if (n < 0 || (size_t) n != len)
     return sbx_error_errno(err, "send its setup");
   return 0;
@@ -221,17 +235,16 @@ static int template_step(struct fork_template *t, sbx_error_t *err)
   ssize_t n = recv(t->ctl_fd, ok, sizeof ok - 1, MSG_DONTWAIT);
   if (n < 0 && errno == EAGAIN)
     return 0;
-  if (n < 2 || memcmp(ok, "ok", 2) != 0 || (n > 2 && ok[2] != ' ')) {
+  if (n != 2 || memcmp(ok, "ok", 2) != 0) {
+    /* "error WHY": it could not load the C pid 1 (template.py _zygote); else its stderr says. */
+    if (n > 6 && memcmp(ok, "error ", 6) == 0) {
+      ok[n] = '\0';
+      return sbx_error_set(err, 0, "fork template did not start: its C pid 1: %s", ok + 6);
+    }
     char buf[400];
     ssize_t k = read(t->log_fd, buf, sizeof buf - 1);
     buf[k > 0 ? k : 0] = '\0';
     return sbx_error_set(err, 0, "fork template did not start%s%s", k > 0 ? ": " : "", buf);
-  }
-  /* "ok WHY": it was given the C pid 1 and could not load it (template.py _zygote). */
-  ok[n] = '\0';
-  if (n > 3 && !zygote_said) {
-    log_warn("fork template: each call's pid 1 runs in Python, which costs more CPU: %s", ok + 3);
-    zygote_said = true;
   }
   t->state = TMPL_READY;
   return 1;

@@ -184,12 +184,13 @@ static int tmpfs(const struct contain_tmpfs *t, struct contain_err *e)
 }
 
 /* Read-only, nosuid, nodev and noexec on the mount at path: one mount_setattr (which only adds
- * flags), or before Linux 5.12 a remount. */
+ * flags), or a remount: before Linux 5.12, and in a forked call, whose template's filter refuses
+ * the new mount API as the policies do (EPERM; a remount that may not fails with it too). */
 static long set_readonly(const char *path)
 {
   struct mount_attr a = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC};
   long r = csys(__NR_mount_setattr, AT_FDCWD, path, 0, &a, sizeof a);
-  if (r != -ENOSYS)
+  if (r != -ENOSYS && r != -EPERM)
     return r;
   return csys(__NR_mount, "none", path, "none", MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, 0);
 }
@@ -362,15 +363,16 @@ static int drop_capabilities(struct contain_err *e)
   /* Effective, permitted and inheritable: one capset. */
   struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
   struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3] = {{0}};
-  CK(csys(__NR_capset, &h, d), "drop capabilities", 0);
+  CK(csys(__NR_capset, &h, d), "drop capabilities: capset", 0);
   if (!no_capability_left())
     return failed(e, "drop capabilities: some remain", 0, -EPERM);
   return 0;
 }
 
 /* Exceptions first: the main filter does not allow seccomp(2) itself, so it goes last. Order does
- * not change the verdict; the kernel takes the most restrictive of the two. prctl is the older
- * interface to the same operation (flags 0), for kernels and tools (valgrind) without seccomp(2). */
+ * not change the verdict; the kernel takes the most restrictive of the two. By prctl, the older
+ * interface to the same operation (seccomp(2) with flags 0): the policies allow prctl, which a
+ * forked call's pid 1 runs under (its template's filter), and valgrind knows it. */
 static int install_filters(const struct contain_privs *p, struct contain_err *e)
 {
   const void *prog[2] = {p->except_prog, p->main_prog};
@@ -379,10 +381,7 @@ static int install_filters(const struct contain_privs *p, struct contain_err *e)
     if (!prog[i])
       continue;
     struct sock_fprog fp = {.len = (unsigned short) len[i], .filter = (struct sock_filter *) prog[i]};
-    long r = csys(__NR_seccomp, SECCOMP_SET_MODE_FILTER, 0, &fp);
-    if (r == -ENOSYS)
-      r = csys(__NR_prctl, PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &fp, 0, 0);
-    CK(r, "install seccomp filter", 0);
+    CK(csys(__NR_prctl, PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &fp, 0, 0), "install seccomp filter", 0);
   }
   return 0;
 }

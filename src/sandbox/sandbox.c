@@ -45,7 +45,32 @@
  *     reaping pid 1
  *
  * Any step of pid 1's that fails, its thread's included, sends ERROR instead of READY and exits
- * 125; sandbox_spawn_finish() returns it to the caller. Why this shape:
+ * 125; sandbox_spawn_finish() returns it to the caller.
+ *
+ * A forked call (`sandboxd mcp --warm-mode fork`) is built by the fork template's C pid 1
+ * (inside/zygote.c) from the template's sandbox, whose rootfs, binds, /dev, hostname and identity
+ * it keeps. Both paths take the steps of contain.c, the same code, in this order:
+ *
+ *   step (contain.c)            cold: pid 1 here (sandbox_child)   fork: the call's pid 1 (zygote.c)
+ *   --------------------------  ---------------------------------  ---------------------------------
+ *   namespaces                  clone3 by the parent               clone by the template (zy_spawn)
+ *   cgroup: contain_join_cgroup v1, after the mounts (MSG_CGROUP)  v1, first (the call's fds)
+ *   ids: contain_map_self,      maps by the parent; GO; become     its own maps (as root: the
+ *     contain_become              the sandbox uid                    server's, after the ack)
+ *   mounts                      private; rootfs (or skeleton),     private
+ *                                 read-only; /dev
+ *   contain_mounts              tmpfs tmp, workspace (out), run; /proc; budgets; masks
+ *                               (fork: also dev/shm, and the template's binds under them again)
+ *   (the rest of the root)      binds, pivot_root, hostname,       loopback up, cgroup namespace
+ *                                 network namespace (a thread's)
+ *   contain_listen              network proxy: 127.0.0.1:3128
+ *   contain_rlimits             the spec's limits and the policy's budgets
+ *   contain_drop_privileges     capabilities, no_new_privs, not dumpable (fork: only when it is a
+ *                               copy of the template), the filters last
+ *   then                        READY; init_run: the code through  READY, go; fork the code; exec
+ *                                 the exec helper                    callinit (relays, reports)
+ *
+ * Why this shape:
  * - pid 1 has no identity in its new user namespace until its uid/gid maps are written from
  *   outside: the parent writes them, with its own credentials, then sends GO.
  * - A network namespace is most of what clone costs (~0.3 ms in setup_net): a thread of pid 1
