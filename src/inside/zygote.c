@@ -333,8 +333,6 @@ EXPORT i64 zy_init(const char *text, const void *main_prog, u64 main_len, const 
 #define O_NOFOLLOW 0400000
 #define O_CLOEXEC 02000000
 #define O_PATH 010000000
-#define MS_REC 16384UL
-#define MS_PRIVATE (1UL << 18)
 
 struct kstat { /* struct stat, x86_64 */
   u64 st_dev, st_ino, st_nlink;
@@ -528,7 +526,7 @@ static int pid1(struct pid1 *p)
   for (int i = 4; i < p->call.n_fds; i++)
     sys1(NR_close, p->call.fds[i]);
   ids(p);
-  CK(p, sys5(NR_mount, 0, "/", 0, MS_REC | MS_PRIVATE, 0), "make mounts private", 0);
+  STEP(p, contain_private(CE));
   CK(p, sys1(NR_chdir, "/"), "chdir", "/");
   const struct contain_fs fs = {
       .tmpfs = conf.tmpfs,

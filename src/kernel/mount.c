@@ -30,13 +30,6 @@ static void fd_path(int fd, char buf[32])
     return;
 }
 
-int mount_make_private(sbx_error_t *err)
-{
-  if (mount("none", "/", NO_FSTYPE, MS_REC | MS_PRIVATE, NULL) < 0)
-    return sbx_error_errno(err, "make mounts private");
-  return 0;
-}
-
 /* Flags a bind remount must keep: in a user namespace the kernel locks the flags inherited from
  * a more privileged mount and refuses a remount that would clear them (mount(2), EPERM). */
 static unsigned long locked_flags(const char *path)

@@ -11,8 +11,6 @@
 #include "base/error.h"
 #include "policy/policy.h"
 
-/* Stop mount events propagating back to the host. */
-int mount_make_private(sbx_error_t *err);
 /* Bind the rootfs (an O_PATH fd) onto itself and chdir into it: it becomes the root-to-be. */
 int mount_enter_rootfs(int rootfs_fd, const char *path, sbx_error_t *err);
 /* Or, for a bind at a new top-level directory (/data) in a read-only rootfs, a skeleton root: a

@@ -78,6 +78,8 @@ int contain_join_cgroup(const int *fds, int n, struct contain_err *e);
 int contain_map_self(uint32_t uid, uint32_t gid, struct contain_err *e);
 /* The sandbox uid and gid, with no supplementary groups if drop_groups. */
 int contain_become(uint32_t uid, uint32_t gid, bool drop_groups, struct contain_err *e);
+/* Nothing mounted from here on propagates back to where the mount namespace came from. */
+int contain_private(struct contain_err *e);
 /* The tmpfs mounts (each with what goes back over it; /workspace/out made), a fresh /proc, the
  * user namespace's budgets through it, then its masks. *ret_sys_fd: /proc/sys, O_PATH. */
 int contain_mounts(const struct contain_fs *fs, int *ret_sys_fd, struct contain_err *e);

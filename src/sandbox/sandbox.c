@@ -298,102 +298,120 @@ static int open_bind_source(const struct sbx_bind *b, const struct bind_id *id, 
                        b->dst, b->src, fd < 0 ? why.msg : "another file is at its path now");
 }
 
-static _Noreturn void sandbox_child(const struct child_args *a)
+/* pid 1's state through its setup (sandbox_child's phases). */
+struct child {
+  const struct child_args *a;
+  const struct sbx_spec *spec;
+  const struct sbx_policy *p;
+  int sync_fd, bridge_fd;
+  struct ns_net net;
+  int bind_fds[SBX_MAX_BINDS];
+  int sys_fd, workspace_fd, proxy_fd, shim_fd;
+  sigset_t mask;
+};
+
+#define FAIL_ERRNO(c, ...) sync_fail((c)->sync_fd, (sbx_error_errno(&err, __VA_ARGS__), &err))
+
+/* Die with sandboxd; wait for GO (the parent writes our uid/gid maps: until then we have no
+ * identity to act with); the keyring and cgroup namespace; fds; the network namespace's thread. */
+static void child_start(struct child *c)
 {
-  const struct sbx_spec *spec = a->spec;
-  const struct sbx_policy *p = spec->policy;
+  const struct child_args *a = c->a;
   sbx_error_t err = {0};
-  int sync_fd = a->sync_fd;
   struct sync_msg m;
-
-  /* Die with sandboxd. Set before waiting for GO, so a parent that dies before sending it is
-   * noticed (the read below then returns 0). */
+  /* Set before waiting for GO, so a parent that dies before sending it is noticed (the read
+   * below then returns 0). */
   if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
-    sync_fail(sync_fd, (sbx_error_errno(&err, "prctl(PR_SET_PDEATHSIG)"), &err));
-
-  /* The parent writes our uid/gid maps; until then we have no identity to act with. */
-  if (sync_recv(sync_fd, &m, 0) < 0 || m.type != MSG_GO)
+    FAIL_ERRNO(c, "prctl(PR_SET_PDEATHSIG)");
+  if (sync_recv(c->sync_fd, &m, 0) < 0 || m.type != MSG_GO)
     _exit(SBX_EXIT_SETUP);
-
   init_hide_host_argv();
   /* A policy that allows keyctl must not hand the code our session keyring (a login's links the
    * user's keyring, where sandboxd's secret is). The shipped policies deny keyctl: no cost there. */
   if (a->own_keyring && keyring_join_anonymous(&err) < 0)
-    sync_fail(sync_fd, &err);
+    sync_fail(c->sync_fd, &err);
   /* The cgroup namespace from clone is rooted where we were then (sandboxd's cgroup); root a new
-   * one at our own, so the code sees itself at "/". (v1: after moving ourselves, below.) */
+   * one at our own, so the code sees itself at "/". (v1: after moving ourselves, child_join.) */
   if (a->join == JOIN_BY_PARENT && unshare(CLONE_NEWCGROUP) < 0)
-    sync_fail(sync_fd, (sbx_error_errno(&err, "unshare(CLONE_NEWCGROUP)"), &err));
-
+    FAIL_ERRNO(c, "unshare(CLONE_NEWCGROUP)");
   /* Before any other fd is opened. */
-  int bridge_fd = arrange_fds(spec, &sync_fd);
+  c->bridge_fd = arrange_fds(c->spec, &c->sync_fd);
   /* The network namespace, made beside the mounts below by a thread: before anything changes
    * /proc, and after the keyring and the cgroup namespace, which it shares. */
-  struct ns_net net;
-  if (ns_net_start(&net, &err) < 0)
-    sync_fail(sync_fd, &err);
+  if (ns_net_start(&c->net, &err) < 0)
+    sync_fail(c->sync_fd, &err);
+}
 
+/* Into the root-to-be (the rootfs, or a skeleton for binds at new top-level directories) as the
+ * sandbox uid; read-only. The bind sources are opened on the way (c->bind_fds). */
+static void child_enter_root(struct child *c)
+{
+  const struct sbx_spec *spec = c->spec;
+  const struct sbx_policy *p = c->p;
+  sbx_error_t err = {0};
+  struct contain_err ce;
   /* Nothing we mount may propagate back to the host. */
-  if (mount_make_private(&err) < 0)
-    sync_fail(sync_fd, &err);
-
+  if (contain_private(&ce) < 0)
+    contain_fail(c->sync_fd, &ce);
   /* Open host paths while we still have the caller's host identity: after setresuid below, the
    * root case is the unprivileged host_uid and could not reach e.g. /root. O_PATH fds opened here
    * resolve in our new mount namespace, which is what bind mounts require. */
   _cleanup_close_ int rootfs_fd = open(spec->rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (rootfs_fd < 0)
-    sync_fail(sync_fd, (sbx_error_errno(&err, "open rootfs `%s`", spec->rootfs), &err));
-  int bind_fds[SBX_MAX_BINDS];
-  if (spec->n_binds > sizeof bind_fds / sizeof *bind_fds)
-    sync_fail(sync_fd, (sbx_error_set(&err, E2BIG, "too many binds"), &err));
+    FAIL_ERRNO(c, "open rootfs `%s`", spec->rootfs);
+  if (spec->n_binds > SBX_MAX_BINDS)
+    sync_fail(c->sync_fd, (sbx_error_set(&err, E2BIG, "too many binds"), &err));
   for (size_t i = 0; i < spec->n_binds; i++)
-    if (open_bind_source(&spec->binds[i], &a->bind_ids[i], &bind_fds[i], &err) < 0)
-      sync_fail(sync_fd, &err);
+    if (open_bind_source(&spec->binds[i], &c->a->bind_ids[i], &c->bind_fds[i], &err) < 0)
+      sync_fail(c->sync_fd, &err);
   /* A bind at a new top-level directory (/data) needs a skeleton root to make it in; every other
    * sandbox enters the rootfs as it is, with one bind. */
   const char *extra[SBX_MAX_BINDS];
   bool extra_dir[SBX_MAX_BINDS];
-  size_t n_extra = missing_tops(rootfs_fd, spec, bind_fds, extra, extra_dir);
+  size_t n_extra = missing_tops(rootfs_fd, spec, c->bind_fds, extra, extra_dir);
   int skeleton_fd = -1;
   if ((n_extra ? mount_enter_skeleton(rootfs_fd, spec->rootfs, p->uid, p->gid, &skeleton_fd, &err)
                : mount_enter_rootfs(rootfs_fd, spec->rootfs, &err)) < 0)
-    sync_fail(sync_fd, &err);
-  close(TAKE_FD(rootfs_fd));
+    sync_fail(c->sync_fd, &err);
 
   /* Become the sandbox uid now, keeping our capabilities in the new user namespace: files the
-   * setup creates in the tmpfs mounts must be owned by a mapped uid (else EOVERFLOW). From
-   * host uid 0 (unmapped here) setresuid does not clear capabilities (capabilities(7)). */
-  /* Raw syscalls, this thread's credentials only: glibc's would stop the network namespace
-   * thread to change its own, and wait for it to leave the kernel (setup_net, ~0.3 ms). It keeps
-   * the ids it has (the same uid and gid, mapped) and ends before the code starts. */
-  /* As root, root's host supplementary groups go too. */
-  struct contain_err ce;
-  if (contain_become(p->uid, p->gid, a->host_root, &ce) < 0)
-    contain_fail(sync_fd, &ce);
+   * setup creates in the tmpfs mounts must be owned by a mapped uid (else EOVERFLOW). From host
+   * uid 0 (unmapped here) setresuid does not clear capabilities (capabilities(7)). This thread's
+   * credentials only (contain_become): glibc's would stop the network namespace thread to change
+   * its own, and wait for it to leave the kernel (setup_net, ~0.3 ms). As root, root's host
+   * supplementary groups go too. */
+  if (contain_become(p->uid, p->gid, c->a->host_root, &ce) < 0)
+    contain_fail(c->sync_fd, &ce);
   /* Changing credentials clears the parent-death signal (prctl(2)): set it again, then check
    * the parent did not die in between (its end of the sync socket would be closed). */
-  if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
-    sync_fail(sync_fd, (sbx_error_errno(&err, "prctl(PR_SET_PDEATHSIG)"), &err));
   char peek;
-  if (recv(sync_fd, &peek, 1, MSG_PEEK | MSG_DONTWAIT) == 0)
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+    FAIL_ERRNO(c, "prctl(PR_SET_PDEATHSIG)");
+  if (recv(c->sync_fd, &peek, 1, MSG_PEEK | MSG_DONTWAIT) == 0)
     _exit(SBX_EXIT_SETUP);
 
-  if (skeleton_fd >= 0 &&
-      mount_fill_skeleton(skeleton_fd, extra, extra_dir, n_extra, p->readonly_root, &err) < 0)
-    sync_fail(sync_fd, &err);
+  if (skeleton_fd >= 0 && mount_fill_skeleton(skeleton_fd, extra, extra_dir, n_extra, p->readonly_root, &err) < 0)
+    sync_fail(c->sync_fd, &err);
   /* Read-only now, before the writable mounts go on top: every mount point they need exists
    * in the rootfs (or the skeleton), and binds are only created under the tmpfs mounts. */
   if (p->readonly_root && mount_root_readonly(&err) < 0)
-    sync_fail(sync_fd, &err);
+    sync_fail(c->sync_fd, &err);
+}
 
-  /* /dev (its nodes, the host's, bound), then the writable places and /proc (contain.c), then
-   * binds into them. */
+/* /dev (its nodes, the host's, bound), then the writable places and /proc with its budgets and
+ * masks (contain.c), then binds into them; pivot_root; the hostname. */
+static void child_mounts(struct child *c)
+{
+  const struct sbx_spec *spec = c->spec;
+  const struct sbx_policy *p = c->p;
+  sbx_error_t err = {0};
+  struct contain_err ce;
   if (mount_dev(spec->limits.shm_bytes, &err) < 0)
-    sync_fail(sync_fd, &err);
+    sync_fail(c->sync_fd, &err);
   char tmp_opts[64], ws_opts[64];
   if (bufprintf(tmp_opts, sizeof tmp_opts, &err, "size=%llu,mode=1777", (unsigned long long) spec->limits.tmp_bytes) < 0 ||
       bufprintf(ws_opts, sizeof ws_opts, &err, "size=%llu,mode=755", (unsigned long long) spec->limits.workspace_bytes) < 0)
-    sync_fail(sync_fd, &err);
+    sync_fail(c->sync_fd, &err);
   const struct contain_tmpfs fresh[] = {
       {.path = "tmp", .flags = MS_NOSUID | MS_NODEV, .data = tmp_opts},
       {.path = "workspace", .flags = MS_NOSUID | MS_NODEV, .data = ws_opts},
@@ -414,56 +432,67 @@ static _Noreturn void sandbox_child(const struct child_args *a)
   };
   /* The user namespace's budgets are written while we hold CAP_SYS_RESOURCE in it: the code
    * starts long after, so never without them. */
-  int sys_fd = -1;
-  if (contain_mounts(&fs, &sys_fd, &ce) < 0)
-    contain_fail(sync_fd, &ce);
+  if (contain_mounts(&fs, &c->sys_fd, &ce) < 0)
+    contain_fail(c->sync_fd, &ce);
   /* The workspace tmpfs goes to the parent with READY when it asks (it collects /workspace/out
    * after the run): opened here, before any code could put anything in the way. */
-  int workspace_fd = spec->keep_workspace ? open("workspace", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
-  if (spec->keep_workspace && workspace_fd < 0)
-    sync_fail(sync_fd, (sbx_error_errno(&err, "open `/workspace`"), &err));
+  c->workspace_fd = spec->keep_workspace ? open("workspace", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+  if (spec->keep_workspace && c->workspace_fd < 0)
+    FAIL_ERRNO(c, "open `/workspace`");
   /* Bind destinations resolve inside the new root (the current directory), not on the host. */
   _cleanup_close_ int newroot_fd = spec->n_binds ? open(".", O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
   if (spec->n_binds && newroot_fd < 0)
-    sync_fail(sync_fd, (sbx_error_errno(&err, "open the new root"), &err));
+    FAIL_ERRNO(c, "open the new root");
   for (size_t i = 0; i < spec->n_binds; i++) {
-    if (mount_bind_fd(newroot_fd, bind_fds[i], spec->binds[i].dst, spec->binds[i].rw, &err) < 0)
-      sync_fail(sync_fd, &err);
-    close(bind_fds[i]);
+    if (mount_bind_fd(newroot_fd, c->bind_fds[i], spec->binds[i].dst, spec->binds[i].rw, &err) < 0)
+      sync_fail(c->sync_fd, &err);
+    close(c->bind_fds[i]);
   }
-  close(TAKE_FD(newroot_fd));
   if (mount_pivot(&err) < 0)
-    sync_fail(sync_fd, &err);
-
+    sync_fail(c->sync_fd, &err);
   if (sethostname(p->hostname, strlen(p->hostname)) < 0)
-    sync_fail(sync_fd, (sbx_error_errno(&err, "sethostname"), &err));
-  /* Our network namespace, made by our thread, and on cgroup v1 our cgroup, made by the parent,
-   * both while we set up the mounts. The thread has ended before we move ourselves (as a single
-   * thread, which makes it cheap on v1; see cgroup_attach_fds) and before anything the limits are
-   * for: the code has not started. */
-  if (ns_net_join(&net, sys_fd, &err) < 0 || (a->join == JOIN_BY_SELF && join_cgroup(sync_fd, &err) < 0))
-    sync_fail(sync_fd, &err);
-  close(sys_fd);
+    FAIL_ERRNO(c, "sethostname");
+}
+
+/* Our network namespace, made by our thread, and on cgroup v1 our cgroup, made by the parent,
+ * both while we set up the mounts. The thread has ended before we move ourselves (as a single
+ * thread, which makes it cheap on v1; see cgroup_attach_fds) and before anything the limits are
+ * for: the code has not started. */
+static void child_join(struct child *c)
+{
+  sbx_error_t err = {0};
+  if (ns_net_join(&c->net, c->sys_fd, &err) < 0 || (c->a->join == JOIN_BY_SELF && join_cgroup(c->sync_fd, &err) < 0))
+    sync_fail(c->sync_fd, &err);
+  close(c->sys_fd);
+}
+
+/* The proxy's listener and the exec helper; signals; then the limits, and the privileges dropped,
+ * the filter last (contain.c). */
+static void child_lockdown(struct child *c)
+{
+  const struct sbx_spec *spec = c->spec;
+  const struct sbx_policy *p = c->p;
+  const struct child_args *a = c->a;
+  sbx_error_t err = {0};
+  struct contain_err ce;
   /* network proxy: the proxy's listener, in our network namespace (its loopback is up), before
    * any code could bind the port; it goes to the parent with READY (egress_proxy.h). */
-  int proxy_fd = p->network == SBX_NET_PROXY ? contain_listen(EGRESS_PROXY_PORT, &ce) : -1;
-  if (p->network == SBX_NET_PROXY && proxy_fd < 0)
-    contain_fail(sync_fd, &ce);
+  c->proxy_fd = p->network == SBX_NET_PROXY ? contain_listen(EGRESS_PROXY_PORT, &ce) : -1;
+  if (p->network == SBX_NET_PROXY && c->proxy_fd < 0)
+    contain_fail(c->sync_fd, &ce);
   /* The code's first exe, which execs it: the process whose execve resolves the code's path, #!
    * line and ELF interpreter must not have sandboxd's binary as its exe (a hostile image's link
    * to /proc/self/exe; exec_shim.h). Before the rlimits and the filter, which may refuse
    * memfds. */
-  int shim_fd = exec_shim_fd(&err);
-  if (shim_fd < 0 && err.errnum != ENOSYS)
-    sync_fail(sync_fd, &err);
+  c->shim_fd = exec_shim_fd(&err);
+  if (c->shim_fd < 0 && err.errnum != ENOSYS)
+    sync_fail(c->sync_fd, &err);
   /* pid 1's signals (init.c): from here one that sandboxd forwards stays pending for the code
    * instead of being dropped (pid 1 gets only signals it handles). */
-  sigset_t mask;
-  init_take_signals(&mask);
-
-  /* The limits, then the privileges dropped, the filter last (contain.c). Without a cgroup, a
-   * CPU-seconds backstop one second past the timeout, so that a busy loop reaching the timeout
-   * ends by the wall clock (status timeout, 124), not by the kernel's SIGKILL racing it. */
+  init_take_signals(&c->mask);
+  /* Without a cgroup, a CPU-seconds backstop one second past the timeout, so that a busy loop
+   * reaching the timeout ends by the wall clock (status timeout, 124), not by the kernel's
+   * SIGKILL racing it. */
   const struct contain_limits lim = {
       .nofile = spec->limits.nofile,
       .fsize = spec->limits.fsize_bytes,
@@ -491,11 +520,21 @@ static _Noreturn void sandbox_child(const struct child_args *a)
       .except_len = a->bpf->except_len,
   };
   if (contain_rlimits(&lim, &ce) < 0 || contain_drop_privileges(&privs, &ce) < 0)
-    contain_fail(sync_fd, &ce);
+    contain_fail(c->sync_fd, &ce);
+}
 
+/* pid 1: the phases in order (the timeline at the top says why this order), then init. */
+static _Noreturn void sandbox_child(const struct child_args *a)
+{
+  struct child c = {.a = a, .spec = a->spec, .p = a->spec->policy, .sync_fd = a->sync_fd, .sys_fd = -1};
+  child_start(&c);
+  child_enter_root(&c);
+  child_mounts(&c);
+  child_join(&c);
+  child_lockdown(&c);
   /* Become init proper: start the code, then relay signals and reap until it ends. */
-  init_run(spec, a->envp, sync_fd, bridge_fd, shim_fd, workspace_fd, proxy_fd, &mask,
-           !spec->leave_at_exit      ? INIT_LEAVE_NEVER
+  init_run(c.spec, a->envp, c.sync_fd, c.bridge_fd, c.shim_fd, c.workspace_fd, c.proxy_fd, &c.mask,
+           !c.spec->leave_at_exit    ? INIT_LEAVE_NEVER
            : a->join == JOIN_BY_SELF ? INIT_LEAVE_CGROUP
            : a->join == JOIN_NONE    ? INIT_LEAVE_NOW
                                      : INIT_LEAVE_NEVER);
@@ -671,6 +710,34 @@ static int clone_error(int e, unsigned host_id, const struct sbx_policy *p, sbx_
   return sbx_error_hint(err, "see sandboxd doctor");
 }
 
+/* The parent's part while pid 1 waits for GO and then sets up: its maps, (v2 before Linux 5.7) its
+ * cgroup, GO, and (v1) its cgroup made meanwhile and handed over. */
+static int parent_handshake(const struct sbx_spec *spec, pid_t pid, unsigned host_id, enum join_cgroup join,
+                            int parent_fd, struct sbx_cgroup **cg, sbx_error_t *err)
+{
+  /* Maps must be written before the child calls setresuid/setgroups. */
+  if (ns_write_id_maps(pid, spec->policy, host_id, spec->map_host_range, err) < 0) {
+    sbx_error_prefix(err, "write uid/gid maps");
+    return sbx_error_hint(err, "see sandboxd doctor");
+  }
+  /* Before GO, while the child waits: with our credentials, which a kernel this old checks. */
+  if (join == JOIN_BY_PARENT && cgroup_attach_pid(*cg, pid, err) < 0)
+    return -1;
+  sync_send(parent_fd, &(struct sync_msg){.type = MSG_GO});
+  if (join != JOIN_BY_SELF)
+    return 0;
+  /* While the child sets up its mounts: create its cgroup (v1), and hand it the files to move
+   * itself in through. */
+  int fds[CGROUP_MAX_ATTACH_FDS];
+  int n = cgroup_create(&spec->limits, cg, err) < 0 ? -1 : cgroup_attach_fds(*cg, fds, err);
+  if (n < 0)
+    return -1;
+  sync_send_fds(parent_fd, &(struct sync_msg){.type = MSG_CGROUP}, fds, n);
+  while (n > 0)
+    close(fds[--n]);
+  return 0;
+}
+
 int sandbox_spawn_start(const struct sbx_spec *spec, struct sbx_sandbox **ret, sbx_error_t *err)
 {
   const struct sbx_policy *p = spec->policy;
@@ -737,30 +804,8 @@ int sandbox_spawn_start(const struct sbx_spec *spec, struct sbx_sandbox **ret, s
   /* The child has its copy (pid 1 frees it); ours goes now. */
   free(TAKE_PTR(envp));
 
-  /* Maps must be written before the child calls setresuid/setgroups. */
-  if (ns_write_id_maps(pid, p, host_id, spec->map_host_range, err) < 0) {
-    sbx_error_prefix(err, "write uid/gid maps");
-    sbx_error_hint(err, "see sandboxd doctor");
+  if (parent_handshake(spec, pid, host_id, a.join, parent_fd, &cg, err) < 0)
     goto fail;
-  }
-  /* Before GO, while the child waits: with our credentials, which a kernel this old checks. */
-  if (a.join == JOIN_BY_PARENT && cgroup_attach_pid(cg, pid, err) < 0)
-    goto fail;
-  sync_send(parent_fd, &(struct sync_msg){.type = MSG_GO});
-
-  /* While the child sets up its mounts: create its cgroup (v1), and hand it the files to move
-   * itself in through. */
-  if (a.join == JOIN_BY_SELF && cgroup_create(&spec->limits, &cg, err) < 0)
-    goto fail;
-  if (a.join == JOIN_BY_SELF) {
-    int fds[CGROUP_MAX_ATTACH_FDS];
-    int n = cgroup_attach_fds(cg, fds, err);
-    if (n < 0)
-      goto fail;
-    sync_send_fds(parent_fd, &(struct sync_msg){.type = MSG_CGROUP}, fds, n);
-    while (n > 0)
-      close(fds[--n]);
-  }
   struct sbx_sandbox *s = calloc(1, sizeof *s);
   if (!s) {
     sbx_error_set(err, ENOMEM, "sandbox");
