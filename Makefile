@@ -86,10 +86,10 @@ ZYGOTE_SRCS = src/inside/zygote.c src/sandbox/contain.c
 $(BUILD)/zygote.so: $(ZYGOTE_SRCS) src/sandbox/contain.h src/sandbox/contain_sys.h src/inside/rawsys.h Makefile | $(BUILD)/obj
 	$(CC) $(ZYGOTE_CFLAGS) -DSBX_FREESTANDING -iquote src -fPIC -shared -fvisibility=hidden -s -Wl,-z,relro,-z,now \
 	  -o $@ $(ZYGOTE_SRCS)
-$(BUILD)/callinit: src/inside/callinit.c src/inside/rawsys.h Makefile | $(BUILD)/obj
-	$(CC) $(ZYGOTE_CFLAGS) -static -fno-pie -no-pie -s -o $@ $<
-$(BUILD)/execshim: src/inside/execshim.c src/inside/rawsys.h Makefile | $(BUILD)/obj
-	$(CC) $(ZYGOTE_CFLAGS) -static -fno-pie -no-pie -s -o $@ $<
+$(BUILD)/callinit: src/inside/callinit.c src/inside/rawsys.h src/sandbox/contain_sys.h Makefile | $(BUILD)/obj
+	$(CC) $(ZYGOTE_CFLAGS) -DSBX_FREESTANDING -iquote src -static -fno-pie -no-pie -s -o $@ $<
+$(BUILD)/execshim: src/inside/execshim.c src/inside/rawsys.h src/sandbox/contain_sys.h Makefile | $(BUILD)/obj
+	$(CC) $(ZYGOTE_CFLAGS) -DSBX_FREESTANDING -iquote src -static -fno-pie -no-pie -s -o $@ $<
 $(BUILD)/obj/sandbox/exec_shim.o: $(EXEC_SHIM_BLOB)
 $(BUILD)/obj/sandbox/exec_shim.o: override CFLAGS += -DEXEC_SHIM_BUILD=\"$(BUILD)\"
 $(BUILD)/obj/sandbox/fork_zygote.o: $(ZYGOTE_BLOBS)

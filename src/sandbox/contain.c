@@ -59,28 +59,6 @@ static bool same(const char *a, const char *b)
   return *a == *b;
 }
 
-/* A bounded string being built (cut to fit). */
-struct text {
-  char *p;
-  uint64_t len, cap;
-};
-static void put(struct text *t, const char *s)
-{
-  while (*s && t->len + 1 < t->cap)
-    t->p[t->len++] = *s++;
-  t->p[t->len] = '\0';
-}
-static void putu(struct text *t, uint64_t v)
-{
-  char d[24];
-  int i = 23;
-  d[i] = '\0';
-  do
-    d[--i] = (char) ('0' + v % 10);
-  while (v /= 10);
-  put(t, d + i);
-}
-
 /* 1 for a directory, 0 for anything else, -errno if it cannot be looked at. */
 static long is_dir(const char *path, bool follow)
 {
@@ -103,7 +81,7 @@ int contain_join_cgroup(const int *fds, int n, struct contain_err *e)
 int contain_map_self(uint32_t uid, uint32_t gid, struct contain_err *e)
 {
   char map[64];
-  struct text t = {map, 0, sizeof map};
+  struct buf t = {map, 0, sizeof map};
   CK(write_at(AT_FDCWD, "/proc/self/setgroups", "deny", 4), "write", "/proc/self/setgroups");
   putu(&t, uid), put(&t, " "), putu(&t, uid), put(&t, " 1");
   CK(write_at(AT_FDCWD, "/proc/self/uid_map", map, t.len), "write", "/proc/self/uid_map");
@@ -139,7 +117,7 @@ int contain_private(struct contain_err *e)
 static long mkdir_parents(const char *path)
 {
   char dir[PATH_ROOM];
-  struct text t = {dir, 0, sizeof dir};
+  struct buf t = {dir, 0, sizeof dir};
   put(&t, path);
   for (char *s = dir + 1; *s; s++)
     if (*s == '/') {
@@ -169,7 +147,7 @@ static int tmpfs(const struct contain_tmpfs *t, struct contain_err *e)
   for (int i = 0; r >= 0 && i < t->n_under; i++) {
     const struct contain_under *u = &t->under[i];
     char src[40];
-    struct text s = {src, 0, sizeof src};
+    struct buf s = {src, 0, sizeof src};
     put(&s, "/proc/self/fd/"), putu(&s, (uint64_t) held[i]);
     what = "bind", arg = u->dst;
     if ((r = mkdir_parents(u->dst)) < 0)
@@ -245,7 +223,7 @@ static int budgets(int sys_fd, const struct contain_budget *b, int n, struct con
 {
   for (int i = 0; i < n; i++) {
     char path[96], v[24];
-    struct text tp = {path, 0, sizeof path}, tv = {v, 0, sizeof v};
+    struct buf tp = {path, 0, sizeof path}, tv = {v, 0, sizeof v};
     put(&tp, "user/max_"), put(&tp, b[i].name), putu(&tv, b[i].value);
     long r = write_at(sys_fd, path, v, tv.len);
     if (r != -ENOENT)

@@ -55,4 +55,34 @@ static inline long contain_sys6(long n, long a, long b, long c, long d, long e, 
 /* csys(__NR_x, args...): up to six arguments, the rest zero. */
 #define csys(...) CONTAIN_SYS_(__VA_ARGS__, 0, 0, 0, 0, 0, 0)
 
+/* No libc: a bounded string being built (messages, file contents, paths), cut to fit. */
+struct buf {
+  char *p;
+  unsigned long len, cap;
+};
+static inline void put(struct buf *b, const char *s)
+{
+  while (*s && b->len + 1 < b->cap)
+    b->p[b->len++] = *s++;
+  b->p[b->len] = '\0';
+}
+static inline void putu(struct buf *b, unsigned long v)
+{
+  char t[24];
+  int i = 23;
+  t[i] = '\0';
+  do
+    t[--i] = (char) ('0' + v % 10);
+  while (v /= 10);
+  put(b, t + i);
+}
+static inline void puti(struct buf *b, long v)
+{
+  if (v < 0) {
+    put(b, "-");
+    v = -v;
+  }
+  putu(b, (unsigned long) v);
+}
+
 #endif
