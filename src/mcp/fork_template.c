@@ -41,7 +41,7 @@
 #include "kernel/hostid.h"
 #include "kernel/ns.h"
 #include "kernel/seccomp.h"
-#include "mcp/fork_policy.h"
+#include "sandbox/fork_policy.h"
 #include "mcp/fork_template.h"
 #include "mcp/mcp_internal.h"
 #include "mcp/mcp_runner.h"
@@ -280,7 +280,7 @@ static int template_begin(struct server *srv, struct fork_template **ret, sbx_er
   struct sbx_limits req, limits;
   limits_unset(&req);
   req.timeout_ms = srv->policy->max.timeout_ms;
-  if (fork_policy_make(srv, &t->policy, &t->rules, err) < 0 ||
+  if (fork_policy_make(srv->policy, srv->max_concurrent, &t->policy, &t->rules, err) < 0 ||
       policy_resolve_limits(srv->policy, &req, &limits, err) < 0 || open_pipe(&t->log_fd, &log_w, err) < 0)
     goto fail;
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
@@ -296,7 +296,7 @@ static int template_begin(struct server *srv, struct fork_template **ret, sbx_er
   sbx_error_t why = {0};
   bool degraded = cgroup_probe(&mode, &why) < 0;
   if (degraded)
-    spec.limits.pids = fork_policy_pids(srv, limits.pids);
+    spec.limits.pids = fork_policy_pids(srv->max_concurrent, limits.pids);
   spec.argv = argv;
   spec.keep_workspace = false;
   /* As root each call gets a host id of its own (as a cold sandbox does), mapped from the
