@@ -302,8 +302,6 @@ int run_timers(struct server *srv);
 /* Whether some call is running or about to (answered calls only wait to be reaped). */
 bool code_running(const struct server *srv);
 /* mcp_spec.c: each sandbox's spec and channels. */
-/* A pipe whose read end does not block. */
-int open_pipe(int *ret_read, int *ret_write, sbx_error_t *err);
 /* A sandbox's channels: its stdout and stderr pipes and where it takes its code (python's runner
  * a socket at fd 3, another language a pipe at stdin; job, ours, never blocks). The write ends and
  * `inside` go to the sandbox (base_spec, fork_begin), ours are out_r, err_r and job (TAKE_FD them);
