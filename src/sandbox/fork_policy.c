@@ -118,8 +118,7 @@ int fork_policy_make(const struct sbx_policy *p, size_t max_calls, struct sbx_po
   b->inotify_watches = p->budgets.inotify_watches * calls;
   b->fanotify_groups = p->budgets.fanotify_groups * calls;
   b->fanotify_marks = p->budgets.fanotify_marks * calls;
-  b->sigpending =
-      room_for_calls(RLIMIT_SIGPENDING, "SIGPENDING", p->budgets.sigpending, calls, max_calls);
+  b->sigpending = room_for_calls(RLIMIT_SIGPENDING, "SIGPENDING", p->budgets.sigpending, calls, max_calls);
   b->msgqueue_bytes =
       room_for_calls(RLIMIT_MSGQUEUE, "MSGQUEUE", p->budgets.msgqueue_bytes, calls, max_calls);
   _cleanup_free_ char *text = policy_format_canonical(ret);
