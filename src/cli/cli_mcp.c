@@ -22,7 +22,7 @@
 #include "hostmcp/mcp_config.h"
 #include "hostmcp/proxy.h"
 #include "kernel/seccomp.h"
-#include "mcp/fork_template.h"
+#include "mcp/fork_pool.h"
 #include "mcp/mcp_http.h"
 #include "mcp/mcp_internal.h"
 #include "mcp/mcp_server.h"
@@ -51,7 +51,7 @@ static void shutdown_server(struct server *srv)
     }
   }
   warm_pool_clear(srv);
-  fork_template_clear(srv);
+  fork_pool_clear(srv);
   flush_output_for(srv, 2000);
 }
 
@@ -455,7 +455,7 @@ static int setup_warm_mode(struct server *srv, sbx_error_t *err)
   srv->warm_fork = srv->warm_mode == WARM_FORK || srv->warm_mode == WARM_AUTO;
   sbx_error_t why = {0};
   if (!srv->warm_fork ||
-      fork_template_init(srv, warm_pool_drop_forked, srv->warm_mode == WARM_FORK ? err : &why) == 0)
+      fork_pool_init(srv, warm_pool_drop_forked, srv->warm_mode == WARM_FORK ? err : &why) == 0)
     return 0;
   if (srv->warm_mode == WARM_FORK)
     return -1;

@@ -26,12 +26,12 @@
 #include "hostmcp/mcp_client.h"
 #include "hostmcp/mcp_config.h"
 #include "hostmcp/proxy.h"
-#include "mcp/fork_template.h"
 #include "mcp/mcp_binds.h"
 #include "mcp/mcp_http.h"
 #include "mcp/mcp_internal.h"
 #include "policy/policy.h"
 #include "run/audit.h"
+#include "sandbox/fork_template.h"
 #include "sandbox/sandbox.h"
 
 const char *const mcp_protocol_versions[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05", NULL};

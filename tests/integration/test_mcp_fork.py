@@ -18,7 +18,7 @@ import pytest
 import sbx
 from mcpsession import Mcp
 
-# FORK_TEMPLATE_CALLS in src/mcp/fork_template.h
+# FORK_TEMPLATE_CALLS in src/mcp/fork_pool.h
 TEMPLATE_CALLS = 32
 
 PROBE = r'''

@@ -1,23 +1,46 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The fork template (`sandboxd mcp --warm-mode fork`): one trusted sandbox per server that has
- * started Python and never runs user code (inside/template.py); each run_python call is a fork of
- * it that makes fresh namespaces of its own (the sequence is at the top of template.py).
+/* The fork template, the mechanism: a trusted sandbox that has started Python and never runs user
+ * code (inside/template.py), and each call's sandbox forked from it, which makes fresh namespaces
+ * of its own. Its owner (`sandboxd mcp`, mcp/fork_pool.c) decides which template serves a call
+ * and when one is replaced; here is how one starts and how a call's sandbox is forked from it.
  *
  * The template is a sandbox like any other (sandbox_spawn, the call's spec), under a policy
- * derived from the server's (fork_policy.c): /proc unmasked (the kernel refuses a fresh proc mount in a
- * nested namespace where a proc mount is partly hidden), clone and unshare with namespace flags and mount
- * allowed (a call's pid 1 is forked into its namespaces and makes its mounts; its filter, the
- * server policy's own, stacks on top before the code runs; as root also the id changes by which
- * the call's pid 1 takes its own host id), and room in its user namespace's budgets for its
- * calls'. It has no capabilities (a user namespace needs none) and no_new_privs.
+ * derived from its calls' (fork_policy.c): /proc unmasked (the kernel refuses a fresh proc mount
+ * in a nested namespace where a proc mount is partly hidden), clone and unshare with namespace
+ * flags and mount allowed (a call's pid 1 is forked into its namespaces and makes its mounts; its
+ * filter, the calls' policy's own, stacks on top before the code runs; as root also the id
+ * changes by which the call's pid 1 takes its own host id), and room in its user namespace's
+ * budgets for its calls'. It has no capabilities (a user namespace needs none) and no_new_privs.
  *
  * Per call, here: the call's cgroup (v1: files opened for the child to move itself in; v2: moved
  * in by pid after the child's hello, before its ack), a SOCK_SEQPACKET socket whose credentials
  * give the child's pids in our namespace, and the call's pipes and fd 3; the child answers READY
  * with its workspace tmpfs. The result is a struct sbx_sandbox like a cold one's (sandbox_adopt).
+ * Time runs down (what the call's pid 1 does is in sandbox.c's timeline and zygote.c):
+ *
+ *   sandboxd (here)                   the template (template.py)     the call's pid 1 (zygote.c)
+ *   --------------------------------  -----------------------------  ----------------------------
+ *   fork_template_begin: its sandbox
+ *   its source, SETUP (the calls' ---> loads the C pid 1 (fork_zygote.c)
+ *     lines, the runner, the filters;
+ *     the C pid 1 and its init: fds)
+ *   <------------------------------- "ok" (fork_template_step)
+ *   per call, fork_pending_begin:
+ *   "fork SECONDS" and the call's ---> clone into fresh namespaces --> v1: into its cgroup
+ *     socket, stdio, fd 3 (v1: the
+ *     cgroup's files)
+ *   <-------------------------------------------------------------- "hello" (its pid, as ours)
+ *   v2: into the cgroup; root: a host
+ *     id and its maps; "ack" ------------------------------------> the steps of contain.c
+ *   <-------------------------------------------------------------- "ready INO DEV", the
+ *                                                                     workspace (the listener)
+ *   pidfd_open; "go" --------------------------------------------> forks the code, execs
+ *   sandbox_adopt (sandbox_fork.c)                                   callinit
  *
  * The str hash secret and the address-space layout are the template's, shared by every call it
- * serves; it is replaced after FORK_TEMPLATE_CALLS calls, when it dies, and when the binds change. */
+ * serves: its owner replaces it (mcp/fork_pool.c says when). */
+#include "sandbox/fork_template.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -27,13 +50,10 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "base/cleanup.h"
-#include "base/log.h"
-#include "base/slist.h"
 #include "base/util.h"
 #include "base/warn.h"
 #include "egress/egress_proxy.h"
@@ -41,11 +61,8 @@
 #include "kernel/hostid.h"
 #include "kernel/ns.h"
 #include "kernel/seccomp.h"
-#include "mcp/fork_policy.h"
-#include "mcp/fork_template.h"
-#include "mcp/mcp_internal.h"
-#include "mcp/mcp_runner.h"
 #include "policy/policy.h"
+#include "sandbox/fork_policy.h"
 #include "sandbox/fork_zygote.h"
 #include "sandbox/sandbox.h"
 
@@ -53,43 +70,22 @@
  * without a name of its own there (template.py takes __main__'s names as a cold runner's). */
 #define TEMPLATE_BOOT "exec(__import__('os').read(3, 1 << 20)) # sandboxd fork template"
 
-/* Calls before its last when a template's successor is started. */
-#define FORK_TEMPLATE_AHEAD 4
-
 /* How long the template may take to start, and a child to answer a step of its setup. */
 #define TEMPLATE_START_MS 10000
 #define CHILD_STEP_MS 5000
 
 struct fork_template {
-  struct fork_template *next; /* retired ones, waiting for their last call */
   struct sbx_sandbox *sb;
-  struct sbx_policy policy; /* the server's, with the template's differences (fork_policy.c) */
+  struct sbx_policy policy; /* its calls', with the template's differences (fork_policy.c) */
   struct sbx_rule *rules;
+  const struct sbx_policy *call_policy;                 /* each call's (the config's spec->policy) */
   enum { TMPL_SPAWNING, TMPL_SETUP, TMPL_READY } state; /* sandbox setup, then Python's */
   int ctl_fd;                                           /* our end of its fd 3 */
   int log_fd;                                           /* its stdout and stderr: read only when it died */
   int userns_fd; /* root: its user namespace, where a call's id maps are written from; else -1 */
-  unsigned served, refs;
-  size_t binds_hash;
 };
 
-/* The sources' inodes too: a root's directory made anew at the same path is a new bind. */
-static size_t binds_hash(const struct server *srv)
-{
-  size_t h = 5381;
-  for (size_t i = 0; i < srv->n_spec_binds; i++) {
-    for (const char *parts[] = {srv->spec_binds[i].src, srv->spec_binds[i].dst}, **p = parts; p < parts + 2;
-         p++)
-      for (const char *s = *p; *s; s++)
-        h = h * 33 + (unsigned char) *s;
-    struct stat st;
-    if (fstat(srv->spec_binds[i].fd, &st) == 0)
-      h = h * 33 + (size_t) st.st_ino;
-  }
-  return h;
-}
-
-static void template_free(struct fork_template *t)
+void fork_template_free(struct fork_template *t)
 {
   if (!t)
     return;
@@ -119,7 +115,7 @@ static int wait_readable(int fd, int ms, const char *what, sbx_error_t *err)
   return 0;
 }
 
-/* Said once per server: why its calls' pid 1 is a copy of the template (fork_zygote.c). */
+/* Said once per process: why its calls' pid 1 is a copy of the template (fork_zygote.c). */
 static bool zygote_said;
 
 /* The call's fresh tmpfs mounts and the rest of what each call's C pid 1 needs (inside/zygote.c
@@ -134,12 +130,12 @@ static int setup_lines(strbuf_t *sb, const struct fork_template *t, const struct
       "msgqueue %llu\nmemlock %llu\nproxy %d\nserver_maps %d\nshare_memory %d\n"
       "fresh tmp %d size=%llu,mode=1777\nfresh workspace %d size=%llu,mode=755\n"
       "fresh dev/shm %d size=%llu,mode=1777\nfresh run %d size=1048576,mode=755\n",
-      (unsigned long long) l->nofile, (unsigned long long) l->fsize_bytes, (unsigned long long) l->memory_bytes,
-      (unsigned long long) l->pids, degraded, p->mask_proc, (unsigned long long) b->sigpending,
-      (unsigned long long) b->msgqueue_bytes, (unsigned long long) b->memlock_bytes,
-      p->network == SBX_NET_PROXY ? EGRESS_PROXY_PORT : 0, t->userns_fd >= 0, mode->share_memory,
-      MS_NOSUID | MS_NODEV, (unsigned long long) l->tmp_bytes, MS_NOSUID | MS_NODEV,
-      (unsigned long long) l->workspace_bytes, MS_NOSUID | MS_NODEV | MS_NOEXEC,
+      (unsigned long long) l->nofile, (unsigned long long) l->fsize_bytes,
+      (unsigned long long) l->memory_bytes, (unsigned long long) l->pids, degraded, p->mask_proc,
+      (unsigned long long) b->sigpending, (unsigned long long) b->msgqueue_bytes,
+      (unsigned long long) b->memlock_bytes, p->network == SBX_NET_PROXY ? EGRESS_PROXY_PORT : 0,
+      t->userns_fd >= 0, mode->share_memory, MS_NOSUID | MS_NODEV, (unsigned long long) l->tmp_bytes,
+      MS_NOSUID | MS_NODEV, (unsigned long long) l->workspace_bytes, MS_NOSUID | MS_NODEV | MS_NOEXEC,
       (unsigned long long) l->shm_bytes, MS_NOSUID | MS_NODEV | MS_NOEXEC);
   struct contain_budget budget[CONTAIN_N_BUDGETS];
   int n = sandbox_budgets(b, budget);
@@ -152,10 +148,11 @@ static int setup_lines(strbuf_t *sb, const struct fork_template *t, const struct
   return r;
 }
 
-static int send_setup(struct fork_template *t, const struct server *srv, const struct sbx_limits *l,
-                      bool degraded, sbx_error_t *err)
+/* Its source, then its setup: l, the calls' limits, and the calls' filter. */
+static int send_setup(struct fork_template *t, const struct fork_template_config *cfg,
+                      const struct sbx_limits *l, bool degraded, sbx_error_t *err)
 {
-  const struct sbx_policy *p = srv->policy;
+  const struct sbx_policy *p = t->call_policy;
   struct sbx_bpf bpf = {0};
   if (seccomp_prepare(p, degraded ? SBX_SECCOMP_RLIMIT : 0, &bpf, err) < 0)
     return -1;
@@ -168,27 +165,30 @@ static int send_setup(struct fork_template *t, const struct server *srv, const s
     return -1;
   }
   if (mode.why && !zygote_said) {
-    log_warn("fork template: each call's pid 1 is a copy of the template, which costs more CPU: %s", mode.why);
+    sbx_warn(SBX_WARN_FORK_COPY,
+             "fork template: each call's pid 1 is a copy of the template, which costs more CPU: %s",
+             mode.why);
     zygote_said = true;
   }
   strbuf_t sb = {0};
-  size_t runner_len = strlen(mcp_runner_source);
+  size_t runner_len = strlen(cfg->runner_source);
   int r = setup_lines(&sb, t, p, l, degraded, &mode);
   if (r == 0)
-    r = strbuf_printf(&sb, "runner %zu\nmain %zu\nexcept %zu\n", runner_len, bpf.main_len * 8, bpf.except_len * 8);
+    r = strbuf_printf(&sb, "runner %zu\nmain %zu\nexcept %zu\n", runner_len, bpf.main_len * 8,
+                      bpf.except_len * 8);
   if (r == 0)
     r = strbuf_append(&sb, "\n", 1);
   if (r == 0)
-    r = strbuf_append(&sb, mcp_runner_source, runner_len);
+    r = strbuf_append(&sb, cfg->runner_source, runner_len);
   if (r == 0)
     r = strbuf_append(&sb, bpf.main_prog, bpf.main_len * 8);
   if (r == 0 && bpf.except_len)
     r = strbuf_append(&sb, bpf.except_prog, bpf.except_len * 8);
   seccomp_bpf_free(&bpf);
-  size_t src_len = strlen(mcp_template_source);
+  size_t src_len = strlen(cfg->template_source);
   if (r < 0)
     sbx_error_set(err, ENOMEM, "fork template setup");
-  else if (send(t->ctl_fd, mcp_template_source, src_len, MSG_NOSIGNAL) != (ssize_t) src_len)
+  else if (send(t->ctl_fd, cfg->template_source, src_len, MSG_NOSIGNAL) != (ssize_t) src_len)
     r = sbx_error_errno(err, "send its source");
   if (r < 0) {
     strbuf_free(&sb);
@@ -221,9 +221,9 @@ static int send_setup(struct fork_template *t, const struct server *srv, const s
   return 0;
 }
 
-/* The next step of its start, once the fd it waits on (template_wait_fd) is readable: 1 when it
- * is ready, 0 when it is not yet, -1 when it failed. */
-static int template_step(struct fork_template *t, sbx_error_t *err)
+/* The next step of its start, once the fd it waits on (fork_template_wait_fd) is readable: 1 when
+ * it is ready, 0 when it is not yet, -1 when it failed. */
+int fork_template_step(struct fork_template *t, sbx_error_t *err)
 {
   if (t->state == TMPL_SPAWNING) {
     if (sandbox_spawn_finish(t->sb, err) < 0)
@@ -242,46 +242,51 @@ static int template_step(struct fork_template *t, sbx_error_t *err)
       return sbx_error_set(err, 0, "fork template did not start: its C pid 1: %s", ok + 6);
     }
     char buf[400];
-    ssize_t k = read(t->log_fd, buf, sizeof buf - 1);
-    buf[k > 0 ? k : 0] = '\0';
-    return sbx_error_set(err, 0, "fork template did not start%s%s", k > 0 ? ": " : "", buf);
+    size_t k = fork_template_output(t, buf, sizeof buf);
+    return sbx_error_set(err, 0, "fork template did not start%s%s", k ? ": " : "", buf);
   }
   t->state = TMPL_READY;
   return 1;
 }
 
-static int template_wait_fd(const struct fork_template *t)
+int fork_template_wait_fd(const struct fork_template *t)
 {
   return t->state == TMPL_SPAWNING ? sandbox_spawn_fd(t->sb) : t->ctl_fd;
 }
 
+bool fork_template_ready(const struct fork_template *t)
+{
+  return t->state == TMPL_READY;
+}
+
 /* The rest of its start, blocking. */
-static int template_wait_ready(struct fork_template *t, sbx_error_t *err)
+int fork_template_wait_ready(struct fork_template *t, sbx_error_t *err)
 {
   int r = t->state == TMPL_READY;
   while (r == 0) {
-    if (wait_readable(template_wait_fd(t), TEMPLATE_START_MS, "start of the fork template", err) < 0)
+    if (wait_readable(fork_template_wait_fd(t), TEMPLATE_START_MS, "start of the fork template", err) < 0)
       return -1;
-    r = template_step(t, err);
+    r = fork_template_step(t, err);
   }
   return r < 0 ? -1 : 0;
 }
 
-/* Start a template: its sandbox created and its setup queued; template_step finishes it. */
-static int template_begin(struct server *srv, struct fork_template **ret, sbx_error_t *err)
+/* Start a template: its sandbox created and its setup queued; fork_template_step finishes it. */
+int fork_template_begin(const struct fork_template_config *cfg, struct fork_template **ret, sbx_error_t *err)
 {
-  static char *argv[] = {PYTHON, "-c", TEMPLATE_BOOT, NULL};
+  const struct sbx_spec *base = cfg->spec;
+  char *argv[] = {base->argv[0], "-c", TEMPLATE_BOOT, NULL};
   struct fork_template *t = calloc(1, sizeof *t);
   if (!t)
     return sbx_error_set(err, ENOMEM, "fork template");
   t->ctl_fd = t->log_fd = t->userns_fd = -1;
+  t->call_policy = base->policy;
   int sv[2];
   _cleanup_close_ int log_w = -1, inside = -1;
-  struct sbx_limits req, limits;
-  limits_unset(&req);
-  req.timeout_ms = srv->policy->max.timeout_ms;
-  if (fork_policy_make(srv, &t->policy, &t->rules, err) < 0 ||
-      policy_resolve_limits(srv->policy, &req, &limits, err) < 0 || open_pipe(&t->log_fd, &log_w, err) < 0)
+  /* The calls' limits, as a call with the longest timeout gets them (its degraded RLIMIT_CPU). */
+  struct sbx_limits limits = base->limits;
+  if (fork_policy_make(t->call_policy, cfg->max_calls, &t->policy, &t->rules, err) < 0 ||
+      open_pipe(&t->log_fd, &log_w, err) < 0)
     goto fail;
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
     sbx_error_errno(err, "fork template: socketpair");
@@ -289,14 +294,15 @@ static int template_begin(struct server *srv, struct fork_template **ret, sbx_er
   }
   t->ctl_fd = sv[0];
   inside = sv[1];
-  struct sbx_spec spec;
-  base_spec(srv, MCP_LANG_PYTHON, &limits, inside, log_w, log_w, &spec);
+  struct sbx_spec spec = *base;
   spec.policy = &t->policy;
+  spec.stdout_fd = spec.stderr_fd = log_w;
+  spec.bridge_fd = inside;
   enum cgroup_mode mode;
   sbx_error_t why = {0};
   bool degraded = cgroup_probe(&mode, &why) < 0;
   if (degraded)
-    spec.limits.pids = fork_policy_pids(srv, limits.pids);
+    spec.limits.pids = fork_policy_pids(cfg->max_calls, limits.pids);
   spec.argv = argv;
   spec.keep_workspace = false;
   /* As root each call gets a host id of its own (as a cold sandbox does), mapped from the
@@ -308,29 +314,28 @@ static int template_begin(struct server *srv, struct fork_template **ret, sbx_er
   sandbox_set_deadline(t->sb, UINT64_MAX);
   close(TAKE_FD(inside));
   close(TAKE_FD(log_w));
-  if (send_setup(t, srv, &limits, degraded, err) < 0) {
+  if (send_setup(t, cfg, &limits, degraded, err) < 0) {
     /* Its sandbox's setup failed already (a bind the rootfs cannot take): say that. */
     sbx_error_t setup = {0};
     if (err->errnum == EPIPE && sandbox_spawn_finish(t->sb, &setup) < 0)
       *err = setup;
     goto fail;
   }
-  t->binds_hash = binds_hash(srv);
   *ret = t;
   return 0;
 fail:
   sbx_error_prefix(err, "fork template");
-  template_free(t);
+  fork_template_free(t);
   return -1;
 }
 
-static int template_start(struct server *srv, struct fork_template **ret, sbx_error_t *err)
+int fork_template_start(const struct fork_template_config *cfg, struct fork_template **ret, sbx_error_t *err)
 {
-  if (template_begin(srv, ret, err) < 0)
+  if (fork_template_begin(cfg, ret, err) < 0)
     return -1;
-  if (template_wait_ready(*ret, err) < 0) {
+  if (fork_template_wait_ready(*ret, err) < 0) {
     sbx_error_prefix(err, "fork template");
-    template_free(TAKE_PTR(*ret));
+    fork_template_free(TAKE_PTR(*ret));
     return -1;
   }
   return 0;
@@ -345,80 +350,16 @@ bool fork_template_alive(const struct fork_template *t)
   return poll(pfd, 2, 0) == 0;
 }
 
-/* Say that t ended, and what it wrote. */
-static void template_ended(struct fork_template *t)
+int fork_template_pidfd(const struct fork_template *t)
 {
-  char buf[400];
-  ssize_t n = read(t->log_fd, buf, sizeof buf - 1);
+  return sandbox_pidfd(t->sb);
+}
+
+size_t fork_template_output(struct fork_template *t, char *buf, size_t size)
+{
+  ssize_t n = read(t->log_fd, buf, size - 1);
   buf[n > 0 ? n : 0] = '\0';
-  log_warn("the fork template ended%s%s; starting a new one", n > 0 ? ": " : "", buf);
-}
-
-/* Retire the current template: freed now if no call of it runs, else by its last call. */
-static void template_retire(struct server *srv)
-{
-  struct fork_template *t = TAKE_PTR(srv->fork_tmpl);
-  if (!t)
-    return;
-  if (!t->refs) {
-    template_free(t);
-    return;
-  }
-  t->next = srv->fork_retired;
-  srv->fork_retired = t;
-}
-
-/* The template for the next call: replaced when it has served its calls, died, or the binds
- * (the client's roots) changed. */
-static int template_get(struct server *srv, struct fork_template **ret, sbx_error_t *err)
-{
-  struct fork_template *t = srv->fork_tmpl;
-  if (t && !fork_template_alive(t)) {
-    template_ended(t);
-    srv->fork_template_died(srv, t);
-  }
-  if (t && (!fork_template_alive(t) || t->served >= FORK_TEMPLATE_CALLS || t->binds_hash != binds_hash(srv)))
-    template_retire(srv);
-  /* The one started in the background (fork_template_dispatch), if it is for these binds. */
-  if (!srv->fork_tmpl && srv->fork_next) {
-    struct fork_template *next = TAKE_PTR(srv->fork_next);
-    sbx_error_t why = {0};
-    if (next->binds_hash != binds_hash(srv))
-      template_free(next); /* made for other roots */
-    else if (template_wait_ready(next, &why) == 0)
-      srv->fork_tmpl = next;
-    else {
-      log_warn("the next fork template: %s", why.msg);
-      template_free(next);
-    }
-  }
-  if (!srv->fork_tmpl && template_start(srv, &srv->fork_tmpl, err) < 0)
-    return -1;
-  *ret = srv->fork_tmpl;
-  return 0;
-}
-
-void fork_template_release(struct server *srv, struct fork_template *t)
-{
-  if (!t || --t->refs)
-    return;
-  for (struct fork_template **p = &srv->fork_retired; *p; p = &(*p)->next)
-    if (*p == t) {
-      *p = t->next;
-      template_free(t);
-      return;
-    }
-}
-
-void fork_template_clear(struct server *srv)
-{
-  template_free(TAKE_PTR(srv->fork_tmpl));
-  template_free(TAKE_PTR(srv->fork_next));
-  while (srv->fork_retired) {
-    struct fork_template *t = srv->fork_retired;
-    srv->fork_retired = t->next;
-    template_free(t);
-  }
+  return n > 0 ? (size_t) n : 0;
 }
 
 /* One message from the child: its text (NUL-terminated), the sender's pid in our namespace, and
@@ -475,20 +416,20 @@ static int child_recv(int fd, char *buf, size_t size, pid_t *ret_pid, int *ret_f
 }
 
 /* The call's cgroup, and on v1 the files its child moves itself in through. */
-static int call_cgroup(struct server *srv, const struct sbx_limits *limits, struct sbx_cgroup **ret,
-                       int fds[CGROUP_MAX_ATTACH_FDS], int *n_fds, sbx_error_t *err)
+static int call_cgroup(const struct sbx_policy *policy, const struct sbx_limits *limits,
+                       struct sbx_cgroup **ret, int fds[CGROUP_MAX_ATTACH_FDS], int *n_fds, sbx_error_t *err)
 {
   enum cgroup_mode mode;
   sbx_error_t why = {0};
   *ret = NULL;
   *n_fds = 0;
   if (cgroup_probe(&mode, &why) < 0) {
-    if (srv->policy->cgroup != SBX_CGROUP_FALLBACK_RLIMIT) {
+    if (policy->cgroup != SBX_CGROUP_FALLBACK_RLIMIT) {
       *err = why;
       return sbx_error_prefix(err, "no cgroup to enforce limits");
     }
     sbx_warn(SBX_WARN_DEGRADED, "no cgroup for limits (%s); running with rlimits only, as policy `%s` allows",
-             why.msg, srv->policy->name);
+             why.msg, policy->name);
     return 0;
   }
   if (cgroup_create(limits, ret, err) < 0)
@@ -507,7 +448,7 @@ struct fork_pending {
   bool acked;            /* its hello answered; its READY next */
   struct sbx_limits limits;
   uint64_t deadline_ns;            /* for its next answer */
-  const struct sbx_policy *policy; /* the server's: network proxy gets the call a proxy */
+  const struct sbx_policy *policy; /* the calls': network proxy gets the call a proxy */
   int userns_fd;                   /* root: the template's user namespace; else -1 */
   unsigned host_id;                /* root: the call's own host id (its proxy runs as it); else 0 */
   int host_id_lock;                /* root: holds host_id until the call's sandbox is torn down */
@@ -537,17 +478,17 @@ uint64_t fork_pending_deadline(const struct fork_pending *fp)
   return fp->deadline_ns;
 }
 
-/* Ask the template for the call's sandbox, with out_w, err_w and inside (its fd 3) as
- * base_spec's; fork_pending_step collects its child's answers. */
-static int fork_begin(struct fork_template *t, struct server *srv, const struct sbx_limits *limits, int out_w,
-                      int err_w, int inside, struct fork_pending **ret, sbx_error_t *err)
+/* Ask the template for the call's sandbox, with out_w, err_w and inside (its fd 3) as a cold
+ * sandbox's spec has them; fork_pending_step collects its child's answers. */
+int fork_pending_begin(struct fork_template *t, const struct sbx_limits *limits, int out_w, int err_w,
+                       int inside, struct fork_pending **ret, sbx_error_t *err)
 {
   struct fork_pending *fp = calloc(1, sizeof *fp);
   if (!fp)
     return sbx_error_set(err, ENOMEM, "fork");
   fp->sv = fp->host_id_lock = -1;
   fp->limits = *limits;
-  fp->policy = srv->policy;
+  fp->policy = t->call_policy;
   fp->userns_fd = t->userns_fd >= 0 ? fcntl(t->userns_fd, F_DUPFD_CLOEXEC, 3) : -1;
   if (t->userns_fd >= 0 && fp->userns_fd < 0) {
     sbx_error_errno(err, "fork: dup");
@@ -555,7 +496,7 @@ static int fork_begin(struct fork_template *t, struct server *srv, const struct 
     return -1;
   }
   int cgfds[CGROUP_MAX_ATTACH_FDS], n_cg = 0;
-  if (call_cgroup(srv, limits, &fp->cg, cgfds, &n_cg, err) < 0) {
+  if (call_cgroup(t->call_policy, limits, &fp->cg, cgfds, &n_cg, err) < 0) {
     fork_pending_free(fp);
     return -1;
   }
@@ -614,7 +555,7 @@ fail:
 
 /* Its child's next answer: 1 when the sandbox is built (*ret, fp freed), 0 when another answer
  * is due (fp->sv turns readable), -1 when it failed (fp freed). Blocks up to CHILD_STEP_MS. */
-static int fork_pending_step(struct fork_pending *fp, struct sbx_sandbox **ret, sbx_error_t *err)
+int fork_pending_step(struct fork_pending *fp, struct sbx_sandbox **ret, sbx_error_t *err)
 {
   char buf[600];
   pid_t pid;
@@ -673,164 +614,15 @@ fail:
   return -1;
 }
 
-/* fork_begin, then its answers, blocking. */
-static int fork_child(struct fork_template *t, struct server *srv, const struct sbx_limits *limits, int out_w,
-                      int err_w, int inside, struct sbx_sandbox **ret, sbx_error_t *err)
+/* fork_pending_begin, then its answers, blocking. */
+int fork_template_fork(struct fork_template *t, const struct sbx_limits *limits, int out_w, int err_w,
+                       int inside, struct sbx_sandbox **ret, sbx_error_t *err)
 {
   struct fork_pending *fp;
-  if (fork_begin(t, srv, limits, out_w, err_w, inside, &fp, err) < 0)
+  if (fork_pending_begin(t, limits, out_w, err_w, inside, &fp, err) < 0)
     return -1;
   int r;
   while ((r = fork_pending_step(fp, ret, err)) == 0)
     ;
   return r < 0 ? -1 : 0;
-}
-
-/* t served one more sandbox (a call's, or a ready one's, which counts from its fork): its
- * successor is started ahead so that the sandbox after its last finds it ready. */
-static struct fork_template *template_served(struct server *srv, struct fork_template *t)
-{
-  t->served++;
-  t->refs++;
-  sbx_error_t why = {0};
-  if (!srv->fork_next && t->served + FORK_TEMPLATE_AHEAD >= FORK_TEMPLATE_CALLS &&
-      template_begin(srv, &srv->fork_next, &why) < 0)
-    log_warn("the next fork template: %s", why.msg);
-  return t;
-}
-
-/* A forked sandbox, begun (its child's answers are collected by the loop: fork_warm_step), with
- * limits; not in the pool. It counts toward its template's FORK_TEMPLATE_CALLS from now, and
- * holds a reference to it until its call ends. */
-static int fork_warm_begin(struct server *srv, const struct sbx_limits *limits, struct warm **ret,
-                           sbx_error_t *err)
-{
-  struct fork_template *t;
-  if (template_get(srv, &t, err) < 0)
-    return -1;
-  _cleanup_sandbox_fds_ struct sandbox_fds f = SANDBOX_FDS_INIT;
-  if (sandbox_fds_open(MCP_LANG_PYTHON, &f, err) < 0)
-    return -1;
-  struct warm *w = calloc(1, sizeof *w);
-  if (!w)
-    return sbx_error_set(err, ENOMEM, "forked sandbox");
-  if (fork_begin(t, srv, limits, f.out_w, f.err_w, f.inside, &w->fork_pending, err) < 0) {
-    free(w);
-    return -1;
-  }
-  w->lang = MCP_LANG_PYTHON;
-  w->fork_tmpl = template_served(srv, t);
-  w->out_fd = TAKE_FD(f.out_r);
-  w->err_fd = TAKE_FD(f.err_r);
-  w->job_fd = TAKE_FD(f.job);
-  *ret = w;
-  return 0;
-}
-
-/* The call's own forked sandbox, begun: the call waits for it (c->pending, call_pending_ready)
- * while the loop serves everything else, so that several calls' sandboxes are set up at once. */
-int fork_call_start(struct server *srv, struct call *c, sbx_error_t *err)
-{
-  struct warm *w;
-  if (fork_warm_begin(srv, &c->limits, &w, err) < 0) {
-    /* The template died just now (its init may outlive its Python by a moment): once more, with
-     * a new one. */
-    struct fork_template *t = srv->fork_tmpl;
-    struct pollfd pfd = {.fd = t ? sandbox_pidfd(t->sb) : -1, .events = POLLIN};
-    if (!t || poll(&pfd, 1, 100) != 1)
-      return -1;
-    sbx_error_t why = {0};
-    if (fork_warm_begin(srv, &c->limits, &w, &why) < 0)
-      return (*err = why, -1);
-  }
-  w->for_call = true;
-  c->pending = w;
-  c->pending_until = fork_pending_deadline(w->fork_pending);
-  return 0;
-}
-
-/* A ready forked sandbox for the pool (--warm): forked and set up all the way to reading its job,
- * as a call's is, with the longest timeout a call may ask for (its degraded RLIMIT_CPU); the call
- * sets its deadline at delivery (call_start_warm). */
-int fork_warm_spawn(struct server *srv, sbx_error_t *err)
-{
-  struct sbx_limits req, limits;
-  limits_unset(&req);
-  req.timeout_ms = srv->policy->max.timeout_ms;
-  if (policy_resolve_limits(srv->policy, &req, &limits, err) < 0)
-    return -1;
-  struct warm *w;
-  if (fork_warm_begin(srv, &limits, &w, err) < 0)
-    return sbx_error_prefix(err, "ready forked sandbox");
-  slist_append(&srv->warm, w);
-  srv->n_warm++;
-  return 0;
-}
-
-int fork_warm_step(struct warm *w, sbx_error_t *err)
-{
-  int r = fork_pending_step(w->fork_pending, &w->sb, err);
-  if (r == 0)
-    return 0;
-  w->fork_pending = NULL; /* freed */
-  if (r < 0)
-    return -1;
-  /* No deadline while idle: the call's starts at delivery. */
-  sandbox_set_deadline(w->sb, UINT64_MAX);
-  w->ready = true;
-  return 1;
-}
-
-/* At server start: the first template, and one sandbox forked from it all the way to its code
- * (which finds no job on fd 3 and ends), so that a kernel or policy the fork path cannot work
- * with fails here, with what failed, rather than at every call. */
-int fork_template_init(struct server *srv, void (*died)(struct server *srv, const struct fork_template *t),
-                       sbx_error_t *err)
-{
-  srv->fork_template_died = died;
-  if (template_start(srv, &srv->fork_tmpl, err) < 0)
-    return -1;
-  struct sbx_limits req, limits;
-  limits_unset(&req);
-  struct sbx_sandbox *sb = NULL;
-  if (policy_resolve_limits(srv->policy, &req, &limits, err) < 0 ||
-      fork_child(srv->fork_tmpl, srv, &limits, srv->devnull, srv->devnull, srv->devnull, &sb, err) < 0) {
-    fork_template_clear(srv); /* the server will not start: shutdown_server never runs */
-    return sbx_error_prefix(err, "--warm-mode fork");
-  }
-  sandbox_free(sb);
-  return 0;
-}
-
-/* One poll entry: the successor while it starts; else the current template's end, so that a
- * template that dies is replaced at once rather than by the next call. */
-size_t fork_template_pollfds(struct server *srv, struct pollfd *pfd)
-{
-  if (srv->fork_next && srv->fork_next->state != TMPL_READY)
-    *pfd = (struct pollfd){.fd = template_wait_fd(srv->fork_next), .events = POLLIN};
-  else if (srv->fork_tmpl && !srv->fork_next)
-    *pfd = (struct pollfd){.fd = sandbox_pidfd(srv->fork_tmpl->sb), .events = POLLIN};
-  else
-    return 0;
-  return 1;
-}
-
-/* The entry of fork_template_pollfds, nothing changed since. */
-void fork_template_dispatch(struct server *srv, const struct pollfd *pfd)
-{
-  sbx_error_t err = {0};
-  if (!pfd->revents)
-    return;
-  if (srv->fork_next) {
-    if (template_step(srv->fork_next, &err) < 0) {
-      log_warn("the next fork template: %s", err.msg);
-      template_free(TAKE_PTR(srv->fork_next));
-    }
-    return;
-  }
-  template_ended(srv->fork_tmpl);
-  srv->fork_template_died(srv, srv->fork_tmpl); /* they died with it */
-  template_retire(srv);
-  if (template_begin(srv, &srv->fork_next, &err) < 0)
-    log_warn("the next fork template: %s", err.msg);
 }
