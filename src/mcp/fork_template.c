@@ -176,6 +176,9 @@ static int send_setup(struct fork_template *t, const struct server *srv, const s
   int r = setup_lines(&sb, t, p, l, degraded, &mode);
   if (r == 0)
     r = strbuf_printf(&sb, "runner %zu\nmain %zu\nexcept %zu\n", runner_len, bpf.main_len * 8, bpf.except_len * 8);
+  /* The modules it imports before any call (--preload; template.py _preload). */
+  if (r == 0 && srv->preload && *srv->preload)
+    r = strbuf_printf(&sb, "preload %s\n", srv->preload);
   if (r == 0)
     r = strbuf_append(&sb, "\n", 1);
   if (r == 0)
@@ -236,10 +239,10 @@ static int template_step(struct fork_template *t, sbx_error_t *err)
   if (n < 0 && errno == EAGAIN)
     return 0;
   if (n != 2 || memcmp(ok, "ok", 2) != 0) {
-    /* "error WHY": it could not load the C pid 1 (template.py _zygote); else its stderr says. */
+    /* "error WHY": it could not preload or load the C pid 1 (template.py); else its stderr says. */
     if (n > 6 && memcmp(ok, "error ", 6) == 0) {
       ok[n] = '\0';
-      return sbx_error_set(err, 0, "fork template did not start: its C pid 1: %s", ok + 6);
+      return sbx_error_set(err, 0, "fork template did not start: %s", ok + 6);
     }
     char buf[400];
     ssize_t k = read(t->log_fd, buf, sizeof buf - 1);
