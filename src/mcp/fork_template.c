@@ -71,6 +71,7 @@ struct fork_template {
   int userns_fd; /* root: its user namespace, where a call's id maps are written from; else -1 */
   unsigned served, refs;
   size_t binds_hash;
+  unsigned long long rss_kb; /* its Python's size once ready, preload and all ("ok RSS_KB") */
 };
 
 /* The sources' inodes too: a root's directory made anew at the same path is a new bind. */
@@ -238,12 +239,14 @@ static int template_step(struct fork_template *t, sbx_error_t *err)
   ssize_t n = recv(t->ctl_fd, ok, sizeof ok - 1, MSG_DONTWAIT);
   if (n < 0 && errno == EAGAIN)
     return 0;
-  if (n != 2 || memcmp(ok, "ok", 2) != 0) {
+  ok[n > 0 ? n : 0] = '\0';
+  char *end = ok + (n > 0 ? n : 0);
+  if (n > 3 && memcmp(ok, "ok ", 3) == 0)
+    t->rss_kb = strtoull(ok + 3, &end, 10);
+  if (n < 2 || memcmp(ok, "ok", 2) != 0 || (n > 2 && (ok[2] != ' ' || *end != '\0'))) {
     /* "error WHY": it could not preload or load the C pid 1 (template.py); else its stderr says. */
-    if (n > 6 && memcmp(ok, "error ", 6) == 0) {
-      ok[n] = '\0';
+    if (n > 6 && memcmp(ok, "error ", 6) == 0)
       return sbx_error_set(err, 0, "fork template did not start: %s", ok + 6);
-    }
     char buf[400];
     ssize_t k = read(t->log_fd, buf, sizeof buf - 1);
     buf[k > 0 ? k : 0] = '\0';
@@ -341,6 +344,11 @@ static int template_start(struct server *srv, struct fork_template **ret, sbx_er
 
 /* Its sandbox has not ended, and its Python still holds fd 3 and has not written to it (it only
  * answers its setup): its Python may die a moment before the sandbox's init does. */
+unsigned long long fork_template_rss_bytes(const struct server *srv)
+{
+  return srv->fork_tmpl ? srv->fork_tmpl->rss_kb * 1024 : 0;
+}
+
 bool fork_template_alive(const struct fork_template *t)
 {
   struct pollfd pfd[2] = {{.fd = sandbox_pidfd(t->sb), .events = POLLIN},

@@ -34,6 +34,9 @@ int fork_warm_step(struct warm *w, sbx_error_t *err);
 int fork_pending_fd(const struct fork_pending *fp);
 uint64_t fork_pending_deadline(const struct fork_pending *fp); /* now_ns() clock */
 void fork_pending_free(struct fork_pending *fp);
+/* The current template's size once ready (its preload and all), which each call's fork starts
+ * from; 0 without one. */
+unsigned long long fork_template_rss_bytes(const struct server *srv);
 /* t's sandbox and its Python are alive (a ready forked sandbox dies with them). */
 bool fork_template_alive(const struct fork_template *t);
 /* The call of t has ended (call_free). NULL is fine. */

@@ -124,3 +124,23 @@ def test_a_bad_list_is_refused(bad):
         r = subprocess.run([sbx.SANDBOXD, "mcp", "--preload", bad], capture_output=True, text=True,
                            stdin=subprocess.DEVNULL, timeout=30)
     assert r.returncode != 0 and "--preload" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def caps(m):
+    return json.loads(m.send("resources/read", {"uri": "sandboxd://capabilities"})["contents"][0]["text"])
+
+
+def test_the_capabilities_say_what_the_template_holds(preloaded):
+    run(preloaded, "print(1)")  # the template is ready
+    c = caps(preloaded)
+    lim = c["concurrency"]
+    m = data_server("--preload", "")
+    try:
+        run(m, "print(1)")
+        bare = caps(m)
+    finally:
+        m.close()
+    bare = bare["concurrency"]
+    assert lim["preload"] == MODS and bare["preload"] == "", (lim, bare)
+    # numpy, pandas and matplotlib hold tens of MiB that every call's fork starts from.
+    assert lim["fork_template_bytes"] > bare["fork_template_bytes"] + (20 << 20), (lim, bare)
