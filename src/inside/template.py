@@ -58,7 +58,7 @@ _before_fork, _after_fork_child, _after_fork_parent = (
     ctypes.pythonapi.PyOS_BeforeFork, ctypes.pythonapi.PyOS_AfterFork_Child, ctypes.pythonapi.PyOS_AfterFork_Parent)
 FORWARDED = (signal.SIGHUP, signal.SIGINT, signal.SIGQUIT, signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2)
 SETUP_FAILED = 125
-PY_KEYS = ("runner", "main", "except")  # the setup's lines for this file; the rest are the C pid 1's
+PY_KEYS = ("runner", "main", "except", "preload")  # the setup's lines for this file; the rest are the C pid 1's
 
 
 def _read_setup(ctl):
@@ -74,7 +74,7 @@ def _read_setup(ctl):
     for line in head.decode("utf-8", "surrogateescape").split("\n"):
         k, _, v = line.partition(" ")
         if k in PY_KEYS:
-            cfg[k] = int(v)
+            cfg[k] = v if k == "preload" else int(v)
         else:
             cfg["lines"].append(line)
             if k == "proxy":
@@ -89,6 +89,70 @@ def _read_setup(ctl):
     return cfg
 
 
+def _warm_matplotlib(names):
+    """What a first chart loads on first use: the Agg canvas, the fonts, the tick machinery and the
+    PNG writer; drawn on a Figure of its own, never pyplot's (no figure, number or backend state
+    of the calls' changes)."""
+    import io
+    from matplotlib.figure import Figure
+
+    fig = Figure()
+    ax = fig.subplots()
+    ax.plot([0, 1], [0, 1], label="x")
+    ax.set_title("t")
+    ax.legend()
+    fig.savefig(io.BytesIO(), format="png")
+    if os.environ.get("MPLBACKEND") == "module://sandboxd.plots":  # pyplot's, as the runner sets it
+        import importlib
+
+        importlib.import_module("sandboxd.plots")
+
+
+def _warm_pandas(names):
+    """The CSV parser's and (with matplotlib) the plotting backend's modules, loaded on first use."""
+    import io
+
+    pandas = sys.modules["pandas"]
+    pandas.read_csv(io.StringIO("x,y\n1,2\n"))
+    if any(n.startswith("matplotlib") for n in names):
+        import importlib
+
+        importlib.import_module("pandas.plotting._matplotlib")
+
+
+# Modules whose first use costs most of a small call: warmed once here, after they are imported.
+_WARM = {"matplotlib.pyplot": _warm_matplotlib, "matplotlib": _warm_matplotlib, "pandas": _warm_pandas}
+
+
+def _preload(cfg):
+    """The modules sandboxd names (--preload, or the rootfs's label), imported once here so that a
+    call that imports them pays nothing: each call is a fork of this process, so what a call changes
+    in them (options, rcParams, random state, figures) is its own copy and never reaches the next.
+    The runner's matplotlib backend is chosen first, as the runner would (matplotlib reads
+    MPLBACKEND at import). The template must stay one thread (a fork copies only the caller)."""
+    names = [m for m in cfg.get("preload", "").split(",") if m]
+    if not names:
+        return
+    if "MPLBACKEND" not in os.environ and "/run/sandboxd/python" in sys.path:
+        os.environ["MPLBACKEND"] = "module://sandboxd.plots"
+    import importlib
+
+    for name in names:
+        importlib.import_module(name)
+    for name in names:
+        warm = _WARM.get(name)
+        if warm is not None:
+            warm(names)
+    threads = len(os.listdir("/proc/self/task"))
+    if threads != 1:
+        raise RuntimeError("importing %s left %d threads running; a fork template must be one" % (
+            ", ".join(names), threads))
+    # A call keeps every module loaded now, not only those the imports added: they hold on to
+    # modules this file had imported before them (warnings, struct...) and look some up in
+    # sys.modules later. So a call with a preload also sees the template's few stdlib modules there.
+    _before.update(sys.modules)
+
+
 def _code(cfg, sock_fd):
     """The code's process: what an exec'd runner would hold, then the runner."""
     for s in FORWARDED + (signal.SIGCHLD,):
@@ -100,6 +164,11 @@ def _code(cfg, sock_fd):
     os.closerange(4, 1 << 20)
     _libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)  # as after exec: the code may read its own /proc files
     os.chdir("/workspace")
+    # numpy's global random state is the template's copy in every call: a fresh seed each (Python's
+    # random module reseeds itself after a fork).
+    nprandom = sys.modules.get("numpy.random")
+    if nprandom is not None:
+        nprandom.seed()
     code = cfg["runner_code"]
     modules, keep, before, _exit = sys.modules, _main_keys, _before, os._exit
     # A fresh __main__ with what a cold one holds, not this file's names deleted one by one: each
@@ -259,6 +328,11 @@ def _zcode(cfg):
 def _serve():
     ctl = socket.socket(fileno=3)
     cfg = _read_setup(ctl)
+    try:
+        _preload(cfg)
+    except BaseException as e:  # sandboxd says why the template did not start
+        ctl.send(("error preload: %s: %s" % (type(e).__name__, e)).encode("utf-8", "replace")[:250])
+        os._exit(SETUP_FAILED)
     # What the imports and the setup left over goes before the first fork, not copied by each
     # (about 400 KiB of heap fewer, and fewer pages for a call to fault in).
     import gc
@@ -267,13 +341,15 @@ def _serve():
     _libc.malloc_trim(0)
     zy, why = _zygote(cfg)
     if zy is None:  # sandboxd says why the template did not start
-        ctl.send(("error " + why).encode("utf-8", "replace")[:250])
+        ctl.send(("error its C pid 1: " + why).encode("utf-8", "replace")[:250])
         os._exit(SETUP_FAILED)
     _zy[0] = zy
     # Orphaned pid 1s of the calls come back here to be reaped.
     _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     signal.signal(signal.SIGCHLD, _reap)
-    ctl.send(b"ok")
+    # Its size, which each call's fork starts from (the capabilities resource shows it).
+    rss_kb = next((int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmRSS:")), 0)
+    ctl.send(b"ok %d" % rss_kb)
     while True:
         msg, anc, _, _ = ctl.recvmsg(64, socket.CMSG_SPACE(16 * 4))
         fds = []

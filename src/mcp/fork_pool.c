@@ -77,7 +77,8 @@ static int entry_new(struct server *srv, bool wait, struct fork_pool_entry **ret
   struct fork_template_config cfg = {.spec = &spec,
                                      .max_calls = srv->max_concurrent,
                                      .template_source = mcp_template_source,
-                                     .runner_source = mcp_runner_source};
+                                     .runner_source = mcp_runner_source,
+                                     .preload = srv->preload};
   if ((wait ? fork_template_start(&cfg, &e->t, err) : fork_template_begin(&cfg, &e->t, err)) < 0) {
     free(e);
     return -1;
@@ -315,4 +316,9 @@ void fork_pool_dispatch(struct server *srv, const struct pollfd *pfd)
   template_retire(srv);
   if (entry_new(srv, false, &srv->fork_next, &err) < 0)
     log_warn("the next fork template: %s", err.msg);
+}
+
+unsigned long long fork_pool_template_bytes(const struct server *srv)
+{
+  return srv->fork_tmpl ? fork_template_bytes(srv->fork_tmpl->t) : 0;
 }

@@ -37,6 +37,9 @@ int fork_warm_step(struct warm *w, sbx_error_t *err);
 bool fork_pool_alive(const struct fork_pool_entry *e);
 /* The call of e has ended (call_free). NULL is fine. */
 void fork_pool_release(struct server *srv, struct fork_pool_entry *e);
+/* The current template's size once ready (its preload and all), which each call's fork starts
+ * from; 0 without one. */
+unsigned long long fork_pool_template_bytes(const struct server *srv);
 /* The successor being started in the background: at most one poll entry, then what it says. */
 size_t fork_pool_pollfds(struct server *srv, struct pollfd *pfd);
 void fork_pool_dispatch(struct server *srv, const struct pollfd *pfd);

@@ -221,6 +221,10 @@ struct server {
    * wait there for their last call. */
   enum warm_mode { WARM_AUTO, WARM_PRESTART, WARM_FORK } warm_mode;
   bool warm_fork;
+  /* --preload (else the rootfs's label org.sandboxd.preload): the modules each fork template
+   * imports before any call, "a,b.c" (NULL or "": none). */
+  char *preload;
+  bool preload_set; /* given on the command line */
   struct fork_pool_entry *fork_tmpl, *fork_next, *fork_retired;
   /* A template died: the pool drops what was forked from it (warm_pool_drop_forked, given at
    * fork_pool_init). */

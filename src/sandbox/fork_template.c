@@ -83,6 +83,7 @@ struct fork_template {
   int ctl_fd;                                           /* our end of its fd 3 */
   int log_fd;                                           /* its stdout and stderr: read only when it died */
   int userns_fd; /* root: its user namespace, where a call's id maps are written from; else -1 */
+  unsigned long long rss_kb; /* its Python's size once ready, preload and all ("ok RSS_KB") */
 };
 
 void fork_template_free(struct fork_template *t)
@@ -176,6 +177,9 @@ static int send_setup(struct fork_template *t, const struct fork_template_config
   if (r == 0)
     r = strbuf_printf(&sb, "runner %zu\nmain %zu\nexcept %zu\n", runner_len, bpf.main_len * 8,
                       bpf.except_len * 8);
+  /* The modules it imports before any call (--preload; template.py _preload). */
+  if (r == 0 && cfg->preload && *cfg->preload)
+    r = strbuf_printf(&sb, "preload %s\n", cfg->preload);
   if (r == 0)
     r = strbuf_append(&sb, "\n", 1);
   if (r == 0)
@@ -235,12 +239,14 @@ int fork_template_step(struct fork_template *t, sbx_error_t *err)
   ssize_t n = recv(t->ctl_fd, ok, sizeof ok - 1, MSG_DONTWAIT);
   if (n < 0 && errno == EAGAIN)
     return 0;
-  if (n != 2 || memcmp(ok, "ok", 2) != 0) {
-    /* "error WHY": it could not load the C pid 1 (template.py _zygote); else its stderr says. */
-    if (n > 6 && memcmp(ok, "error ", 6) == 0) {
-      ok[n] = '\0';
-      return sbx_error_set(err, 0, "fork template did not start: its C pid 1: %s", ok + 6);
-    }
+  ok[n > 0 ? n : 0] = '\0';
+  char *end = ok + (n > 0 ? n : 0);
+  if (n > 3 && memcmp(ok, "ok ", 3) == 0)
+    t->rss_kb = strtoull(ok + 3, &end, 10);
+  if (n < 2 || memcmp(ok, "ok", 2) != 0 || (n > 2 && (ok[2] != ' ' || *end != '\0'))) {
+    /* "error WHY": it could not preload or load the C pid 1 (template.py); else its stderr says. */
+    if (n > 6 && memcmp(ok, "error ", 6) == 0)
+      return sbx_error_set(err, 0, "fork template did not start: %s", ok + 6);
     char buf[400];
     size_t k = fork_template_output(t, buf, sizeof buf);
     return sbx_error_set(err, 0, "fork template did not start%s%s", k ? ": " : "", buf);
@@ -343,6 +349,11 @@ int fork_template_start(const struct fork_template_config *cfg, struct fork_temp
 
 /* Its sandbox has not ended, and its Python still holds fd 3 and has not written to it (it only
  * answers its setup): its Python may die a moment before the sandbox's init does. */
+unsigned long long fork_template_bytes(const struct fork_template *t)
+{
+  return t->rss_kb * 1024;
+}
+
 bool fork_template_alive(const struct fork_template *t)
 {
   struct pollfd pfd[2] = {{.fd = sandbox_pidfd(t->sb), .events = POLLIN},

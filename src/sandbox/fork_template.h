@@ -27,6 +27,7 @@ struct fork_template_config {
   size_t max_calls;            /* calls in flight at most: its budgets have room for them */
   const char *template_source; /* inside/template.py, which its Python runs */
   const char *runner_source;   /* inside/runner.py, which each call's code process runs */
+  const char *preload;         /* modules its Python imports before any call, "a,b.c" (or NULL) */
 };
 
 /* Start a template: its sandbox created and its setup sent; fork_template_step finishes it. */
@@ -40,6 +41,8 @@ bool fork_template_ready(const struct fork_template *t);
 int fork_template_wait_ready(struct fork_template *t, sbx_error_t *err);
 /* begin, then wait_ready: a ready template, or none. */
 int fork_template_start(const struct fork_template_config *cfg, struct fork_template **ret, sbx_error_t *err);
+/* Its Python's size once ready (its preload and all), which each call's fork starts from. */
+unsigned long long fork_template_bytes(const struct fork_template *t);
 /* Its sandbox and its Python are alive (a call forked from it dies with them). */
 bool fork_template_alive(const struct fork_template *t);
 /* Readable (POLLIN) once its sandbox has ended. */
