@@ -58,7 +58,8 @@ enum {
   NR_close_range = 436,
 };
 
-#define SYS(n, a, b, c, d, e, f) contain_sys6(n, (i64) (a), (i64) (b), (i64) (c), (i64) (d), (i64) (e), (i64) (f))
+#define SYS(n, a, b, c, d, e, f)                                                                             \
+  contain_sys6(n, (i64) (a), (i64) (b), (i64) (c), (i64) (d), (i64) (e), (i64) (f))
 #define sys1(n, a) SYS(n, a, 0, 0, 0, 0, 0)
 #define sys2(n, a, b) SYS(n, a, b, 0, 0, 0, 0)
 #define sys3(n, a, b, c) SYS(n, a, b, c, 0, 0, 0)
@@ -95,9 +96,9 @@ static inline u64 slen(const char *s)
   return n;
 }
 
-/* callinit's part, a forked call's pid 1 once the code runs (as init.c's for a cold one): relay the forwarded signals to the code, reap every
- * child, and say the code's wait status, CPU time (µs, pid 1's and its waited children's) and
- * largest RSS on the sync socket, then exit. Every signal is blocked; these are taken with
+/* callinit's part, a forked call's pid 1 once the code runs (as init.c's for a cold one): relay the forwarded
+ * signals to the code, reap every child, and say the code's wait status, CPU time (µs, pid 1's and its waited
+ * children's) and largest RSS on the sync socket, then exit. Every signal is blocked; these are taken with
  * sigtimedwait. */
 __attribute__((noreturn)) static inline void relay_and_report(int sync, int code)
 {

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-# sandboxd's fork template (`sandboxd mcp --warm-mode fork`, src/fork_template.c). sandboxd sends
+# sandboxd's fork template (`sandboxd mcp --warm-mode fork`, src/sandbox/fork_template.c). sandboxd sends
 # this file's text as the first message on fd 3 to `python3 -c TEMPLATE_BOOT` (fork_template.c:
 # it execs it, so that neither ps nor a call's /proc/1/cmdline shows this text) inside a sandbox of
 # its own (the template sandbox: the call policy's rootfs, binds, env and identity; /proc unmasked

@@ -656,7 +656,8 @@ EXPORT i64 zy_spawn(u64 clone_flags, struct zcall *call)
   sys4(NR_rt_sigprocmask, 2 /* SIG_SETMASK */, &all, &old, 8);
   i64 pid;
   if (conf.share_memory) {
-    pid = clone_on(clone_flags | 0x100 /* CLONE_VM */ | SIGCHLD, (char *) base + STACK_SIZE, pid1_shared, call);
+    pid =
+        clone_on(clone_flags | 0x100 /* CLONE_VM */ | SIGCHLD, (char *) base + STACK_SIZE, pid1_shared, call);
   } else {
     /* A copy, as fork's child: pid 1 goes on here, on its copy of this stack. */
     pid = sys5(NR_clone, clone_flags | SIGCHLD, 0, 0, 0, 0);

@@ -52,4 +52,3 @@ int caps_drop_all(sbx_error_t *err)
     return sbx_error_set(err, EPERM, "drop capabilities: some remain");
   return 0;
 }
-

@@ -174,11 +174,13 @@ static int tmpfs(const struct contain_tmpfs *t, struct contain_err *e)
  * the new mount API as the policies do (EPERM; a remount that may not fails with it too). */
 static long set_readonly(const char *path)
 {
-  struct mount_attr a = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC};
+  struct mount_attr a = {.attr_set =
+                             MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC};
   long r = csys(__NR_mount_setattr, AT_FDCWD, path, 0, &a, sizeof a);
   if (r != -ENOSYS && r != -EPERM)
     return r;
-  return csys(__NR_mount, "none", path, "none", MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, 0);
+  return csys(__NR_mount, "none", path, "none",
+              MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, 0);
 }
 
 /* A directory is covered by an empty read-only tmpfs, a file by /dev/null (the sandbox's: dev/null
@@ -192,7 +194,8 @@ static int mask(const char *rel, struct contain_err *e)
     return 0;
   CK(d, "stat", rel);
   if (d)
-    CK(csys(__NR_mount, "tmpfs", rel, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,mode=555"),
+    CK(csys(__NR_mount, "tmpfs", rel, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+            "size=4k,mode=555"),
        "mask", rel);
   else
     CK(csys(__NR_mount, "dev/null", rel, "none", MS_BIND, 0), "mask", rel);
@@ -280,7 +283,8 @@ int contain_listen(uint16_t port, struct contain_err *e)
 static long set_rlimit(int res, uint64_t v, bool ceiling, bool soft_only_ok)
 {
   struct rlimit64 rl;
-  if (ceiling && csys(__NR_prlimit64, 0, res, 0, &rl) == 0 && rl.rlim_max != RLIM64_INFINITY && rl.rlim_max < v)
+  if (ceiling && csys(__NR_prlimit64, 0, res, 0, &rl) == 0 && rl.rlim_max != RLIM64_INFINITY &&
+      rl.rlim_max < v)
     v = rl.rlim_max; /* raising it would need CAP_SYS_RESOURCE (an unprivileged MEMLOCK: 64K) */
   rl.rlim_cur = rl.rlim_max = v;
   long r = csys(__NR_prlimit64, 0, res, &rl, 0);

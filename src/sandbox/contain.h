@@ -64,7 +64,7 @@ struct contain_limits {
 
 struct contain_privs {
   bool drop_caps, no_new_privs;
-  bool undumpable; /* not for the fork template's C pid 1: that flag is the shared memory's */
+  bool undumpable;       /* not for the fork template's C pid 1: that flag is the shared memory's */
   const void *main_prog; /* struct sock_filter[]; NULL: no filter (bench/parts only) */
   uint64_t main_len;     /* instructions */
   const void *except_prog;

@@ -34,7 +34,10 @@ static inline long contain_sys6(long n, long a, long b, long c, long d, long e, 
   register long x3 __asm__("x3") = d;
   register long x4 __asm__("x4") = e;
   register long x5 __asm__("x5") = f;
-  __asm__ volatile("svc 0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4), "r"(x5) : "memory", "cc");
+  __asm__ volatile("svc 0"
+                   : "+r"(x0)
+                   : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4), "r"(x5)
+                   : "memory", "cc");
   return x0;
 }
 #elif !defined(SBX_FREESTANDING)

@@ -82,7 +82,7 @@ struct fork_template {
   enum { TMPL_SPAWNING, TMPL_SETUP, TMPL_READY } state; /* sandbox setup, then Python's */
   int ctl_fd;                                           /* our end of its fd 3 */
   int log_fd;                                           /* its stdout and stderr: read only when it died */
-  int userns_fd; /* root: its user namespace, where a call's id maps are written from; else -1 */
+  int userns_fd;             /* root: its user namespace, where a call's id maps are written from; else -1 */
   unsigned long long rss_kb; /* its Python's size once ready, preload and all ("ok RSS_KB") */
 };
 

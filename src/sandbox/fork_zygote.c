@@ -45,8 +45,8 @@ int fork_zygote_fds(int ret[2], struct fork_zygote_mode *mode, sbx_error_t *err)
   const char *env = getenv("SANDBOXD_FORK_ZYGOTE");
   if (env && strcmp(env, "0") == 0)
     mode->share_memory = false, mode->why = "SANDBOXD_FORK_ZYGOTE=0";
-  if ((ret[0] = memfd_sealed("sandboxd-zygote", fork_zygote_so, (size_t) (fork_zygote_so_end - fork_zygote_so),
-                             err)) < 0 ||
+  if ((ret[0] = memfd_sealed("sandboxd-zygote", fork_zygote_so,
+                             (size_t) (fork_zygote_so_end - fork_zygote_so), err)) < 0 ||
       (ret[1] = memfd_sealed("sandboxd-init", fork_callinit, (size_t) (fork_callinit_end - fork_callinit),
                              err)) < 0) {
     if (ret[0] >= 0)
@@ -57,6 +57,7 @@ int fork_zygote_fds(int ret[2], struct fork_zygote_mode *mode, sbx_error_t *err)
   return 0;
 #else
 
-  return sbx_error_set(err, ENOSYS, "fork template: no C pid 1 in this build (x86_64 only): use --warm-mode prestart");
+  return sbx_error_set(err, ENOSYS,
+                       "fork template: no C pid 1 in this build (x86_64 only): use --warm-mode prestart");
 #endif
 }

@@ -213,9 +213,9 @@ static int join_cgroup(int sync_fd, sbx_error_t *err)
   if (n < 0)
     return sbx_error_set(err, 0, "sandbox setup: no answer from sandboxd");
   struct contain_err ce;
-  int r = m.type != MSG_CGROUP             ? sbx_error_set(err, 0, "sandbox setup: unexpected message %d", m.type)
+  int r = m.type != MSG_CGROUP ? sbx_error_set(err, 0, "sandbox setup: unexpected message %d", m.type)
           : contain_join_cgroup(fds, n, &ce) < 0 ? sbx_error_set(err, ce.errnum, "%s", ce.what)
-                                                : 0;
+                                                 : 0;
   /* As for JOIN_BY_PARENT in sandbox_child: a cgroup namespace rooted at our own cgroup. */
   if (r == 0 && unshare(CLONE_NEWCGROUP) < 0)
     r = sbx_error_errno(err, "unshare(CLONE_NEWCGROUP)");
@@ -390,7 +390,8 @@ static void child_enter_root(struct child *c)
   if (recv(c->sync_fd, &peek, 1, MSG_PEEK | MSG_DONTWAIT) == 0)
     _exit(SBX_EXIT_SETUP);
 
-  if (skeleton_fd >= 0 && mount_fill_skeleton(skeleton_fd, extra, extra_dir, n_extra, p->readonly_root, &err) < 0)
+  if (skeleton_fd >= 0 &&
+      mount_fill_skeleton(skeleton_fd, extra, extra_dir, n_extra, p->readonly_root, &err) < 0)
     sync_fail(c->sync_fd, &err);
   /* Read-only now, before the writable mounts go on top: every mount point they need exists
    * in the rootfs (or the skeleton), and binds are only created under the tmpfs mounts. */
@@ -409,8 +410,10 @@ static void child_mounts(struct child *c)
   if (mount_dev(spec->limits.shm_bytes, &err) < 0)
     sync_fail(c->sync_fd, &err);
   char tmp_opts[64], ws_opts[64];
-  if (bufprintf(tmp_opts, sizeof tmp_opts, &err, "size=%llu,mode=1777", (unsigned long long) spec->limits.tmp_bytes) < 0 ||
-      bufprintf(ws_opts, sizeof ws_opts, &err, "size=%llu,mode=755", (unsigned long long) spec->limits.workspace_bytes) < 0)
+  if (bufprintf(tmp_opts, sizeof tmp_opts, &err, "size=%llu,mode=1777",
+                (unsigned long long) spec->limits.tmp_bytes) < 0 ||
+      bufprintf(ws_opts, sizeof ws_opts, &err, "size=%llu,mode=755",
+                (unsigned long long) spec->limits.workspace_bytes) < 0)
     sync_fail(c->sync_fd, &err);
   const struct contain_tmpfs fresh[] = {
       {.path = "tmp", .flags = MS_NOSUID | MS_NODEV, .data = tmp_opts},
@@ -436,7 +439,8 @@ static void child_mounts(struct child *c)
     contain_fail(c->sync_fd, &ce);
   /* The workspace tmpfs goes to the parent with READY when it asks (it collects /workspace/out
    * after the run): opened here, before any code could put anything in the way. */
-  c->workspace_fd = spec->keep_workspace ? open("workspace", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+  c->workspace_fd =
+      spec->keep_workspace ? open("workspace", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
   if (spec->keep_workspace && c->workspace_fd < 0)
     FAIL_ERRNO(c, "open `/workspace`");
   /* Bind destinations resolve inside the new root (the current directory), not on the host. */
@@ -461,7 +465,8 @@ static void child_mounts(struct child *c)
 static void child_join(struct child *c)
 {
   sbx_error_t err = {0};
-  if (ns_net_join(&c->net, c->sys_fd, &err) < 0 || (c->a->join == JOIN_BY_SELF && join_cgroup(c->sync_fd, &err) < 0))
+  if (ns_net_join(&c->net, c->sys_fd, &err) < 0 ||
+      (c->a->join == JOIN_BY_SELF && join_cgroup(c->sync_fd, &err) < 0))
     sync_fail(c->sync_fd, &err);
   close(c->sys_fd);
 }
