@@ -109,15 +109,20 @@ def _warm_matplotlib(names):
 
 
 def _warm_pandas(names):
-    """The CSV parser's and (with matplotlib) the plotting backend's modules, loaded on first use."""
+    """What a small table's first read, reshape, print and write load, and (with matplotlib) a
+    first pandas plot, on a Figure of its own (never pyplot's)."""
     import io
 
     pandas = sys.modules["pandas"]
-    pandas.read_csv(io.StringIO("x,y\n1,2\n"))
+    df = pandas.read_csv(io.StringIO("m,r,v\n1,a,2\n1,b,3\n2,a,4\n2,b,5\n"))
+    pivot = df.pivot(index="m", columns="r", values="v")
+    repr(pivot), pivot.to_csv(io.StringIO()), pivot.describe()
     if any(n.startswith("matplotlib") for n in names):
-        import importlib
+        from matplotlib.figure import Figure
 
-        importlib.import_module("pandas.plotting._matplotlib")
+        fig = Figure()
+        pivot.plot(ax=fig.subplots(), marker="o", title="t")
+        fig.savefig(io.BytesIO(), format="png", dpi=80)
 
 
 # Modules whose first use costs most of a small call: warmed once here, after they are imported.
