@@ -150,3 +150,13 @@ def test_saved_output_marks_the_cut(tmp_path):
     _, _, dropped2, _, _ = split(sc["stdout"], "stdout")
     assert dropped2 == dropped
     assert f"; the captured head and tail of stdout are in {call}/stdout.txt ---\n" in text
+
+
+def test_execute_code_bash_keeps_its_last_error(mcp):
+    """execute_code shares the capture: 3 MB from a shell loop, then a command that fails."""
+    r = mcp.send("tools/call", {"name": "execute_code", "arguments": {
+        "language": "bash", "code": 'head -c 3000000 /dev/zero | tr "\\0" "z"; echo; echo LAST-OUT; ls /nope-36'}})
+    sc, text = r["structuredContent"], r["content"][0]["text"]
+    assert sc["stdout_bytes"] == 3000000 + 1 + len("LAST-OUT\n") and sc["truncated"] is True
+    assert sc["stdout"].endswith("\nLAST-OUT\n") and "/nope-36" in sc["stderr"] and sc["exit_code"] == 2
+    assert "--- stderr ---\n" + sc["stderr"] in text
