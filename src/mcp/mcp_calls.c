@@ -20,6 +20,7 @@
 #include "base/util.h"
 #include "egress/egress_proxy.h"
 #include "hostmcp/proxy.h"
+#include "mcp/capture.h"
 #include "mcp/fork_pool.h"
 #include "mcp/mcp_internal.h"
 #include "mcp/shape.h"
@@ -44,8 +45,7 @@ void call_free(struct call *c)
     close(c->err_fd);
   if (c->done_fd >= 0)
     close(c->done_fd);
-  strbuf_free(&c->out);
-  strbuf_free(&c->err);
+  capture_free(&c->cap);
   artifacts_free(&c->arts);
   free(c->saved_dir);
   free(c->not_saved);
@@ -78,23 +78,9 @@ struct call *call_find(struct server *srv, const char *id)
   return NULL;
 }
 
-/* Cut back to a UTF-8 character boundary, so truncation never leaves half a character. */
-static size_t utf8_trim(const char *s, size_t len)
-{
-  size_t i = len;
-  for (size_t back = 0; back < 4 && i > 0; back++) {
-    unsigned char c = (unsigned char) s[i - 1];
-    if ((c & 0xc0) != 0x80) { /* a lead byte or ASCII: is its sequence complete? */
-      size_t need = c < 0x80 ? 1 : c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1;
-      return len - (i - 1) >= need ? len : i - 1;
-    }
-    i--;
-  }
-  return len;
-}
-
-/* Read what is in one pipe; keep it while the call is under its output limit. 1 at EOF. */
-int drain_pipe(struct call *c, int *fd, strbuf_t *sb)
+/* Read what is in one pipe into the capture (capture.h: its head and its tail within the policy's
+ * output_limit). 1 at EOF. */
+int drain_pipe(struct call *c, int *fd, enum capture_stream_id id)
 {
   char buf[MCP_READ_CHUNK];
   for (int rounds = 0; rounds < 16; rounds++) {
@@ -108,21 +94,7 @@ int drain_pipe(struct call *c, int *fd, strbuf_t *sb)
       *fd = -1;
       return 1;
     }
-    if (sb == &c->out)
-      c->out_total += (size_t) n;
-    else
-      c->err_total += (size_t) n;
-    size_t used = c->out.len + c->err.len;
-    size_t room = c->limits.output_bytes > used ? c->limits.output_bytes - used : 0;
-    size_t keep = c->truncated ? 0 : (size_t) n < room ? (size_t) n : room;
-    if (keep < (size_t) n) {
-      /* Once cut, keep nothing more: a later byte must not land after half a character. */
-      if (!c->truncated)
-        keep = utf8_trim(buf, keep);
-      c->truncated = true;
-    }
-    if (keep && strbuf_append(sb, buf, keep) < 0)
-      c->truncated = true;
+    capture_add(&c->cap, id, buf, (size_t) n);
   }
   return 0;
 }
@@ -150,9 +122,6 @@ static int result_footer(const struct call *c, const struct sbx_result *res, siz
   if (replaced)
     r |= strbuf_printf(f, "--- %zu bytes of control characters or invalid UTF-8 shown as U+FFFD ---\n",
                        replaced);
-  if (c->truncated)
-    r |= strbuf_printf(f, "--- output truncated at %s (output_limit) ---\n",
-                       format_size(c->limits.output_bytes, size, sizeof size));
   switch (res->status) {
   case SBX_STATUS_OK:
     break;
@@ -177,6 +146,25 @@ static int result_footer(const struct call *c, const struct sbx_result *res, siz
 
 #define STDERR_HEADER "--- stderr ---\n"
 
+/* One stream as captured, made valid UTF-8 into sb, described by st: its head and its tail are
+ * repaired apart, as bytes were dropped between them when the capture was full (capture.h). */
+static int repaired_stream(const struct call *c, enum capture_stream_id id, strbuf_t *sb,
+                           struct shape_stream *st, size_t *replaced)
+{
+  struct capture_view v;
+  if (capture_view(&c->cap, id, &v) < 0)
+    return -1;
+  int r = shape_repair(sb, v.buf.data, v.gap, replaced);
+  size_t gap = sb->len;
+  r |= shape_repair(sb, v.buf.data + v.gap, v.buf.len - v.gap, replaced);
+  strbuf_free(&v.buf);
+  st->s = sb->data ? sb->data : "";
+  st->len = sb->len;
+  st->gap = gap;
+  st->dropped = v.dropped;
+  return r;
+}
+
 /* The text a model reads: stdout, then stderr, then the footer, within --text-limit characters
  * (shape.h): each stream shaped on its own, the budget shared fairly (a stream that needs less
  * than half leaves the rest to the other). out and err get the shaped streams, which
@@ -185,13 +173,26 @@ static int result_text(const struct server *srv, const struct call *c, const str
                        struct shaped *sh)
 {
   strbuf_t ro = {0}, re = {0}, foot = {0};
-  int r = shape_repair(&ro, c->out.data ? c->out.data : "", c->out.len, &sh->replaced);
-  r |= shape_repair(&re, c->err.data ? c->err.data : "", c->err.len, &sh->replaced);
+  struct shape_stream so = {
+      .name = "stdout", .text_limit = srv->text_limit, .output_limit = c->limits.output_bytes};
+  struct shape_stream se = so;
+  se.name = "stderr";
+  char out_path[PATH_MAX], err_path[PATH_MAX];
+  if (c->saved_dir && c->saved_stdout &&
+      bufprintf(out_path, sizeof out_path, NULL, "%s/stdout.txt", c->saved_dir) == 0)
+    so.saved = out_path;
+  if (c->saved_dir && c->saved_stderr &&
+      bufprintf(err_path, sizeof err_path, NULL, "%s/stderr.txt", c->saved_dir) == 0)
+    se.saved = err_path;
+  int r = repaired_stream(c, CAPTURE_STDOUT, &ro, &so, &sh->replaced);
+  r |= repaired_stream(c, CAPTURE_STDERR, &re, &se, &sh->replaced);
   r |= result_footer(c, res, sh->replaced, &foot);
-  if (r < 0)
+  size_t oc, ec;
+  if (r < 0 || shape_whole_chars(&so, &oc) < 0 || shape_whole_chars(&se, &ec) < 0) {
+    r = -1;
     goto out;
+  }
 
-  size_t oc = shape_chars(ro.data, ro.len), ec = shape_chars(re.data, re.len);
   size_t fixed = shape_chars(foot.data, foot.len) + (ec ? sizeof STDERR_HEADER : 0) + 2;
   size_t budget = srv->text_limit > fixed ? srv->text_limit - fixed : 0;
   size_t ob = oc, eb = ec;
@@ -200,17 +201,9 @@ static int result_text(const struct server *srv, const struct call *c, const str
     ob = oc < half ? oc : ec < budget - half ? budget - ec : budget - half;
     eb = budget - ob;
   }
-  char out_path[PATH_MAX], err_path[PATH_MAX];
-  const char *out_saved = NULL, *err_saved = NULL;
-  if (c->saved_dir && c->saved_stdout &&
-      bufprintf(out_path, sizeof out_path, NULL, "%s/stdout.txt", c->saved_dir) == 0)
-    out_saved = out_path;
-  if (c->saved_dir && c->saved_stderr &&
-      bufprintf(err_path, sizeof err_path, NULL, "%s/stderr.txt", c->saved_dir) == 0)
-    err_saved = err_path;
-  r |= shape_head_tail(&sh->out, ro.data, ro.len, oc, ob, "stdout", srv->text_limit, out_saved, &sh->cut);
+  r |= shape_stream(&sh->out, &so, ob, &sh->cut);
   size_t cut_err = 0;
-  r |= shape_head_tail(&sh->err, re.data, re.len, ec, eb, "stderr", srv->text_limit, err_saved, &cut_err);
+  r |= shape_stream(&sh->err, &se, eb, &cut_err);
   sh->cut += cut_err;
 
   strbuf_t *text = &sh->text;
@@ -273,11 +266,11 @@ static void send_call_result(struct server *srv, struct call *c, const struct sb
    * whole output. */
   json_kv_strn(w, "stdout", sh.out.data ? sh.out.data : "", sh.out.len);
   json_kv_strn(w, "stderr", sh.err.data ? sh.err.data : "", sh.err.len);
-  json_kv_uint(w, "stdout_bytes", c->out_total);
-  json_kv_uint(w, "stderr_bytes", c->err_total);
+  json_kv_uint(w, "stdout_bytes", c->cap.s[CAPTURE_STDOUT].total);
+  json_kv_uint(w, "stderr_bytes", c->cap.s[CAPTURE_STDERR].total);
   json_kv_uint(w, "replaced_bytes", sh.replaced);
   json_kv_uint(w, "cut_characters", sh.cut);
-  json_kv_bool(w, "truncated", c->truncated);
+  json_kv_bool(w, "truncated", capture_dropped_any(&c->cap));
   json_kv_uint(w, "execution_time_ms", res->execution_time_ms);
   json_kv_uint(w, "memory_peak_bytes", res->memory_peak_bytes);
   json_kv_double(w, "memory_used_mb", (double) res->memory_peak_bytes / (1024.0 * 1024.0));
@@ -302,10 +295,10 @@ static void send_call_result(struct server *srv, struct call *c, const struct sb
 void call_finish(struct server *srv, struct call *c)
 {
   /* Every process of the sandbox is gone, so the pipes are at EOF once drained. */
-  while (c->out_fd >= 0 && drain_pipe(c, &c->out_fd, &c->out) == 0)
+  while (c->out_fd >= 0 && drain_pipe(c, &c->out_fd, CAPTURE_STDOUT) == 0)
     if (c->out_fd >= 0 && poll(&(struct pollfd){.fd = c->out_fd, .events = POLLIN}, 1, 100) <= 0)
       break;
-  while (c->err_fd >= 0 && drain_pipe(c, &c->err_fd, &c->err) == 0)
+  while (c->err_fd >= 0 && drain_pipe(c, &c->err_fd, CAPTURE_STDERR) == 0)
     if (c->err_fd >= 0 && poll(&(struct pollfd){.fd = c->err_fd, .events = POLLIN}, 1, 100) <= 0)
       break;
   struct sbx_result res;
@@ -351,8 +344,8 @@ void call_finish(struct server *srv, struct call *c)
   audit_write(&rec);
   /* A run that made sandboxd hold a lot (its output, or requests it sent over the bridge) gives
    * the memory back to the system when it ends, not only to malloc's free lists. */
-  bool trim = c->out.len + c->err.len + c->arts.bytes + (c->proxy ? proxy_bytes_read(c->proxy) : 0) >=
-              TRIM_AFTER_BYTES;
+  bool trim =
+      capture_kept(&c->cap) + c->arts.bytes + (c->proxy ? proxy_bytes_read(c->proxy) : 0) >= TRIM_AFTER_BYTES;
   call_free(c);
   if (trim)
     malloc_trim(0);
@@ -379,9 +372,9 @@ static void call_answer_done(struct server *srv, struct call *c, unsigned char s
   if (sandbox_result_now(c->sb, status, &res) < 0)
     return;
   /* Everything the runner wrote is in the pipes: it flushed before the done byte. */
-  while (c->out_fd >= 0 && drain_pipe(c, &c->out_fd, &c->out) == 0 && readable(c->out_fd))
+  while (c->out_fd >= 0 && drain_pipe(c, &c->out_fd, CAPTURE_STDOUT) == 0 && readable(c->out_fd))
     ;
-  while (c->err_fd >= 0 && drain_pipe(c, &c->err_fd, &c->err) == 0 && readable(c->err_fd))
+  while (c->err_fd >= 0 && drain_pipe(c, &c->err_fd, CAPTURE_STDERR) == 0 && readable(c->err_fd))
     ;
   if (!artifacts_out_empty(sandbox_workspace_fd(c->sb))) {
     /* Files to return: what the code left running may still be writing them. Kill it all now,
@@ -487,6 +480,7 @@ static int call_start(struct server *srv, struct call *c, sbx_error_t *err)
     req.timeout_ms = c->timeout_ms;
   if (policy_resolve_limits(srv->policy, &req, &c->limits, err) < 0)
     return -1;
+  capture_init(&c->cap, c->limits.output_bytes);
 
   /* With servers, or any configured server to discover: fd 3 goes on as the bridge after the job,
    * which tells the runner the servers it may call (it then defines mcp_<alias> and friends). */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* `sandboxd mcp`'s files out: the --output-dir held open from the start, and for each call what
- * its /workspace/out held (artifacts.h) and its whole captured output, saved in a fresh
+ * its /workspace/out held (artifacts.h) and its captured output (capture.h), saved in a fresh
  * DIR/<request_id>/ and written into the result. */
 #include <errno.h>
 #include <fcntl.h>
@@ -16,6 +16,7 @@
 #include "base/log.h"
 #include "base/util.h"
 #include "mcp/mcp_internal.h"
+#include "mcp/shape.h"
 #include "run/artifacts.h"
 #include "sandbox/sandbox.h"
 
@@ -90,6 +91,27 @@ static int make_call_dir(struct server *srv, struct call *c, int *ret_fd)
   return 0;
 }
 
+/* A stream as it is saved: what was captured of it (capture.h), and when bytes were dropped
+ * between its head and its tail, the line that says so where they were. */
+static int saved_stream(const struct call *c, enum capture_stream_id id, strbuf_t *sb)
+{
+  struct capture_view v;
+  if (capture_view(&c->cap, id, &v) < 0)
+    return -1;
+  if (!v.dropped || !v.buf.len) {
+    *sb = v.buf;
+    return 0;
+  }
+  struct shape_stream st = {.name = id == CAPTURE_STDOUT ? "stdout" : "stderr",
+                            .dropped = v.dropped,
+                            .output_limit = c->limits.output_bytes};
+  int r = strbuf_append(sb, v.buf.data, v.gap);
+  r |= shape_cut_line(sb, &st, 0, false);
+  r |= strbuf_append(sb, v.buf.data + v.gap, v.buf.len - v.gap);
+  strbuf_free(&v.buf);
+  return r;
+}
+
 void call_collect_files(struct server *srv, struct call *c, bool ended)
 {
   int wfd = c->sb ? sandbox_workspace_fd(c->sb) : -1;
@@ -100,12 +122,18 @@ void call_collect_files(struct server *srv, struct call *c, bool ended)
   /* A call gets a directory for its files, or for output longer than the text can show (more
    * bytes than --text-limit characters: a superset of the output that shaping cuts), so that
    * the marker can say where the whole of it is. print(1) writes nothing on the host. */
-  bool long_output = c->out.len + c->err.len > srv->text_limit;
+  bool long_output = capture_kept(&c->cap) > srv->text_limit;
   if (srv->output_dirfd < 0 || (!c->arts.returned && !long_output))
     return;
+  strbuf_t out = {0}, errs = {0};
+  _cleanup_close_ int dfd = -1;
+  if (saved_stream(c, CAPTURE_STDOUT, &out) < 0 || saved_stream(c, CAPTURE_STDERR, &errs) < 0) {
+    log_warn("--output-dir `%s`: %s", srv->output_dir, strerror(ENOMEM));
+    goto out;
+  }
   /* Within the budget: older call directories go first; a call that alone is over it saves
    * nothing, and its result says so. */
-  uint64_t need = c->out.len + c->err.len + c->arts.bytes;
+  uint64_t need = out.len + errs.len + c->arts.bytes;
   if (output_budget_reserve(srv, need) < 0) {
     strbuf_t why = {0};
     if (strbuf_printf(&why,
@@ -115,18 +143,20 @@ void call_collect_files(struct server *srv, struct call *c, bool ended)
       c->not_saved = why.data;
     else
       strbuf_free(&why);
-    return;
+    goto out;
   }
-  _cleanup_close_ int dfd = -1;
   if (make_call_dir(srv, c, &dfd) < 0) {
     log_warn("--output-dir `%s`: create `%s`: %s", srv->output_dir, c->request_id, strerror(errno));
-    return;
+    goto out;
   }
   /* The output first: these names are sandboxd's, never a file of the code's. */
-  c->saved_stdout = c->out.len && artifacts_write_new(dfd, "stdout.txt", c->out.data, c->out.len) == 0;
-  c->saved_stderr = c->err.len && artifacts_write_new(dfd, "stderr.txt", c->err.data, c->err.len) == 0;
+  c->saved_stdout = out.len && artifacts_write_new(dfd, "stdout.txt", out.data, out.len) == 0;
+  c->saved_stderr = errs.len && artifacts_write_new(dfd, "stderr.txt", errs.data, errs.len) == 0;
   artifacts_save(&c->arts, dfd, c->saved_dir);
   output_budget_add(srv, c->request_id, need);
+out:
+  strbuf_free(&out);
+  strbuf_free(&errs);
 }
 
 void call_write_file_blocks(struct server *srv, struct call *c, json_writer_t *w)

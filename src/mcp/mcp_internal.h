@@ -14,6 +14,7 @@
 #include "base/jsonrpc.h"
 #include "base/util.h"
 #include "hostmcp/mcp_config.h"
+#include "mcp/capture.h"
 #include "mcp/mcp_binds.h"
 #include "mcp/mcp_lang.h"
 #include "mcp/mcp_tool.h"
@@ -121,12 +122,10 @@ struct call {
 
   struct sbx_sandbox *sb;
   struct sbx_limits limits;
-  int out_fd, err_fd;            /* read ends, -1 once at EOF */
-  strbuf_t out, err;             /* captured, up to the policy's output_limit */
-  uint64_t out_total, err_total; /* bytes the code wrote to each, captured or not */
-  bool truncated;
-  bool killed;    /* sandbox_kill() sent (deadline or cancel) */
-  bool cancelled; /* the client cancelled: kill, and never answer */
+  int out_fd, err_fd; /* read ends, -1 once at EOF */
+  struct capture cap; /* both streams: heads and tails within output_limit */
+  bool killed;        /* sandbox_kill() sent (deadline or cancel) */
+  bool cancelled;     /* the client cancelled: kill, and never answer */
 
   struct job job;         /* while the code is being written to fd 3 (job.fd >= 0) */
   char *job_error;        /* why the sandbox did not take its code (it is killed), or NULL */
@@ -281,7 +280,7 @@ void call_free(struct call *c);
 void call_unlink(struct server *srv, struct call *c);
 struct call *call_find(struct server *srv, const char *id);
 /* Read what is in one pipe; keep it while the call is under its output limit. 1 at EOF. */
-int drain_pipe(struct call *c, int *fd, strbuf_t *sb);
+int drain_pipe(struct call *c, int *fd, enum capture_stream_id id);
 /* The sandbox has ended: collect the rest of its output, reap it, answer. */
 void call_finish(struct server *srv, struct call *c);
 /* Give the call a warm sandbox. On failure the warm sandbox is gone and the call gets a cold one. */

@@ -630,9 +630,9 @@ static void calls_dispatch(struct server *srv, const struct pollfd *pfds, struct
   for (size_t i = 0; i < n; i += FDS_PER_CALL) {
     struct call *c = owners[i];
     if (pfds[i + 1].revents && c->out_fd >= 0)
-      drain_pipe(c, &c->out_fd, &c->out);
+      drain_pipe(c, &c->out_fd, CAPTURE_STDOUT);
     if (pfds[i + 2].revents && c->err_fd >= 0)
-      drain_pipe(c, &c->err_fd, &c->err);
+      drain_pipe(c, &c->err_fd, CAPTURE_STDERR);
     if (pfds[i + 3].revents && c->job.fd >= 0 && pfds[i + 3].fd == c->job.fd)
       call_job_ready(srv, c, false);
     else if (pfds[i + 3].revents && c->proxy && pfds[i + 3].fd == proxy_fd(c->proxy))

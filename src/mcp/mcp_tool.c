@@ -149,7 +149,7 @@ static void write_output_schema(json_writer_t *w)
   schema_prop(w, "stderr_bytes", "integer", "bytes the code wrote to standard error, all of them");
   schema_prop(w, "replaced_bytes", "integer", "control or non-UTF-8 bytes shown as U+FFFD");
   schema_prop(w, "cut_characters", "integer", "characters left out between head and tail (the text limit)");
-  schema_prop(w, "truncated", "boolean", "output went over the limit and was cut");
+  schema_prop(w, "truncated", "boolean", "output_limit: bytes between a stream's head and tail were dropped");
   schema_prop(w, "execution_time_ms", "integer", NULL);
   schema_prop(w, "memory_peak_bytes", "integer", NULL);
   schema_prop(w, "memory_used_mb", "number", "memory_peak_bytes in MiB");
