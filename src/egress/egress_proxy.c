@@ -39,7 +39,6 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "base/cleanup.h"
@@ -95,20 +94,13 @@ struct egress_log {
 #define STORE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELEASE)
 #define ADD(x, v) __atomic_fetch_add(&(x), (v), __ATOMIC_ACQ_REL)
 
-static uint64_t mono_ns(void)
-{
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec;
-}
-
 /* A record for one attempt: a slot while there are any, else a scratch one (counted, not kept). */
 static struct egress_rec *rec_claim(struct egress_shared *sh, struct egress_rec *scratch)
 {
   uint32_t i = ADD(sh->attempts, 1);
   struct egress_rec *r = i < EGRESS_MAX_RECORDS ? &sh->recs[i] : scratch;
   memset(r, 0, sizeof *r);
-  r->start_ns = mono_ns();
+  r->start_ns = now_ns();
   return r;
 }
 
@@ -117,7 +109,7 @@ static void rec_refuse(struct egress_shared *sh, struct egress_rec *r, const cha
 {
   bufprintf_cut(r->verdict, sizeof r->verdict, "%s", verdict);
   bufprintf_cut(r->reason, sizeof r->reason, "%s", reason);
-  r->end_ns = mono_ns();
+  r->end_ns = now_ns();
   ADD(sh->refused, 1);
   STORE(r->state, REC_DONE);
 }
@@ -152,7 +144,7 @@ void egress_log_write_json(const struct egress_log *l, json_writer_t *w, bool re
     json_str(w, "egress_connection_rate");
   json_arr_end(w);
   if (records) {
-    uint64_t now = mono_ns();
+    uint64_t now = now_ns();
     json_key(w, "records");
     json_arr_begin(w);
     for (uint32_t i = 0; i < attempts && i < EGRESS_MAX_RECORDS; i++) {
@@ -225,7 +217,7 @@ struct conn_ctx {
 
 static int ms_left(uint64_t deadline)
 {
-  uint64_t now = mono_ns();
+  uint64_t now = now_ns();
   return now >= deadline ? 0 : (int) ((deadline - now + 999999) / 1000000);
 }
 
@@ -252,7 +244,7 @@ static void respond(int fd, int status, const char *reason)
       status, text, strlen(body), body);
   (void) !send(fd, head, strlen(head), MSG_NOSIGNAL | MSG_DONTWAIT);
   shutdown(fd, SHUT_WR);
-  uint64_t deadline = mono_ns() + 1000000000ULL;
+  uint64_t deadline = now_ns() + 1000000000ULL;
   char sink[4096];
   while (poll(&(struct pollfd){.fd = fd, .events = POLLIN}, 1, ms_left(deadline)) > 0 &&
          recv(fd, sink, sizeof sink, MSG_DONTWAIT) > 0)
@@ -263,7 +255,7 @@ static void respond(int fd, int status, const char *reason)
 static int read_head(int fd, char *buf, size_t *len, struct egress_request *r, struct conn_ctx *cx,
                      struct egress_rec *rec)
 {
-  uint64_t deadline = mono_ns() + EGRESS_HEAD_TIMEOUT_MS * 1000000ULL;
+  uint64_t deadline = now_ns() + EGRESS_HEAD_TIMEOUT_MS * 1000000ULL;
   for (;;) {
     int st;
     char why[160];
@@ -393,7 +385,7 @@ static int connect_any(const struct egress_addr *addrs, size_t n, uint16_t port,
       e = errno;
       continue;
     }
-    uint64_t until = mono_ns() + EGRESS_CONNECT_TIMEOUT_MS * 1000000ULL;
+    uint64_t until = now_ns() + EGRESS_CONNECT_TIMEOUT_MS * 1000000ULL;
     if (until > deadline)
       until = deadline;
     int r = connect(fd, (struct sockaddr *) &ss, sl);
@@ -614,7 +606,7 @@ static void on_alarm(int sig)
   memcpy(r->end, tl, sizeof tl);
   if (!r->verdict[0])
     memcpy(r->verdict, tl, sizeof tl);
-  STORE(r->end_ns, mono_ns());
+  STORE(r->end_ns, now_ns());
   STORE(r->state, REC_DONE);
   ADD(*alarm_hits, 1);
   _exit(0);
@@ -700,7 +692,7 @@ static _Noreturn void serve_conn(int fd, struct conn_ctx *cx)
     respond(fd, 502, "the origin's answer is not an HTTP/1.x response");
 done:
   bufprintf_cut(rec->end, sizeof rec->end, "%s", end);
-  STORE(rec->end_ns, mono_ns());
+  STORE(rec->end_ns, now_ns());
   STORE(rec->state, REC_DONE);
   _exit(0);
 }
@@ -713,7 +705,7 @@ struct server {
   pid_t kids[SBX_EGRESS_MAX_CONNECTIONS];
   size_t n_kids;
   uint64_t tokens_ns; /* the accept bucket, in ns of refill: a connection costs NS_PER_ACCEPT */
-  uint64_t filled_at; /* mono_ns() of the last refill */
+  uint64_t filled_at; /* now_ns() of the last refill */
 };
 
 /* The accept bucket (EGRESS_ACCEPT_RATE, EGRESS_ACCEPT_BURST), kept as time so that it refills
@@ -724,7 +716,7 @@ struct server {
 /* Refill the bucket; the ms until it holds one connection (0: it does now). */
 static int bucket_wait_ms(struct server *s)
 {
-  uint64_t now = mono_ns();
+  uint64_t now = now_ns();
   s->tokens_ns += now - s->filled_at;
   if (s->tokens_ns > BUCKET_FULL_NS)
     s->tokens_ns = BUCKET_FULL_NS;
@@ -839,7 +831,7 @@ static _Noreturn void proxy_main(const struct sbx_policy *p, struct egress_share
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || seccomp_install(&helper_filter, &err) < 0)
     _exit(1);
   s.tokens_ns = BUCKET_FULL_NS;
-  s.filled_at = mono_ns();
+  s.filled_at = now_ns();
   for (;;) {
     /* An empty bucket: the listener is not polled until it holds a connection again, and what
      * the sandbox connects meanwhile waits in the backlog, at no cost to the host. */
