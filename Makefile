@@ -80,12 +80,16 @@ ZYGOTE_CFLAGS = -std=gnu17 -O2 -Wall -Wextra -Werror -Wshadow -Wstrict-prototype
 ZYGOTE_BLOBS := $(if $(filter x86_64-%,$(shell $(CC) -dumpmachine)),$(BUILD)/zygote.so $(BUILD)/callinit)
 # The code's first exe (src/inside/execshim.c, sandbox/exec_shim.c): the same freestanding build.
 EXEC_SHIM_BLOB := $(if $(filter x86_64-%,$(shell $(CC) -dumpmachine)),$(BUILD)/execshim)
-$(BUILD)/zygote.so: src/inside/zygote.c src/inside/rawsys.h Makefile | $(BUILD)/obj
-	$(CC) $(ZYGOTE_CFLAGS) -fPIC -shared -fvisibility=hidden -s -Wl,-z,relro,-z,now -o $@ $<
-$(BUILD)/callinit: src/inside/callinit.c src/inside/rawsys.h Makefile | $(BUILD)/obj
-	$(CC) $(ZYGOTE_CFLAGS) -static -fno-pie -no-pie -s -o $@ $<
-$(BUILD)/execshim: src/inside/execshim.c src/inside/rawsys.h Makefile | $(BUILD)/obj
-	$(CC) $(ZYGOTE_CFLAGS) -static -fno-pie -no-pie -s -o $@ $<
+# The C pid 1 links the setup steps every sandbox takes (src/sandbox/contain.c): the same file as
+# sandboxd's cold path, built freestanding here.
+ZYGOTE_SRCS = src/inside/zygote.c src/sandbox/contain.c
+$(BUILD)/zygote.so: $(ZYGOTE_SRCS) src/sandbox/contain.h src/sandbox/contain_sys.h src/inside/rawsys.h Makefile | $(BUILD)/obj
+	$(CC) $(ZYGOTE_CFLAGS) -DSBX_FREESTANDING -iquote src -fPIC -shared -fvisibility=hidden -s -Wl,-z,relro,-z,now \
+	  -o $@ $(ZYGOTE_SRCS)
+$(BUILD)/callinit: src/inside/callinit.c src/inside/rawsys.h src/sandbox/contain_sys.h Makefile | $(BUILD)/obj
+	$(CC) $(ZYGOTE_CFLAGS) -DSBX_FREESTANDING -iquote src -static -fno-pie -no-pie -s -o $@ $<
+$(BUILD)/execshim: src/inside/execshim.c src/inside/rawsys.h src/sandbox/contain_sys.h Makefile | $(BUILD)/obj
+	$(CC) $(ZYGOTE_CFLAGS) -DSBX_FREESTANDING -iquote src -static -fno-pie -no-pie -s -o $@ $<
 $(BUILD)/obj/sandbox/exec_shim.o: $(EXEC_SHIM_BLOB)
 $(BUILD)/obj/sandbox/exec_shim.o: override CFLAGS += -DEXEC_SHIM_BUILD=\"$(BUILD)\"
 $(BUILD)/obj/sandbox/fork_zygote.o: $(ZYGOTE_BLOBS)

@@ -324,6 +324,22 @@ void utc_time(int64_t t, int *year, int *month, int *day, int *hour, int *min, i
   *year = (int) (yoe + era * 400 + (*month <= 2));
 }
 
+int open_pipe(int *ret_read, int *ret_write, sbx_error_t *err)
+{
+  int p[2];
+  if (pipe2(p, O_CLOEXEC) < 0)
+    return sbx_error_errno(err, "pipe");
+  if (fcntl(p[0], F_SETFL, O_NONBLOCK) < 0) {
+    int e = errno;
+    close(p[0]);
+    close(p[1]);
+    return sbx_error_set(err, e, "pipe");
+  }
+  *ret_read = p[0];
+  *ret_write = p[1];
+  return 0;
+}
+
 uint64_t now_ns(void)
 {
   struct timespec ts;

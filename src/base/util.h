@@ -55,6 +55,9 @@ int read_file(const char *path, size_t max, char **ret_data, size_t *ret_len, sb
 /* Write a whole string to an existing file (for /proc files). */
 int write_file(const char *path, const char *data, sbx_error_t *err);
 
+/* A pipe (O_CLOEXEC) whose read end does not block. */
+int open_pipe(int *ret_read, int *ret_write, sbx_error_t *err);
+
 /* Monotonic clock in nanoseconds. */
 uint64_t now_ns(void);
 /* From now to when (now_ns clock) in milliseconds, rounded up: 0 if past, at most INT_MAX (a poll

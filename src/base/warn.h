@@ -10,7 +10,8 @@ enum sbx_warning {
   SBX_WARN_CONFIG,      /* an MCP config entry is skipped (mcp_config.c) */
   SBX_WARN_HOST_SERVER, /* a host MCP server failed or exited (mcp_client.c) */
   SBX_WARN_AUDIT,       /* an audit record was dropped (audit.c) */
-  SBX_WARN_LIMITS,      /* a limit is lower than the configuration needs (fork_template.c) */
+  SBX_WARN_LIMITS,      /* a limit is lower than the configuration needs (fork_policy.c) */
+  SBX_WARN_FORK_COPY,   /* each forked call's pid 1 is a copy of the template (fork_template.c) */
 };
 
 /* msg is one line, without "sandboxd: " or "warning: ". */

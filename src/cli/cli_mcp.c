@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* `sandboxd mcp`'s command line: the options, the setup (policy, rootfs, host servers, audit log,
  * signals, stdout), the server's loop, and the one teardown. */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -13,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/cleanup.h"
 #include "base/hostfile.h"
 #include "base/jsonrpc.h"
 #include "base/log.h"
@@ -21,8 +23,9 @@
 #include "hostmcp/mcp_client.h"
 #include "hostmcp/mcp_config.h"
 #include "hostmcp/proxy.h"
+#include "image/image.h"
 #include "kernel/seccomp.h"
-#include "mcp/fork_template.h"
+#include "mcp/fork_pool.h"
 #include "mcp/mcp_http.h"
 #include "mcp/mcp_internal.h"
 #include "mcp/mcp_server.h"
@@ -51,7 +54,7 @@ static void shutdown_server(struct server *srv)
     }
   }
   warm_pool_clear(srv);
-  fork_template_clear(srv);
+  fork_pool_clear(srv);
   flush_output_for(srv, 2000);
 }
 
@@ -72,6 +75,10 @@ static const char mcp_usage[] =
     "  --warm-mode MODE         fork: each python call forks from one idle template; prestart:\n"
     "                           python sandboxes built ahead, as above; auto (default): fork,\n"
     "                           or prestart where forking cannot work (sandboxd-mcp(7))\n"
+    "  --preload MODULES        fork: Python modules the template imports before any call, so a\n"
+    "                           call that imports them pays nothing (comma-separated; default:\n"
+    "                           what the rootfs names, numpy,pandas,matplotlib.pyplot in the\n"
+    "                           data rootfs; \"\" for none)\n"
     "  --max-message-size SIZE  largest JSON-RPC message accepted (default 4M)\n"
     "  --text-limit N           characters of output a result's text shows (default 40000);\n"
     "                           beyond that its head and tail, and a line saying what was cut\n"
@@ -147,6 +154,7 @@ enum {
   OPT_MAX_SESSIONS,
   OPT_IDLE_TIMEOUT,
   OPT_WARM_MODE,
+  OPT_PRELOAD,
 };
 
 /* The --http options (mcp_http.h); false: not one of them. */
@@ -225,6 +233,26 @@ static int parse_age(const char *arg, uint64_t *ret_s)
 }
 
 /* --tools: "run_python,execute_code" or either. */
+/* A preload list: dotted Python module names, comma-separated ("" is none). They reach the
+ * template's Python as one line of its setup, and are imported by name only. */
+static int check_preload(const char *what, const char *list, sbx_error_t *err)
+{
+  if (strlen(list) > 1024)
+    return sbx_error_set(err, 0, "%s: longer than 1024 characters", what);
+  for (const char *s = list; *s;) {
+    size_t n = strcspn(s, ",");
+    bool ok = n > 0 && s[0] != '.' && s[n - 1] != '.';
+    for (size_t i = 0; ok && i < n; i++)
+      ok = isalnum((unsigned char) s[i]) || s[i] == '_' || (s[i] == '.' && s[i + 1] != '.');
+    if (!ok || isdigit((unsigned char) s[0]))
+      return sbx_error_set(err, 0, "%s `%s`: expected Python module names separated by commas", what, list);
+    s += n + (s[n] == ',');
+    if (s[-1] == ',' && !*s)
+      return sbx_error_set(err, 0, "%s `%s`: a trailing comma", what, list);
+  }
+  return 0;
+}
+
 static int parse_tools(const char *list, unsigned *ret, sbx_error_t *err)
 {
   unsigned tools = 0;
@@ -296,7 +324,8 @@ static bool parse_number_opt(int c, const char *arg, struct server *srv, int *r,
 }
 
 /* What every sandbox of the server gets and what it offers: host servers, the audit log, binds
- * and roots, tools, warm sandboxes, egress; false: not one of them. */
+ * and roots, tools, warm sandboxes and the fork template's preload, egress; false: not one of
+ * them. */
 static bool parse_server_opt(int c, const char *arg, struct server *srv, int *r, sbx_error_t *err)
 {
   *r = 0;
@@ -332,6 +361,15 @@ static bool parse_server_opt(int c, const char *arg, struct server *srv, int *r,
       srv->warm_mode = WARM_AUTO;
     else
       *r = sbx_error_set(err, 0, "--warm-mode `%s`: expected auto, fork or prestart", arg);
+    return true;
+  case OPT_PRELOAD:
+    if ((*r = check_preload("--preload", arg, err)) < 0)
+      return true;
+    free(srv->preload);
+    if (!(srv->preload = strdup(arg)))
+      *r = sbx_error_set(err, ENOMEM, "--preload");
+    else
+      srv->preload_set = true;
     return true;
   case OPT_ALLOW_HOST:
     *r = policy_allow_opts_add(&srv->allow_hosts, arg, err);
@@ -375,6 +413,7 @@ static int parse_args(int argc, char **argv, struct server *srv, const char **re
       {"max-sessions", required_argument, NULL, OPT_MAX_SESSIONS},
       {"idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT},
       {"warm-mode", required_argument, NULL, OPT_WARM_MODE},
+      {"preload", required_argument, NULL, OPT_PRELOAD},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
@@ -473,9 +512,20 @@ static int setup_langs(struct server *srv, sbx_error_t *err)
 static int setup_warm_mode(struct server *srv, sbx_error_t *err)
 {
   srv->warm_fork = srv->warm_mode == WARM_FORK || srv->warm_mode == WARM_AUTO;
+  /* What the template preloads: --preload, else what the rootfs names. */
+  if (srv->warm_fork && !srv->preload_set) {
+    struct image_config ic;
+    if (image_load_config(srv->lang_rootfs[MCP_LANG_PYTHON], &ic, err) < 0)
+      return -1;
+    int r = ic.preload ? check_preload("the rootfs's label org.sandboxd.preload", ic.preload, err) : 0;
+    srv->preload = TAKE_PTR(ic.preload);
+    image_config_free(&ic);
+    if (r < 0)
+      return -1;
+  }
   sbx_error_t why = {0};
   if (!srv->warm_fork ||
-      fork_template_init(srv, warm_pool_drop_forked, srv->warm_mode == WARM_FORK ? err : &why) == 0)
+      fork_pool_init(srv, warm_pool_drop_forked, srv->warm_mode == WARM_FORK ? err : &why) == 0)
     return 0;
   if (srv->warm_mode == WARM_FORK)
     return -1;
@@ -553,6 +603,7 @@ static void teardown(struct server *srv, const sigset_t *old)
   if (srv->output_dirfd >= 0)
     close(srv->output_dirfd);
   free(srv->output_dir);
+  free(srv->preload);
   output_budget_free(&srv->output_budget);
   bind_opts_free(&srv->binds);
   mcp_roots_free(&srv->roots);

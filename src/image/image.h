@@ -77,6 +77,7 @@ struct image_config {
   char **env; /* "NAME=VALUE", n_env of them (malloc'd) */
   size_t n_env;
   char *workdir; /* absolute path inside, or NULL */
+  char *preload; /* the label org.sandboxd.preload: modules a fork template imports ("a,b.c"), or NULL */
 };
 int image_load_config(const char *rootfs, struct image_config *ret, sbx_error_t *err);
 void image_config_free(struct image_config *c);

@@ -108,6 +108,7 @@ void image_config_free(struct image_config *c)
     free(c->env[i]);
   free(c->env);
   free(c->workdir);
+  free(c->preload);
   *c = (struct image_config){0};
 }
 
@@ -134,6 +135,7 @@ int image_load_config(const char *rootfs, struct image_config *ret, sbx_error_t 
     return sbx_error_prefix(err, "rootfs metadata `%s`", image_shown(path, b));
   const json_node_t *env = json_get(doc, "Env");
   const char *wd = json_as_string(json_get(doc, "WorkingDir"), NULL);
+  const char *preload = json_as_string(json_get(json_get(doc, "Labels"), "org.sandboxd.preload"), NULL);
   size_t ne = json_array_len(env);
   int r = 0;
   if (ne && !(c.env = calloc(ne, sizeof *c.env)))
@@ -147,6 +149,8 @@ int image_load_config(const char *rootfs, struct image_config *ret, sbx_error_t 
     else if (!(c.env[c.n_env++] = strdup(s)))
       r = sbx_error_set(err, ENOMEM, "rootfs metadata");
   }
+  if (r == 0 && preload && !(c.preload = strdup(preload)))
+    r = sbx_error_set(err, ENOMEM, "rootfs metadata");
   if (r == 0 && wd && *wd) {
     if (wd[0] != '/')
       r = sbx_error_set(err, EINVAL, "rootfs metadata `%s`: WorkingDir `%s` is not absolute",

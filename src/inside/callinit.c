@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* A forked call's pid 1 once the code runs (zygote.c execs it): it leaves the template's memory,
  * which pid 1 shared while it built the sandbox, before the code process may run. It relays
- * signals to the code, reaps, and reports the code's status on the sync socket (fd 4), as
- * template.py's Python pid 1 does. Every signal is blocked across the exec; the code's pid is in
+ * signals to the code, reaps, and reports the code's status on the sync socket (fd 4), as a cold
+ * sandbox's init does (sandbox/init.c). Every signal is blocked across the exec; the code's pid is in
  * SANDBOXD_CODE_PID. A static, freestanding program: it runs in any rootfs. x86_64 only. */
 #if !defined(__x86_64__)
 #error "callinit.c is x86_64 only (the Makefile builds it there only)"
@@ -27,7 +27,7 @@ __attribute__((noreturn, used)) static void init_main(i64 *sp)
   }
   if (code <= 0)
     sys1(NR_exit_group, 125);
-  /* Not dumpable, as the Python pid 1 and sandboxd's init: the code cannot trace it or open its
+  /* Not dumpable, as sandboxd's init: the code cannot trace it or open its
    * memory (it holds the sync socket). */
   sys2(NR_prctl, 4 /* PR_SET_DUMPABLE */, 0);
   sys2(NR_prctl, 15 /* PR_SET_NAME */, "sandboxd"); /* as a cold sandbox's pid 1 (not the memfd's name) */

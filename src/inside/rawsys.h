@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Raw Linux system calls and the few string helpers of the fork template's freestanding pieces
- * (zygote.c, callinit.c): no libc, no errno (a call returns -errno). x86_64 only. */
+ * (zygote.c, callinit.c, execshim.c): no libc, no errno (a call returns -errno). x86_64 only: the
+ * numbers below are x86_64's. */
 #ifndef SBX_INSIDE_RAWSYS_H
 #define SBX_INSIDE_RAWSYS_H
+
+#include "sandbox/contain_sys.h" /* the system calls themselves, and struct buf */
 
 typedef unsigned long u64;
 typedef long i64;
@@ -55,19 +58,8 @@ enum {
   NR_close_range = 436,
 };
 
-static inline i64 sys6(i64 n, i64 a, i64 b, i64 c, i64 d, i64 e, i64 f)
-{
-  register i64 r10 __asm__("r10") = d;
-  register i64 r8 __asm__("r8") = e;
-  register i64 r9 __asm__("r9") = f;
-  i64 ret;
-  __asm__ volatile("syscall"
-                   : "=a"(ret)
-                   : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
-                   : "rcx", "r11", "memory");
-  return ret;
-}
-#define SYS(n, a, b, c, d, e, f) sys6(n, (i64) (a), (i64) (b), (i64) (c), (i64) (d), (i64) (e), (i64) (f))
+#define SYS(n, a, b, c, d, e, f)                                                                             \
+  contain_sys6(n, (i64) (a), (i64) (b), (i64) (c), (i64) (d), (i64) (e), (i64) (f))
 #define sys1(n, a) SYS(n, a, 0, 0, 0, 0, 0)
 #define sys2(n, a, b) SYS(n, a, b, 0, 0, 0, 0)
 #define sys3(n, a, b, c) SYS(n, a, b, c, 0, 0, 0)
@@ -104,39 +96,9 @@ static inline u64 slen(const char *s)
   return n;
 }
 
-/* A bounded string being built: messages, file contents, paths. */
-struct buf {
-  char *p;
-  u64 len, cap;
-};
-static inline void put(struct buf *b, const char *s)
-{
-  while (*s && b->len + 1 < b->cap)
-    b->p[b->len++] = *s++;
-  b->p[b->len] = '\0';
-}
-static inline void putu(struct buf *b, u64 v)
-{
-  char t[24];
-  int i = 23;
-  t[i] = '\0';
-  do
-    t[--i] = (char) ('0' + v % 10);
-  while (v /= 10);
-  put(b, t + i);
-}
-static inline void puti(struct buf *b, i64 v)
-{
-  if (v < 0) {
-    put(b, "-");
-    v = -v;
-  }
-  putu(b, (u64) v);
-}
-
-/* pid 1's last part (template.py _pid1's): relay the forwarded signals to the code, reap every
- * child, and say the code's wait status, CPU time (µs, pid 1's and its waited children's) and
- * largest RSS on the sync socket, then exit. Every signal is blocked; these are taken with
+/* callinit's part, a forked call's pid 1 once the code runs (as init.c's for a cold one): relay the forwarded
+ * signals to the code, reap every child, and say the code's wait status, CPU time (µs, pid 1's and its waited
+ * children's) and largest RSS on the sync socket, then exit. Every signal is blocked; these are taken with
  * sigtimedwait. */
 __attribute__((noreturn)) static inline void relay_and_report(int sync, int code)
 {

@@ -1,13 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The fork template's call pid 1 in C (template.py loads this from a sealed memfd, fork_zygote.c).
  *
- * The Python pid 1 (template.py's _call and _pid1) is a copy-on-write fork of the template that
- * builds the call's sandbox and then forks the code process from itself: two copies of the
- * template's address space per call, and every page pid 1's Python touches copied once more. Here
  * pid 1 shares the template's memory (CLONE_VM, as posix_spawn's child does) and runs only this
- * file's code on a stack of its own, with raw system calls: no libc, no errno, no write to any
- * memory but its stack. It builds the same sandbox with the same steps in the same order as _call
- * and _pid1 (the comments name them), then forks the code process: the one copy per call.
+ * file's code and sandbox/contain.c's on a stack of its own, with raw system calls: no libc, no
+ * errno, no write to any memory but its stack. It builds the call's sandbox with the steps every
+ * sandbox takes (contain.c: the same code as a cold sandbox's pid 1, in the same order; the
+ * timeline at the top of sandbox/sandbox.c has both paths), then forks the code process: the one
+ * copy of the template per call. (A pid 1 that was a fork of the template would make two.)
  *
  * The template waits in zy_spawn until pid 1 has forked the code, so the copy is of a template at
  * rest. The code process starts on pid 1's stack in that copy, switches to the template's stack
@@ -25,9 +24,10 @@
  * code process also unmaps every pid 1 stack: other calls' pid 1s run on theirs while the copy is
  * taken.
  *
- * x86_64 only (the context switch and the system calls are assembly; elsewhere sandboxd offers no
- * zygote), and not with a shadow stack (the switch would break it: zy_init fails then, and the
- * template keeps the Python pid 1).
+ * x86_64 only (the context switch and the system calls are assembly; elsewhere sandboxd has no
+ * fork mode). With a shadow stack (the switch would break it), and with SANDBOXD_FORK_ZYGOTE=0,
+ * pid 1 is a copy of the template instead (share_memory 0: a fork's child, on its copy of the
+ * template's stack), which takes the same steps and execs callinit likewise.
  * Built -nostdlib -ffreestanding, so it works with any libc in the rootfs. */
 #define EXPORT __attribute__((visibility("default")))
 
@@ -35,6 +35,7 @@
 #error "zygote.c is x86_64 only (the Makefile builds it there only)"
 #endif
 #include "rawsys.h"
+#include "sandbox/contain.h"
 
 /* The callee-saved registers, the stack pointer and the return address: setjmp's, without the
  * signal mask or pointer mangling (nothing here is ever jumped to but by zy_spawn's own code). */
@@ -158,29 +159,20 @@ static void put_errno(struct buf *b, long e)
 #define MAX_STACKS 1024
 #define MAX_FDS 16
 
-struct under {
-  const char *dst;
-  u64 flags;
-  int isdir;
-};
 struct fresh {
-  const char *path, *data;
-  u64 flags;
-  struct under under[MAX_UNDER];
-  int n_under;
-};
-struct budget {
-  const char *name;
-  u64 value;
+  struct contain_tmpfs t;
+  struct contain_under under[MAX_UNDER];
 };
 
 static struct {
   char text[CONF_SIZE];
   u64 uid, gid, nofile, fsize, sigpending, msgqueue, memlock, memory, pids, proxy;
   u64 server_maps, mask_proc, degraded; /* 0 or 1 */
-  struct budget budgets[MAX_LIST];
+  u64 share_memory; /* 1: pid 1 shares the template's memory (CLONE_VM) and execs callinit */
+  struct contain_budget budgets[MAX_LIST];
   int n_budgets;
   struct fresh fresh[N_FRESH];
+  struct contain_tmpfs tmpfs[N_FRESH];
   int n_fresh;
   const char *mask[MAX_LIST], *ro[MAX_LIST];
   int n_mask, n_ro;
@@ -233,7 +225,8 @@ static i64 parse_line(char *line)
               {"memlock", &conf.memlock},
               {"memory", &conf.memory},
               {"pids", &conf.pids},
-              {"proxy", &conf.proxy}};
+              {"proxy", &conf.proxy},
+              {"share_memory", &conf.share_memory}};
   for (u64 i = 0; i < sizeof nums / sizeof nums[0]; i++)
     if (seq(k, nums[i].key)) {
       *nums[i].v = parse_u(&r);
@@ -242,27 +235,28 @@ static i64 parse_line(char *line)
   if (seq(k, "budget")) { /* budget NAME VALUE */
     if (conf.n_budgets == MAX_LIST)
       return -7;
-    struct budget *b = &conf.budgets[conf.n_budgets++];
+    struct contain_budget *b = &conf.budgets[conf.n_budgets++];
     b->name = next_field(&rest);
     r = rest;
     b->value = parse_u(&r);
-  } else if (seq(k, "fresh")) { /* fresh PATH FLAGS DATA */
+  } else if (seq(k, "fresh")) { /* fresh PATH FLAGS DATA (PATH relative to /) */
     if (conf.n_fresh == N_FRESH)
       return -7;
     struct fresh *f = &conf.fresh[conf.n_fresh++];
-    f->path = next_field(&rest);
+    f->t.path = next_field(&rest);
     r = next_field(&rest);
-    f->flags = parse_u(&r);
-    f->data = rest;
+    f->t.flags = parse_u(&r);
+    f->t.data = rest;
+    f->t.under = f->under;
   } else if (seq(k, "under")) { /* under FLAGS ISDIR DST: below the last fresh */
-    if (conf.n_fresh == 0 || conf.fresh[conf.n_fresh - 1].n_under == MAX_UNDER)
+    if (conf.n_fresh == 0 || conf.fresh[conf.n_fresh - 1].t.n_under == MAX_UNDER)
       return -7;
     struct fresh *f = &conf.fresh[conf.n_fresh - 1];
-    struct under *u = &f->under[f->n_under++];
+    struct contain_under *u = &f->under[f->t.n_under++];
     r = next_field(&rest);
     u->flags = parse_u(&r);
     r = next_field(&rest);
-    u->isdir = (int) parse_u(&r);
+    u->dir = parse_u(&r) != 0;
     u->dst = rest;
   } else if (seq(k, "mask") || seq(k, "ro")) {
     int ro = k[0] == 'r';
@@ -278,17 +272,15 @@ static i64 parse_line(char *line)
 }
 
 /* conf: the lines above, NUL-terminated; the call policy's compiled filters (kept alive by the
- * template); libc's rseq area as an offset from the thread pointer and the size it registered (0:
- * none); callinit's fd. 0, or -errno (then the template keeps the Python pid 1). */
+ * template; lengths in bytes); libc's rseq area as an offset from the thread pointer and the size
+ * it registered (0: none); callinit's fd. 0, or -errno (then the template
+ * serves no call and says why). */
 EXPORT i64 zy_init(const char *text, const void *main_prog, u64 main_len, const void *except_prog,
                    u64 except_len, i64 rseq_offset, u64 rseq_len, int init_fd)
 {
   u64 n = slen(text);
   if (conf.ready)
     return -16;
-  u64 shstk = 0; /* ARCH_SHSTK_STATUS: a shadow stack would not follow ctx_resume */
-  if (sys2(NR_arch_prctl, 0x5005, &shstk) == 0 && (shstk & 1))
-    return -95;
   if (n >= CONF_SIZE)
     return -7;
   zy_copy(conf.text, text, n + 1);
@@ -303,10 +295,17 @@ EXPORT i64 zy_init(const char *text, const void *main_prog, u64 main_len, const 
     if (r < 0)
       return r;
   }
+  for (int i = 0; i < conf.n_fresh; i++)
+    conf.tmpfs[i] = conf.fresh[i].t;
+  /* Sharing the memory needs no shadow stack (ARCH_SHSTK_STATUS: one would not follow
+   * ctx_resume); else pid 1 is a copy of the template, as a fork's child. */
+  u64 shstk = 0;
+  if (sys2(NR_arch_prctl, 0x5005, &shstk) == 0 && (shstk & 1))
+    conf.share_memory = 0;
   conf.main_prog = main_prog;
-  conf.main_len = main_len;
+  conf.main_len = main_len / 8;
   conf.except_prog = except_prog;
-  conf.except_len = except_len;
+  conf.except_len = except_len / 8;
   /* Where glibc (or musl) caches this thread's id, and its robust futex list. */
   i64 r = sys2(NR_prctl, 40 /* PR_GET_TID_ADDRESS */, &conf.tid_addr);
   if (r < 0)
@@ -329,24 +328,11 @@ EXPORT i64 zy_init(const char *text, const void *main_prog, u64 main_len, const 
 
 /* ---- pid 1 ---- */
 
-#define MS_RDONLY 1UL
-#define MS_NOSUID 2UL
-#define MS_NODEV 4UL
-#define MS_NOEXEC 8UL
-#define MS_REMOUNT 32UL
-#define MS_BIND 4096UL
-#define MS_REC 16384UL
-#define MS_PRIVATE (1UL << 18)
 #define O_WRONLY 01
-#define O_CREAT 0100
 #define O_DIRECTORY 0200000
 #define O_NOFOLLOW 0400000
 #define O_CLOEXEC 02000000
 #define O_PATH 010000000
-#define AT_FDCWD (-100)
-#define AT_SYMLINK_NOFOLLOW 0x100
-#define S_IFMT 0170000
-#define S_IFDIR 0040000
 
 struct kstat { /* struct stat, x86_64 */
   u64 st_dev, st_ino, st_nlink;
@@ -355,9 +341,6 @@ struct kstat { /* struct stat, x86_64 */
   i64 st_size, st_blksize, st_blocks;
   u64 times[6];
   i64 unused[3];
-};
-struct rlimit {
-  u64 cur, max;
 };
 struct iovec {
   void *base;
@@ -372,17 +355,8 @@ struct msghdr {
   u64 controllen;
   int flags;
 };
-struct sockaddr_in {
-  unsigned short family, port;
-  unsigned addr;
-  char zero[8];
-};
 struct sigaction_k {
   u64 handler, flags, restorer, mask;
-};
-struct fprog {
-  unsigned short len;
-  const void *filter;
 };
 
 /* The call, as the template got it from sandboxd (copied to pid 1's stack first). */
@@ -399,7 +373,7 @@ struct pid1 {
   char msg[520];
 };
 
-/* Setup failed: say why on the sync socket (sandboxd shows it) and exit (template.py _fail). */
+/* Setup failed: say why on the sync socket (sandboxd shows it) and exit 125. */
 __attribute__((noreturn)) static void fail(struct pid1 *p, const char *what, const char *arg, i64 r)
 {
   struct buf b = {p->msg, 0, 500};
@@ -423,151 +397,27 @@ __attribute__((noreturn)) static void fail(struct pid1 *p, const char *what, con
     if (r_ < 0)                                                                                              \
       fail(p, what, arg, r_);                                                                                \
   } while (0)
+/* A step of contain.c's that failed. */
+#define STEP(p, call)                                                                                        \
+  do {                                                                                                       \
+    struct contain_err ce_;                                                                                  \
+    if ((call) < 0)                                                                                          \
+      fail(p, ce_.what, ce_.arg, -(i64) ce_.errnum);                                                         \
+  } while (0)
+#define CE (&ce_)
 
-static i64 zy_write_file(const char *path, const char *text)
-{
-  i64 fd = sys3(NR_open, path, O_WRONLY | O_CLOEXEC, 0);
-  if (fd < 0)
-    return fd;
-  i64 r = sys3(NR_write, fd, text, slen(text));
-  sys1(NR_close, fd);
-  return r < 0 ? r : 0;
-}
-
-static i64 mount(const char *src, const char *dst, const char *fs, u64 flags, const char *data)
-{
-  return sys5(NR_mount, src, dst, fs, flags, data);
-}
-
-/* The user namespace's ids (_call): its own maps, or (as root) sandboxd's, taken after the ack. */
+/* The call's ids: its own maps to the template's (as root: sandboxd's, taken after the ack). */
 static void ids(struct pid1 *p)
 {
-  char t[64];
-  struct buf b = {t, 0, sizeof t};
-  if (!conf.server_maps) {
-    CK(p, zy_write_file("/proc/self/setgroups", "deny"), "write", "/proc/self/setgroups");
-    putu(&b, conf.uid), put(&b, " "), putu(&b, conf.uid), put(&b, " 1");
-    CK(p, zy_write_file("/proc/self/uid_map", t), "write", "/proc/self/uid_map");
-    b.len = 0;
-    putu(&b, conf.gid), put(&b, " "), putu(&b, conf.gid), put(&b, " 1");
-    CK(p, zy_write_file("/proc/self/gid_map", t), "write", "/proc/self/gid_map");
-  }
+  if (!conf.server_maps)
+    STEP(p, contain_map_self((unsigned) conf.uid, (unsigned) conf.gid, CE));
   CK(p, sys4(NR_sendto, p->sync, "hello", 5, 0x4000), "send", "hello");
   char ack[16];
   i64 n = sys4(NR_recvfrom, p->sync, ack, sizeof ack, 0);
   if (n != 3 || ack[0] != 'a' || ack[1] != 'c' || ack[2] != 'k')
     sys1(NR_exit_group, 125);
-  if (conf.server_maps) {
-    CK(p, sys2(NR_setgroups, 0, 0), "setgroups", 0);
-    CK(p, sys3(NR_setresgid, conf.gid, conf.gid, conf.gid), "setresgid", 0);
-    CK(p, sys3(NR_setresuid, conf.uid, conf.uid, conf.uid), "setresuid", 0);
-  }
-}
-
-/* The user namespace's kernel budgets (_budgets: the names template.py found in /proc/sys/user). */
-static void budgets(struct pid1 *p)
-{
-  for (int i = 0; i < conf.n_budgets; i++) {
-    char path[96], v[24];
-    struct buf b = {path, 0, sizeof path}, bv = {v, 0, sizeof v};
-    put(&b, "/proc/sys/user/max_");
-    put(&b, conf.budgets[i].name);
-    putu(&bv, conf.budgets[i].value);
-    CK(p, zy_write_file(path, v), "write", path);
-  }
-}
-
-static i64 mkdir_p(char *path)
-{
-  for (char *s = path + 1; *s; s++)
-    if (*s == '/') {
-      *s = '\0';
-      i64 r = sys2(NR_mkdir, path, 0777);
-      *s = '/';
-      if (r < 0 && r != -17)
-        return r;
-    }
-  i64 r = sys2(NR_mkdir, path, 0777);
-  return r == -17 ? 0 : r;
-}
-
-/* 1 for a directory, 0 for anything else, -errno if it cannot be stat'ed. */
-static i64 is_dir(const char *path, int follow)
-{
-  struct kstat st;
-  i64 r = sys4(NR_newfstatat, AT_FDCWD, path, &st, follow ? 0 : AT_SYMLINK_NOFOLLOW);
-  if (r < 0)
-    return r;
-  return (st.st_mode & S_IFMT) == S_IFDIR;
-}
-
-/* A fresh tmpfs at f->path, with the binds under it bound again (_fresh). */
-static void fresh(struct pid1 *p, const struct fresh *f)
-{
-  int held[MAX_UNDER];
-  for (int i = 0; i < f->n_under; i++) {
-    i64 fd = sys3(NR_open, f->under[i].dst, O_PATH | O_CLOEXEC, 0);
-    CK(p, fd, "open", f->under[i].dst);
-    held[i] = (int) fd;
-  }
-  CK(p, mount("tmpfs", f->path, "tmpfs", f->flags, f->data), "mount", f->path);
-  for (int i = 0; i < f->n_under; i++) {
-    const struct under *u = &f->under[i];
-    char dir[4096], src[40];
-    struct buf b = {dir, 0, sizeof dir}, bs = {src, 0, sizeof src};
-    put(&b, u->dst);
-    while (b.len > 1 && dir[b.len - 1] != '/')
-      b.len--;
-    if (b.len > 1)
-      dir[--b.len] = '\0';
-    if (b.len > 1)
-      CK(p, mkdir_p(dir), "mkdir", dir);
-    if (u->isdir)
-      CK(p, sys2(NR_mkdir, u->dst, 0777), "mkdir", u->dst);
-    else {
-      i64 fd = sys3(NR_open, u->dst, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
-      CK(p, fd, "open", u->dst);
-      sys1(NR_close, fd);
-    }
-    put(&bs, "/proc/self/fd/");
-    putu(&bs, (u64) held[i]);
-    CK(p, mount(src, u->dst, 0, MS_BIND | MS_REC, 0), "mount", u->dst);
-    if (u->flags)
-      CK(p, mount(0, u->dst, 0, MS_REMOUNT | MS_BIND | u->flags, 0), "mount", u->dst);
-    sys1(NR_close, held[i]);
-  }
-}
-
-/* The policy's /proc masks and read-only paths (_mask, _readonly), relative to / */
-static void proc_masks(struct pid1 *p)
-{
-  CK(p, sys1(NR_chdir, "/"), "chdir", "/");
-  for (int i = 0; i < conf.n_mask; i++) {
-    const char *rel = conf.mask[i];
-    while (*rel == '/')
-      rel++;
-    i64 d = is_dir(rel, 0);
-    if (d == -2) /* ENOENT: nothing to mask (as _mask) */
-      continue;
-    CK(p, d, "lstat", rel);
-    if (d)
-      CK(p, mount("tmpfs", rel, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,mode=555"),
-         "mount", rel);
-    else
-      CK(p, mount("/dev/null", rel, 0, MS_BIND, 0), "mount", rel);
-  }
-  for (int i = 0; i < conf.n_ro; i++) {
-    const char *rel = conf.ro[i];
-    while (*rel == '/')
-      rel++;
-    i64 d = is_dir(rel, 0);
-    if (d == -2)
-      continue;
-    CK(p, d, "lstat", rel);
-    CK(p, mount(rel, rel, 0, MS_BIND | MS_REC, 0), "mount", rel);
-    CK(p, mount(0, rel, 0, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, 0), "mount",
-       rel);
-  }
+  if (conf.server_maps)
+    STEP(p, contain_become((unsigned) conf.uid, (unsigned) conf.gid, true, CE));
 }
 
 static void loopback_up(struct pid1 *p)
@@ -582,90 +432,25 @@ static void loopback_up(struct pid1 *p)
 }
 
 /* stdio, the call's fd 3, the sync socket at 4, the workspace at 5, the template's pipe at 6,
- * callinit at 7; nothing else (_pid1). */
+ * callinit at 7; nothing else. */
 static void fds(struct pid1 *p)
 {
   i64 ws = sys3(NR_open, "/workspace", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
   CK(p, ws, "open", "/workspace");
   int from[7] = {p->call.fds[1], p->call.fds[2], p->call.fds[3], p->sync,
                  (int) ws,       p->call.pipe_w, conf.init_fd};
+  int n = 7;
   int hi[7];
-  for (int i = 0; i < 7; i++) {
+  for (int i = 0; i < n; i++) {
     i64 r = sys3(NR_fcntl, from[i], 1030 /* F_DUPFD_CLOEXEC */, 100);
     CK(p, r, "fcntl(F_DUPFD_CLOEXEC)", 0);
     hi[i] = (int) r;
   }
-  for (int i = 0; i < 7; i++)
+  for (int i = 0; i < n; i++)
     CK(p, sys3(NR_dup3, hi[i], i + 1, i < 3 ? 0 : O_CLOEXEC), "dup3", 0);
   p->sync = 4;
   p->call.pipe_w = 6;
-  CK(p, sys3(NR_close_range, 8, ~0U, 0), "close_range", 0);
-}
-
-static void setrl(struct pid1 *p, int res, u64 v, int budget)
-{
-  struct rlimit rl;
-  if (budget) {
-    CK(p, sys2(NR_getrlimit, res, &rl), "getrlimit", 0);
-    if (rl.max != ~0UL && rl.max < v)
-      v = rl.max;
-  }
-  rl.cur = rl.max = v;
-  CK(p, sys2(NR_setrlimit, res, &rl), "setrlimit", 0);
-}
-
-static void rlimits(struct pid1 *p)
-{
-  setrl(p, 4 /* CORE */, 0, 0);
-  setrl(p, 7 /* NOFILE */, conf.nofile, 0);
-  setrl(p, 1 /* FSIZE */, conf.fsize, 0);
-  setrl(p, 11 /* SIGPENDING */, conf.sigpending, 1);
-  setrl(p, 12 /* MSGQUEUE */, conf.msgqueue, 1);
-  setrl(p, 8 /* MEMLOCK */, conf.memlock, 1);
-  if (conf.degraded) {
-    setrl(p, 9 /* AS */, conf.memory, 0);
-    setrl(p, 6 /* NPROC */, conf.pids, 0);
-    setrl(p, 0 /* CPU */, p->call.cpu_seconds, 0);
-  }
-}
-
-/* The network proxy's listener in this network namespace (served by sandboxd's proxy). */
-static int proxy_listener(struct pid1 *p)
-{
-  i64 s = sys3(NR_socket, 2 /* AF_INET */, 1 /* SOCK_STREAM */ | 04000 /* SOCK_NONBLOCK */ | O_CLOEXEC, 0);
-  CK(p, s, "socket", 0);
-  struct sockaddr_in a = {
-      2, (unsigned short) ((conf.proxy >> 8) | ((conf.proxy & 0xff) << 8)), 0x0100007f, {0}};
-  CK(p, sys3(NR_bind, s, &a, sizeof a), "bind", "127.0.0.1");
-  CK(p, sys2(NR_listen, s, 64), "listen", 0);
-  return (int) s;
-}
-
-/* caps.c's and sandbox_child's order (_drop_privileges): bounding set, capabilities,
- * no_new_privs, the filters last (exceptions first). Not PR_SET_DUMPABLE: that is the memory's,
- * the template's; callinit sets it for pid 1 after the exec, and the code process for itself. */
-static void drop_privileges(struct pid1 *p)
-{
-  for (int c = 0; c < 64; c++)
-    if (sys2(NR_prctl, 24 /* PR_CAPBSET_DROP */, c) == -22)
-      break;
-  CK(p, sys3(NR_prctl, 47 /* PR_CAP_AMBIENT */, 4 /* CLEAR_ALL */, 0), "clear ambient capabilities", 0);
-  struct {
-    unsigned version;
-    int pid;
-  } hdr = {0x20080522, 0};
-  unsigned data[6] = {0};
-  CK(p, sys2(NR_capset, &hdr, data), "capset", 0);
-  CK(p, sys2(NR_prctl, 38 /* PR_SET_NO_NEW_PRIVS */, 1), "prctl(PR_SET_NO_NEW_PRIVS)", 0);
-  const void *progs[2] = {conf.except_prog, conf.main_prog};
-  u64 lens[2] = {conf.except_len, conf.main_len};
-  for (int i = 0; i < 2; i++) {
-    if (!progs[i])
-      continue;
-    struct fprog fp = {(unsigned short) (lens[i] / 8), progs[i]};
-    CK(p, sys3(NR_prctl, 22 /* PR_SET_SECCOMP */, 2 /* SECCOMP_MODE_FILTER */, &fp), "install seccomp filter",
-       0);
-  }
+  CK(p, sys3(NR_close_range, n + 1, ~0U, 0), "close_range", 0);
 }
 
 static void send_fds(struct pid1 *p, const char *text, u64 len, const int *fd, int n)
@@ -687,9 +472,10 @@ static void send_fds(struct pid1 *p, const char *text, u64 len, const int *fd, i
 }
 
 /* The code process, just forked: it waits until pid 1 has left this memory (its exec closes the
- * pipe's other end), then does what glibc's fork does for its child (see the head comment) and
- * resumes the template's context, where zy_spawn returns 0. */
-__attribute__((noreturn)) static void code_start(int exec_r, int exec_w)
+ * pipe's other end), then does what glibc's fork does for its child (see the head comment). Then,
+ * sharing the template's memory, it resumes the template's context, where zy_spawn returns 0;
+ * else it returns, up to zy_spawn, which returns 0. */
+static void code_start(int exec_r, int exec_w)
 {
   sys1(NR_close, 6); /* the template's pipe: its EOF must say pid 1's end, not ours */
   sys1(NR_close, exec_w);
@@ -698,9 +484,10 @@ __attribute__((noreturn)) static void code_start(int exec_r, int exec_w)
     ;
   sys1(NR_close, exec_r);
   sys2(NR_set_robust_list, conf.robust_head, conf.robust_len);
-  if (conf.rseq_len)
+  if (conf.rseq_len && conf.share_memory)
     sys4(NR_rseq, conf.rseq_area, conf.rseq_len, 0, 0x53053053 /* RSEQ_SIG */);
-  ctx_resume(&tmpl_ctx, 1);
+  if (conf.share_memory)
+    ctx_resume(&tmpl_ctx, 1);
 }
 
 /* pid 1 becomes callinit, out of the template's memory. Only if that fails does it return. */
@@ -721,11 +508,12 @@ static i64 exec_init(int code)
   return r;
 }
 
-static int pid1_main(void *arg)
+/* The call's sandbox: the same steps as a cold sandbox's pid 1 (contain.c), in the same order
+ * (sandbox.c's timeline has both), from the template's root, whose own binds, rootfs, /dev and
+ * identity each call keeps. Returns only in the code process, without shared memory. */
+static int pid1(struct pid1 *p)
 {
-  struct pid1 p;
-  zy_copy(&p.call, arg, sizeof p.call); /* the template's copy may be gone once it goes on */
-  p.sync = p.call.fds[0];
+  p->sync = p->call.fds[0];
   /* Every signal stays blocked (zy_spawn blocked them): none runs a handler of the template's in
    * this shared memory; the ones relayed are taken with sigtimedwait. The code gets SIG_DFL for
    * them, as _code sets. */
@@ -733,70 +521,108 @@ static int pid1_main(void *arg)
   for (u64 i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
     sys4(NR_rt_sigaction, forwarded[i], &dfl, 0, 8);
   sys4(NR_rt_sigaction, SIGCHLD, &dfl, 0, 8);
-  for (int i = 4; i < p.call.n_fds; i++) { /* cgroup v1: the call's cgroup, before anything else */
-    CK(&p, sys3(NR_write, p.call.fds[i], "0", 1), "write", "cgroup.procs");
-    sys1(NR_close, p.call.fds[i]);
-  }
-  ids(&p);
-  CK(&p, mount(0, "/", 0, MS_REC | MS_PRIVATE, 0), "mount", "/");
-  for (int i = 0; i < conf.n_fresh; i++) {
-    fresh(&p, &conf.fresh[i]);
-    if (seq(conf.fresh[i].path, "/workspace") && is_dir("/workspace/out", 1) != 1)
-      CK(&p, sys2(NR_mkdir, "/workspace/out", 0755), "mkdir", "/workspace/out");
-  }
-  CK(&p, mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, 0), "mount", "/proc");
-  /* Through the call's own /proc, before its masks (mount_proc says why not the template's). */
-  budgets(&p);
-  if (conf.mask_proc)
-    proc_masks(&p);
-  loopback_up(&p);
-  CK(&p, sys1(NR_unshare, 0x02000000 /* CLONE_NEWCGROUP */), "unshare(CLONE_NEWCGROUP)", 0);
-  fds(&p);
-  rlimits(&p);
+  /* cgroup v1: the call's cgroup, before anything else */
+  STEP(p, contain_join_cgroup(p->call.fds + 4, p->call.n_fds - 4, CE));
+  for (int i = 4; i < p->call.n_fds; i++)
+    sys1(NR_close, p->call.fds[i]);
+  ids(p);
+  STEP(p, contain_private(CE));
+  CK(p, sys1(NR_chdir, "/"), "chdir", "/");
+  const struct contain_fs fs = {
+      .tmpfs = conf.tmpfs,
+      .n_tmpfs = conf.n_fresh,
+      .budgets = conf.budgets,
+      .n_budgets = conf.n_budgets,
+      .mask_proc = conf.mask_proc != 0,
+      .masked = conf.mask,
+      .n_masked = conf.n_mask,
+      .readonly = conf.ro,
+      .n_readonly = conf.n_ro,
+  };
+  int sys_fd;
+  STEP(p, contain_mounts(&fs, &sys_fd, CE));
+  sys1(NR_close, sys_fd);
+  loopback_up(p);
+  CK(p, sys1(NR_unshare, 0x02000000 /* CLONE_NEWCGROUP */), "unshare(CLONE_NEWCGROUP)", 0);
+  fds(p);
   struct kstat pidns;
-  CK(&p, sys2(NR_stat, "/proc/self/ns/pid", &pidns), "stat", "/proc/self/ns/pid");
+  CK(p, sys2(NR_stat, "/proc/self/ns/pid", &pidns), "stat", "/proc/self/ns/pid");
   int pass[2] = {5, -1}, n_pass = 1;
   if (conf.proxy)
-    pass[n_pass++] = proxy_listener(&p);
-  drop_privileges(&p);
-  struct buf b = {p.msg, 0, sizeof p.msg};
+    STEP(p, (pass[n_pass++] = contain_listen((unsigned short) conf.proxy, CE)));
+  const struct contain_limits lim = {
+      .nofile = conf.nofile,
+      .fsize = conf.fsize,
+      .sigpending = conf.sigpending,
+      .msgqueue = conf.msgqueue,
+      .memlock = conf.memlock,
+      .degraded = conf.degraded != 0,
+      .as = conf.memory,
+      .nproc = conf.pids,
+      .cpu_seconds = p->call.cpu_seconds,
+  };
+  STEP(p, contain_rlimits(&lim, CE));
+  /* Not dumpable when it shares the template's memory: that flag is the memory's (callinit sets
+   * it for pid 1 after the exec, and the code process for itself). */
+  const struct contain_privs privs = {
+      .drop_caps = true,
+      .no_new_privs = true,
+      .undumpable = !conf.share_memory,
+      .main_prog = conf.main_prog,
+      .main_len = conf.main_len,
+      .except_prog = conf.except_prog,
+      .except_len = conf.except_len,
+  };
+  STEP(p, contain_drop_privileges(&privs, CE));
+  struct buf b = {p->msg, 0, sizeof p->msg};
   put(&b, "ready ");
   putu(&b, pidns.st_ino);
   put(&b, " ");
   putu(&b, pidns.st_dev);
-  send_fds(&p, p.msg, b.len, pass, n_pass);
+  send_fds(p, p->msg, b.len, pass, n_pass);
   for (int i = 0; i < n_pass; i++)
     sys1(NR_close, pass[i]);
   /* sandboxd holds a pidfd on this process once it says go: until then it cannot exit. */
   char go[16];
-  i64 n = sys4(NR_recvfrom, p.sync, go, sizeof go, 0);
+  i64 n = sys4(NR_recvfrom, p->sync, go, sizeof go, 0);
   if (n != 2 || go[0] != 'g' || go[1] != 'o')
     sys1(NR_exit_group, 125);
   int ex[2];
-  CK(&p, sys2(NR_pipe2, ex, O_CLOEXEC), "pipe", 0);
+  CK(p, sys2(NR_pipe2, ex, O_CLOEXEC), "pipe", 0);
   i64 code = sys5(NR_clone, 0x01000000 /* CHILD_SETTID */ | 0x00200000 /* CHILD_CLEARTID */ | SIGCHLD, 0, 0,
                   conf.tid_addr, 0);
-  if (code == 0)
+  if (code == 0) {
     code_start(ex[0], ex[1]);
+    return 0;
+  }
   if (code < 0)
-    fail(&p, "fork", 0, code);
+    fail(p, "fork", 0, code);
   int c = (int) code;
-  sys3(NR_write, p.call.pipe_w, &c, sizeof c); /* the template goes on */
-  sys1(NR_close, p.call.pipe_w);
+  sys3(NR_write, p->call.pipe_w, &c, sizeof c); /* the template goes on */
+  sys1(NR_close, p->call.pipe_w);
   sys1(NR_close, ex[0]);
   i64 r = exec_init(c);
   sys2(NR_kill, c, SIGKILL);
-  fail(&p, "exec", "sandboxd-init", r);
+  fail(p, "exec", "sandboxd-init", r);
+}
+
+/* pid 1 on a stack of its own, sharing the template's memory. */
+static int pid1_shared(void *arg)
+{
+  struct pid1 p;
+  zy_copy(&p.call, arg, sizeof p.call); /* the template's copy may be gone once it goes on */
+  pid1(&p);
+  return 125; /* (never: the code process resumes the template's context) */
 }
 
 /* ---- The template's side ---- */
 
-/* The call's pid 1 (clone_flags: its namespaces), sharing this memory; when it has forked the code
- * process: its pid. In the code process: 0. -errno if no pid 1 could be made. Called with
- * Python's fork hooks around it, the GIL held (PyDLL). */
+/* The call's pid 1 (clone_flags: its namespaces), sharing this memory or a copy of it (share_memory);
+ * when it has forked the code process: its pid. In the code process: 0. -errno if no pid 1 could
+ * be made. Called with Python's fork hooks around it, the GIL held (PyDLL). */
 EXPORT i64 zy_spawn(u64 clone_flags, struct zcall *call)
 {
-  if (ctx_save(&tmpl_ctx)) { /* the code process */
+  if (conf.share_memory && ctx_save(&tmpl_ctx)) { /* the code process */
     for (int i = 0; i < MAX_STACKS; i++)
       if (stacks[i].base) {
         sys2(NR_munmap, stacks[i].base, STACK_SIZE);
@@ -811,30 +637,50 @@ EXPORT i64 zy_spawn(u64 clone_flags, struct zcall *call)
     slot++;
   if (slot == MAX_STACKS)
     return -11;
-  i64 base = SYS(NR_mmap, 0, STACK_SIZE, 3 /* RW */, 0x22 | 0x20000 /* PRIVATE|ANON|STACK */, -1, 0);
-  if (base < 0 && base > -4096)
-    return base;
-  sys3(NR_mprotect, base, 4096, 0); /* the guard page */
+  i64 base = 0;
+  if (conf.share_memory) {
+    base = SYS(NR_mmap, 0, STACK_SIZE, 3 /* RW */, 0x22 | 0x20000 /* PRIVATE|ANON|STACK */, -1, 0);
+    if (base < 0 && base > -4096)
+      return base;
+    sys3(NR_mprotect, base, 4096, 0); /* the guard page */
+  }
   int pfd[2];
   i64 r = sys2(NR_pipe2, pfd, O_CLOEXEC);
   if (r < 0) {
-    sys2(NR_munmap, base, STACK_SIZE);
+    if (base)
+      sys2(NR_munmap, base, STACK_SIZE);
     return r;
   }
   call->pipe_w = pfd[1];
   u64 all = ~0UL, old;
   sys4(NR_rt_sigprocmask, 2 /* SIG_SETMASK */, &all, &old, 8);
-  i64 pid =
-      clone_on(clone_flags | 0x100 /* CLONE_VM */ | SIGCHLD, (char *) base + STACK_SIZE, pid1_main, call);
+  i64 pid;
+  if (conf.share_memory) {
+    pid =
+        clone_on(clone_flags | 0x100 /* CLONE_VM */ | SIGCHLD, (char *) base + STACK_SIZE, pid1_shared, call);
+  } else {
+    /* A copy, as fork's child: pid 1 goes on here, on its copy of this stack. */
+    pid = sys5(NR_clone, clone_flags | SIGCHLD, 0, 0, 0, 0);
+    if (pid == 0) {
+      struct pid1 p;
+      zy_copy(&p.call, call, sizeof p.call);
+      sys1(NR_close, pfd[0]);
+      pid1(&p);
+      return 0; /* the code process */
+    }
+  }
   sys1(NR_close, pfd[1]);
   if (pid < 0) {
     sys4(NR_rt_sigprocmask, 2, &old, 0, 8);
     sys1(NR_close, pfd[0]);
-    sys2(NR_munmap, base, STACK_SIZE);
+    if (base)
+      sys2(NR_munmap, base, STACK_SIZE);
     return pid;
   }
-  stacks[slot].pid = (int) pid;
-  stacks[slot].base = (char *) base;
+  if (base) {
+    stacks[slot].pid = (int) pid;
+    stacks[slot].base = (char *) base;
+  }
   /* Until pid 1 has forked the code (its pid), or ended (EOF): then this memory may change again. */
   int code;
   while (sys3(NR_read, pfd[0], &code, sizeof code) == -4 /* EINTR */)

@@ -52,8 +52,3 @@ int caps_drop_all(sbx_error_t *err)
     return sbx_error_set(err, EPERM, "drop capabilities: some remain");
   return 0;
 }
-
-void caps_prepare(void)
-{
-  capng_clear(CAPNG_SELECT_BOTH);
-}

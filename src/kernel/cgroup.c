@@ -410,14 +410,6 @@ int cgroup_attach_pid(struct sbx_cgroup *cg, pid_t pid, sbx_error_t *err)
   return cg->ops->attach_pid(cg, pid, err);
 }
 
-int cgroup_attach_self(const int *fds, int n, sbx_error_t *err)
-{
-  for (int i = 0; i < n; i++)
-    if (write(fds[i], "0", 1) != 1)
-      return sbx_error_errno(err, "cgroup: move into the cgroup");
-  return 0;
-}
-
 void cgroup_kill(struct sbx_cgroup *cg)
 {
   if (cg)

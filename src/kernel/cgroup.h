@@ -33,8 +33,9 @@ int cgroup_create(const struct sbx_limits *l, struct sbx_cgroup **ret, sbx_error
 /* v2: a directory fd for clone3(CLONE_INTO_CGROUP); -1 on v1. */
 int cgroup_clone_fd(const struct sbx_cgroup *cg);
 /* v1, where clone3 cannot place the sandbox: the files it moves itself in through, opened for
- * writing here (one per hierarchy). Returns how many, or -1. The sandbox then calls
- * cgroup_attach_self() with them. */
+ * writing here (one per hierarchy). Returns how many, or -1. The sandbox then moves itself in
+ * through them (sandbox/contain.c contain_join_cgroup: single-threaded, as on v1 this moves the
+ * calling thread). */
 #define CGROUP_MAX_ATTACH_FDS 5
 int cgroup_attach_fds(struct sbx_cgroup *cg, int fds[CGROUP_MAX_ATTACH_FDS], sbx_error_t *err);
 /* v1: the same files of the directories the sandbox's cgroups were made in, for pid 1 to move
@@ -43,9 +44,6 @@ int cgroup_attach_fds(struct sbx_cgroup *cg, int fds[CGROUP_MAX_ATTACH_FDS], sbx
 int cgroup_leave_fds(struct sbx_cgroup *cg, int fds[CGROUP_MAX_ATTACH_FDS], sbx_error_t *err);
 /* v2 without CLONE_INTO_CGROUP (Linux < 5.7): move process pid in. */
 int cgroup_attach_pid(struct sbx_cgroup *cg, pid_t pid, sbx_error_t *err);
-/* Move the calling process in (or out, with cgroup_leave_fds' files). It must be
- * single-threaded: on v1 this moves the calling thread. */
-int cgroup_attach_self(const int *fds, int n, sbx_error_t *err);
 /* Kill every process in the cgroup. */
 void cgroup_kill(struct sbx_cgroup *cg);
 void cgroup_read_stats(struct sbx_cgroup *cg, struct cgroup_stats *st);

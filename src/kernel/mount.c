@@ -30,13 +30,6 @@ static void fd_path(int fd, char buf[32])
     return;
 }
 
-int mount_make_private(sbx_error_t *err)
-{
-  if (mount("none", "/", NO_FSTYPE, MS_REC | MS_PRIVATE, NULL) < 0)
-    return sbx_error_errno(err, "make mounts private");
-  return 0;
-}
-
 /* Flags a bind remount must keep: in a user namespace the kernel locks the flags inherited from
  * a more privileged mount and refuses a remount that would clear them (mount(2), EPERM). */
 static unsigned long locked_flags(const char *path)
@@ -237,7 +230,7 @@ out:
   return r;
 }
 
-int mount_tmpfs(const char *rel, uint64_t size, unsigned mode, bool noexec, sbx_error_t *err)
+static int mount_tmpfs(const char *rel, uint64_t size, unsigned mode, bool noexec, sbx_error_t *err)
 {
   char opts[96];
   if (bufprintf(opts, sizeof opts, err, "size=%llu,mode=%o", (unsigned long long) size, mode) < 0)
@@ -289,58 +282,6 @@ int mount_dev(uint64_t shm_bytes, sbx_error_t *err)
     return -1;
   /* Nothing else may be created in /dev: this mount only, /dev/shm stays writable. */
   return set_readonly("dev", 0, MS_NOEXEC, err);
-}
-
-/* lstat first, not a bind of /dev/null that a directory refuses: the refused bind's copy of the
- * mount is unmounted again, and that waits for an RCU grace period (0.45 ms while the network
- * namespace is being made on the other CPU). */
-static int mask_path(const char *rel, sbx_error_t *err)
-{
-  struct stat st;
-  if (lstat(rel, &st) < 0)
-    return errno == ENOENT ? 0 : sbx_error_errno(err, "stat `/%s`", rel);
-  if (S_ISDIR(st.st_mode)) {
-    if (mount("tmpfs", rel, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,mode=555") < 0)
-      return sbx_error_errno(err, "mask `/%s`", rel);
-    return 0;
-  }
-  if (mount("dev/null", rel, NO_FSTYPE, MS_BIND, NULL) < 0)
-    return sbx_error_errno(err, "mask `/%s`", rel);
-  return 0;
-}
-
-/* The path bound on itself, then that mount read-only (what is mounted below it, a mask, stays as
- * it is); a path this kernel lacks (ENOENT) is left. */
-static int readonly_path(const char *rel, sbx_error_t *err)
-{
-  if (mount(rel, rel, NO_FSTYPE, MS_BIND | MS_REC, NULL) < 0)
-    return errno == ENOENT ? 0 : sbx_error_errno(err, "bind `/%s`", rel);
-  return set_readonly(rel, 0, MS_NOEXEC, err);
-}
-
-int mount_proc(const struct sbx_policy *p, int *ret_sys_fd, sbx_error_t *err)
-{
-  /* The caller is pid 1 of a new pid namespace, so this proc shows only the sandbox. */
-  if (mount("proc", "proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
-    return sbx_error_errno(err, "mount `/proc`");
-  /* Before the masks and the read-only bind below. This proc is a superblock of its own, in
-   * whose /proc/sys only this sandbox's namespaces are ever looked up: in the host's, each
-   * lookup of a per-namespace entry (user/max_*, net/...) compares against every other
-   * namespace's entry of that name still cached (proc_sys_compare, under the sysctl lock), which
-   * took 20-30 us a file just after another sandbox had ended, 2 us here. */
-  _cleanup_close_ int sys_fd = open("proc/sys", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (sys_fd < 0)
-    return sbx_error_errno(err, "open `/proc/sys`");
-  if (p->mask_proc) {
-    for (size_t i = 0; i < p->n_proc_masked; i++)
-      if (mask_path(p->proc_masked[i] + 1, err) < 0)
-        return -1;
-    for (size_t i = 0; i < p->n_proc_readonly; i++)
-      if (readonly_path(p->proc_readonly[i] + 1, err) < 0)
-        return -1;
-  }
-  *ret_sys_fd = TAKE_FD(sys_fd);
-  return 0;
 }
 
 /* ------------------------------------------------------------------ bind destinations

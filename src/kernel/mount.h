@@ -11,8 +11,6 @@
 #include "base/error.h"
 #include "policy/policy.h"
 
-/* Stop mount events propagating back to the host. */
-int mount_make_private(sbx_error_t *err);
 /* Bind the rootfs (an O_PATH fd) onto itself and chdir into it: it becomes the root-to-be. */
 int mount_enter_rootfs(int rootfs_fd, const char *path, sbx_error_t *err);
 /* Or, for a bind at a new top-level directory (/data) in a read-only rootfs, a skeleton root: a
@@ -25,14 +23,8 @@ int mount_enter_skeleton(int rootfs_fd, const char *path, unsigned uid, unsigned
                          sbx_error_t *err);
 int mount_fill_skeleton(int dirfd, const char *const *extra, const bool *dir, size_t n_extra, bool readonly,
                         sbx_error_t *err);
-/* Size-limited tmpfs, nosuid+nodev. */
-int mount_tmpfs(const char *rel, uint64_t size, unsigned mode, bool noexec, sbx_error_t *err);
 /* A minimal /dev: null zero full random urandom, fd/stdio links, and a size-limited /dev/shm. */
 int mount_dev(uint64_t shm_bytes, sbx_error_t *err);
-/* A fresh /proc for the new pid namespace, masked and partly read-only as the policy says.
- * *ret_sys_fd: an O_PATH fd of its /proc/sys from before any of that, for pid 1's own settings
- * (ns_write_budgets); the caller closes it before the code starts. */
-int mount_proc(const struct sbx_policy *p, int *ret_sys_fd, sbx_error_t *err);
 /* Bind an O_PATH fd at dst, an absolute path resolved inside the new root (root_fd, an O_PATH
  * fd of it): symlinks there lead where they lead inside the sandbox, never to the host. A
  * missing dst is created where the sandbox may write; read-only (recursively nosuid, nodev) unless rw. */

@@ -23,43 +23,6 @@
 /* The network namespace is not among them: a thread of the child makes it (ns_net_start). */
 #define NS_FLAGS (CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP)
 
-/* The per-user-namespace budgets (policy: inotify_instances ... namespaces). A new user namespace
- * starts with INT_MAX for each; what is charged in it is charged to its owner outside as well.
- * Written from inside, where being the namespace's creator gave us CAP_SYS_RESOURCE, which
- * writing needs: /proc/sys/user shows the reader's user namespace, whichever proc mount it is read
- * through (sys_fd: the sandbox's own, before it was made read-only). */
-int ns_write_budgets(int sys_fd, const struct sbx_budgets *b, sbx_error_t *err)
-{
-  const struct {
-    const char *name;
-    uint64_t v;
-  } w[] = {
-      {"max_inotify_instances", b->inotify_instances}, {"max_inotify_watches", b->inotify_watches},
-      {"max_fanotify_groups", b->fanotify_groups},     {"max_fanotify_marks", b->fanotify_marks},
-      {"max_user_namespaces", b->namespaces},          {"max_mnt_namespaces", b->namespaces},
-      {"max_pid_namespaces", b->namespaces},           {"max_net_namespaces", b->namespaces},
-      {"max_ipc_namespaces", b->namespaces},           {"max_uts_namespaces", b->namespaces},
-      {"max_cgroup_namespaces", b->namespaces},        {"max_time_namespaces", b->namespaces},
-  };
-  char path[64], val[24];
-  for (size_t i = 0; i < sizeof w / sizeof *w; i++) {
-    if (bufprintf(path, sizeof path, err, "user/%s", w[i].name) < 0 ||
-        bufprintf(val, sizeof val, err, "%llu\n", (unsigned long long) w[i].v) < 0)
-      return sbx_error_prefix(err, "kernel budgets");
-    int fd = openat(sys_fd, path, O_WRONLY | O_CLOEXEC);
-    /* A kernel without the count (fanotify before 5.13, time before 5.6) has nothing to bound. */
-    if (fd < 0 && errno == ENOENT)
-      continue;
-    ssize_t n = fd < 0 ? -1 : write(fd, val, strlen(val));
-    int e = errno;
-    if (fd >= 0)
-      close(fd);
-    if (n != (ssize_t) strlen(val))
-      return sbx_error_set(err, n < 0 ? e : EIO, "kernel budgets: write `/proc/sys/%s`", path);
-  }
-  return 0;
-}
-
 /* Network namespaces made from ours (a forked call's, from its template's) get a TCP hash table of
  * their own, of this many buckets, instead of sharing the host's (262144 on a host with 24 GiB): a
  * namespace that shares it has its TIME_WAIT sockets purged at its end by a walk of the whole host

@@ -36,10 +36,7 @@ struct ns_net {
 };
 int ns_net_start(struct ns_net *n, sbx_error_t *err);
 /* Wait for the thread, then join its network namespace and give the namespaces made from it a
- * TCP hash table of their own, through sys_fd (the sandbox's /proc/sys, mount_proc). */
+ * TCP hash table of their own, through sys_fd (the sandbox's /proc/sys, contain_mounts). */
 int ns_net_join(struct ns_net *n, int sys_fd, sbx_error_t *err);
-/* Write the policy's budgets into our user namespace through sys_fd (the sandbox's /proc/sys,
- * mount_proc), while we still have our capabilities in it. */
-int ns_write_budgets(int sys_fd, const struct sbx_budgets *b, sbx_error_t *err);
 
 #endif

@@ -20,11 +20,12 @@
 #include "base/util.h"
 #include "egress/egress_proxy.h"
 #include "hostmcp/proxy.h"
-#include "mcp/fork_template.h"
+#include "mcp/fork_pool.h"
 #include "mcp/mcp_internal.h"
 #include "mcp/shape.h"
 #include "policy/policy.h"
 #include "run/audit.h"
+#include "sandbox/fork_template.h"
 #include "sandbox/sandbox.h"
 
 void call_free(struct call *c)
@@ -32,7 +33,7 @@ void call_free(struct call *c)
   if (!c)
     return;
   sandbox_free(c->sb);
-  fork_template_release(c->srv, c->fork_tmpl);
+  fork_pool_release(c->srv, c->fork_tmpl);
   if (c->pending)
     warm_drop(c->srv, c->pending);
   job_free(&c->job);

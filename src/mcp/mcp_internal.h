@@ -87,8 +87,8 @@ struct warm {
   bool ready;         /* setup finished (sandbox_spawn_finish); until then it is being built */
   int out_fd, err_fd; /* read ends of its stdout/stderr, adopted by the call */
   int job_fd;         /* our end of the socket at SBX_BRIDGE_FD inside, or of its stdin pipe */
-  /* --warm-mode fork: the template it was forked from (a reference, fork_template.c); else NULL */
-  struct fork_template *fork_tmpl;
+  /* --warm-mode fork: the template it was forked from (a reference, fork_pool.c); else NULL */
+  struct fork_pool_entry *fork_tmpl;
   struct fork_pending *fork_pending; /* while it is forked (not ready), else NULL */
   bool for_call;                     /* forked for a call (fork_call_start), not for the pool */
 };
@@ -158,8 +158,8 @@ struct call {
    * exchange its answer and notifications go to, and the client as audit records name it. */
   uint64_t client, route;
   char client_name[48];
-  const char *protocol;            /* the client's protocol version when it called (static), or NULL */
-  struct fork_template *fork_tmpl; /* --warm-mode fork: the template its sandbox forked from */
+  const char *protocol;              /* the client's protocol version when it called (static), or NULL */
+  struct fork_pool_entry *fork_tmpl; /* --warm-mode fork: the template its sandbox forked from */
 };
 
 #define DEFAULT_OUTPUT_MAX_SIZE (1ULL << 30)    /* --output-max-size */
@@ -217,14 +217,18 @@ struct server {
   uint64_t warm_retry_ns; /* no new warm sandbox before this */
   uint64_t last_call_ns;  /* when the latest call started (WARM_DEFER_NS) */
   /* --warm-mode: what was asked (auto, the default: fork unless root); warm_fork: what runs,
-   * Python calls forked from a template (fork_template.c) instead of the pool; retired templates
+   * Python calls forked from a template (fork_pool.c) instead of the pool; retired templates
    * wait there for their last call. */
   enum warm_mode { WARM_AUTO, WARM_PRESTART, WARM_FORK } warm_mode;
   bool warm_fork;
-  struct fork_template *fork_tmpl, *fork_next, *fork_retired;
+  /* --preload (else the rootfs's label org.sandboxd.preload): the modules each fork template
+   * imports before any call, "a,b.c" (NULL or "": none). */
+  char *preload;
+  bool preload_set; /* given on the command line */
+  struct fork_pool_entry *fork_tmpl, *fork_next, *fork_retired;
   /* A template died: the pool drops what was forked from it (warm_pool_drop_forked, given at
-   * fork_template_init). */
-  void (*fork_template_died)(struct server *srv, const struct fork_template *t);
+   * fork_pool_init). */
+  void (*fork_template_died)(struct server *srv, const struct fork_pool_entry *e);
 
   struct bind_opts binds; /* --bind, --bind-rw */
   struct mcp_roots roots; /* --roots: the client's */
@@ -302,12 +306,10 @@ int run_timers(struct server *srv);
 /* Whether some call is running or about to (answered calls only wait to be reaped). */
 bool code_running(const struct server *srv);
 /* mcp_spec.c: each sandbox's spec and channels. */
-/* A pipe whose read end does not block. */
-int open_pipe(int *ret_read, int *ret_write, sbx_error_t *err);
 /* A sandbox's channels: its stdout and stderr pipes and where it takes its code (python's runner
  * a socket at fd 3, another language a pipe at stdin; job, ours, never blocks). The write ends and
- * `inside` go to the sandbox (base_spec, fork_begin), ours are out_r, err_r and job (TAKE_FD them);
- * what is left is closed when it goes out of scope. */
+ * `inside` go to the sandbox (base_spec, fork_pending_begin), ours are out_r, err_r and job
+ * (TAKE_FD them); what is left is closed when it goes out of scope. */
 struct sandbox_fds {
   int out_r, out_w, err_r, err_w, job, inside;
 };
@@ -358,7 +360,7 @@ size_t warm_pool_pollfds(struct server *srv, struct pollfd *pfds);
 void warm_pool_dispatch(struct server *srv, const struct pollfd *pfds, size_t n);
 /* Kill and reap every idle warm sandbox. */
 void warm_pool_clear(struct server *srv);
-/* Kill and reap the idle ones forked from t (it died). */
-void warm_pool_drop_forked(struct server *srv, const struct fork_template *t);
+/* Kill and reap the idle ones forked from e's template (it died). */
+void warm_pool_drop_forked(struct server *srv, const struct fork_pool_entry *e);
 
 #endif

@@ -26,12 +26,13 @@
 #include "hostmcp/mcp_client.h"
 #include "hostmcp/mcp_config.h"
 #include "hostmcp/proxy.h"
-#include "mcp/fork_template.h"
+#include "mcp/fork_pool.h"
 #include "mcp/mcp_binds.h"
 #include "mcp/mcp_http.h"
 #include "mcp/mcp_internal.h"
 #include "policy/policy.h"
 #include "run/audit.h"
+#include "sandbox/fork_template.h"
 #include "sandbox/sandbox.h"
 
 const char *const mcp_protocol_versions[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05", NULL};
@@ -249,6 +250,12 @@ static void write_capabilities(struct server *srv, json_writer_t *w)
   json_kv_uint(w, "warm_pool", srv->warm_target);
   /* --warm-mode: fork, where Python calls fork from a template instead of the pool. */
   json_kv_str(w, "warm_mode", srv->warm_fork ? "fork" : "prestart");
+  if (srv->warm_fork) {
+    /* What its template imported before any call (--preload), and its size, which each call's
+     * fork starts from (a call's cgroup is charged for the pages it touches). */
+    json_kv_str(w, "preload", srv->preload ? srv->preload : "");
+    json_kv_uint(w, "fork_template_bytes", fork_pool_template_bytes(srv));
+  }
   json_obj_end(w);
   json_key(w, "servers");
   json_arr_begin(w);

@@ -15,22 +15,6 @@
 #include "mcp/mcp_runner.h"
 #include "sandbox/sandbox.h"
 
-int open_pipe(int *ret_read, int *ret_write, sbx_error_t *err)
-{
-  int p[2];
-  if (pipe2(p, O_CLOEXEC) < 0)
-    return sbx_error_errno(err, "pipe");
-  if (fcntl(p[0], F_SETFL, O_NONBLOCK) < 0) {
-    int e = errno;
-    close(p[0]);
-    close(p[1]);
-    return sbx_error_set(err, e, "pipe");
-  }
-  *ret_read = p[0];
-  *ret_write = p[1];
-  return 0;
-}
-
 static int code_channel(enum mcp_lang lang, int *ret_ours, int *ret_inside, sbx_error_t *err)
 {
   int p[2];

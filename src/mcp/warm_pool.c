@@ -14,9 +14,10 @@
 #include "base/log.h"
 #include "base/slist.h"
 #include "base/util.h"
-#include "mcp/fork_template.h"
+#include "mcp/fork_pool.h"
 #include "mcp/mcp_internal.h"
 #include "policy/policy.h"
+#include "sandbox/fork_template.h"
 #include "sandbox/sandbox.h"
 
 void warm_free(struct warm *w)
@@ -80,17 +81,17 @@ void warm_unlink(struct server *srv, struct warm *w)
 /* Kill and reap an idle one taken out of the pool, and let go of its fork template. */
 void warm_drop(struct server *srv, struct warm *w)
 {
-  struct fork_template *t = TAKE_PTR(w->fork_tmpl);
+  struct fork_pool_entry *e = TAKE_PTR(w->fork_tmpl);
   warm_free(w);
-  fork_template_release(srv, t);
+  fork_pool_release(srv, e);
 }
 
 /* A warm sandbox ended while idle (its Python failed to start, or something killed it): drop it,
  * and wait a while before the next, so a broken setup does not spin. */
 static void warm_died(struct server *srv, struct warm *w, const char *why)
 {
-  /* A ready forked one dies with its template, which is replaced at once (fork_template.c). */
-  if (w->fork_tmpl && !fork_template_alive(w->fork_tmpl)) {
+  /* A ready forked one dies with its template, which is replaced at once (fork_pool.c). */
+  if (w->fork_tmpl && !fork_pool_alive(w->fork_tmpl)) {
     warm_unlink(srv, w);
     warm_drop(srv, w);
     return;
@@ -140,7 +141,7 @@ void warm_pool_top_up(struct server *srv, bool code_running, int *timeout)
 {
   enum mcp_lang lang;
   uint64_t now = now_ns();
-  /* A forked one whose child does not answer in time (fork_template.c's CHILD_STEP_MS) goes. */
+  /* A forked one whose child does not answer in time (sandbox/fork_template.c's CHILD_STEP_MS) goes. */
   for (struct warm *w = srv->warm, *next; w; w = next) {
     next = w->next;
     if (!w->fork_pending)
@@ -166,7 +167,7 @@ void warm_pool_top_up(struct server *srv, bool code_running, int *timeout)
 }
 
 /* One entry per warm sandbox, in pool order: its setup while it is built, then its end; then the
- * fork template's successor while it starts (fork_template.c). */
+ * fork template's successor while it starts (fork_pool.c). */
 size_t warm_pool_pollfds(struct server *srv, struct pollfd *pfds)
 {
   size_t n = 0;
@@ -175,7 +176,7 @@ size_t warm_pool_pollfds(struct server *srv, struct pollfd *pfds)
                                       : w->fork_pending ? fork_pending_fd(w->fork_pending)
                                                         : sandbox_spawn_fd(w->sb),
                                 .events = POLLIN};
-  return n + fork_template_pollfds(srv, pfds + n);
+  return n + fork_pool_pollfds(srv, pfds + n);
 }
 
 /* The n entries of warm_pool_pollfds, the pool unchanged since. */
@@ -201,7 +202,7 @@ void warm_pool_dispatch(struct server *srv, const struct pollfd *pfds, size_t n)
     w = next;
   }
   if (i < n) /* after the pool's entries */
-    fork_template_dispatch(srv, &pfds[i]);
+    fork_pool_dispatch(srv, &pfds[i]);
 }
 
 /* Kill and reap every idle warm sandbox. */
@@ -214,11 +215,11 @@ void warm_pool_clear(struct server *srv)
   }
 }
 
-void warm_pool_drop_forked(struct server *srv, const struct fork_template *t)
+void warm_pool_drop_forked(struct server *srv, const struct fork_pool_entry *e)
 {
   for (struct warm *w = srv->warm, *next; w; w = next) {
     next = w->next;
-    if (w->fork_tmpl == t) {
+    if (w->fork_tmpl == e) {
       warm_unlink(srv, w);
       warm_drop(srv, w);
     }

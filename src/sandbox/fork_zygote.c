@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The fork template's C pid 1 (inside/zygote.c) and the init it execs (inside/callinit.c): built
- * freestanding for x86_64 (Makefile), assembled into this object and handed to each template as
- * sealed memfds with its setup, which it loads (dlopen) and execs from. A template without them
- * keeps the Python pid 1 (template.py _call and _pid1): same sandbox, more CPU per call.
+/* The fork template's C pid 1 (inside/zygote.c, which links sandbox/contain.c: the steps of every
+ * sandbox) and the init it execs (inside/callinit.c): built freestanding for x86_64 (Makefile),
+ * assembled into this object and handed to each template as sealed memfds with its setup, which
+ * it loads (dlopen) and execs from. Elsewhere there is no fork mode.
  *
- * SANDBOXD_FORK_ZYGOTE=0 leaves them out (the tests run the Python pid 1 that way too). */
+ * pid 1 shares the template's memory while it builds the call's sandbox and leaves it by exec'ing
+ * callinit (every policy that runs code allows an exec: the code is exec'd under its filter),
+ * unless SANDBOXD_FORK_ZYGOTE=0 (the tests run that way too): then it is a copy of the template,
+ * as a fork's child, which costs more CPU per call. */
 #include "sandbox/fork_zygote.h"
 
 #include <errno.h>
@@ -15,7 +18,6 @@
 #include <unistd.h>
 
 #include "base/util.h"
-#include "kernel/seccomp.h"
 #include "sandbox/exec_shim.h"
 
 #if defined(__x86_64__) && defined(ZYGOTE_BUILD)
@@ -35,22 +37,14 @@ extern const char fork_zygote_so[], fork_zygote_so_end[], fork_callinit[], fork_
 #define HAVE_ZYGOTE 0
 #endif
 
-int fork_zygote_fds(const struct sbx_policy *p, int ret[2], const char **why, sbx_error_t *err)
+int fork_zygote_fds(int ret[2], struct fork_zygote_mode *mode, sbx_error_t *err)
 {
   ret[0] = ret[1] = -1;
-  *why = NULL;
-  const char *env = getenv("SANDBOXD_FORK_ZYGOTE");
-  if (env && strcmp(env, "0") == 0) {
-    *why = "SANDBOXD_FORK_ZYGOTE=0";
-    return 0;
-  }
+  *mode = (struct fork_zygote_mode){.share_memory = true};
 #if HAVE_ZYGOTE
-  /* pid 1 leaves the template's memory by an exec under the call's filter (zygote.c). */
-  if (!seccomp_policy_allows(p, "execveat") && !seccomp_policy_allows(p, "execve")) {
-    *why = "the policy allows neither execve nor execveat, by which it leaves the template's memory";
-    return 0;
-  }
-  static char said[300];
+  const char *env = getenv("SANDBOXD_FORK_ZYGOTE");
+  if (env && strcmp(env, "0") == 0)
+    mode->share_memory = false, mode->why = "SANDBOXD_FORK_ZYGOTE=0";
   if ((ret[0] = memfd_sealed("sandboxd-zygote", fork_zygote_so,
                              (size_t) (fork_zygote_so_end - fork_zygote_so), err)) < 0 ||
       (ret[1] = memfd_sealed("sandboxd-init", fork_callinit, (size_t) (fork_callinit_end - fork_callinit),
@@ -58,13 +52,12 @@ int fork_zygote_fds(const struct sbx_policy *p, int ret[2], const char **why, sb
     if (ret[0] >= 0)
       close(ret[0]);
     ret[0] = -1;
-    bufprintf_cut(said, sizeof said, "%s", err->msg);
-    *why = said;
+    return sbx_error_prefix(err, "fork template: its C pid 1");
   }
   return 0;
 #else
-  (void) p, (void) err;
-  *why = "not built for this architecture";
-  return 0;
+
+  return sbx_error_set(err, ENOSYS,
+                       "fork template: no C pid 1 in this build (x86_64 only): use --warm-mode prestart");
 #endif
 }

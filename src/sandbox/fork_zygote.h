@@ -4,13 +4,19 @@
 #ifndef SBX_FORK_ZYGOTE_H
 #define SBX_FORK_ZYGOTE_H
 
+#include <stdbool.h>
+
 #include "base/error.h"
 
-struct sbx_policy;
+/* How each call's pid 1 runs. */
+struct fork_zygote_mode {
+  bool share_memory; /* it shares the template's memory (CLONE_VM) until it execs callinit */
+  const char *why;   /* why not shared (NULL when it is) */
+};
 
-/* ret[0]: zygote.so, ret[1]: callinit, both sealed memfds (O_CLOEXEC), for a template whose calls
- * run under p. Both -1 and *why set when this build, p or the host rules the C pid 1 out (the
- * template keeps the Python one). Always 0. */
-int fork_zygote_fds(const struct sbx_policy *p, int ret[2], const char **why, sbx_error_t *err);
+/* ret[0]: zygote.so, ret[1]: callinit, both sealed memfds (O_CLOEXEC), for a template, and
+ * *mode. -1 when this build has no C pid 1 (x86_64 only): then there is no fork
+ * mode. */
+int fork_zygote_fds(int ret[2], struct fork_zygote_mode *mode, sbx_error_t *err);
 
 #endif

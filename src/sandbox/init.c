@@ -22,6 +22,7 @@
 
 #include "base/util.h"
 #include "kernel/cgroup.h"
+#include "sandbox/contain.h"
 #include "sandbox/sandbox_internal.h"
 #include "sandbox/syncsock.h"
 
@@ -196,10 +197,10 @@ static void leave_cgroup(int sync_fd)
       close(fds[--n]);
     return;
   }
-  sbx_error_t err = {0};
+  struct contain_err ce;
   struct sync_msg left = {.type = MSG_LEFT};
-  if (cgroup_attach_self(fds, n, &err) < 0)
-    left.wait_status = err.errnum ? err.errnum : EIO;
+  if (contain_join_cgroup(fds, n, &ce) < 0)
+    left.wait_status = ce.errnum ? ce.errnum : EIO;
   while (n > 0)
     close(fds[--n]);
   sync_send(sync_fd, &left);

@@ -45,7 +45,32 @@
  *     reaping pid 1
  *
  * Any step of pid 1's that fails, its thread's included, sends ERROR instead of READY and exits
- * 125; sandbox_spawn_finish() returns it to the caller. Why this shape:
+ * 125; sandbox_spawn_finish() returns it to the caller.
+ *
+ * A forked call (`sandboxd mcp --warm-mode fork`) is built by the fork template's C pid 1
+ * (inside/zygote.c) from the template's sandbox, whose rootfs, binds, /dev, hostname and identity
+ * it keeps. Both paths take the steps of contain.c, the same code, in this order:
+ *
+ *   step (contain.c)            cold: pid 1 here (sandbox_child)   fork: the call's pid 1 (zygote.c)
+ *   --------------------------  ---------------------------------  ---------------------------------
+ *   namespaces                  clone3 by the parent               clone by the template (zy_spawn)
+ *   cgroup: contain_join_cgroup v1, after the mounts (MSG_CGROUP)  v1, first (the call's fds)
+ *   ids: contain_map_self,      maps by the parent; GO; become     its own maps (as root: the
+ *     contain_become              the sandbox uid                    server's, after the ack)
+ *   mounts                      private; rootfs (or skeleton),     private
+ *                                 read-only; /dev
+ *   contain_mounts              tmpfs tmp, workspace (out), run; /proc; budgets; masks
+ *                               (fork: also dev/shm, and the template's binds under them again)
+ *   (the rest of the root)      binds, pivot_root, hostname,       loopback up, cgroup namespace
+ *                                 network namespace (a thread's)
+ *   contain_listen              network proxy: 127.0.0.1:3128
+ *   contain_rlimits             the spec's limits and the policy's budgets
+ *   contain_drop_privileges     capabilities, no_new_privs, not dumpable (fork: only when it is a
+ *                               copy of the template), the filters last
+ *   then                        READY; init_run: the code through  READY, go; fork the code; exec
+ *                                 the exec helper                    callinit (relays, reports)
+ *
+ * Why this shape:
  * - pid 1 has no identity in its new user namespace until its uid/gid maps are written from
  *   outside: the parent writes them, with its own credentials, then sends GO.
  * - A network namespace is most of what clone costs (~0.3 ms in setup_net): a thread of pid 1
@@ -76,6 +101,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -96,6 +122,7 @@
 #include "kernel/mount.h"
 #include "kernel/ns.h"
 #include "kernel/seccomp.h"
+#include "sandbox/contain.h"
 #include "sandbox/exec_shim.h"
 #include "sandbox/init.h"
 #include "sandbox/syncsock.h"
@@ -151,57 +178,29 @@ struct child_args {
   bool own_keyring; /* the policy lets the code call keyctl: leave it no inherited keyring */
 };
 
-static int set_rlimit(int res, uint64_t v, const char *name, sbx_error_t *err)
+int sandbox_budgets(const struct sbx_budgets *b, struct contain_budget out[CONTAIN_N_BUDGETS])
 {
-  struct rlimit rl = {.rlim_cur = v, .rlim_max = v};
-  if (setrlimit(res, &rl) < 0) {
-#ifdef HAVE_VALGRIND
-    /* valgrind keeps RLIMIT_NOFILE's hard limit for its own fds and refuses to change it; under
-     * valgrind (a developer's memcheck run, never the code's choice) set the soft limit only. */
-    if (res == RLIMIT_NOFILE && RUNNING_ON_VALGRIND && getrlimit(res, &rl) == 0 && v <= rl.rlim_max) {
-      rl.rlim_cur = v;
-      if (setrlimit(res, &rl) == 0)
-        return 0;
-    }
-#endif
-    return sbx_error_errno(err, "setrlimit %s", name);
-  }
-  return 0;
+  const struct contain_budget all[CONTAIN_N_BUDGETS] = {
+      {"inotify_instances", b->inotify_instances}, {"inotify_watches", b->inotify_watches},
+      {"fanotify_groups", b->fanotify_groups},     {"fanotify_marks", b->fanotify_marks},
+      {"user_namespaces", b->namespaces},          {"mnt_namespaces", b->namespaces},
+      {"pid_namespaces", b->namespaces},           {"net_namespaces", b->namespaces},
+      {"ipc_namespaces", b->namespaces},           {"uts_namespaces", b->namespaces},
+      {"cgroup_namespaces", b->namespaces},        {"time_namespaces", b->namespaces},
+  };
+  memcpy(out, all, sizeof all);
+  return CONTAIN_N_BUDGETS;
 }
 
-/* A budget is a ceiling: where the caller's own hard limit is lower (an unprivileged user's
- * RLIMIT_MEMLOCK is often 64K), that one stays, since raising it would need CAP_SYS_RESOURCE. */
-static int set_budget_rlimit(int res, uint64_t v, const char *name, sbx_error_t *err)
+/* A step of contain.c that failed, said as every other setup error is. */
+static _Noreturn void contain_fail(int sync_fd, const struct contain_err *ce)
 {
-  struct rlimit rl;
-  if (getrlimit(res, &rl) == 0 && rl.rlim_max != RLIM_INFINITY && rl.rlim_max < v)
-    v = rl.rlim_max;
-  return set_rlimit(res, v, name, err);
-}
-
-static int set_rlimits(const struct sbx_limits *l, const struct sbx_budgets *b, bool degraded,
-                       sbx_error_t *err)
-{
-  /* Pending signals (and POSIX timers, which hold one each), message queue bytes and SHM_LOCKed
-   * bytes are counted per user in the sandbox's user namespace and again for its owner outside
-   * (kernel/ucount.c); these limits bound the sandbox's count, and the code cannot raise a hard
-   * limit. */
-  if (set_rlimit(RLIMIT_CORE, 0, "core", err) < 0 ||
-      set_rlimit(RLIMIT_NOFILE, l->nofile, "nofile", err) < 0 ||
-      set_rlimit(RLIMIT_FSIZE, l->fsize_bytes, "fsize", err) < 0 ||
-      set_budget_rlimit(RLIMIT_SIGPENDING, b->sigpending, "sigpending", err) < 0 ||
-      set_budget_rlimit(RLIMIT_MSGQUEUE, b->msgqueue_bytes, "msgqueue", err) < 0 ||
-      set_budget_rlimit(RLIMIT_MEMLOCK, b->memlock_bytes, "memlock", err) < 0)
-    return -1;
-  /* Without a cgroup: address space per process, and processes of the sandbox uid (counted per
-   * user namespace since Linux 5.14, so only the sandbox's own), and CPU seconds: a backstop one
-   * second past the timeout, so that a busy loop reaching the timeout ends by the wall clock
-   * (status timeout, 124), not by the kernel's SIGKILL racing it at the same instant. */
-  if (degraded && (set_rlimit(RLIMIT_AS, l->memory_bytes, "as", err) < 0 ||
-                   set_rlimit(RLIMIT_NPROC, l->pids, "nproc", err) < 0 ||
-                   set_rlimit(RLIMIT_CPU, (l->timeout_ms + 999) / 1000 + 1, "cpu", err) < 0))
-    return -1;
-  return 0;
+  sbx_error_t err = {0};
+  if (ce->arg)
+    sbx_error_set(&err, ce->errnum, "%s `%s`", ce->what, ce->arg);
+  else
+    sbx_error_set(&err, ce->errnum, "%s", ce->what);
+  sync_fail(sync_fd, &err);
 }
 
 /* On cgroup v1, the files to move ourselves into our cgroup through: the parent creates it while
@@ -213,8 +212,10 @@ static int join_cgroup(int sync_fd, sbx_error_t *err)
   int n = sync_recv_fds(sync_fd, &m, fds);
   if (n < 0)
     return sbx_error_set(err, 0, "sandbox setup: no answer from sandboxd");
-  int r = m.type == MSG_CGROUP ? cgroup_attach_self(fds, n, err)
-                               : sbx_error_set(err, 0, "sandbox setup: unexpected message %d", m.type);
+  struct contain_err ce;
+  int r = m.type != MSG_CGROUP ? sbx_error_set(err, 0, "sandbox setup: unexpected message %d", m.type)
+          : contain_join_cgroup(fds, n, &ce) < 0 ? sbx_error_set(err, ce.errnum, "%s", ce.what)
+                                                 : 0;
   /* As for JOIN_BY_PARENT in sandbox_child: a cgroup namespace rooted at our own cgroup. */
   if (r == 0 && unshare(CLONE_NEWCGROUP) < 0)
     r = sbx_error_errno(err, "unshare(CLONE_NEWCGROUP)");
@@ -297,256 +298,254 @@ static int open_bind_source(const struct sbx_bind *b, const struct bind_id *id, 
                        b->dst, b->src, fd < 0 ? why.msg : "another file is at its path now");
 }
 
-static _Noreturn void sandbox_child(const struct child_args *a)
+/* pid 1's state through its setup (sandbox_child's phases). */
+struct child {
+  const struct child_args *a;
+  const struct sbx_spec *spec;
+  const struct sbx_policy *p;
+  int sync_fd, bridge_fd;
+  struct ns_net net;
+  int bind_fds[SBX_MAX_BINDS];
+  int sys_fd, workspace_fd, proxy_fd, shim_fd;
+  sigset_t mask;
+};
+
+#define FAIL_ERRNO(c, ...) sync_fail((c)->sync_fd, (sbx_error_errno(&err, __VA_ARGS__), &err))
+
+/* Die with sandboxd; wait for GO (the parent writes our uid/gid maps: until then we have no
+ * identity to act with); the keyring and cgroup namespace; fds; the network namespace's thread. */
+static void child_start(struct child *c)
 {
-  const struct sbx_spec *spec = a->spec;
-  const struct sbx_policy *p = spec->policy;
+  const struct child_args *a = c->a;
   sbx_error_t err = {0};
-  int sync_fd = a->sync_fd;
   struct sync_msg m;
-
-  /* Die with sandboxd. Set before waiting for GO, so a parent that dies before sending it is
-   * noticed (the read below then returns 0). */
+  /* Set before waiting for GO, so a parent that dies before sending it is noticed (the read
+   * below then returns 0). */
   if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
-    sync_fail(sync_fd, (sbx_error_errno(&err, "prctl(PR_SET_PDEATHSIG)"), &err));
-
-  /* The parent writes our uid/gid maps; until then we have no identity to act with. */
-  if (sync_recv(sync_fd, &m, 0) < 0 || m.type != MSG_GO)
+    FAIL_ERRNO(c, "prctl(PR_SET_PDEATHSIG)");
+  if (sync_recv(c->sync_fd, &m, 0) < 0 || m.type != MSG_GO)
     _exit(SBX_EXIT_SETUP);
-
   init_hide_host_argv();
   /* A policy that allows keyctl must not hand the code our session keyring (a login's links the
    * user's keyring, where sandboxd's secret is). The shipped policies deny keyctl: no cost there. */
   if (a->own_keyring && keyring_join_anonymous(&err) < 0)
-    sync_fail(sync_fd, &err);
+    sync_fail(c->sync_fd, &err);
   /* The cgroup namespace from clone is rooted where we were then (sandboxd's cgroup); root a new
-   * one at our own, so the code sees itself at "/". (v1: after moving ourselves, below.) */
+   * one at our own, so the code sees itself at "/". (v1: after moving ourselves, child_join.) */
   if (a->join == JOIN_BY_PARENT && unshare(CLONE_NEWCGROUP) < 0)
-    sync_fail(sync_fd, (sbx_error_errno(&err, "unshare(CLONE_NEWCGROUP)"), &err));
-
+    FAIL_ERRNO(c, "unshare(CLONE_NEWCGROUP)");
   /* Before any other fd is opened. */
-  int bridge_fd = arrange_fds(spec, &sync_fd);
+  c->bridge_fd = arrange_fds(c->spec, &c->sync_fd);
   /* The network namespace, made beside the mounts below by a thread: before anything changes
    * /proc, and after the keyring and the cgroup namespace, which it shares. */
-  struct ns_net net;
-  if (ns_net_start(&net, &err) < 0)
-    sync_fail(sync_fd, &err);
+  if (ns_net_start(&c->net, &err) < 0)
+    sync_fail(c->sync_fd, &err);
+}
 
+/* Into the root-to-be (the rootfs, or a skeleton for binds at new top-level directories) as the
+ * sandbox uid; read-only. The bind sources are opened on the way (c->bind_fds). */
+static void child_enter_root(struct child *c)
+{
+  const struct sbx_spec *spec = c->spec;
+  const struct sbx_policy *p = c->p;
+  sbx_error_t err = {0};
+  struct contain_err ce;
   /* Nothing we mount may propagate back to the host. */
-  if (mount_make_private(&err) < 0)
-    sync_fail(sync_fd, &err);
-
+  if (contain_private(&ce) < 0)
+    contain_fail(c->sync_fd, &ce);
   /* Open host paths while we still have the caller's host identity: after setresuid below, the
    * root case is the unprivileged host_uid and could not reach e.g. /root. O_PATH fds opened here
    * resolve in our new mount namespace, which is what bind mounts require. */
   _cleanup_close_ int rootfs_fd = open(spec->rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (rootfs_fd < 0)
-    sync_fail(sync_fd, (sbx_error_errno(&err, "open rootfs `%s`", spec->rootfs), &err));
-  int bind_fds[SBX_MAX_BINDS];
-  if (spec->n_binds > sizeof bind_fds / sizeof *bind_fds)
-    sync_fail(sync_fd, (sbx_error_set(&err, E2BIG, "too many binds"), &err));
+    FAIL_ERRNO(c, "open rootfs `%s`", spec->rootfs);
+  if (spec->n_binds > SBX_MAX_BINDS)
+    sync_fail(c->sync_fd, (sbx_error_set(&err, E2BIG, "too many binds"), &err));
   for (size_t i = 0; i < spec->n_binds; i++)
-    if (open_bind_source(&spec->binds[i], &a->bind_ids[i], &bind_fds[i], &err) < 0)
-      sync_fail(sync_fd, &err);
+    if (open_bind_source(&spec->binds[i], &c->a->bind_ids[i], &c->bind_fds[i], &err) < 0)
+      sync_fail(c->sync_fd, &err);
   /* A bind at a new top-level directory (/data) needs a skeleton root to make it in; every other
    * sandbox enters the rootfs as it is, with one bind. */
   const char *extra[SBX_MAX_BINDS];
   bool extra_dir[SBX_MAX_BINDS];
-  size_t n_extra = missing_tops(rootfs_fd, spec, bind_fds, extra, extra_dir);
+  size_t n_extra = missing_tops(rootfs_fd, spec, c->bind_fds, extra, extra_dir);
   int skeleton_fd = -1;
   if ((n_extra ? mount_enter_skeleton(rootfs_fd, spec->rootfs, p->uid, p->gid, &skeleton_fd, &err)
                : mount_enter_rootfs(rootfs_fd, spec->rootfs, &err)) < 0)
-    sync_fail(sync_fd, &err);
-  close(TAKE_FD(rootfs_fd));
+    sync_fail(c->sync_fd, &err);
 
   /* Become the sandbox uid now, keeping our capabilities in the new user namespace: files the
-   * setup creates in the tmpfs mounts must be owned by a mapped uid (else EOVERFLOW). From
-   * host uid 0 (unmapped here) setresuid does not clear capabilities (capabilities(7)). */
-  /* Raw syscalls, this thread's credentials only: glibc's would stop the network namespace
-   * thread to change its own, and wait for it to leave the kernel (setup_net, ~0.3 ms). It keeps
-   * the ids it has (the same uid and gid, mapped) and ends before the code starts. */
-  if (a->host_root && syscall(SYS_setgroups, 0, NULL) < 0) /* drop root's host supplementary groups */
-    sync_fail(sync_fd, (sbx_error_errno(&err, "setgroups"), &err));
-  if (syscall(SYS_setresgid, p->gid, p->gid, p->gid) < 0 ||
-      syscall(SYS_setresuid, p->uid, p->uid, p->uid) < 0)
-    sync_fail(sync_fd, (sbx_error_errno(&err, "set sandbox uid/gid"), &err));
+   * setup creates in the tmpfs mounts must be owned by a mapped uid (else EOVERFLOW). From host
+   * uid 0 (unmapped here) setresuid does not clear capabilities (capabilities(7)). This thread's
+   * credentials only (contain_become): glibc's would stop the network namespace thread to change
+   * its own, and wait for it to leave the kernel (setup_net, ~0.3 ms). As root, root's host
+   * supplementary groups go too. */
+  if (contain_become(p->uid, p->gid, c->a->host_root, &ce) < 0)
+    contain_fail(c->sync_fd, &ce);
   /* Changing credentials clears the parent-death signal (prctl(2)): set it again, then check
    * the parent did not die in between (its end of the sync socket would be closed). */
-  if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
-    sync_fail(sync_fd, (sbx_error_errno(&err, "prctl(PR_SET_PDEATHSIG)"), &err));
   char peek;
-  if (recv(sync_fd, &peek, 1, MSG_PEEK | MSG_DONTWAIT) == 0)
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+    FAIL_ERRNO(c, "prctl(PR_SET_PDEATHSIG)");
+  if (recv(c->sync_fd, &peek, 1, MSG_PEEK | MSG_DONTWAIT) == 0)
     _exit(SBX_EXIT_SETUP);
 
   if (skeleton_fd >= 0 &&
       mount_fill_skeleton(skeleton_fd, extra, extra_dir, n_extra, p->readonly_root, &err) < 0)
-    sync_fail(sync_fd, &err);
+    sync_fail(c->sync_fd, &err);
   /* Read-only now, before the writable mounts go on top: every mount point they need exists
    * in the rootfs (or the skeleton), and binds are only created under the tmpfs mounts. */
   if (p->readonly_root && mount_root_readonly(&err) < 0)
-    sync_fail(sync_fd, &err);
+    sync_fail(c->sync_fd, &err);
+}
 
-  /* The writable places, then /dev and /proc, then binds into them. */
-  int sys_fd = -1;
-  if (mount_tmpfs("tmp", spec->limits.tmp_bytes, 01777, false, &err) < 0 ||
-      mount_tmpfs("workspace", spec->limits.workspace_bytes, 0755, false, &err) < 0 ||
+/* /dev (its nodes, the host's, bound), then the writable places and /proc with its budgets and
+ * masks (contain.c), then binds into them; pivot_root; the hostname. */
+static void child_mounts(struct child *c)
+{
+  const struct sbx_spec *spec = c->spec;
+  const struct sbx_policy *p = c->p;
+  sbx_error_t err = {0};
+  struct contain_err ce;
+  if (mount_dev(spec->limits.shm_bytes, &err) < 0)
+    sync_fail(c->sync_fd, &err);
+  char tmp_opts[64], ws_opts[64];
+  if (bufprintf(tmp_opts, sizeof tmp_opts, &err, "size=%llu,mode=1777",
+                (unsigned long long) spec->limits.tmp_bytes) < 0 ||
+      bufprintf(ws_opts, sizeof ws_opts, &err, "size=%llu,mode=755",
+                (unsigned long long) spec->limits.workspace_bytes) < 0)
+    sync_fail(c->sync_fd, &err);
+  const struct contain_tmpfs fresh[] = {
+      {.path = "tmp", .flags = MS_NOSUID | MS_NODEV, .data = tmp_opts},
+      {.path = "workspace", .flags = MS_NOSUID | MS_NODEV, .data = ws_opts},
       /* /run holds sandboxd's own files (the Python helpers at /run/sandboxd/python). */
-      mount_tmpfs("run", 1 << 20, 0755, true, &err) < 0 || mount_dev(spec->limits.shm_bytes, &err) < 0 ||
-      mount_proc(p, &sys_fd, &err) < 0)
-    sync_fail(sync_fd, &err);
-  /* The user namespace's budgets, while we hold CAP_SYS_RESOURCE in it: the code starts long
-   * after, so never without them. */
-  if (ns_write_budgets(sys_fd, &p->budgets, &err) < 0)
-    sync_fail(sync_fd, &err);
-  /* /workspace/out: empty, and the sandbox uid's (we are it now), for the files a run returns. The
-   * tmpfs itself goes to the parent with READY when it asks (it collects them after the run):
-   * opened here, before any code could put anything in the way. */
-  int workspace_fd = open("workspace", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (workspace_fd < 0 || mkdirat(workspace_fd, SBX_OUT_DIR, 0755) < 0)
-    sync_fail(sync_fd, (sbx_error_errno(&err, "create `/workspace/" SBX_OUT_DIR "`"), &err));
-  if (!spec->keep_workspace) {
-    close(workspace_fd);
-    workspace_fd = -1;
-  }
+      {.path = "run", .flags = MS_NOSUID | MS_NODEV | MS_NOEXEC, .data = "size=1048576,mode=755"},
+  };
+  struct contain_budget budget[CONTAIN_N_BUDGETS];
+  const struct contain_fs fs = {
+      .tmpfs = fresh,
+      .n_tmpfs = sizeof fresh / sizeof *fresh,
+      .budgets = budget,
+      .n_budgets = sandbox_budgets(&p->budgets, budget),
+      .mask_proc = p->mask_proc,
+      .masked = (const char *const *) p->proc_masked,
+      .n_masked = (int) p->n_proc_masked,
+      .readonly = (const char *const *) p->proc_readonly,
+      .n_readonly = (int) p->n_proc_readonly,
+  };
+  /* The user namespace's budgets are written while we hold CAP_SYS_RESOURCE in it: the code
+   * starts long after, so never without them. */
+  if (contain_mounts(&fs, &c->sys_fd, &ce) < 0)
+    contain_fail(c->sync_fd, &ce);
+  /* The workspace tmpfs goes to the parent with READY when it asks (it collects /workspace/out
+   * after the run): opened here, before any code could put anything in the way. */
+  c->workspace_fd =
+      spec->keep_workspace ? open("workspace", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+  if (spec->keep_workspace && c->workspace_fd < 0)
+    FAIL_ERRNO(c, "open `/workspace`");
   /* Bind destinations resolve inside the new root (the current directory), not on the host. */
   _cleanup_close_ int newroot_fd = spec->n_binds ? open(".", O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
   if (spec->n_binds && newroot_fd < 0)
-    sync_fail(sync_fd, (sbx_error_errno(&err, "open the new root"), &err));
+    FAIL_ERRNO(c, "open the new root");
   for (size_t i = 0; i < spec->n_binds; i++) {
-    if (mount_bind_fd(newroot_fd, bind_fds[i], spec->binds[i].dst, spec->binds[i].rw, &err) < 0)
-      sync_fail(sync_fd, &err);
-    close(bind_fds[i]);
+    if (mount_bind_fd(newroot_fd, c->bind_fds[i], spec->binds[i].dst, spec->binds[i].rw, &err) < 0)
+      sync_fail(c->sync_fd, &err);
+    close(c->bind_fds[i]);
   }
-  close(TAKE_FD(newroot_fd));
   if (mount_pivot(&err) < 0)
-    sync_fail(sync_fd, &err);
-
+    sync_fail(c->sync_fd, &err);
   if (sethostname(p->hostname, strlen(p->hostname)) < 0)
-    sync_fail(sync_fd, (sbx_error_errno(&err, "sethostname"), &err));
-  /* Our network namespace, made by our thread, and on cgroup v1 our cgroup, made by the parent,
-   * both while we set up the mounts. The thread has ended before we move ourselves (as a single
-   * thread, which makes it cheap on v1; see cgroup_attach_fds) and before anything the limits are
-   * for: the code has not started. */
-  if (ns_net_join(&net, sys_fd, &err) < 0 || (a->join == JOIN_BY_SELF && join_cgroup(sync_fd, &err) < 0))
-    sync_fail(sync_fd, &err);
-  close(sys_fd);
+    FAIL_ERRNO(c, "sethostname");
+}
+
+/* Our network namespace, made by our thread, and on cgroup v1 our cgroup, made by the parent,
+ * both while we set up the mounts. The thread has ended before we move ourselves (as a single
+ * thread, which makes it cheap on v1; see cgroup_attach_fds) and before anything the limits are
+ * for: the code has not started. */
+static void child_join(struct child *c)
+{
+  sbx_error_t err = {0};
+  if (ns_net_join(&c->net, c->sys_fd, &err) < 0 ||
+      (c->a->join == JOIN_BY_SELF && join_cgroup(c->sync_fd, &err) < 0))
+    sync_fail(c->sync_fd, &err);
+  close(c->sys_fd);
+}
+
+/* The proxy's listener and the exec helper; signals; then the limits, and the privileges dropped,
+ * the filter last (contain.c). */
+static void child_lockdown(struct child *c)
+{
+  const struct sbx_spec *spec = c->spec;
+  const struct sbx_policy *p = c->p;
+  const struct child_args *a = c->a;
+  sbx_error_t err = {0};
+  struct contain_err ce;
   /* network proxy: the proxy's listener, in our network namespace (its loopback is up), before
    * any code could bind the port; it goes to the parent with READY (egress_proxy.h). */
-  int proxy_fd = p->network == SBX_NET_PROXY ? egress_listen(&err) : -1;
-  if (p->network == SBX_NET_PROXY && proxy_fd < 0)
-    sync_fail(sync_fd, &err);
+  c->proxy_fd = p->network == SBX_NET_PROXY ? contain_listen(EGRESS_PROXY_PORT, &ce) : -1;
+  if (p->network == SBX_NET_PROXY && c->proxy_fd < 0)
+    contain_fail(c->sync_fd, &ce);
   /* The code's first exe, which execs it: the process whose execve resolves the code's path, #!
    * line and ELF interpreter must not have sandboxd's binary as its exe (a hostile image's link
    * to /proc/self/exe; exec_shim.h). Before the rlimits and the filter, which may refuse
    * memfds. */
-  int shim_fd = exec_shim_fd(&err);
-  if (shim_fd < 0 && err.errnum != ENOSYS)
-    sync_fail(sync_fd, &err);
-  /* Before RLIMIT_AS (without a cgroup): caps_drop_all below allocates nothing then. */
-  if (p->drop_capabilities)
-    caps_prepare();
-  if (set_rlimits(&spec->limits, &p->budgets, a->join == JOIN_NONE, &err) < 0)
-    sync_fail(sync_fd, &err);
-
+  c->shim_fd = exec_shim_fd(&err);
+  if (c->shim_fd < 0 && err.errnum != ENOSYS)
+    sync_fail(c->sync_fd, &err);
   /* pid 1's signals (init.c): from here one that sandboxd forwards stays pending for the code
    * instead of being dropped (pid 1 gets only signals it handles). */
-  sigset_t mask;
-  init_take_signals(&mask);
+  init_take_signals(&c->mask);
+  /* Without a cgroup, a CPU-seconds backstop one second past the timeout, so that a busy loop
+   * reaching the timeout ends by the wall clock (status timeout, 124), not by the kernel's
+   * SIGKILL racing it. */
+  const struct contain_limits lim = {
+      .nofile = spec->limits.nofile,
+      .fsize = spec->limits.fsize_bytes,
+      .sigpending = p->budgets.sigpending,
+      .msgqueue = p->budgets.msgqueue_bytes,
+      .memlock = p->budgets.memlock_bytes,
+      .degraded = a->join == JOIN_NONE,
+      .as = spec->limits.memory_bytes,
+      .nproc = spec->limits.pids,
+      .cpu_seconds = (spec->limits.timeout_ms + 999) / 1000 + 1,
+#ifdef HAVE_VALGRIND
+      /* valgrind keeps RLIMIT_NOFILE's hard limit for its own fds (a developer's memcheck run,
+       * never the code's choice). */
+      .nofile_soft_only = RUNNING_ON_VALGRIND,
+#endif
+  };
+  const bool filter = !bench_without("seccomp");
+  const struct contain_privs privs = {
+      .drop_caps = p->drop_capabilities,
+      .no_new_privs = p->no_new_privs,
+      .undumpable = true,
+      .main_prog = filter ? a->bpf->main_prog : NULL,
+      .main_len = a->bpf->main_len,
+      .except_prog = filter ? a->bpf->except_prog : NULL,
+      .except_len = a->bpf->except_len,
+  };
+  if (contain_rlimits(&lim, &ce) < 0 || contain_drop_privileges(&privs, &ce) < 0)
+    contain_fail(c->sync_fd, &ce);
+}
 
-  /* Privileges: bounding set and capabilities need CAP_SETPCAP, so before no_new_privs and
-   * seccomp; seccomp last so the filter need not allow the setup calls. Without no_new_privs
-   * (test policies only), installing a filter needs CAP_SYS_ADMIN, so it goes before the drop. */
-  if (!p->no_new_privs && !bench_without("seccomp") && seccomp_install(a->bpf, &err) < 0)
-    sync_fail(sync_fd, &err);
-  if (p->drop_capabilities && caps_drop_all(&err) < 0)
-    sync_fail(sync_fd, &err);
-  if (p->no_new_privs && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-    sync_fail(sync_fd, (sbx_error_errno(&err, "prctl(PR_SET_NO_NEW_PRIVS)"), &err));
-  /* pid 1 is not dumpable: the code (same uid) cannot ptrace it or open its /proc files. */
-  prctl(PR_SET_DUMPABLE, 0);
-  if (p->no_new_privs && !bench_without("seccomp") && seccomp_install(a->bpf, &err) < 0)
-    sync_fail(sync_fd, &err);
-
+/* pid 1: the phases in order (the timeline at the top says why this order), then init. */
+static _Noreturn void sandbox_child(const struct child_args *a)
+{
+  struct child c = {.a = a, .spec = a->spec, .p = a->spec->policy, .sync_fd = a->sync_fd, .sys_fd = -1};
+  child_start(&c);
+  child_enter_root(&c);
+  child_mounts(&c);
+  child_join(&c);
+  child_lockdown(&c);
   /* Become init proper: start the code, then relay signals and reap until it ends. */
-  init_run(spec, a->envp, sync_fd, bridge_fd, shim_fd, workspace_fd, proxy_fd, &mask,
-           !spec->leave_at_exit      ? INIT_LEAVE_NEVER
+  init_run(c.spec, a->envp, c.sync_fd, c.bridge_fd, c.shim_fd, c.workspace_fd, c.proxy_fd, &c.mask,
+           !c.spec->leave_at_exit    ? INIT_LEAVE_NEVER
            : a->join == JOIN_BY_SELF ? INIT_LEAVE_CGROUP
            : a->join == JOIN_NONE    ? INIT_LEAVE_NOW
                                      : INIT_LEAVE_NEVER);
 }
 
 /* ------------------------------------------------------------------ the parent */
-
-static bool env_has(char *const *env, size_t n, const char *entry)
-{
-  size_t klen = strcspn(entry, "=");
-  for (size_t i = 0; i < n; i++)
-    if (strncmp(env[i], entry, klen) == 0 && env[i][klen] == '=')
-      return true;
-  return false;
-}
-
-/* src with every POLICY_ENV_MEMORY_MIB replaced by mib, written at out (room: env_room). */
-static char *env_expand(const char *src, const char *mib, char **out)
-{
-  char *start = *out, *o = start;
-  size_t tl = strlen(POLICY_ENV_MEMORY_MIB), ml = strlen(mib);
-  for (const char *s = src; *s;) {
-    if (!strncmp(s, POLICY_ENV_MEMORY_MIB, tl)) {
-      memcpy(o, mib, ml), o += ml, s += tl;
-    } else {
-      *o++ = *s++;
-    }
-  }
-  *o++ = '\0';
-  *out = o;
-  return start;
-}
-
-static size_t env_room(const char *src, size_t mib_len)
-{
-  size_t n = strlen(src) + 1;
-  for (const char *v = strstr(src, POLICY_ENV_MEMORY_MIB); v; v = strstr(v + 1, POLICY_ENV_MEMORY_MIB))
-    n += mib_len;
-  return n;
-}
-
-char **sandbox_build_env(const struct sbx_spec *spec)
-{
-  const struct sbx_policy *p = spec->policy;
-  /* network proxy: the proxy's variables, below --env (egress_proxy.h). */
-  size_t n_proxy = p->network == SBX_NET_PROXY ? EGRESS_N_ENV : 0;
-  size_t n = spec->n_base_env + p->n_env + n_proxy + spec->n_extra_env;
-  /* The policy's values that name the memory limit are expanded into one block after the
-   * pointers, so that the caller's free() releases all of it. */
-  char mib[24];
-  if (bufprintf(mib, sizeof mib, NULL, "%llu", (unsigned long long) (spec->limits.memory_bytes >> 20)) < 0)
-    return NULL;
-  size_t room = 0;
-  for (size_t i = 0; i < p->n_env; i++)
-    if (strstr(p->env[i], POLICY_ENV_MEMORY_MIB))
-      room += env_room(p->env[i], strlen(mib));
-  char **env = calloc(1, (n + 1) * sizeof *env + room);
-  if (!env)
-    return NULL;
-  char *store = (char *) (env + n + 1);
-  size_t k = 0;
-  for (size_t i = 0; i < spec->n_base_env; i++)
-    if (!env_has(p->env, p->n_env, spec->base_env[i]) &&
-        !env_has(spec->extra_env, spec->n_extra_env, spec->base_env[i]) && strchr(spec->base_env[i], '='))
-      env[k++] = spec->base_env[i];
-  for (size_t i = 0; i < p->n_env; i++)
-    if (!env_has(spec->extra_env, spec->n_extra_env, p->env[i]))
-      env[k++] = strstr(p->env[i], POLICY_ENV_MEMORY_MIB) ? env_expand(p->env[i], mib, &store) : p->env[i];
-  for (size_t i = 0; i < n_proxy; i++)
-    if (!env_has(spec->extra_env, spec->n_extra_env, egress_proxy_env[i]) &&
-        !env_has(p->env, p->n_env, egress_proxy_env[i]))
-      env[k++] = egress_proxy_env[i];
-  for (size_t j = 0; j < spec->n_extra_env; j++)
-    env[k++] = spec->extra_env[j];
-  env[k] = NULL;
-  return env;
-}
 
 /* The compiled filter for the last policy and variant seen; policies do not change within a
  * process. */
@@ -645,6 +644,34 @@ static int clone_error(int e, unsigned host_id, const struct sbx_policy *p, sbx_
   return sbx_error_hint(err, "see sandboxd doctor");
 }
 
+/* The parent's part while pid 1 waits for GO and then sets up: its maps, (v2 before Linux 5.7) its
+ * cgroup, GO, and (v1) its cgroup made meanwhile and handed over. */
+static int parent_handshake(const struct sbx_spec *spec, pid_t pid, unsigned host_id, enum join_cgroup join,
+                            int parent_fd, struct sbx_cgroup **cg, sbx_error_t *err)
+{
+  /* Maps must be written before the child calls setresuid/setgroups. */
+  if (ns_write_id_maps(pid, spec->policy, host_id, spec->map_host_range, err) < 0) {
+    sbx_error_prefix(err, "write uid/gid maps");
+    return sbx_error_hint(err, "see sandboxd doctor");
+  }
+  /* Before GO, while the child waits: with our credentials, which a kernel this old checks. */
+  if (join == JOIN_BY_PARENT && cgroup_attach_pid(*cg, pid, err) < 0)
+    return -1;
+  sync_send(parent_fd, &(struct sync_msg){.type = MSG_GO});
+  if (join != JOIN_BY_SELF)
+    return 0;
+  /* While the child sets up its mounts: create its cgroup (v1), and hand it the files to move
+   * itself in through. */
+  int fds[CGROUP_MAX_ATTACH_FDS];
+  int n = cgroup_create(&spec->limits, cg, err) < 0 ? -1 : cgroup_attach_fds(*cg, fds, err);
+  if (n < 0)
+    return -1;
+  sync_send_fds(parent_fd, &(struct sync_msg){.type = MSG_CGROUP}, fds, n);
+  while (n > 0)
+    close(fds[--n]);
+  return 0;
+}
+
 int sandbox_spawn_start(const struct sbx_spec *spec, struct sbx_sandbox **ret, sbx_error_t *err)
 {
   const struct sbx_policy *p = spec->policy;
@@ -711,30 +738,8 @@ int sandbox_spawn_start(const struct sbx_spec *spec, struct sbx_sandbox **ret, s
   /* The child has its copy (pid 1 frees it); ours goes now. */
   free(TAKE_PTR(envp));
 
-  /* Maps must be written before the child calls setresuid/setgroups. */
-  if (ns_write_id_maps(pid, p, host_id, spec->map_host_range, err) < 0) {
-    sbx_error_prefix(err, "write uid/gid maps");
-    sbx_error_hint(err, "see sandboxd doctor");
+  if (parent_handshake(spec, pid, host_id, a.join, parent_fd, &cg, err) < 0)
     goto fail;
-  }
-  /* Before GO, while the child waits: with our credentials, which a kernel this old checks. */
-  if (a.join == JOIN_BY_PARENT && cgroup_attach_pid(cg, pid, err) < 0)
-    goto fail;
-  sync_send(parent_fd, &(struct sync_msg){.type = MSG_GO});
-
-  /* While the child sets up its mounts: create its cgroup (v1), and hand it the files to move
-   * itself in through. */
-  if (a.join == JOIN_BY_SELF && cgroup_create(&spec->limits, &cg, err) < 0)
-    goto fail;
-  if (a.join == JOIN_BY_SELF) {
-    int fds[CGROUP_MAX_ATTACH_FDS];
-    int n = cgroup_attach_fds(cg, fds, err);
-    if (n < 0)
-      goto fail;
-    sync_send_fds(parent_fd, &(struct sync_msg){.type = MSG_CGROUP}, fds, n);
-    while (n > 0)
-      close(fds[--n]);
-  }
   struct sbx_sandbox *s = calloc(1, sizeof *s);
   if (!s) {
     sbx_error_set(err, ENOMEM, "sandbox");

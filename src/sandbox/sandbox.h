@@ -11,6 +11,7 @@
 
 #include "base/error.h"
 #include "policy/policy.h"
+#include "sandbox/contain.h"
 
 /* The fd at which the bridge socket (if any) appears inside the sandbox. */
 #define SBX_BRIDGE_FD 3
@@ -84,6 +85,10 @@ struct sbx_result {
 };
 
 struct sbx_sandbox;
+
+/* The policy's user namespace budgets as contain.c writes them (both paths: fork_template.c hands
+ * them to each call's pid 1). Returns how many: CONTAIN_N_BUDGETS. */
+int sandbox_budgets(const struct sbx_budgets *b, struct contain_budget out[CONTAIN_N_BUDGETS]);
 
 /* The environment the code gets: base (image), overridden by the policy's, overridden by
  * extra. NULL-terminated; the strings are borrowed from spec. */

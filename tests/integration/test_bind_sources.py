@@ -13,7 +13,7 @@ import pytest
 import sbx
 from mcpsession import Mcp
 
-# FORK_TEMPLATE_CALLS in src/mcp/fork_template.h: the template binds the sources once; its successor
+# FORK_TEMPLATE_CALLS in src/mcp/fork_pool.h: the template binds the sources once; its successor
 # binds them again.
 TEMPLATE_CALLS = 32
 

@@ -18,7 +18,7 @@ import pytest
 import sbx
 from mcpsession import Mcp
 
-# FORK_TEMPLATE_CALLS in src/mcp/fork_template.h
+# FORK_TEMPLATE_CALLS in src/mcp/fork_pool.h
 TEMPLATE_CALLS = 32
 
 PROBE = r'''
@@ -107,19 +107,20 @@ def alive(pid):
         return False
 
 
-# Each call's pid 1: the C one (src/inside/zygote.c), and the Python one a template keeps where the
-# C one cannot run (SANDBOXD_FORK_ZYGOTE=0, fork_zygote.c): the same sandbox either way.
-@pytest.fixture(params=["zygote", "python-pid1"])
+# Each call's pid 1 (src/inside/zygote.c) sharing the template's memory, and as a copy of the
+# template, as where it cannot share it (SANDBOXD_FORK_ZYGOTE=0, fork_zygote.c): the same steps
+# (src/sandbox/contain.c) and the same sandbox either way.
+@pytest.fixture(params=["shared", "copy"])
 def fork(request, monkeypatch):
     sbx.require_sandboxd()
-    if request.param == "python-pid1":
+    if request.param == "copy":
         monkeypatch.setenv("SANDBOXD_FORK_ZYGOTE", "0")
     m = Mcp("--warm-mode", "fork")
     yield m
     err = m.close()
-    # The server says why a call's pid 1 is the Python one, once (where the test has not read its
-    # stderr already), and only then.
-    assert err.count("runs in Python") <= (request.param == "python-pid1"), err
+    # The server says why a call's pid 1 is a copy, once (where the test has not read its stderr
+    # already), and only then.
+    assert err.count("is a copy of the template") <= (request.param == "copy"), err
 
 
 @pytest.fixture(scope="module")

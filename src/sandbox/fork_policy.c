@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The fork template's policy (fork_template.c): the server's, with the calls a template makes
+/* The fork template's policy (fork_template.c): its calls' own, with the calls a template makes
  * allowed in its filter (template_allows), /proc whole, no network, and its user namespace's budgets
  * and rlimits sized for every call in flight, since a call's user namespace charges what it holds to
- * the template's owner there as well. */
-#include "mcp/fork_policy.h"
+ * the template's owner there as well. What the template needs is the mechanism's to say (inside/
+ * zygote.c and template.py make these calls); its owner says only how many calls run at once. */
+#include "sandbox/fork_policy.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -15,7 +16,6 @@
 #include "base/cleanup.h"
 #include "base/util.h"
 #include "base/warn.h"
-#include "mcp/mcp_internal.h"
 #include "policy/policy.h"
 
 /* The template's own processes beside its calls': its pid 1, itself, a call's being forked. */
@@ -38,9 +38,9 @@ static bool template_allowed(const char *syscall, size_t n)
 }
 
 /* The calls a template's budgets have room for: those in flight, and some being torn down. */
-static unsigned long long template_calls(const struct server *srv)
+static unsigned long long template_calls(size_t max_calls)
 {
-  return srv->max_concurrent + 4;
+  return max_calls + 4;
 }
 
 /* A call's user namespace records its creator's rlimits, the template's, as the ceiling on what
@@ -71,10 +71,9 @@ static uint64_t room_for_calls(int res, const char *name, uint64_t per_call, uns
   return want;
 }
 
-int fork_policy_make(const struct server *srv, struct sbx_policy *ret, struct sbx_rule **ret_rules,
-                     sbx_error_t *err)
+int fork_policy_make(const struct sbx_policy *p, size_t max_calls, struct sbx_policy *ret,
+                     struct sbx_rule **ret_rules, sbx_error_t *err)
 {
-  const struct sbx_policy *p = srv->policy;
   size_t n_allows =
       geteuid() == 0 ? sizeof template_allows / sizeof *template_allows : TEMPLATE_ALLOWS_ALWAYS;
   *ret = *p;
@@ -112,17 +111,16 @@ int fork_policy_make(const struct server *srv, struct sbx_policy *ret, struct sb
   /* What a call's user namespace is charged is charged to the template's owner in the template's
    * as well: room there for every call in flight at its own budget (each call's namespace holds it
    * to that), so that one call at its budget does not leave another without. */
-  unsigned long long calls = template_calls(srv);
+  unsigned long long calls = template_calls(max_calls);
   struct sbx_budgets *b = &ret->budgets;
   b->namespaces = (p->budgets.namespaces + 8) * calls;
   b->inotify_instances = p->budgets.inotify_instances * calls;
   b->inotify_watches = p->budgets.inotify_watches * calls;
   b->fanotify_groups = p->budgets.fanotify_groups * calls;
   b->fanotify_marks = p->budgets.fanotify_marks * calls;
-  b->sigpending =
-      room_for_calls(RLIMIT_SIGPENDING, "SIGPENDING", p->budgets.sigpending, calls, srv->max_concurrent);
+  b->sigpending = room_for_calls(RLIMIT_SIGPENDING, "SIGPENDING", p->budgets.sigpending, calls, max_calls);
   b->msgqueue_bytes =
-      room_for_calls(RLIMIT_MSGQUEUE, "MSGQUEUE", p->budgets.msgqueue_bytes, calls, srv->max_concurrent);
+      room_for_calls(RLIMIT_MSGQUEUE, "MSGQUEUE", p->budgets.msgqueue_bytes, calls, max_calls);
   _cleanup_free_ char *text = policy_format_canonical(ret);
   if (!text)
     return sbx_error_set(err, ENOMEM, "fork template policy");
@@ -130,9 +128,9 @@ int fork_policy_make(const struct server *srv, struct sbx_policy *ret, struct sb
   return 0;
 }
 
-uint64_t fork_policy_pids(const struct server *srv, uint64_t per_call)
+uint64_t fork_policy_pids(size_t max_calls, uint64_t per_call)
 {
-  uint64_t pids = room_for_calls(RLIMIT_NPROC, "NPROC", per_call, template_calls(srv), srv->max_concurrent) +
+  uint64_t pids = room_for_calls(RLIMIT_NPROC, "NPROC", per_call, template_calls(max_calls), max_calls) +
                   TEMPLATE_OWN_PIDS;
   /* set_rlimits sets RLIMIT_NPROC as it is, where it caps the budgets at the hard limit. */
   struct rlimit nproc;
