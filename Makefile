@@ -4,7 +4,7 @@ PREFIX  ?= /usr/local
 BUILD   ?= build
 PKGS     = libseccomp libcap-ng yajl libmnl libmd
 # libarchive: headers only; image/image_layer.c loads it with dlopen when an image is imported. The same for
-# libmicrohttpd, which mcp/mcp_http.c loads when `sandboxd mcp --http` starts.
+# libmicrohttpd, which mcp/mcp_http_daemon.c loads when `sandboxd mcp --http` starts.
 CFLAGS_PKGS = $(shell pkg-config --cflags libarchive libmicrohttpd)
 WARN     = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wformat=2 \
            -Wno-format-nonliteral

@@ -143,6 +143,60 @@ static int parse_limit(int opt, const char *arg, struct sbx_limits *l, sbx_error
   return 0;
 }
 
+/* An option that sets what runs, and how (the limits: parse_limit). */
+static int parse_option(int c, char *arg, struct exec_options *o, sbx_error_t *err)
+{
+  switch (c) {
+  case OPT_LANG:
+    if (!lang_by_name(arg))
+      return sbx_error_set(err, 0, "--lang `%s`: expected one of %s", arg, lang_names());
+    o->lang = arg;
+    return 0;
+  case OPT_POLICY:
+    o->policy = arg;
+    return 0;
+  case OPT_ROOTFS:
+    o->rootfs = arg;
+    return 0;
+  case OPT_REPORT:
+    o->report = arg;
+    return 0;
+  case OPT_AUDIT_LOG:
+    o->audit_log = arg;
+    return 0;
+  case OPT_AUDIT_CODE:
+    o->audit_code = true;
+    return 0;
+  case OPT_CONFIG:
+    o->mcp_config = arg;
+    return 0;
+  case OPT_IMPORT_CLAUDE:
+    o->import_claude = true;
+    return 0;
+  case OPT_WORKDIR:
+    if (!path_is_clean_abs(arg) && strcmp(arg, "/") != 0)
+      return sbx_error_set(err, 0, "--workdir `%s`: must be an absolute path inside the sandbox", arg);
+    o->workdir = arg;
+    return 0;
+  case OPT_BIND:
+  case OPT_BIND_RW:
+    return bind_opts_add(&o->binds, arg, c == OPT_BIND_RW, err);
+  case OPT_ENV: {
+    const char *eq = strchr(arg, '=');
+    if (!eq || eq == arg || strcspn(arg, "=") != (size_t) (eq - arg))
+      return sbx_error_set(err, 0, "--env `%s`: expected NAME=VALUE", arg);
+    if (o->n_env >= EXEC_MAX_ENV)
+      return sbx_error_set(err, 0, "too many --env options (at most %d)", EXEC_MAX_ENV);
+    o->env[o->n_env++] = arg;
+    return 0;
+  }
+  case OPT_ALLOW_HOST:
+    return policy_allow_opts_add(&o->allow_hosts, arg, err);
+  default:
+    return parse_limit(c, arg, &o->limits, err);
+  }
+}
+
 int exec_parse_args(int argc, char **argv, struct exec_options *o, sbx_error_t *err)
 {
   static const struct option longopts[] = {
@@ -189,58 +243,9 @@ int exec_parse_args(int argc, char **argv, struct exec_options *o, sbx_error_t *
       o->module = optarg;
       /* So does -m MODULE, like python -m. */
       goto done;
-    case OPT_LANG:
-      if (!lang_by_name(optarg))
-        return sbx_error_set(err, 0, "--lang `%s`: expected one of %s", optarg, lang_names());
-      o->lang = optarg;
-      break;
     case 'h':
       o->help = true;
       return 0;
-    case OPT_POLICY:
-      o->policy = optarg;
-      break;
-    case OPT_ROOTFS:
-      o->rootfs = optarg;
-      break;
-    case OPT_REPORT:
-      o->report = optarg;
-      break;
-    case OPT_AUDIT_LOG:
-      o->audit_log = optarg;
-      break;
-    case OPT_AUDIT_CODE:
-      o->audit_code = true;
-      break;
-    case OPT_CONFIG:
-      o->mcp_config = optarg;
-      break;
-    case OPT_IMPORT_CLAUDE:
-      o->import_claude = true;
-      break;
-    case OPT_WORKDIR:
-      if (!path_is_clean_abs(optarg) && strcmp(optarg, "/") != 0)
-        return sbx_error_set(err, 0, "--workdir `%s`: must be an absolute path inside the sandbox", optarg);
-      o->workdir = optarg;
-      break;
-    case OPT_BIND:
-    case OPT_BIND_RW:
-      if (bind_opts_add(&o->binds, optarg, c == OPT_BIND_RW, err) < 0)
-        return -1;
-      break;
-    case OPT_ENV: {
-      const char *eq = strchr(optarg, '=');
-      if (!eq || eq == optarg || strcspn(optarg, "=") != (size_t) (eq - optarg))
-        return sbx_error_set(err, 0, "--env `%s`: expected NAME=VALUE", optarg);
-      if (o->n_env >= EXEC_MAX_ENV)
-        return sbx_error_set(err, 0, "too many --env options (at most %d)", EXEC_MAX_ENV);
-      o->env[o->n_env++] = optarg;
-      break;
-    }
-    case OPT_ALLOW_HOST:
-      if (policy_allow_opts_add(&o->allow_hosts, optarg, err) < 0)
-        return -1;
-      break;
     case '?':
       if (optopt == 'c' || optopt == 'm')
         return sbx_error_set(err, 0, "-%c needs %s", optopt, optopt == 'c' ? "CODE" : "MODULE");
@@ -249,7 +254,7 @@ int exec_parse_args(int argc, char **argv, struct exec_options *o, sbx_error_t *
       return sbx_error_set(err, 0, "unknown or incomplete option `%s` (see sandboxd exec --help)",
                            argv[optind - 1]);
     default:
-      if (parse_limit(c, optarg, &o->limits, err) < 0)
+      if (parse_option(c, optarg, o, err) < 0)
         return -1;
       break;
     }

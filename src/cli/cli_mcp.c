@@ -274,6 +274,110 @@ static int parse_tools(const char *list, unsigned *ret, sbx_error_t *err)
   return 0;
 }
 
+/* The server's numbers: calls at once and queued, sizes, the output directory's budget, warm
+ * sandboxes, the text shown; false: not one of them. */
+static bool parse_number_opt(int c, const char *arg, struct server *srv, int *r, sbx_error_t *err)
+{
+  uint64_t v;
+  *r = 0;
+  switch (c) {
+  case OPT_MAX_CONCURRENT:
+    *r = parse_count("--max-concurrent", arg, 256, &srv->max_concurrent, err);
+    return true;
+  case OPT_MAX_QUEUE:
+    *r = parse_count("--max-queue", arg, 65536, &srv->max_queue, err);
+    return true;
+  case OPT_MAX_MESSAGE:
+    if (parse_size(arg, &v) < 0 || v < 1024 || v > (1u << 30))
+      *r = sbx_error_set(err, 0, "--max-message-size `%s`: expected a size from 1K to 1G", arg);
+    else
+      srv->max_message = (size_t) v;
+    return true;
+  case OPT_OUTPUT_MAX_SIZE:
+    if (parse_size(arg, &v) < 0 || v < 1024 || v > (1ULL << 50))
+      *r = sbx_error_set(err, 0, "--output-max-size `%s`: expected a size from 1K to 1024T", arg);
+    else
+      srv->output_budget.max_bytes = v;
+    return true;
+  case OPT_OUTPUT_MAX_AGE:
+    if (parse_age(arg, &v) < 0)
+      *r =
+          sbx_error_set(err, 0, "--output-max-age `%s`: expected N, Ns, Nm, Nh or Nd, from 1s to 3650d", arg);
+    else
+      srv->output_budget.max_age_s = v;
+    return true;
+  case OPT_WARM:
+    if (parse_u64(arg, &v) < 0 || v > MAX_WARM)
+      *r = sbx_error_set(err, 0, "--warm `%s`: expected a whole number from 0 to %d", arg, MAX_WARM);
+    else
+      srv->warm_target = (size_t) v;
+    return true;
+  case OPT_TEXT_LIMIT:
+    if (parse_u64(arg, &v) < 0 || v < MIN_TEXT_LIMIT || v > MAX_TEXT_LIMIT)
+      *r = sbx_error_set(err, 0, "--text-limit `%s`: expected a whole number from %d to %d", arg,
+                         MIN_TEXT_LIMIT, MAX_TEXT_LIMIT);
+    else
+      srv->text_limit = (size_t) v;
+    return true;
+  }
+  return false;
+}
+
+/* What every sandbox of the server gets and what it offers: host servers, the audit log, binds
+ * and roots, tools, warm sandboxes and the fork template's preload, egress; false: not one of
+ * them. */
+static bool parse_server_opt(int c, const char *arg, struct server *srv, int *r, sbx_error_t *err)
+{
+  *r = 0;
+  switch (c) {
+  case OPT_CONFIG:
+    srv->mcp_opts.path = arg;
+    return true;
+  case OPT_IMPORT_CLAUDE:
+    srv->mcp_opts.import_claude = true;
+    return true;
+  case OPT_AUDIT_LOG:
+    srv->audit_log = arg;
+    return true;
+  case OPT_BIND:
+  case OPT_BIND_RW:
+    *r = bind_opts_add(&srv->binds, arg, c == OPT_BIND_RW, err);
+    return true;
+  case OPT_ROOTS:
+    srv->roots.enabled = true;
+    return true;
+  case OPT_TOOLS:
+    *r = parse_tools(arg, &srv->tools, err);
+    return true;
+  case OPT_WARM_LANG:
+    *r = mcp_lang_parse_list("--warm-lang", arg, &srv->warm_langs, err);
+    return true;
+  case OPT_WARM_MODE:
+    if (strcmp(arg, "fork") == 0)
+      srv->warm_mode = WARM_FORK;
+    else if (strcmp(arg, "prestart") == 0)
+      srv->warm_mode = WARM_PRESTART;
+    else if (strcmp(arg, "auto") == 0)
+      srv->warm_mode = WARM_AUTO;
+    else
+      *r = sbx_error_set(err, 0, "--warm-mode `%s`: expected auto, fork or prestart", arg);
+    return true;
+  case OPT_PRELOAD:
+    if ((*r = check_preload("--preload", arg, err)) < 0)
+      return true;
+    free(srv->preload);
+    if (!(srv->preload = strdup(arg)))
+      *r = sbx_error_set(err, ENOMEM, "--preload");
+    else
+      srv->preload_set = true;
+    return true;
+  case OPT_ALLOW_HOST:
+    *r = policy_allow_opts_add(&srv->allow_hosts, arg, err);
+    return true;
+  }
+  return false;
+}
+
 static int parse_args(int argc, char **argv, struct server *srv, const char **ret_policy,
                       const char **ret_rootfs, const char **ret_output_dir, struct mcp_http_opts *http,
                       bool *ret_http, bool *ret_help, sbx_error_t *err)
@@ -316,10 +420,10 @@ static int parse_args(int argc, char **argv, struct server *srv, const char **re
   optind = 0;
   opterr = 0;
   int c;
-  uint64_t v;
   while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
     int r;
-    if (parse_http_opt(c, optarg, http, ret_http, &r, err)) {
+    if (parse_http_opt(c, optarg, http, ret_http, &r, err) || parse_number_opt(c, optarg, srv, &r, err) ||
+        parse_server_opt(c, optarg, srv, &r, err)) {
       if (r < 0)
         return -1;
       continue;
@@ -334,90 +438,8 @@ static int parse_args(int argc, char **argv, struct server *srv, const char **re
     case OPT_ROOTFS:
       *ret_rootfs = optarg;
       break;
-    case OPT_MAX_CONCURRENT:
-      if (parse_count("--max-concurrent", optarg, 256, &srv->max_concurrent, err) < 0)
-        return -1;
-      break;
-    case OPT_MAX_QUEUE:
-      if (parse_count("--max-queue", optarg, 65536, &srv->max_queue, err) < 0)
-        return -1;
-      break;
-    case OPT_MAX_MESSAGE:
-      if (parse_size(optarg, &v) < 0 || v < 1024 || v > (1u << 30))
-        return sbx_error_set(err, 0, "--max-message-size `%s`: expected a size from 1K to 1G", optarg);
-      srv->max_message = (size_t) v;
-      break;
-    case OPT_CONFIG:
-      srv->mcp_opts.path = optarg;
-      break;
-    case OPT_IMPORT_CLAUDE:
-      srv->mcp_opts.import_claude = true;
-      break;
-    case OPT_AUDIT_LOG:
-      srv->audit_log = optarg;
-      break;
     case OPT_OUTPUT_DIR:
       *ret_output_dir = optarg;
-      break;
-    case OPT_OUTPUT_MAX_SIZE:
-      if (parse_size(optarg, &v) < 0 || v < 1024 || v > (1ULL << 50))
-        return sbx_error_set(err, 0, "--output-max-size `%s`: expected a size from 1K to 1024T", optarg);
-      srv->output_budget.max_bytes = v;
-      break;
-    case OPT_OUTPUT_MAX_AGE:
-      if (parse_age(optarg, &v) < 0)
-        return sbx_error_set(err, 0, "--output-max-age `%s`: expected N, Ns, Nm, Nh or Nd, from 1s to 3650d",
-                             optarg);
-      srv->output_budget.max_age_s = v;
-      break;
-    case OPT_WARM:
-      if (parse_u64(optarg, &v) < 0 || v > MAX_WARM)
-        return sbx_error_set(err, 0, "--warm `%s`: expected a whole number from 0 to %d", optarg, MAX_WARM);
-      srv->warm_target = (size_t) v;
-      break;
-    case OPT_TEXT_LIMIT:
-      if (parse_u64(optarg, &v) < 0 || v < MIN_TEXT_LIMIT || v > MAX_TEXT_LIMIT)
-        return sbx_error_set(err, 0, "--text-limit `%s`: expected a whole number from %d to %d", optarg,
-                             MIN_TEXT_LIMIT, MAX_TEXT_LIMIT);
-      srv->text_limit = (size_t) v;
-      break;
-    case OPT_BIND:
-    case OPT_BIND_RW:
-      if (bind_opts_add(&srv->binds, optarg, c == OPT_BIND_RW, err) < 0)
-        return -1;
-      break;
-    case OPT_ROOTS:
-      srv->roots.enabled = true;
-      break;
-    case OPT_TOOLS:
-      if (parse_tools(optarg, &srv->tools, err) < 0)
-        return -1;
-      break;
-    case OPT_WARM_LANG:
-      if (mcp_lang_parse_list("--warm-lang", optarg, &srv->warm_langs, err) < 0)
-        return -1;
-      break;
-    case OPT_WARM_MODE:
-      if (strcmp(optarg, "fork") == 0)
-        srv->warm_mode = WARM_FORK;
-      else if (strcmp(optarg, "prestart") == 0)
-        srv->warm_mode = WARM_PRESTART;
-      else if (strcmp(optarg, "auto") == 0)
-        srv->warm_mode = WARM_AUTO;
-      else
-        return sbx_error_set(err, 0, "--warm-mode `%s`: expected auto, fork or prestart", optarg);
-      break;
-    case OPT_PRELOAD:
-      if (check_preload("--preload", optarg, err) < 0)
-        return -1;
-      free(srv->preload);
-      if (!(srv->preload = strdup(optarg)))
-        return sbx_error_set(err, ENOMEM, "--preload");
-      srv->preload_set = true;
-      break;
-    case OPT_ALLOW_HOST:
-      if (policy_allow_opts_add(&srv->allow_hosts, optarg, err) < 0)
-        return -1;
       break;
     default:
       return sbx_error_set(err, 0, "unknown or incomplete option `%s` (see sandboxd mcp --help)",

@@ -310,6 +310,155 @@ static int cmd_remove(const char *store, const char *name)
   return 0;
 }
 
+/* What rootfs's options and arguments say, for its subcommand. */
+struct rootfs_args {
+  struct image_import_options o; /* import and fetch: --max-size, --max-files, --keep-setuid, --source */
+  const char *dir, *profile;
+  char name[IMAGE_NAME_MAX + 1];
+  bool force, tls_verify;
+  uint64_t timeout_ms;
+  char store[PATH_MAX];
+  char **rest; /* what follows the subcommand, options taken out */
+  int nrest;
+};
+
+/* One option into a: 0, the exit status of its usage error, or -1: not an option of rootfs. */
+static int rootfs_option(int c, const char *arg, struct rootfs_args *a)
+{
+  switch (c) {
+  case OPT_DIR:
+    a->dir = arg;
+    return 0;
+  case OPT_NAME:
+    if (strlen(arg) > IMAGE_NAME_MAX || !image_name_valid(arg) ||
+        bufprintf(a->name, sizeof a->name, NULL, "%s", arg) < 0)
+      return usage_error("--name `%s`: use letters, digits, `.`, `_` and `-` (at most 128)", arg);
+    return 0;
+  case OPT_MAX_SIZE:
+    if (parse_size(arg, &a->o.max_bytes) < 0 || !a->o.max_bytes)
+      return usage_error("--max-size `%s`: not a size like 512M or 4G", arg);
+    return 0;
+  case OPT_MAX_FILES:
+    if (parse_u64(arg, &a->o.max_files) < 0 || !a->o.max_files)
+      return usage_error("--max-files `%s`: not a positive number", arg);
+    return 0;
+  case OPT_KEEP:
+    a->o.keep_privileges = true;
+    return 0;
+  case OPT_SOURCE:
+    a->o.source_ref = arg;
+    return 0;
+  case OPT_PROFILE:
+    if (strcmp(arg, "slim") && strcmp(arg, "data") && strcmp(arg, "node"))
+      return usage_error("--profile `%s`: slim, data or node", arg);
+    a->profile = arg;
+    return 0;
+  case OPT_FORCE:
+    a->force = true;
+    return 0;
+  case OPT_TIMEOUT:
+    if (parse_duration_ms(arg, &a->timeout_ms) < 0 || !a->timeout_ms || a->timeout_ms > 600000)
+      return usage_error("--timeout `%s`: seconds, more than 0 and at most 600", arg);
+    return 0;
+  case OPT_TLS_VERIFY:
+    if (strcmp(arg, "true") && strcmp(arg, "false"))
+      return usage_error("--tls-verify=`%s`: true or false", arg);
+    a->tls_verify = !strcmp(arg, "true");
+    return 0;
+  default:
+    return -1;
+  }
+}
+
+/* ------------------------------------------------------------------ the subcommands */
+
+static int sub_import(struct rootfs_args *a)
+{
+  if (a->nrest != 1)
+    return usage_error("%s", "usage: sandboxd rootfs import SRC [--name NAME] (see sandboxd rootfs --help)");
+  a->o.src = a->rest[0];
+  if (!a->name[0]) {
+    default_name(a->o.src, a->name);
+    if (!image_name_valid(a->name))
+      return usage_error("cannot derive a rootfs name from `%s`: pass --name NAME", a->o.src);
+  }
+  a->o.name = a->name;
+  a->o.store = a->store;
+  return cmd_import(&a->o);
+}
+
+static int sub_list(struct rootfs_args *a)
+{
+  if (a->nrest != 0)
+    return usage_error("%s", "usage: sandboxd rootfs list [--dir DIR]");
+  return cmd_list(a->store);
+}
+
+static int sub_verify(struct rootfs_args *a)
+{
+  if (a->nrest != 1)
+    return usage_error("%s", "usage: sandboxd rootfs verify NAME [--dir DIR]");
+  return cmd_verify(a->store, a->rest[0]);
+}
+
+static int sub_build(struct rootfs_args *a)
+{
+  if (a->nrest != 0)
+    return usage_error("%s",
+                       "usage: sandboxd rootfs build [--profile slim|data|node] [--name NAME] [--dir DIR]");
+  char def[IMAGE_NAME_MAX + 1];
+  if (!strcmp(a->profile, "node"))
+    bufprintf_cut(def, sizeof def, "%s", "node-slim");
+  else
+    bufprintf_cut(def, sizeof def, "python-3.14-%s", a->profile);
+  struct rootfs_build_options bo = {
+      .store = a->store, .name = a->name[0] ? a->name : def, .profile = a->profile, .force = a->force};
+  return rootfs_build(&bo);
+}
+
+static int sub_fetch(struct rootfs_args *a)
+{
+  if (a->nrest > 1)
+    return usage_error("%s",
+                       "usage: sandboxd rootfs fetch [IMAGE] [--name NAME] (see sandboxd rootfs --help)");
+  const char *image = a->nrest ? a->rest[0] : ROOTFS_FETCH_DEFAULT_IMAGE;
+  if (!strncmp(image, "docker://", 9))
+    image += 9;
+  if (!*image || strchr(image, ' ') || strstr(image, "://") || image[0] == '-')
+    return usage_error("rootfs fetch: `%s` is not an image reference like HOST/NAME:TAG", image);
+  if (!a->name[0]) {
+    name_from_image(image, a->name);
+    if (!image_name_valid(a->name))
+      return usage_error("cannot derive a rootfs name from `%s`: pass --name NAME", image);
+  }
+  struct rootfs_fetch_options fo = {.image = image,
+                                    .store = a->store,
+                                    .name = a->name,
+                                    .tls_verify = a->tls_verify,
+                                    .timeout_ms = (unsigned) a->timeout_ms};
+  a->o.name = a->name;
+  a->o.store = a->store;
+  return cmd_fetch(&fo, &a->o);
+}
+
+static int sub_remove(struct rootfs_args *a)
+{
+  if (a->nrest != 1)
+    return usage_error("%s", "usage: sandboxd rootfs remove NAME [--dir DIR]");
+  if (!image_name_valid(a->rest[0]))
+    return usage_error("rootfs remove `%s`: not a rootfs name (letters, digits, `.`, `_`, `-`; no `/`)",
+                       a->rest[0]);
+  return cmd_remove(a->store, a->rest[0]);
+}
+
+static const struct {
+  const char *name;
+  int (*run)(struct rootfs_args *a);
+} subcommands[] = {
+    {"import", sub_import}, {"list", sub_list},   {"verify", sub_verify},
+    {"build", sub_build},   {"fetch", sub_fetch}, {"remove", sub_remove},
+};
+
 int cmd_rootfs(int argc, char **argv)
 {
   if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
@@ -317,138 +466,29 @@ int cmd_rootfs(int argc, char **argv)
     return argc < 2 ? SBX_EXIT_SETUP : 0;
   }
   const char *sub = argv[1];
-  struct image_import_options o = {0};
-  const char *dir = NULL, *profile = "slim";
-  char name[IMAGE_NAME_MAX + 1] = "";
-  bool force = false, tls_verify = true;
-  uint64_t timeout_ms = ROOTFS_FETCH_TIMEOUT_MS;
+  struct rootfs_args a = {.profile = "slim", .tls_verify = true, .timeout_ms = ROOTFS_FETCH_TIMEOUT_MS};
   int c;
   optind = 1;
   opterr = 0;
   while ((c = getopt_long(argc - 1, argv + 1, "h", rootfs_options, NULL)) != -1) {
-    switch (c) {
-    case OPT_DIR:
-      dir = optarg;
-      break;
-    case OPT_NAME:
-      if (strlen(optarg) > IMAGE_NAME_MAX || !image_name_valid(optarg) ||
-          bufprintf(name, sizeof name, NULL, "%s", optarg) < 0)
-        return usage_error("--name `%s`: use letters, digits, `.`, `_` and `-` (at most 128)", optarg);
-      break;
-    case OPT_MAX_SIZE:
-      if (parse_size(optarg, &o.max_bytes) < 0 || !o.max_bytes)
-        return usage_error("--max-size `%s`: not a size like 512M or 4G", optarg);
-      break;
-    case OPT_MAX_FILES:
-      if (parse_u64(optarg, &o.max_files) < 0 || !o.max_files)
-        return usage_error("--max-files `%s`: not a positive number", optarg);
-      break;
-    case OPT_KEEP:
-      o.keep_privileges = true;
-      break;
-    case OPT_SOURCE:
-      o.source_ref = optarg;
-      break;
-    case OPT_PROFILE:
-      if (strcmp(optarg, "slim") && strcmp(optarg, "data") && strcmp(optarg, "node"))
-        return usage_error("--profile `%s`: slim, data or node", optarg);
-      profile = optarg;
-      break;
-    case OPT_FORCE:
-      force = true;
-      break;
-    case OPT_TIMEOUT:
-      if (parse_duration_ms(optarg, &timeout_ms) < 0 || !timeout_ms || timeout_ms > 600000)
-        return usage_error("--timeout `%s`: seconds, more than 0 and at most 600", optarg);
-      break;
-    case OPT_TLS_VERIFY:
-      if (strcmp(optarg, "true") && strcmp(optarg, "false"))
-        return usage_error("--tls-verify=`%s`: true or false", optarg);
-      tls_verify = !strcmp(optarg, "true");
-      break;
-    case 'h':
-    case OPT_HELP:
+    if (c == 'h' || c == OPT_HELP) {
       fputs(rootfs_usage, stdout);
       return 0;
-    default:
+    }
+    int r = rootfs_option(c, optarg, &a);
+    if (r < 0)
       return usage_error("rootfs: unknown or incomplete option `%s` (see sandboxd rootfs --help)",
                          argv[optind] ? argv[optind] : "");
-    }
+    if (r > 0)
+      return r;
   }
-  char **rest = argv + 1 + optind;
-  int nrest = argc - 1 - optind;
-  char store[PATH_MAX];
+  a.rest = argv + 1 + optind;
+  a.nrest = argc - 1 - optind;
   sbx_error_t err;
-  if (store_dir(dir, store, &err) < 0)
+  if (store_dir(a.dir, a.store, &err) < 0)
     return usage_error("%s", err.msg);
-
-  if (!strcmp(sub, "import")) {
-    if (nrest != 1)
-      return usage_error("%s",
-                         "usage: sandboxd rootfs import SRC [--name NAME] (see sandboxd rootfs --help)");
-    o.src = rest[0];
-    if (!name[0]) {
-      default_name(o.src, name);
-      if (!image_name_valid(name))
-        return usage_error("cannot derive a rootfs name from `%s`: pass --name NAME", o.src);
-    }
-    o.name = name;
-    o.store = store;
-    return cmd_import(&o);
-  }
-  if (!strcmp(sub, "list")) {
-    if (nrest != 0)
-      return usage_error("%s", "usage: sandboxd rootfs list [--dir DIR]");
-    return cmd_list(store);
-  }
-  if (!strcmp(sub, "verify")) {
-    if (nrest != 1)
-      return usage_error("%s", "usage: sandboxd rootfs verify NAME [--dir DIR]");
-    return cmd_verify(store, rest[0]);
-  }
-  if (!strcmp(sub, "build")) {
-    if (nrest != 0)
-      return usage_error("%s",
-                         "usage: sandboxd rootfs build [--profile slim|data|node] [--name NAME] [--dir DIR]");
-    char def[IMAGE_NAME_MAX + 1];
-    if (!strcmp(profile, "node"))
-      bufprintf_cut(def, sizeof def, "%s", "node-slim");
-    else
-      bufprintf_cut(def, sizeof def, "python-3.14-%s", profile);
-    struct rootfs_build_options bo = {
-        .store = store, .name = name[0] ? name : def, .profile = profile, .force = force};
-    return rootfs_build(&bo);
-  }
-  if (!strcmp(sub, "fetch")) {
-    if (nrest > 1)
-      return usage_error("%s",
-                         "usage: sandboxd rootfs fetch [IMAGE] [--name NAME] (see sandboxd rootfs --help)");
-    const char *image = nrest ? rest[0] : ROOTFS_FETCH_DEFAULT_IMAGE;
-    if (!strncmp(image, "docker://", 9))
-      image += 9;
-    if (!*image || strchr(image, ' ') || strstr(image, "://") || image[0] == '-')
-      return usage_error("rootfs fetch: `%s` is not an image reference like HOST/NAME:TAG", image);
-    if (!name[0]) {
-      name_from_image(image, name);
-      if (!image_name_valid(name))
-        return usage_error("cannot derive a rootfs name from `%s`: pass --name NAME", image);
-    }
-    struct rootfs_fetch_options fo = {.image = image,
-                                      .store = store,
-                                      .name = name,
-                                      .tls_verify = tls_verify,
-                                      .timeout_ms = (unsigned) timeout_ms};
-    o.name = name;
-    o.store = store;
-    return cmd_fetch(&fo, &o);
-  }
-  if (!strcmp(sub, "remove")) {
-    if (nrest != 1)
-      return usage_error("%s", "usage: sandboxd rootfs remove NAME [--dir DIR]");
-    if (!image_name_valid(rest[0]))
-      return usage_error("rootfs remove `%s`: not a rootfs name (letters, digits, `.`, `_`, `-`; no `/`)",
-                         rest[0]);
-    return cmd_remove(store, rest[0]);
-  }
+  for (size_t i = 0; i < ARRAY_SIZE(subcommands); i++)
+    if (!strcmp(sub, subcommands[i].name))
+      return subcommands[i].run(&a);
   return usage_error("rootfs: unknown subcommand `%s` (build, fetch, import, list, verify, remove)", sub);
 }

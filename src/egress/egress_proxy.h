@@ -14,7 +14,7 @@
 #include <sys/types.h>
 
 #include "base/error.h"
-#include "base/json.h"
+#include "egress/egress_log.h"
 #include "policy/policy.h"
 
 /* Where the proxy listens inside every sandbox: 127.0.0.1:3128 (squid's port, which clients
@@ -24,8 +24,6 @@
 /* The variables every `network proxy` sandbox gets (NO_PROXY empty: even loopback goes to it). */
 #define EGRESS_N_ENV 9
 extern char *const egress_proxy_env[EGRESS_N_ENV];
-/* Attempts recorded one by one per sandbox; the rest are counted. */
-#define EGRESS_MAX_RECORDS 64
 /* Connections the proxy accepts from one sandbox: a bucket of EGRESS_ACCEPT_BURST, refilled at
  * EGRESS_ACCEPT_RATE a second. Each costs a fork of sandboxd's and its CPU (about 2 ms here) in
  * sandboxd's cgroup, not the sandbox's: without it a connect/close loop at --cpus 0.25 made the
@@ -41,8 +39,6 @@ extern char *const egress_proxy_env[EGRESS_N_ENV];
 /* In the sandbox's pid 1, in its network namespace: the listening socket (O_CLOEXEC). */
 int egress_listen(sbx_error_t *err);
 
-struct egress_log;
-
 /* In sandboxd, once the sandbox is ready: fork the proxy, which serves listen_fd (taken: closed
  * here) until pidfd (the sandbox's pid 1) is readable, then closes every connection and exits.
  * As root it runs as uid and gid run_as (the sandbox's host id; 0: stays root, without
@@ -50,12 +46,5 @@ struct egress_log;
  * *ret_pid). */
 int egress_proxy_start(const struct sbx_policy *p, int listen_fd, int pidfd, unsigned run_as,
                        struct egress_log **ret_log, pid_t *ret_pid, sbx_error_t *err);
-void egress_log_free(struct egress_log *l);
-
-/* The attempts so far as a JSON object: counts, bytes, limits hit and (with records) each attempt
- * (host, port, address, verdict, bytes, duration). For the audit record (records), --report and
- * MCP structuredContent (the summary). */
-void egress_log_write_json(const struct egress_log *l, json_writer_t *w, bool records);
-char *egress_log_json(const struct egress_log *l, bool records);
 
 #endif

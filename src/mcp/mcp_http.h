@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* `sandboxd mcp --http`: MCP's Streamable HTTP transport (protocol 2025-11-25) on one endpoint,
  * /mcp, in the server's own poll loop (mcp_server.c), feeding its one dispatcher (handed over at
- * start: mcp_http_handlers). mcp_http.c the transport [libmicrohttpd], mcp_http_session.c the
- * sessions, mcp_http_auth.c bearer tokens and origins. */
+ * start: mcp_http_handlers). mcp_http.c the transport, mcp_http_request.c what a request asks,
+ * mcp_http_exchange.c each request's answer and streams, mcp_http_daemon.c libmicrohttpd,
+ * mcp_http_session.c the sessions, mcp_http_auth.c bearer tokens and origins. */
 #ifndef SBX_MCP_HTTP_H
 #define SBX_MCP_HTTP_H
 

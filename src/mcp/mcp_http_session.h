@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* `sandboxd mcp --http`: the sessions of the stateful mode (Mcp-Session-Id). Internal to
- * mcp_http.c. */
+/* `sandboxd mcp --http`: the sessions of the stateful mode (Mcp-Session-Id). Internal to the
+ * transport (mcp_http_internal.h). */
 #ifndef SBX_MCP_HTTP_SESSION_H
 #define SBX_MCP_HTTP_SESSION_H
 

@@ -76,7 +76,7 @@ void send_writer(struct server *srv, json_writer_t *w)
 {
   size_t n;
   const char *buf = w ? json_writer_buf(w, &n) : NULL;
-  if (srv->http) { /* to the exchange at srv->route (mcp_http.c) */
+  if (srv->http) { /* to the exchange at srv->route (mcp_http_exchange.c) */
     if (buf)
       mcp_http_send(srv->http, srv->route, buf, n);
     json_writer_free(w);

@@ -159,127 +159,152 @@ static void fmt_action(strbuf_t *sb, enum sbx_action a, int e)
   }
 }
 
+/* The limits: each request's default, then its max_*. */
+static void fmt_limits(strbuf_t *sb, const struct sbx_limits *l, const struct sbx_limits *m)
+{
+  fmt_milli(sb, "timeout", l->timeout_ms, "s");
+  fmt_milli(sb, "max_timeout", m->timeout_ms, "s");
+  fmt_size(sb, "memory", l->memory_bytes);
+  fmt_size(sb, "max_memory", m->memory_bytes);
+  kv_u64(sb, "pids", l->pids);
+  kv_u64(sb, "max_pids", m->pids);
+  fmt_milli(sb, "cpus", l->cpus_milli, "");
+  fmt_milli(sb, "max_cpus", m->cpus_milli, "");
+  fmt_size(sb, "tmp_size", l->tmp_bytes);
+  fmt_size(sb, "max_tmp_size", m->tmp_bytes);
+  fmt_size(sb, "workspace_size", l->workspace_bytes);
+  fmt_size(sb, "max_workspace_size", m->workspace_bytes);
+  fmt_size(sb, "shm_size", l->shm_bytes);
+  fmt_size(sb, "max_shm_size", m->shm_bytes);
+  kv_u64(sb, "nofile", l->nofile);
+  kv_u64(sb, "max_nofile", m->nofile);
+  fmt_size(sb, "fsize", l->fsize_bytes);
+  fmt_size(sb, "max_fsize", m->fsize_bytes);
+  fmt_size(sb, "output_limit", l->output_bytes);
+  fmt_size(sb, "max_output_limit", m->output_bytes);
+  kv_u64(sb, "max_artifacts", l->artifacts);
+  fmt_size(sb, "artifact_limit", l->artifact_bytes);
+}
+
+/* "KEY VALUE\n" for each value. */
+static void fmt_each(strbuf_t *sb, const char *key, char *const *v, size_t n)
+{
+  for (size_t i = 0; i < n; i++) {
+    append(sb, key);
+    append(sb, " ");
+    append(sb, v[i]);
+    append(sb, "\n");
+  }
+}
+
+/* What the sandbox's processes may do: privileges, the root, /proc, the cgroup. */
+static void fmt_isolation(strbuf_t *sb, const struct sbx_policy *p, bool comments)
+{
+  kv_floored(sb, "no_new_privs", p->no_new_privs, comments && (p->floor_raised & SBX_FLOOR_NO_NEW_PRIVS));
+  kv_floored(sb, "drop_capabilities", p->drop_capabilities,
+             comments && (p->floor_raised & SBX_FLOOR_CAPABILITIES));
+  kv_str(sb, "readonly_root", p->readonly_root ? "yes" : "no");
+  kv_str(sb, "mask_proc", p->mask_proc ? "yes" : "no");
+  if (p->cgroup == SBX_CGROUP_REQUIRED) {
+    kv_str(sb, "cgroup", "required");
+  } else {
+    /* What the filter adds without a cgroup (seccomp.c's rlimit_denied): no rule says it. */
+    append_key(sb, "cgroup");
+    append(sb, "fallback-rlimit");
+    append_comment(sb, comments ? "without one: memfd_create memfd_secret ENOMEM, shmget ENOSPC" : NULL);
+    append(sb, "\n");
+  }
+  fmt_each(sb, "proc_mask", p->proc_masked, p->n_proc_masked);
+  fmt_each(sb, "proc_readonly", p->proc_readonly, p->n_proc_readonly);
+}
+
+/* The host MCP servers, the network and the egress allowlist with its limits. */
+static void fmt_network(strbuf_t *sb, const struct sbx_policy *p, bool comments)
+{
+  strbuf_printf(sb, "%-18s", "proxy_servers");
+  for (size_t i = 0; i < p->n_proxy_servers; i++)
+    strbuf_printf(sb, " %s", p->proxy_servers[i]);
+  strbuf_printf(sb, "%s\n", p->n_proxy_servers ? "" : " none");
+  kv_str(sb, "network", p->network == SBX_NET_PROXY ? "proxy" : "none");
+  kv_str(sb, "max_network", p->max_network == SBX_NET_PROXY ? "proxy" : "none");
+  for (size_t i = 0; i < p->n_allow_hosts; i++) {
+    char rule[EGRESS_HOST_MAX + 16];
+    egress_rule_format(&p->allow_hosts[i], rule, sizeof rule);
+    const char *reason = p->allow_hosts[i].reason;
+    strbuf_printf(sb, "allow_host %s%s%s\n", rule, comments && reason[0] ? "   # " : "",
+                  comments ? reason : "");
+  }
+  kv_u64(sb, "egress_connections", p->egress.connections);
+  fmt_size(sb, "egress_bytes_up", p->egress.bytes_up);
+  fmt_size(sb, "egress_bytes_down", p->egress.bytes_down);
+  fmt_milli(sb, "egress_connection_time", p->egress.connection_time_ms, "s");
+}
+
+/* One syscall rule: ACTION SYSCALL[ when argN [& MASK] == VALUE]. */
+static void fmt_rule(strbuf_t *sb, const struct sbx_rule *r, bool comments)
+{
+  fmt_action(sb, r->action, r->errno_value);
+  append(sb, " ");
+  append(sb, r->syscall);
+  if (r->cmp == SBX_CMP_EQ32 || r->cmp == SBX_CMP_MASKED_EQ) {
+    char arg[] = " when argN ";
+    arg[9] = (char) ('0' + r->arg); /* 0..5 (the parser's check) */
+    append(sb, arg);
+    if (r->cmp == SBX_CMP_MASKED_EQ) {
+      append(sb, "& ");
+      append_hex(sb, r->mask);
+      append(sb, " ");
+    }
+    append(sb, "== ");
+    append_hex(sb, r->value);
+  }
+  if (comments && r->cond_text)
+    strbuf_printf(sb, "   # %s", r->cond_text);
+  append(sb, "\n");
+}
+
+/* The filter: its default actions, then each group with its rules. */
+static void fmt_seccomp(strbuf_t *sb, const struct sbx_policy *p, bool comments)
+{
+  strbuf_printf(sb, "seccomp_default ");
+  fmt_action(sb, p->default_action, p->default_errno);
+  strbuf_printf(sb, "\nseccomp_badarch ");
+  fmt_action(sb, p->badarch_action, 0);
+  strbuf_printf(sb, "\n");
+  /* Each group's rules in file order: the first rule not yet written is where the next scan
+   * starts (rules come mostly grouped), so this is not groups x rules. */
+  size_t first = 0;
+  for (size_t g = 0; g < p->n_groups; g++) {
+    append(sb, "group ");
+    append(sb, p->groups[g].name);
+    append(sb, " \"");
+    append(sb, p->groups[g].reason);
+    append(sb, "\"\n");
+    while (first < p->n_rules && p->rules[first].group < g)
+      first++;
+    for (size_t i = first; i < p->n_rules; i++)
+      if (p->rules[i].group == g)
+        fmt_rule(sb, &p->rules[i], comments);
+  }
+}
+
 static char *format(const struct sbx_policy *p, bool comments)
 {
   strbuf_t sb = {0};
-  const struct sbx_limits *l = &p->limits, *m = &p->max;
   strbuf_printf(&sb, "sandboxd-policy %d\n", SBX_POLICY_VERSION);
   kv_str(&sb, "name", p->name);
   kv_str(&sb, "description", p->description);
-  fmt_milli(&sb, "timeout", l->timeout_ms, "s");
-  fmt_milli(&sb, "max_timeout", m->timeout_ms, "s");
-  fmt_size(&sb, "memory", l->memory_bytes);
-  fmt_size(&sb, "max_memory", m->memory_bytes);
-  kv_u64(&sb, "pids", l->pids);
-  kv_u64(&sb, "max_pids", m->pids);
-  fmt_milli(&sb, "cpus", l->cpus_milli, "");
-  fmt_milli(&sb, "max_cpus", m->cpus_milli, "");
-  fmt_size(&sb, "tmp_size", l->tmp_bytes);
-  fmt_size(&sb, "max_tmp_size", m->tmp_bytes);
-  fmt_size(&sb, "workspace_size", l->workspace_bytes);
-  fmt_size(&sb, "max_workspace_size", m->workspace_bytes);
-  fmt_size(&sb, "shm_size", l->shm_bytes);
-  fmt_size(&sb, "max_shm_size", m->shm_bytes);
-  kv_u64(&sb, "nofile", l->nofile);
-  kv_u64(&sb, "max_nofile", m->nofile);
-  fmt_size(&sb, "fsize", l->fsize_bytes);
-  fmt_size(&sb, "max_fsize", m->fsize_bytes);
-  fmt_size(&sb, "output_limit", l->output_bytes);
-  fmt_size(&sb, "max_output_limit", m->output_bytes);
-  kv_u64(&sb, "max_artifacts", l->artifacts);
-  fmt_size(&sb, "artifact_limit", l->artifact_bytes);
+  fmt_limits(&sb, &p->limits, &p->max);
   kv_u64(&sb, "uid", p->uid);
   kv_u64(&sb, "gid", p->gid);
   strbuf_printf(&sb, "%-18s %u %u%s\n", "host_id_range", p->host_id_start, p->host_id_count,
                 comments ? "   # as root: one host uid/gid per concurrent sandbox" : "");
   fmt_budgets(&sb, &p->budgets, comments);
   kv_str(&sb, "hostname", p->hostname);
-  for (size_t i = 0; i < p->n_env; i++) {
-    append(&sb, "env ");
-    append(&sb, p->env[i]);
-    append(&sb, "\n");
-  }
-  kv_floored(&sb, "no_new_privs", p->no_new_privs, comments && (p->floor_raised & SBX_FLOOR_NO_NEW_PRIVS));
-  kv_floored(&sb, "drop_capabilities", p->drop_capabilities,
-             comments && (p->floor_raised & SBX_FLOOR_CAPABILITIES));
-  kv_str(&sb, "readonly_root", p->readonly_root ? "yes" : "no");
-  kv_str(&sb, "mask_proc", p->mask_proc ? "yes" : "no");
-  if (p->cgroup == SBX_CGROUP_REQUIRED) {
-    kv_str(&sb, "cgroup", "required");
-  } else {
-    /* What the filter adds without a cgroup (seccomp.c's rlimit_denied): no rule says it. */
-    append_key(&sb, "cgroup");
-    append(&sb, "fallback-rlimit");
-    append_comment(&sb, comments ? "without one: memfd_create memfd_secret ENOMEM, shmget ENOSPC" : NULL);
-    append(&sb, "\n");
-  }
-  for (size_t i = 0; i < p->n_proc_masked; i++) {
-    append(&sb, "proc_mask ");
-    append(&sb, p->proc_masked[i]);
-    append(&sb, "\n");
-  }
-  for (size_t i = 0; i < p->n_proc_readonly; i++) {
-    append(&sb, "proc_readonly ");
-    append(&sb, p->proc_readonly[i]);
-    append(&sb, "\n");
-  }
-  strbuf_printf(&sb, "%-18s", "proxy_servers");
-  for (size_t i = 0; i < p->n_proxy_servers; i++)
-    strbuf_printf(&sb, " %s", p->proxy_servers[i]);
-  strbuf_printf(&sb, "%s\n", p->n_proxy_servers ? "" : " none");
-  kv_str(&sb, "network", p->network == SBX_NET_PROXY ? "proxy" : "none");
-  kv_str(&sb, "max_network", p->max_network == SBX_NET_PROXY ? "proxy" : "none");
-  for (size_t i = 0; i < p->n_allow_hosts; i++) {
-    char rule[EGRESS_HOST_MAX + 16];
-    egress_rule_format(&p->allow_hosts[i], rule, sizeof rule);
-    const char *reason = p->allow_hosts[i].reason;
-    strbuf_printf(&sb, "allow_host %s%s%s\n", rule, comments && reason[0] ? "   # " : "",
-                  comments ? reason : "");
-  }
-  kv_u64(&sb, "egress_connections", p->egress.connections);
-  fmt_size(&sb, "egress_bytes_up", p->egress.bytes_up);
-  fmt_size(&sb, "egress_bytes_down", p->egress.bytes_down);
-  fmt_milli(&sb, "egress_connection_time", p->egress.connection_time_ms, "s");
-  strbuf_printf(&sb, "seccomp_default ");
-  fmt_action(&sb, p->default_action, p->default_errno);
-  strbuf_printf(&sb, "\nseccomp_badarch ");
-  fmt_action(&sb, p->badarch_action, 0);
-  strbuf_printf(&sb, "\n");
-  /* Each group's rules in file order: the first rule not yet written is where the next scan
-   * starts (rules come mostly grouped), so this is not groups x rules. */
-  size_t first = 0;
-  for (size_t g = 0; g < p->n_groups; g++) {
-    append(&sb, "group ");
-    append(&sb, p->groups[g].name);
-    append(&sb, " \"");
-    append(&sb, p->groups[g].reason);
-    append(&sb, "\"\n");
-    while (first < p->n_rules && p->rules[first].group < g)
-      first++;
-    for (size_t i = first; i < p->n_rules; i++) {
-      const struct sbx_rule *r = &p->rules[i];
-      if (r->group != g)
-        continue;
-      fmt_action(&sb, r->action, r->errno_value);
-      append(&sb, " ");
-      append(&sb, r->syscall);
-      if (r->cmp == SBX_CMP_EQ32 || r->cmp == SBX_CMP_MASKED_EQ) {
-        char arg[] = " when argN ";
-        arg[9] = (char) ('0' + r->arg); /* 0..5 (the parser's check) */
-        append(&sb, arg);
-        if (r->cmp == SBX_CMP_MASKED_EQ) {
-          append(&sb, "& ");
-          append_hex(&sb, r->mask);
-          append(&sb, " ");
-        }
-        append(&sb, "== ");
-        append_hex(&sb, r->value);
-      }
-      if (comments && r->cond_text)
-        strbuf_printf(&sb, "   # %s", r->cond_text);
-      append(&sb, "\n");
-    }
-  }
+  fmt_each(&sb, "env", p->env, p->n_env);
+  fmt_isolation(&sb, p, comments);
+  fmt_network(&sb, p, comments);
+  fmt_seccomp(&sb, p, comments);
   return sb.data;
 }
 

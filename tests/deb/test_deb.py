@@ -89,7 +89,7 @@ def test_depends_come_from_the_binary_and_its_dlopen(deb):
         owner = subprocess.run(["dpkg", "-S", f"*/{soname}"], capture_output=True, text=True)
         pkgs = {ln.split(":")[0] for ln in owner.stdout.splitlines()}
         assert pkgs & names, (soname, pkgs, depends)
-    # The sonames image_layer.c and mcp_http.c dlopen, and the package that holds each (t64 or not)
+    # The sonames image_layer.c and mcp_http_daemon.c dlopen, and the package that holds each (t64 or not)
     # as an alternative.
     for name in ("libarchive", "libmicrohttpd"):
         dl = re.findall(name.encode() + rb"\.so\.\d+", open(SANDBOXD, "rb").read())
