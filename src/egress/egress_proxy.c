@@ -64,21 +64,6 @@ char *const egress_proxy_env[EGRESS_N_ENV] = {
     "NODE_USE_ENV_PROXY=1",
 };
 
-/* ------------------------------------------------------------------ the listener (pid 1) */
-
-int egress_listen(sbx_error_t *err)
-{
-  _cleanup_close_ int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0)
-    return sbx_error_errno(err, "egress proxy: socket");
-  /* No SO_REUSEPORT: nothing else in the sandbox can bind this port while the listener lives. */
-  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(EGRESS_PROXY_PORT)};
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (bind(fd, (struct sockaddr *) &a, sizeof a) < 0 || listen(fd, 64) < 0)
-    return sbx_error_errno(err, "egress proxy: listen on 127.0.0.1:%d", EGRESS_PROXY_PORT);
-  return TAKE_FD(fd);
-}
-
 /* ------------------------------------------------------------------ the proxy process */
 
 struct server {

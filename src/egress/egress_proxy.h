@@ -36,8 +36,8 @@ extern char *const egress_proxy_env[EGRESS_N_ENV];
 #define EGRESS_HEAD_TIMEOUT_MS 5000
 #define EGRESS_CONNECT_TIMEOUT_MS 10000
 
-/* In the sandbox's pid 1, in its network namespace: the listening socket (O_CLOEXEC). */
-int egress_listen(sbx_error_t *err);
+/* The listening socket is made by the sandbox's pid 1 in its network namespace, on
+ * 127.0.0.1:EGRESS_PROXY_PORT (sandbox/contain.c contain_listen: cold and forked alike). */
 
 /* In sandboxd, once the sandbox is ready: fork the proxy, which serves listen_fd (taken: closed
  * here) until pidfd (the sandbox's pid 1) is readable, then closes every connection and exits.
