@@ -54,6 +54,15 @@ const char *jsonrpc_framer_tail(const jsonrpc_framer_t *f, size_t *ret_len)
   return f->tail;
 }
 
+void jsonrpc_framer_trim(jsonrpc_framer_t *f, size_t keep)
+{
+  if (f->start < f->len || f->cap <= keep)
+    return;
+  free(f->buf);
+  f->buf = NULL;
+  f->start = f->len = f->cap = f->scanned = 0;
+}
+
 int jsonrpc_framer_push(jsonrpc_framer_t *f, const char *data, size_t n, sbx_error_t *err)
 {
   if (f->discarding) {

@@ -53,6 +53,9 @@ enum jsonrpc_frame jsonrpc_framer_next(jsonrpc_framer_t *f, const char **ret, si
 enum jsonrpc_frame jsonrpc_framer_finish(jsonrpc_framer_t *f, const char **ret, size_t *ret_len);
 /* The last bytes of the oversize line just reported (up to JSONRPC_OVERSIZE_KEEP). */
 const char *jsonrpc_framer_tail(const jsonrpc_framer_t *f, size_t *ret_len);
+/* Once every message is taken (jsonrpc_framer_next gave NONE), a buffer grown above keep bytes is
+ * given back: a burst of large messages does not keep its room; the next push allocates anew. */
+void jsonrpc_framer_trim(jsonrpc_framer_t *f, size_t keep);
 
 /* ---- messages ---- */
 
