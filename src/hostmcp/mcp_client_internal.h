@@ -19,7 +19,9 @@
 #define REAP_POLL_MS 50
 
 enum op_kind { OP_LIST, OP_CALL };
-enum op_state { OP_WAITING, OP_SENT };
+/* OP_UNQUEUED: a call whose message could not be queued (the server is not reading); its
+ * arguments went with the message, so it is not tried again: it fails at the next round. */
+enum op_state { OP_WAITING, OP_SENT, OP_UNQUEUED };
 
 struct op {
   struct op *next;
@@ -27,7 +29,7 @@ struct op {
   enum op_kind kind;
   enum op_state state;
   char *tool;
-  char *args; /* JSON object text */
+  char *args; /* JSON object text, until the message holds it (mcp_client_msg_call) */
   long long rpc_id;
   uint64_t deadline_ns; /* 0: none */
   struct mcp_op_cb cb;
@@ -90,7 +92,7 @@ int mcp_client_spawn_server(struct mcp_hosts *h, struct client *c, sbx_error_t *
 /* ---- mcp_client_send.c: the messages sandboxd writes to a server (NULL: out of memory) */
 json_writer_t *mcp_client_msg_initialize(struct mcp_hosts *h, struct client *c);
 json_writer_t *mcp_client_msg_list_page(struct mcp_hosts *h, struct client *c, const char *cursor);
-/* The tools/call for o (which becomes OP_SENT). */
+/* The tools/call for o (which becomes OP_SENT; its args move into the message). */
 json_writer_t *mcp_client_msg_call(struct mcp_hosts *h, struct op *o);
 json_writer_t *mcp_client_msg_cancelled(long long rpc, const char *reason);
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* What sandboxd writes to a host MCP server: each message's JSON (mcp_client_internal.h); the
  * queue to its stdin is mcp_client.c's. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/version.h"
@@ -71,6 +72,9 @@ json_writer_t *mcp_client_msg_call(struct mcp_hosts *h, struct op *o)
     json_obj_begin(w);
     json_obj_end(w);
   }
+  /* The message holds them now: a large request is not kept twice while it is queued. */
+  free(o->args);
+  o->args = NULL;
   if (o->cb.progress) {
     /* Our request id doubles as the progress token: unique among our requests. */
     json_key(w, "_meta");

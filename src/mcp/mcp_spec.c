@@ -101,9 +101,8 @@ void base_spec(struct server *srv, enum mcp_lang lang, const struct sbx_limits *
       .binds = srv->spec_binds + (package && !python),
       .n_binds = srv->n_spec_binds - (package && !python),
   };
-  static char *const python_env[] = {"PYTHONPATH=" PROXY_PYTHON_DST};
   if (package && python) {
-    spec->extra_env = python_env;
-    spec->n_extra_env = ARRAY_SIZE(python_env);
+    spec->extra_env = srv->hs.package_env;
+    spec->n_extra_env = HOST_SERVERS_N_PACKAGE_ENV;
   }
 }

@@ -10,7 +10,8 @@
  *     +--FIFO out (ack)-- relay code in run_python --fd 3, raw frames--> sandboxd
  *
  * The relay code gets each input by calling `next`, sends it to sandboxd as frames on fd 3 (byte
- * 0 picks how: a frame of the rest, or one that announces more than 1 MiB and pads to it, the
+ * 0 picks how: a frame of the rest, or one padded with spaces to more than 1 MiB, which sandboxd
+ * checks as it arrives and holds whole, or to more than 16 MiB, the default request limit: the
  * oversize path), then calls `next` again; that call acknowledges the input, and since sandboxd
  * handles a bridge's frames in order, sandboxd has handled it by then. After each ack the fuzzer
  * checks that sandboxd is alive and answers `ping` within PING_MS; else it aborts, which saves
@@ -105,7 +106,7 @@ static const char RELAY_CODE[] =
     "        continue\n"
     "    mode, body = data[0], data[1:]\n"
     "    if mode & 1:\n"
-    "        frame(body, (1 << 20) + (mode >> 1) * 4096)\n"
+    "        frame(body, ((16 << 20) if mode & 2 else (1 << 20)) + (mode >> 2) * 4096)\n"
     "    elif mode & 2:\n"
     "        for part in body.split(b'\\n'):\n"
     "            frame(part)\n"
