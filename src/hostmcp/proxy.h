@@ -36,15 +36,17 @@
 /* The budget of what one sandbox's requests may make sandboxd hold and parse, all checked before
  * anything is allocated for a request; a request beyond it is answered with MCP_ERR_TOO_LARGE
  * (MCPError inside) (sandboxd-mcp(7), THE PROXY, "Limits"):
- * - a request frame: at most the policy's proxy_request_limit (16 MiB in the shipped ones), so
+ * - a request frame: at most the policy's proxy_request_limit (16 MiB in default.policy), so
  *   that a file's content handed to a host server's tool fits. One request of N bytes makes
  *   sandboxd hold at most 2N at any moment while it is read, parsed and forwarded (the frame and
- *   its tree, the tree and the arguments as JSON, those and the message to the server), then N
- *   until the server has read it. Answers (host results, up to BRIDGE_DEFAULT_MAX_FRAME) are not
- *   bound by it.
+ *   its tree; the frame, which becomes the arguments as written; those and the message to the
+ *   server), then N until the server has read it. Answers (host results, up to
+ *   BRIDGE_DEFAULT_MAX_FRAME) are not bound by it.
  * The others protect sandboxd itself, the same for every policy, so they are constants:
  * - JSON values in one request (each costs sandboxd about 100 bytes): parse time and the tree
- *   stay small even for a frame of `[0,0,0,...]`; 16384 still holds an embedding vector. */
+ *   stay small even for a frame of `[0,0,0,...]`; 16384 still holds an embedding vector. A
+ *   frame's first bytes are checked against it as they arrive (proxy.c, PROXY_CHECK_PREFIX), so
+ *   such a frame is skipped, never held whole. */
 #define PROXY_MAX_VALUES 16384
 /* - the requests of the calls waiting for host servers, together (each counted at its frame's
  *   size: it bounds the copies sandboxd and the host side keep until the answer); a request
