@@ -24,8 +24,11 @@
 #define PROXY_READ_CHUNK 65536
 /* How much of a frame is checked as it arrives (syntax, PROXY_MAX_VALUES), before it is whole: a
  * frame of `[0,0,...]` or of junk is refused there and skipped, never held whole. The rest is
- * parsed once, whole (yajl would read a long string again at every piece). */
+ * parsed once, whole. yajl reads a token split between pieces again from its start at each
+ * piece, so it is fed pieces of at least PROXY_CHECK_STEP (code that sends a long string a byte
+ * at a time costs at most PREFIX / STEP readings of the prefix, not one per byte). */
 #define PROXY_CHECK_PREFIX (256u << 10)
+#define PROXY_CHECK_STEP (16u << 10)
 
 enum outcome { OUT_PENDING, OUT_OK, OUT_TOOL_ERROR, OUT_ERROR, OUT_DENIED, OUT_TIMEOUT, OUT_CANCELLED };
 static const char *const outcome_names[] = {"pending", "ok",      "tool_error", "error",
@@ -510,7 +513,7 @@ static void check_partial(struct proxy *p)
   size_t have;
   const char *data = bridge_reader_partial(&p->reader, &have);
   size_t upto = have < PROXY_CHECK_PREFIX ? have : PROXY_CHECK_PREFIX;
-  if (!data || upto <= p->checked)
+  if (!data || upto <= p->checked || (upto - p->checked < PROXY_CHECK_STEP && upto < PROXY_CHECK_PREFIX))
     return;
   if (!p->check && !(p->check = json_check_new(PROXY_MAX_VALUES)))
     return; /* out of memory: it is checked whole, at its end */

@@ -199,6 +199,26 @@ except MCPError as e:
     assert ASAN or st["RssAnon"] - before["RssAnon"] < 2 * MiB, (before, st)
 
 
+def test_a_frame_sent_a_byte_at_a_time_is_read_once(server):
+    """A frame's first bytes are checked as they arrive, but in pieces of at least 16 KiB: a long
+    string sent a byte at a time costs sandboxd a read per byte (the syscalls), not a check of
+    all of it again at every byte (yajl reads a split token again from its start)."""
+    server.run("print(1)")
+    before = server.status()
+    res = server.run(RAW + CATCH + """
+body = b'{"id":1,"method":"tools/call","params":{"server":"host","name":"echo","arguments":{"s":"' + b"x" * 300000
+raw.sendall(struct.pack(">I", len(body) + 4))
+for i in range(len(body)):
+    raw.send(body[i:i + 1])
+raw.sendall(b'"}}}')
+n = struct.unpack(">I", raw.recv(4, socket.MSG_WAITALL))[0]
+print(json.dumps(json.loads(raw.recv(n, socket.MSG_WAITALL))))""")
+    after = server.status()
+    answer = last_json(res)
+    assert answer["id"] == 1 and answer["result"]["content"][0]["text"] == str(300000 + 9), answer  # len(json.dumps(args)), the tool says
+    assert after["cpu"] - before["cpu"] < 10, (before, after)
+
+
 def test_a_large_request_goes_alone(server):
     """Above the in-flight budget (4 MiB together), a request goes when it is the only one
     waiting for a host server; beside it, another is refused at once (wait for answers)."""
