@@ -1,6 +1,7 @@
 /* libFuzzer target: the bridge.
  *
- * By default, in process: the frame reader, fed in chunks whose sizes come from the input.
+ * By default, in process: the frame reader, fed in chunks whose sizes come from the input, and a
+ * frame still arriving given up (bridge_reader_drop) when the input's first byte says so.
  *
  * With SANDBOXD_FUZZ_BRIDGE=live, a real `sandboxd mcp` with a sandbox at the other end:
  *
@@ -49,6 +50,7 @@ static int in_process(const uint8_t *data, size_t size)
   struct bridge_reader r;
   bridge_reader_init(&r, 1u << 16);
   size_t chunk = (size_t) data[0] % 17 + 1, off = 1;
+  bool drop = data[0] & 0x80;
   while (off < size) {
     size_t n = size - off < chunk ? size - off : chunk;
     size_t used;
@@ -67,6 +69,12 @@ static int in_process(const uint8_t *data, size_t size)
     if (used == 0 && e == BRIDGE_NEED_MORE)
       abort();
     off += used;
+    size_t have;
+    const char *part = bridge_reader_partial(&r, &have);
+    if (part && have > r.max_frame)
+      abort();
+    if (part && drop && have >= 8)
+      bridge_reader_drop(&r);
   }
   bridge_reader_free(&r);
   return 0;
