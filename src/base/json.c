@@ -288,6 +288,7 @@ struct build_ctx {
   size_t depth;
   char *key; /* pending object key */
   size_t values, max_values;
+  size_t keep; /* the most bytes of a string, key or number the tree holds (json_parse_cut) */
   bool too_deep, too_many, oom;
 };
 
@@ -298,6 +299,17 @@ static bool spend(struct build_ctx *c)
     return true;
   c->too_many = true;
   return false;
+}
+
+/* How much of s[0..len) the tree keeps: all, or keep bytes cut back to a character boundary. */
+static size_t kept(const struct build_ctx *c, const unsigned char *s, size_t len)
+{
+  if (len <= c->keep)
+    return len;
+  size_t n = c->keep;
+  while (n > 0 && (s[n] & 0xc0) == 0x80)
+    n--;
+  return n;
 }
 
 static char *memdup_nul(const void *s, size_t len)
@@ -377,6 +389,7 @@ static int cb_number(void *ctx, const char *s, size_t len)
   if (!spend(ctx))
     return 0;
   json_node_t *n = node_new(JSON_NUMBER);
+  len = kept(ctx, (const unsigned char *) s, len);
   if (n && !(n->u.num.text = memdup_nul(s, len))) {
     free(n);
     n = NULL;
@@ -398,6 +411,7 @@ static int cb_string(void *ctx, const unsigned char *s, size_t len)
   if (!spend(ctx))
     return 0;
   json_node_t *n = node_new(JSON_STRING);
+  len = kept(ctx, s, len);
   if (n && !(n->u.str.s = memdup_nul(s, len))) {
     free(n);
     n = NULL;
@@ -413,7 +427,7 @@ static int cb_map_key(void *ctx, const unsigned char *s, size_t len)
   if (!spend(c))
     return 0;
   free(c->key);
-  c->key = memdup_nul(s, len);
+  c->key = memdup_nul(s, kept(c, s, len));
   if (!c->key)
     c->oom = true;
   return c->key != NULL;
@@ -469,7 +483,13 @@ int json_parse(const char *buf, size_t len, json_node_t **ret, sbx_error_t *err)
 
 int json_parse_bounded(const char *buf, size_t len, size_t max_values, json_node_t **ret, sbx_error_t *err)
 {
-  struct build_ctx c = {.max_values = max_values};
+  return json_parse_cut(buf, len, max_values, SIZE_MAX, ret, err);
+}
+
+int json_parse_cut(const char *buf, size_t len, size_t max_values, size_t keep, json_node_t **ret,
+                   sbx_error_t *err)
+{
+  struct build_ctx c = {.max_values = max_values, .keep = keep};
   if (memchr(buf, '\0', len))
     return sbx_error_set(err, 0, "parse error: NUL byte in input");
   yajl_handle h = yajl_alloc(&build_callbacks, NULL, &c);

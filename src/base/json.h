@@ -69,6 +69,11 @@ int json_parse(const char *buf, size_t len, json_node_t **ret, sbx_error_t *err)
  * most max_values values (every scalar, array, object and key counts one). Crossing it stops the
  * parse before the next value is allocated, with err->errnum E2BIG. */
 int json_parse_bounded(const char *buf, size_t len, size_t max_values, json_node_t **ret, sbx_error_t *err);
+/* The same, for a document whose large values are not read from the tree (they go on as written,
+ * json_member_span): a string, key or number longer than keep bytes is held as its first keep
+ * bytes, cut back to a character boundary. The whole document is still checked. */
+int json_parse_cut(const char *buf, size_t len, size_t max_values, size_t keep, json_node_t **ret,
+                   sbx_error_t *err);
 void json_free(json_node_t *n);
 /* A document checked as it arrives, in pieces, with nothing built: its syntax so far and
  * json_parse_bounded's budget of max_values, so that one that fails early need not be kept

@@ -83,6 +83,10 @@ struct jsonrpc_failure {
 
 /* Parse and validate one message. On failure fill *fail (release it with jsonrpc_failure_clear). */
 int jsonrpc_parse(const char *buf, size_t len, struct jsonrpc_message *ret, struct jsonrpc_failure *fail);
+/* The same with a tree that holds at most keep bytes of each string, key and number
+ * (json_parse_cut), for a message whose large values go on as written. */
+int jsonrpc_parse_cut(const char *buf, size_t len, size_t keep, struct jsonrpc_message *ret,
+                      struct jsonrpc_failure *fail);
 /* The failure for an oversize message whose first bytes are prefix and last bytes tail (may be
  * NULL): answers its id if either holds it (a top-level "id" first, or last before the closing
  * brace, perhaps followed by "jsonrpc":"2.0"). */

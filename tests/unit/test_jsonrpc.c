@@ -163,6 +163,24 @@ static void test_json_span_minify(void)
   CHECK(n == strlen("{\"a\":[1,\"b c\\\" d\"]}") && !strncmp(m, "{\"a\":[1,\"b c\\\" d\"]}", n));
 }
 
+/* A tree that holds at most `keep` bytes of each string, key and number, cut at a character
+ * boundary; the whole document is still checked. */
+static void test_json_parse_cut(void)
+{
+  json_node_t *n = NULL;
+  sbx_error_t err;
+  const char *d = "{\"name\":\"abc\",\"long\":\"\xc3\xa9\xc3\xa9\xc3\xa9\",\"n\":123456,\"abcdefgh\":1}";
+  CHECK(json_parse_cut(d, strlen(d), 100, 4, &n, &err) == 0);
+  size_t len = 0;
+  const char *s = json_as_string(json_get(n, "long"), &len);
+  CHECK(s && len == 4 && !strcmp(s, "\xc3\xa9\xc3\xa9"));
+  CHECK(streq(json_as_string(json_get(n, "name"), NULL), "abc"));
+  CHECK(streq(json_number_text(json_get(n, "n")), "1234") && json_get(n, "abcd") && !json_get(n, "abcdefgh"));
+  json_free(n);
+  d = "{\"long\":\"\xc3\xa9\xc3\xa9\xc3\"}"; /* invalid UTF-8 past the part kept */
+  CHECK(json_parse_cut(d, strlen(d), 100, 4, &n, &err) < 0);
+}
+
 /* A document checked in pieces: its syntax and its value budget, before it is whole. */
 static void test_json_check(void)
 {
@@ -514,6 +532,7 @@ int main(void)
   test_json_peek();
   test_json_span_minify();
   test_json_check();
+  test_json_parse_cut();
   test_json_strn_utf8();
   test_json_kv();
   test_framer();
