@@ -23,6 +23,9 @@
 
 #define CLIENT_READ_CHUNK 65536
 #define MAX_TOOL_PAGES 100
+/* The most of a string a host message's tree holds (jsonrpc_parse_cut): progress and error
+ * messages, and the `isError` of a result, are read from it; a result goes on as written. */
+#define CLIENT_TREE_STRING 4096
 #define BACKOFF_FIRST_MS 250
 #define BACKOFF_MAX_MS 30000
 
@@ -149,6 +152,29 @@ static int client_send(struct mcp_hosts *h, struct client *c, json_writer_t *w)
   return r;
 }
 
+/* Queue o's tools/call, its arguments (often the bulk of it) copied once, straight into the queue;
+ * they are freed either way: a call that could not be queued is not tried again. */
+static int client_send_call(struct mcp_hosts *h, struct client *c, struct op *o)
+{
+  json_writer_t *w = mcp_client_msg_call_head(h, o);
+  size_t hn = 0;
+  const char *head = w ? json_writer_buf(w, &hn) : NULL;
+  _cleanup_free_ char *args = TAKE_PTR(o->args);
+  const char *a = args ? args : "{}";
+  size_t an = strlen(a), before = c->outq.len;
+  static const char key[] = ",\"arguments\":", end[] = "}}\n";
+  bool ok = head && c->outq.len - c->outq_off + hn + sizeof key + an + sizeof end <= MCP_CLIENT_MAX_OUTQ &&
+            strbuf_append(&c->outq, head, hn) == 0 && strbuf_append(&c->outq, key, sizeof key - 1) == 0 &&
+            strbuf_append(&c->outq, a, an) == 0 && strbuf_append(&c->outq, end, sizeof end - 1) == 0;
+  if (!ok) /* no half message */
+    c->outq.len = before;
+  json_writer_free(w);
+  if (!ok)
+    return -1;
+  client_flush(h, c);
+  return 0;
+}
+
 static void client_start(struct mcp_hosts *h, struct client *c)
 {
   sbx_error_t err = {0};
@@ -182,7 +208,7 @@ static void pump(struct mcp_hosts *h, struct client *c, uint64_t now)
     if (o->state != OP_WAITING && o->state != OP_UNQUEUED)
       continue;
     if (o->kind == OP_CALL) {
-      if (o->state == OP_UNQUEUED || client_send(h, c, mcp_client_msg_call(h, o)) < 0) {
+      if (o->state == OP_UNQUEUED || client_send_call(h, c, o) < 0) {
         op_failf(c, o, MCP_ERR_UNAVAILABLE, "host MCP server `%s` is not reading its input", c->cfg->name);
         next = c->ops; /* the list changed under us: rescan */
       }
@@ -264,8 +290,9 @@ static void on_list_page(struct mcp_hosts *h, struct client *c, const json_node_
   }
 }
 
-/* *root: the tree of line[0..len), freed here before a call's result goes on (the result is
- * then held once in the line, not twice, while the caller takes it). */
+/* *root: the tree of line[0..len) (strings cut to CLIENT_TREE_STRING, but for initialize and a
+ * page of tools), freed here before a call's result goes on (the result is then held once, in the
+ * line, while the caller takes it). */
 static void answer_reply(struct mcp_hosts *h, struct client *c, long long rpc, json_node_t **root,
                          const char *line, size_t len)
 {
@@ -321,15 +348,19 @@ static void answer_reply(struct mcp_hosts *h, struct client *c, long long rpc, j
     op_finish(c, o, line + off, rlen, code, NULL);
     return;
   }
-  json_writer_t *w = json_writer_new();
+  /* Written again from a whole tree of the line (*root's strings are cut). */
+  json_free(*root);
+  *root = NULL;
+  json_node_t *whole = NULL;
+  sbx_error_t err;
+  json_writer_t *w = json_parse(line, len, &whole, &err) == 0 ? json_writer_new() : NULL;
   size_t n = 0;
   const char *buf = NULL;
   if (w) {
-    json_write_node(w, result);
+    json_write_node(w, json_get(whole, "result"));
     buf = json_writer_buf(w, &n);
   }
-  json_free(*root);
-  *root = NULL;
+  json_free(whole);
   if (buf)
     op_finish(c, o, buf, n, code, NULL);
   else
@@ -378,14 +409,25 @@ static void handle_line(struct mcp_hosts *h, struct client *c, const char *line,
 {
   struct jsonrpc_message m;
   struct jsonrpc_failure fail;
-  if (jsonrpc_parse(line, len, &m, &fail) < 0) {
+  /* A call's result goes on as the server wrote it (answer_reply), so the tree need not hold a
+   * large string; the answers whose tree is read whole (initialize, a page of tools) are parsed
+   * again, whole. */
+  if (jsonrpc_parse_cut(line, len, CLIENT_TREE_STRING, &m, &fail) < 0) {
     jsonrpc_failure_clear(&fail);
     return; /* not JSON-RPC: servers sometimes print junk to stdout; ignore it */
   }
   if (m.kind == JSONRPC_RESPONSE) {
     char *end;
     long long rpc = strtoll(m.id, &end, 10);
-    if (*end == '\0')
+    bool ours = *end == '\0'; /* m.id: before m is parsed again */
+    if (ours && rpc && (rpc == c->init_rpc || rpc == c->list_rpc)) {
+      jsonrpc_message_clear(&m);
+      if (jsonrpc_parse(line, len, &m, &fail) < 0) {
+        jsonrpc_failure_clear(&fail);
+        return;
+      }
+    }
+    if (ours)
       answer_reply(h, c, rpc, &m.root, line, len);
   } else if (m.kind == JSONRPC_REQUEST)
     answer_server_request(h, c, &m);
@@ -532,7 +574,7 @@ static uint64_t add_op(struct mcp_hosts *h, const char *server, enum op_kind kin
   /* The common case goes out at once; the rest waits for mcp_hosts_timers(), which also fails a
    * call that could not be queued (not from here: callbacks never run from the call that starts
    * an operation). */
-  if (kind == OP_CALL && c->state == C_UP && client_send(h, c, mcp_client_msg_call(h, o)) < 0)
+  if (kind == OP_CALL && c->state == C_UP && client_send_call(h, c, o) < 0)
     o->state = OP_UNQUEUED;
   return o->id;
 }

@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* What sandboxd writes to a host MCP server: each message's JSON (mcp_client_internal.h); the
  * queue to its stdin is mcp_client.c's. */
-#include <stdlib.h>
 #include <string.h>
 
 #include "base/version.h"
@@ -57,24 +56,15 @@ json_writer_t *mcp_client_msg_list_page(struct mcp_hosts *h, struct client *c, c
   return w;
 }
 
-json_writer_t *mcp_client_msg_call(struct mcp_hosts *h, struct op *o)
+json_writer_t *mcp_client_msg_call_head(struct mcp_hosts *h, struct op *o)
 {
   o->rpc_id = ++h->next_rpc;
+  o->state = OP_SENT;
   json_writer_t *w = begin_request(o->rpc_id, "tools/call");
   if (!w)
     return NULL;
   json_obj_begin(w);
   json_kv_str(w, "name", o->tool);
-  json_key(w, "arguments");
-  if (o->args)
-    json_raw(w, o->args, strlen(o->args));
-  else {
-    json_obj_begin(w);
-    json_obj_end(w);
-  }
-  /* The message holds them now: a large request is not kept twice while it is queued. */
-  free(o->args);
-  o->args = NULL;
   if (o->cb.progress) {
     /* Our request id doubles as the progress token: unique among our requests. */
     json_key(w, "_meta");
@@ -82,10 +72,7 @@ json_writer_t *mcp_client_msg_call(struct mcp_hosts *h, struct op *o)
     json_kv_int(w, "progressToken", o->rpc_id);
     json_obj_end(w);
   }
-  json_obj_end(w);
-  json_obj_end(w);
-  o->state = OP_SENT;
-  return w;
+  return w; /* open: the caller adds ,"arguments":ARGS}} */
 }
 
 json_writer_t *mcp_client_msg_cancelled(long long rpc, const char *reason)

@@ -29,6 +29,11 @@
  * at a time costs at most PREFIX / STEP readings of the prefix, not one per byte). */
 #define PROXY_CHECK_PREFIX (256u << 10)
 #define PROXY_CHECK_STEP (16u << 10)
+/* The most of a string (or key, or number) a request's tree holds (json_parse_cut): more than
+ * any name or id the proxy compares or bounds (MCP_CONFIG_MAX_NAME, PROXY_MAX_ID,
+ * PROXY_MAX_TOOL_NAME), so a cut one never matches and is still too long. A large payload is
+ * thus checked but never copied into the tree: its arguments go on from the frame. */
+#define PROXY_TREE_STRING 4096
 
 enum outcome { OUT_PENDING, OUT_OK, OUT_TOOL_ERROR, OUT_ERROR, OUT_DENIED, OUT_TIMEOUT, OUT_CANCELLED };
 static const char *const outcome_names[] = {"pending", "ok",      "tool_error", "error",
@@ -345,32 +350,37 @@ static void list_servers(struct proxy *p, const char *id)
   send_frame(p, w, id);
 }
 
-/* The arguments of a tools/call (args, an object) for the host client, which takes them: as the
- * code wrote them, without white space (one line for the server), moved to the front of *frame,
- * which becomes theirs; else written again from the tree. Either way the tree (*root) goes before
- * they are taken out, so that sandboxd holds at most two copies of a request at once. */
-static char *take_arguments(const json_node_t *args, char **frame, size_t frame_len, json_node_t **root)
+/* The arguments of a tools/call (an object) for the host client, which takes them: as the code
+ * wrote them, without white space (one line for the server), moved to the front of *frame, which
+ * becomes theirs. Where they cannot be found as written (a key written with escapes before them),
+ * they are written again from a whole tree of the frame (*root holds cut strings). Either way
+ * sandboxd holds at most two copies of a request at once; *root is freed. */
+static char *take_arguments(char **frame, size_t frame_len, json_node_t **root)
 {
+  json_free(*root);
+  *root = NULL;
   size_t poff, plen, aoff, alen;
   if (json_member_span(*frame, frame_len, "params", &poff, &plen) == 0 &&
       json_member_span(*frame + poff, plen, "arguments", &aoff, &alen) == 0 && (*frame)[poff + aoff] == '{') {
-    json_free(*root);
-    *root = NULL;
     char *a = TAKE_PTR(*frame);
     memmove(a, a + poff + aoff, alen);
     a[json_minify(a, alen)] = '\0';
     return a;
   }
+  json_node_t *whole = NULL;
+  sbx_error_t err;
+  int parsed = json_parse_bounded(*frame, frame_len, PROXY_MAX_VALUES, &whole, &err);
   free(TAKE_PTR(*frame));
+  if (parsed < 0)
+    return NULL;
   json_writer_t *w = json_writer_new();
   size_t len = 0;
   const char *buf = NULL;
   if (w) {
-    json_write_node(w, args);
+    json_write_node(w, json_get(json_get(whole, "params"), "arguments"));
     buf = json_writer_buf(w, &len);
   }
-  json_free(*root);
-  *root = NULL;
+  json_free(whole);
   char *a = buf ? strndup(buf, len) : NULL;
   json_writer_free(w);
   return a;
@@ -447,7 +457,7 @@ static void forward(struct proxy *p, const char *id, const char *method, const j
   if (call) {
     char *abuf = NULL;
     if (args && json_type(args) == JSON_OBJECT) {
-      abuf = take_arguments(args, frame, frame_len, root);
+      abuf = take_arguments(frame, frame_len, root);
       if (!abuf) {
         record_end(p, rec, OUT_ERROR);
         reply_error(p, id, JSONRPC_INTERNAL_ERROR, "sandboxd: out of memory");
@@ -533,7 +543,7 @@ static void handle_frame(struct proxy *p, char *frame, size_t len)
   _cleanup_free_ char *text = frame;
   json_node_t *root = NULL;
   sbx_error_t err;
-  if (json_parse_bounded(text, len, PROXY_MAX_VALUES, &root, &err) < 0) {
+  if (json_parse_cut(text, len, PROXY_MAX_VALUES, PROXY_TREE_STRING, &root, &err) < 0) {
     refuse_unparsed(p, text, len, &err);
     return;
   }

@@ -38,10 +38,10 @@
  * (MCPError inside) (sandboxd-mcp(7), THE PROXY, "Limits"):
  * - a request frame: at most the policy's proxy_request_limit (16 MiB in default.policy), so
  *   that a file's content handed to a host server's tool fits. One request of N bytes makes
- *   sandboxd hold at most 2N at any moment while it is read, parsed and forwarded (the frame and
- *   its tree; the frame, which becomes the arguments as written; those and the message to the
- *   server), then N until the server has read it. Answers (host results, up to
- *   BRIDGE_DEFAULT_MAX_FRAME) are not bound by it.
+ *   sandboxd hold at most 2N at any moment while it is read, parsed and forwarded (the frame, whose
+ *   tree holds at most 4 KiB of a string, proxy.c; the frame, which becomes the arguments
+ *   as written; those and the queue to the server), then N until the server has read it. Answers
+ *   (host results, up to BRIDGE_DEFAULT_MAX_FRAME) are not bound by it.
  * The others protect sandboxd itself, the same for every policy, so they are constants:
  * - JSON values in one request (each costs sandboxd about 100 bytes): parse time and the tree
  *   stay small even for a frame of `[0,0,0,...]`; 16384 still holds an embedding vector. A

@@ -219,6 +219,25 @@ print(json.dumps(json.loads(raw.recv(n, socket.MSG_WAITALL))))""")
     assert after["cpu"] - before["cpu"] < 10, (before, after)
 
 
+def test_arguments_behind_an_escaped_key_go_on_too(server):
+    """The arguments go on as the code wrote them, found in the frame; where a key before them is
+    written with escapes (the tree decodes it, the search does not), they are written again from
+    the whole frame, and arrive all the same."""
+    res = server.run(RAW + r"""
+import json
+def ask(req):
+    frame(req)
+    n = struct.unpack(">I", raw.recv(4, socket.MSG_WAITALL))[0]
+    return json.loads(raw.recv(n, socket.MSG_WAITALL))
+s = rb'x\u00e9\"\\ \n' * 3
+keys = (rb'"server":"host",', rb'"serv\u0065r":"host",', rb' "server" :  "host" , ')
+got = [ask(b'{"id":%d,"method":"tools/call","params":{%s"name":"mirror","arguments":{"s":"%s"}}}' % (i, k, s))
+       for i, k in enumerate(keys)]
+print(json.dumps([g.get("result", g) for g in got]))""")
+    want = {"content": [{"type": "text", "text": "x\u00e9\"\\ \n" * 3}]}
+    assert last_json(res) == [want] * 3, text(res)
+
+
 def test_a_large_request_goes_alone(server):
     """Above the in-flight budget (4 MiB together), a request goes when it is the only one
     waiting for a host server; beside it, another is refused at once (wait for answers)."""
