@@ -288,6 +288,7 @@ struct build_ctx {
   size_t depth;
   char *key; /* pending object key */
   size_t values, max_values;
+  size_t keep; /* the most bytes of a string, key or number the tree holds (json_parse_cut) */
   bool too_deep, too_many, oom;
 };
 
@@ -298,6 +299,17 @@ static bool spend(struct build_ctx *c)
     return true;
   c->too_many = true;
   return false;
+}
+
+/* How much of s[0..len) the tree keeps: all, or keep bytes cut back to a character boundary. */
+static size_t kept(const struct build_ctx *c, const unsigned char *s, size_t len)
+{
+  if (len <= c->keep)
+    return len;
+  size_t n = c->keep;
+  while (n > 0 && (s[n] & 0xc0) == 0x80)
+    n--;
+  return n;
 }
 
 static char *memdup_nul(const void *s, size_t len)
@@ -377,6 +389,7 @@ static int cb_number(void *ctx, const char *s, size_t len)
   if (!spend(ctx))
     return 0;
   json_node_t *n = node_new(JSON_NUMBER);
+  len = kept(ctx, (const unsigned char *) s, len);
   if (n && !(n->u.num.text = memdup_nul(s, len))) {
     free(n);
     n = NULL;
@@ -398,6 +411,7 @@ static int cb_string(void *ctx, const unsigned char *s, size_t len)
   if (!spend(ctx))
     return 0;
   json_node_t *n = node_new(JSON_STRING);
+  len = kept(ctx, s, len);
   if (n && !(n->u.str.s = memdup_nul(s, len))) {
     free(n);
     n = NULL;
@@ -413,7 +427,7 @@ static int cb_map_key(void *ctx, const unsigned char *s, size_t len)
   if (!spend(c))
     return 0;
   free(c->key);
-  c->key = memdup_nul(s, len);
+  c->key = memdup_nul(s, kept(c, s, len));
   if (!c->key)
     c->oom = true;
   return c->key != NULL;
@@ -469,7 +483,13 @@ int json_parse(const char *buf, size_t len, json_node_t **ret, sbx_error_t *err)
 
 int json_parse_bounded(const char *buf, size_t len, size_t max_values, json_node_t **ret, sbx_error_t *err)
 {
-  struct build_ctx c = {.max_values = max_values};
+  return json_parse_cut(buf, len, max_values, SIZE_MAX, ret, err);
+}
+
+int json_parse_cut(const char *buf, size_t len, size_t max_values, size_t keep, json_node_t **ret,
+                   sbx_error_t *err)
+{
+  struct build_ctx c = {.max_values = max_values, .keep = keep};
   if (memchr(buf, '\0', len))
     return sbx_error_set(err, 0, "parse error: NUL byte in input");
   yajl_handle h = yajl_alloc(&build_callbacks, NULL, &c);
@@ -627,6 +647,200 @@ void json_write_node(json_writer_t *w, const json_node_t *n)
     json_obj_end(w);
     break;
   }
+}
+
+/* ---- valid text, as written ---- */
+
+static bool json_space(char c)
+{
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+static size_t skip_space(const char *b, size_t n, size_t i)
+{
+  while (i < n && json_space(b[i]))
+    i++;
+  return i;
+}
+
+/* b[i] is a string's opening quote: the index after its closing one (n if there is none). */
+static size_t string_end(const char *b, size_t n, size_t i)
+{
+  for (i++; i < n;) {
+    const char *q = memchr(b + i, '"', n - i);
+    if (!q)
+      return n;
+    size_t at = (size_t) (q - b), k = at;
+    while (k > i && b[k - 1] == '\\')
+      k--;
+    if ((at - k) % 2 == 0) /* not escaped: an even run of backslashes before it */
+      return at + 1;
+    i = at + 1;
+  }
+  return n;
+}
+
+/* The index after the value that starts at b[i]. */
+static size_t value_end(const char *b, size_t n, size_t i)
+{
+  if (i >= n)
+    return n;
+  if (b[i] == '"')
+    return string_end(b, n, i);
+  if (b[i] != '{' && b[i] != '[') {
+    while (i < n && !json_space(b[i]) && b[i] != ',' && b[i] != '}' && b[i] != ']')
+      i++;
+    return i;
+  }
+  for (size_t depth = 0; i < n;) {
+    char c = b[i];
+    if (c == '"') {
+      i = string_end(b, n, i);
+      continue;
+    }
+    if (c == '{' || c == '[')
+      depth++;
+    else if ((c == '}' || c == ']') && --depth == 0)
+      return i + 1;
+    i++;
+  }
+  return n;
+}
+
+int json_member_span(const char *buf, size_t len, const char *key, size_t *ret_off, size_t *ret_len)
+{
+  size_t klen = strlen(key);
+  size_t i = skip_space(buf, len, 0);
+  if (i >= len || buf[i] != '{')
+    return -1;
+  for (i = skip_space(buf, len, i + 1); i < len && buf[i] == '"';) {
+    size_t kend = string_end(buf, len, i);
+    if (kend >= len || memchr(buf + i + 1, '\\', kend - i - 2))
+      return -1;
+    bool match = kend - i - 2 == klen && memcmp(buf + i + 1, key, klen) == 0;
+    i = skip_space(buf, len, kend);
+    if (i >= len || buf[i] != ':')
+      return -1;
+    i = skip_space(buf, len, i + 1);
+    size_t vend = value_end(buf, len, i);
+    if (vend == i || vend > len)
+      return -1;
+    if (match) {
+      *ret_off = i;
+      *ret_len = vend - i;
+      return 0;
+    }
+    i = skip_space(buf, len, vend);
+    if (i >= len || buf[i] != ',')
+      return -1;
+    i = skip_space(buf, len, i + 1);
+  }
+  return -1;
+}
+
+size_t json_minify(char *buf, size_t len)
+{
+  size_t w = 0;
+  for (size_t r = 0; r < len;) {
+    if (buf[r] == '"') {
+      size_t end = string_end(buf, len, r);
+      if (w != r)
+        memmove(buf + w, buf + r, end - r);
+      w += end - r;
+      r = end;
+    } else if (json_space(buf[r]))
+      r++;
+    else
+      buf[w++] = buf[r++];
+  }
+  return w;
+}
+
+/* ---- checking a document as it arrives ---- */
+
+struct json_check {
+  yajl_handle h;
+  size_t values, max_values;
+};
+
+static int ck_value(void *ctx)
+{
+  struct json_check *c = ctx;
+  return c->values++ < c->max_values;
+}
+static int ck_bool(void *ctx, int v)
+{
+  (void) v;
+  return ck_value(ctx);
+}
+static int ck_number(void *ctx, const char *s, size_t len)
+{
+  (void) s;
+  (void) len;
+  return ck_value(ctx);
+}
+static int ck_string(void *ctx, const unsigned char *s, size_t len)
+{
+  (void) s;
+  (void) len;
+  return ck_value(ctx);
+}
+static int ck_close(void *ctx)
+{
+  (void) ctx;
+  return 1;
+}
+
+/* Every value counts one, as build_callbacks' spend(). */
+static const yajl_callbacks check_callbacks = {
+    .yajl_null = ck_value,
+    .yajl_boolean = ck_bool,
+    .yajl_number = ck_number,
+    .yajl_string = ck_string,
+    .yajl_start_map = ck_value,
+    .yajl_map_key = ck_string,
+    .yajl_end_map = ck_close,
+    .yajl_start_array = ck_value,
+    .yajl_end_array = ck_close,
+};
+
+json_check_t *json_check_new(size_t max_values)
+{
+  struct json_check *c = calloc(1, sizeof *c);
+  if (c && !(c->h = yajl_alloc(&check_callbacks, NULL, c))) {
+    free(c);
+    return NULL;
+  }
+  if (c)
+    c->max_values = max_values;
+  return c;
+}
+
+int json_check_feed(json_check_t *c, const char *buf, size_t len, sbx_error_t *err)
+{
+  if (memchr(buf, '\0', len))
+    return sbx_error_set(err, 0, "parse error: NUL byte in input");
+  if (yajl_parse(c->h, (const unsigned char *) buf, len) == yajl_status_ok)
+    return 0;
+  if (c->values > c->max_values) {
+    sbx_error_set(err, 0, "more than %zu JSON values, the limit", c->max_values);
+    err->errnum = E2BIG;
+    return -1;
+  }
+  unsigned char *msg = yajl_get_error(c->h, 0, (const unsigned char *) buf, len);
+  sbx_error_set(err, 0, "%s", msg ? (const char *) msg : "parse error");
+  err->msg[strcspn(err->msg, "\n")] = '\0';
+  if (msg)
+    yajl_free_error(c->h, msg);
+  return -1;
+}
+
+void json_check_free(json_check_t *c)
+{
+  if (!c)
+    return;
+  yajl_free(c->h);
+  free(c);
 }
 
 /* ---- peeking into a truncated document ---- */

@@ -69,7 +69,22 @@ int json_parse(const char *buf, size_t len, json_node_t **ret, sbx_error_t *err)
  * most max_values values (every scalar, array, object and key counts one). Crossing it stops the
  * parse before the next value is allocated, with err->errnum E2BIG. */
 int json_parse_bounded(const char *buf, size_t len, size_t max_values, json_node_t **ret, sbx_error_t *err);
+/* The same, for a document whose large values are not read from the tree (they go on as written,
+ * json_member_span): a string, key or number longer than keep bytes is held as its first keep
+ * bytes, cut back to a character boundary. The whole document is still checked. */
+int json_parse_cut(const char *buf, size_t len, size_t max_values, size_t keep, json_node_t **ret,
+                   sbx_error_t *err);
 void json_free(json_node_t *n);
+/* A document checked as it arrives, in pieces, with nothing built: its syntax so far and
+ * json_parse_bounded's budget of max_values, so that one that fails early need not be kept
+ * whole. (yajl reads a token split between pieces again from its start at each piece: feed it
+ * a bounded prefix, not a long document in small pieces.) */
+typedef struct json_check json_check_t;
+json_check_t *json_check_new(size_t max_values);
+/* 0 while it may still be a valid document within the budget; -1 once it cannot, err->errnum
+ * E2BIG for the budget. */
+int json_check_feed(json_check_t *c, const char *buf, size_t len, sbx_error_t *err);
+void json_check_free(json_check_t *c);
 /* NULL-safe accessors: a NULL or wrongly typed node reads as absent. */
 json_type_t json_type(const json_node_t *n);
 const char *json_type_name(json_type_t t);
@@ -91,6 +106,16 @@ size_t json_object_len(const json_node_t *obj);
 int json_object_at(const json_node_t *obj, size_t i, const char **ret_key, json_node_t **ret_value);
 /* Re-serialise a subtree (compact) into w. */
 void json_write_node(json_writer_t *w, const json_node_t *n);
+
+/* Where member `key` of the top-level object of buf is, as written, for text that has been parsed
+ * already (valid JSON): 0 and *ret_off, *ret_len, the first of duplicates as json_get; -1 if it is
+ * not there, or if a key before it is written with escapes (json_get compares decoded keys, this
+ * does not): the caller then writes the member from the tree. Lets a large value go on as it
+ * came, without being written again. */
+int json_member_span(const char *buf, size_t len, const char *key, size_t *ret_off, size_t *ret_len);
+/* Drop the white space between the tokens of valid JSON text, in place (a value then fits on one
+ * line); returns the new length. */
+size_t json_minify(char *buf, size_t len);
 
 /* Look for a scalar member `key` of the top-level object in a document that may be cut short
  * (an oversize message's first bytes). On success *ret_json is the member's value as compact JSON

@@ -54,6 +54,15 @@ const char *jsonrpc_framer_tail(const jsonrpc_framer_t *f, size_t *ret_len)
   return f->tail;
 }
 
+void jsonrpc_framer_trim(jsonrpc_framer_t *f, size_t keep)
+{
+  if (f->start < f->len || f->cap <= keep)
+    return;
+  free(f->buf);
+  f->buf = NULL;
+  f->start = f->len = f->cap = f->scanned = 0;
+}
+
 int jsonrpc_framer_push(jsonrpc_framer_t *f, const char *data, size_t n, sbx_error_t *err)
 {
   if (f->discarding) {
@@ -195,10 +204,16 @@ static int fail_with(struct jsonrpc_failure *fail, int code, char *id, const cha
 
 int jsonrpc_parse(const char *buf, size_t len, struct jsonrpc_message *ret, struct jsonrpc_failure *fail)
 {
+  return jsonrpc_parse_cut(buf, len, SIZE_MAX, ret, fail);
+}
+
+int jsonrpc_parse_cut(const char *buf, size_t len, size_t keep, struct jsonrpc_message *ret,
+                      struct jsonrpc_failure *fail)
+{
   *fail = (struct jsonrpc_failure){0};
   json_node_t *root = NULL;
   sbx_error_t perr;
-  if (json_parse(buf, len, &root, &perr) < 0)
+  if (json_parse_cut(buf, len, SIZE_MAX, keep, &root, &perr) < 0)
     return fail_with(fail, JSONRPC_PARSE_ERROR, NULL, "Parse error: %s", perr.msg);
 
   int r = -1;

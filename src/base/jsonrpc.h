@@ -53,6 +53,9 @@ enum jsonrpc_frame jsonrpc_framer_next(jsonrpc_framer_t *f, const char **ret, si
 enum jsonrpc_frame jsonrpc_framer_finish(jsonrpc_framer_t *f, const char **ret, size_t *ret_len);
 /* The last bytes of the oversize line just reported (up to JSONRPC_OVERSIZE_KEEP). */
 const char *jsonrpc_framer_tail(const jsonrpc_framer_t *f, size_t *ret_len);
+/* Once every message is taken (jsonrpc_framer_next gave NONE), a buffer grown above keep bytes is
+ * given back: a burst of large messages does not keep its room; the next push allocates anew. */
+void jsonrpc_framer_trim(jsonrpc_framer_t *f, size_t keep);
 
 /* ---- messages ---- */
 
@@ -80,6 +83,10 @@ struct jsonrpc_failure {
 
 /* Parse and validate one message. On failure fill *fail (release it with jsonrpc_failure_clear). */
 int jsonrpc_parse(const char *buf, size_t len, struct jsonrpc_message *ret, struct jsonrpc_failure *fail);
+/* The same with a tree that holds at most keep bytes of each string, key and number
+ * (json_parse_cut), for a message whose large values go on as written. */
+int jsonrpc_parse_cut(const char *buf, size_t len, size_t keep, struct jsonrpc_message *ret,
+                      struct jsonrpc_failure *fail);
 /* The failure for an oversize message whose first bytes are prefix and last bytes tail (may be
  * NULL): answers its id if either holds it (a top-level "id" first, or last before the closing
  * brace, perhaps followed by "jsonrpc":"2.0"). */

@@ -767,7 +767,7 @@ static int exec_host_servers(const struct exec_options *o, const struct sbx_poli
     struct sbx_spec *spec = &r->spec;
     memcpy(r->env, o->env, o->n_env * sizeof *r->env);
     spec->extra_env = r->env;
-    spec->n_extra_env = o->n_env + host_servers_env(r->mcp.proxy, r->env + o->n_env);
+    spec->n_extra_env = o->n_env + host_servers_env(&r->mcp.hs, r->mcp.proxy, r->env + o->n_env);
     r->n_binds += host_servers_bind(&r->mcp.hs, &r->binds[r->n_binds]);
     spec->n_binds = r->n_binds;
     spec->bridge_fd = r->mcp.sandbox_fd;

@@ -492,7 +492,8 @@ static int setup_langs(struct server *srv, sbx_error_t *err)
   if (srv->devnull < 0)
     return sbx_error_errno(err, "open `/dev/null`");
   for (int l = 0; l < MCP_LANG_COUNT; l++) {
-    if (mcp_lang_rootfs((enum mcp_lang) l, srv->rootfs, &srv->lang_rootfs[l], err) < 0)
+    if (mcp_lang_rootfs((enum mcp_lang) l, srv->rootfs, &srv->lang_rootfs[l], err) < 0 ||
+        (srv->lang_rootfs[l] && image_load_config(srv->lang_rootfs[l], &srv->lang_image[l], err) < 0))
       return -1;
     if (srv->lang_rootfs[l])
       srv->langs |= MCP_LANG_BIT(l);
@@ -596,8 +597,10 @@ static void teardown(struct server *srv, const sigset_t *old)
   strbuf_free(&srv->outq);
   policy_free(srv->policy);
   free(srv->rootfs);
-  for (int l = 0; l < MCP_LANG_COUNT; l++)
+  for (int l = 0; l < MCP_LANG_COUNT; l++) {
     free(srv->lang_rootfs[l]);
+    image_config_free(&srv->lang_image[l]);
+  }
   if (srv->devnull >= 0)
     close(srv->devnull);
   if (srv->output_dirfd >= 0)

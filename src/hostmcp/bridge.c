@@ -98,6 +98,24 @@ enum bridge_event bridge_reader_feed(struct bridge_reader *r, const char *data, 
   return BRIDGE_NEED_MORE;
 }
 
+const char *bridge_reader_partial(const struct bridge_reader *r, size_t *ret_len)
+{
+  if (!r->frame || r->hdr_len < 4)
+    return NULL;
+  *ret_len = r->have;
+  return r->frame;
+}
+
+void bridge_reader_drop(struct bridge_reader *r)
+{
+  if (!r->frame)
+    return;
+  r->skip = r->frame_len - r->have;
+  free(r->frame);
+  r->frame = NULL;
+  r->hdr_len = 0;
+}
+
 int bridge_header(size_t len, uint32_t max_frame, unsigned char out[4], sbx_error_t *err)
 {
   if (len > (max_frame ? max_frame : BRIDGE_DEFAULT_MAX_FRAME))

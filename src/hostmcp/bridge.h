@@ -2,7 +2,8 @@
 /* The bridge: framed JSON between sandboxd and the code inside, over a SOCK_STREAM socketpair
  * whose sandbox end is fd SBX_BRIDGE_FD (3) inside. A frame is a 4-byte big-endian length and
  * that many bytes of UTF-8 JSON. Frames have no line or 64 KiB limit, only the configured maximum
- * (16 MiB by default for answers; the proxy reads requests with a far smaller one, proxy.h).
+ * (16 MiB by default for answers; the proxy reads requests with the policy's proxy_request_limit,
+ * proxy.h).
  * No file descriptors ever cross: sandboxd reads without a control buffer,
  * so any SCM_RIGHTS sent from inside are discarded by the kernel, and it never sends any. */
 #ifndef SBX_BRIDGE_H
@@ -46,6 +47,12 @@ void bridge_reader_free(struct bridge_reader *r);
 /* Consume from data[0..len); *ret_used says how much. Call again with the rest after a frame. */
 enum bridge_event bridge_reader_feed(struct bridge_reader *r, const char *data, size_t len, size_t *ret_used,
                                      char **ret_frame, size_t *ret_len);
+/* The frame still arriving: the bytes of it so far (NULL when none is: between frames, or while
+ * one is skipped), so that the caller can judge it before it is whole. */
+const char *bridge_reader_partial(const struct bridge_reader *r, size_t *ret_len);
+/* Give up the frame still arriving: what is here of it is freed and the rest is skipped as it
+ * arrives (the stream stays in sync). */
+void bridge_reader_drop(struct bridge_reader *r);
 
 /* Encode a frame header for len bytes. Fails above max. */
 int bridge_header(size_t len, uint32_t max_frame, unsigned char out[4], sbx_error_t *err);

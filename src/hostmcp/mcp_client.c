@@ -23,6 +23,9 @@
 
 #define CLIENT_READ_CHUNK 65536
 #define MAX_TOOL_PAGES 100
+/* The most of a string a host message's tree holds (jsonrpc_parse_cut): progress and error
+ * messages, and the `isError` of a result, are read from it; a result goes on as written. */
+#define CLIENT_TREE_STRING 4096
 #define BACKOFF_FIRST_MS 250
 #define BACKOFF_MAX_MS 30000
 
@@ -149,6 +152,29 @@ static int client_send(struct mcp_hosts *h, struct client *c, json_writer_t *w)
   return r;
 }
 
+/* Queue o's tools/call, its arguments (often the bulk of it) copied once, straight into the queue;
+ * they are freed either way: a call that could not be queued is not tried again. */
+static int client_send_call(struct mcp_hosts *h, struct client *c, struct op *o)
+{
+  json_writer_t *w = mcp_client_msg_call_head(h, o);
+  size_t hn = 0;
+  const char *head = w ? json_writer_buf(w, &hn) : NULL;
+  _cleanup_free_ char *args = TAKE_PTR(o->args);
+  const char *a = args ? args : "{}";
+  size_t an = strlen(a), before = c->outq.len;
+  static const char key[] = ",\"arguments\":", end[] = "}}\n";
+  bool ok = head && c->outq.len - c->outq_off + hn + sizeof key + an + sizeof end <= MCP_CLIENT_MAX_OUTQ &&
+            strbuf_append(&c->outq, head, hn) == 0 && strbuf_append(&c->outq, key, sizeof key - 1) == 0 &&
+            strbuf_append(&c->outq, a, an) == 0 && strbuf_append(&c->outq, end, sizeof end - 1) == 0;
+  if (!ok) /* no half message */
+    c->outq.len = before;
+  json_writer_free(w);
+  if (!ok)
+    return -1;
+  client_flush(h, c);
+  return 0;
+}
+
 static void client_start(struct mcp_hosts *h, struct client *c)
 {
   sbx_error_t err = {0};
@@ -179,10 +205,10 @@ static void pump(struct mcp_hosts *h, struct client *c, uint64_t now)
   bool want_list = false;
   for (struct op *o = c->ops, *next; o; o = next) {
     next = o->next;
-    if (o->state != OP_WAITING)
+    if (o->state != OP_WAITING && o->state != OP_UNQUEUED)
       continue;
     if (o->kind == OP_CALL) {
-      if (client_send(h, c, mcp_client_msg_call(h, o)) < 0) {
+      if (o->state == OP_UNQUEUED || client_send_call(h, c, o) < 0) {
         op_failf(c, o, MCP_ERR_UNAVAILABLE, "host MCP server `%s` is not reading its input", c->cfg->name);
         next = c->ops; /* the list changed under us: rescan */
       }
@@ -264,9 +290,13 @@ static void on_list_page(struct mcp_hosts *h, struct client *c, const json_node_
   }
 }
 
-static void answer_reply(struct mcp_hosts *h, struct client *c, long long rpc, const json_node_t *root)
+/* *root: the tree of line[0..len) (strings cut to CLIENT_TREE_STRING, but for initialize and a
+ * page of tools), freed here before a call's result goes on (the result is then held once, in the
+ * line, while the caller takes it). */
+static void answer_reply(struct mcp_hosts *h, struct client *c, long long rpc, json_node_t **root,
+                         const char *line, size_t len)
 {
-  const json_node_t *result = json_get(root, "result"), *error = json_get(root, "error");
+  const json_node_t *result = json_get(*root, "result"), *error = json_get(*root, "error");
   if (rpc == c->init_rpc && c->state == C_INIT) {
     if (error || json_type(result) != JSON_OBJECT) {
       mcp_client_down(h, c, "refused initialize");
@@ -305,16 +335,34 @@ static void answer_reply(struct mcp_hosts *h, struct client *c, long long rpc, c
     op_finish(c, o, NULL, 0, (int) code, msg ? msg : "error");
     return;
   }
-  json_writer_t *w = json_writer_new();
+  c->failures = 0;
+  bool is_error = false;
+  json_as_bool(json_get(result, "isError"), &is_error);
+  int code = is_error ? MCP_RESULT_IS_ERROR : 0;
+  /* The result as the server wrote it (parsed already, so valid), not written again; from the
+   * tree only where it cannot be found as written. */
+  size_t off, rlen;
+  if (json_member_span(line, len, "result", &off, &rlen) == 0) {
+    json_free(*root);
+    *root = NULL;
+    op_finish(c, o, line + off, rlen, code, NULL);
+    return;
+  }
+  /* Written again from a whole tree of the line (*root's strings are cut). */
+  json_free(*root);
+  *root = NULL;
+  json_node_t *whole = NULL;
+  sbx_error_t err;
+  json_writer_t *w = json_parse(line, len, &whole, &err) == 0 ? json_writer_new() : NULL;
   size_t n = 0;
   const char *buf = NULL;
   if (w) {
-    json_write_node(w, result);
+    json_write_node(w, json_get(whole, "result"));
     buf = json_writer_buf(w, &n);
   }
-  c->failures = 0;
+  json_free(whole);
   if (buf)
-    op_finish(c, o, buf, n, 0, NULL);
+    op_finish(c, o, buf, n, code, NULL);
   else
     op_finish(c, o, NULL, 0, JSONRPC_INTERNAL_ERROR, "out of memory");
   json_writer_free(w);
@@ -361,15 +409,26 @@ static void handle_line(struct mcp_hosts *h, struct client *c, const char *line,
 {
   struct jsonrpc_message m;
   struct jsonrpc_failure fail;
-  if (jsonrpc_parse(line, len, &m, &fail) < 0) {
+  /* A call's result goes on as the server wrote it (answer_reply), so the tree need not hold a
+   * large string; the answers whose tree is read whole (initialize, a page of tools) are parsed
+   * again, whole. */
+  if (jsonrpc_parse_cut(line, len, CLIENT_TREE_STRING, &m, &fail) < 0) {
     jsonrpc_failure_clear(&fail);
     return; /* not JSON-RPC: servers sometimes print junk to stdout; ignore it */
   }
   if (m.kind == JSONRPC_RESPONSE) {
     char *end;
     long long rpc = strtoll(m.id, &end, 10);
-    if (*end == '\0')
-      answer_reply(h, c, rpc, m.root);
+    bool ours = *end == '\0'; /* m.id: before m is parsed again */
+    if (ours && rpc && (rpc == c->init_rpc || rpc == c->list_rpc)) {
+      jsonrpc_message_clear(&m);
+      if (jsonrpc_parse(line, len, &m, &fail) < 0) {
+        jsonrpc_failure_clear(&fail);
+        return;
+      }
+    }
+    if (ours)
+      answer_reply(h, c, rpc, &m.root, line, len);
   } else if (m.kind == JSONRPC_REQUEST)
     answer_server_request(h, c, &m);
   else
@@ -413,6 +472,9 @@ static void read_client(struct mcp_hosts *h, struct client *c)
         op_failf(c, o, MCP_ERR_TOO_LARGE, "the result from `%s` is larger than %u bytes", c->cfg->name,
                  MCP_CLIENT_MAX_MESSAGE);
     }
+    /* A large result does not keep its room for the server's life (as the queue to it, above). */
+    if (c->state != C_DOWN)
+      jsonrpc_framer_trim(&c->framer, 1u << 20);
   }
 }
 
@@ -489,42 +551,44 @@ static struct client *find_client(struct mcp_hosts *h, const char *server)
 }
 
 static uint64_t add_op(struct mcp_hosts *h, const char *server, enum op_kind kind, const char *tool,
-                       const char *args, size_t args_len, uint64_t timeout_ms, const struct mcp_op_cb *cb,
-                       sbx_error_t *err)
+                       char *args, uint64_t timeout_ms, const struct mcp_op_cb *cb, sbx_error_t *err)
 {
+  _cleanup_free_ char *owned = args;
   struct client *c = find_client(h, server);
   if (!c) {
     sbx_error_set(err, 0, "no host MCP server `%.100s` is configured", server);
     return 0;
   }
   struct op *o = calloc(1, sizeof *o);
-  if (!o || (tool && !(o->tool = strdup(tool))) || (args && !(o->args = strndup(args, args_len)))) {
+  if (!o || (tool && !(o->tool = strdup(tool)))) {
     op_free(o);
     sbx_error_set(err, ENOMEM, "MCP operation");
     return 0;
   }
+  o->args = TAKE_PTR(owned);
   o->id = ++h->next_op;
   o->kind = kind;
   o->cb = *cb;
   o->deadline_ns = timeout_ms ? now_ns() + timeout_ms * 1000000ULL : 0;
   slist_append(&c->ops, o);
-  /* The common case goes out at once; the rest waits for mcp_hosts_timers(). */
-  if (kind == OP_CALL && c->state == C_UP && client_send(h, c, mcp_client_msg_call(h, o)) < 0)
-    o->state = OP_WAITING;
+  /* The common case goes out at once; the rest waits for mcp_hosts_timers(), which also fails a
+   * call that could not be queued (not from here: callbacks never run from the call that starts
+   * an operation). */
+  if (kind == OP_CALL && c->state == C_UP && client_send_call(h, c, o) < 0)
+    o->state = OP_UNQUEUED;
   return o->id;
 }
 
 uint64_t mcp_hosts_list_tools(struct mcp_hosts *h, const char *server, uint64_t timeout_ms,
                               const struct mcp_op_cb *cb, sbx_error_t *err)
 {
-  return add_op(h, server, OP_LIST, NULL, NULL, 0, timeout_ms, cb, err);
+  return add_op(h, server, OP_LIST, NULL, NULL, timeout_ms, cb, err);
 }
 
-uint64_t mcp_hosts_call_tool(struct mcp_hosts *h, const char *server, const char *tool, const char *args_json,
-                             size_t args_len, uint64_t timeout_ms, const struct mcp_op_cb *cb,
-                             sbx_error_t *err)
+uint64_t mcp_hosts_call_tool(struct mcp_hosts *h, const char *server, const char *tool, char *args_json,
+                             uint64_t timeout_ms, const struct mcp_op_cb *cb, sbx_error_t *err)
 {
-  return add_op(h, server, OP_CALL, tool, args_json, args_len, timeout_ms, cb, err);
+  return add_op(h, server, OP_CALL, tool, args_json, timeout_ms, cb, err);
 }
 
 void mcp_hosts_cancel(struct mcp_hosts *h, uint64_t id)

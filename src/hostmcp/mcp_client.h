@@ -29,8 +29,10 @@
 struct mcp_hosts;
 
 struct mcp_op_cb {
-  /* Exactly once, unless cancelled. On success result_json (compact JSON: the CallToolResult, or the
-   * array of tools) and code 0; on failure result_json NULL, a JSON-RPC-style code and a message. */
+  /* Exactly once, unless cancelled. On success result_json (valid JSON on one line: the
+   * CallToolResult, as the server wrote it, or the array of tools) and code 0, or
+   * MCP_RESULT_IS_ERROR for a CallToolResult whose isError is true (the tool's own failure); on
+   * failure result_json NULL, a JSON-RPC-style code and a message. */
   void (*done)(void *ctx, const char *result_json, size_t len, int code, const char *message);
   /* notifications/progress for a tools/call (params node: progress, total, message); may be NULL. */
   void (*progress)(void *ctx, const json_node_t *params);
@@ -39,6 +41,7 @@ struct mcp_op_cb {
 
 /* Error codes given to done() besides the server's own JSON-RPC errors. */
 enum {
+  MCP_RESULT_IS_ERROR = 1,      /* with a result: see mcp_op_cb */
   MCP_ERR_UNAVAILABLE = -32000, /* could not start, or exited */
   MCP_ERR_TIMEOUT = -32001,
   MCP_ERR_TOO_LARGE = -32002,
@@ -53,10 +56,11 @@ const struct mcp_config *mcp_hosts_config(const struct mcp_hosts *h);
 /* Start an operation; returns its id (> 0), or 0 with err set (unknown server). timeout_ms 0: none. */
 uint64_t mcp_hosts_list_tools(struct mcp_hosts *h, const char *server, uint64_t timeout_ms,
                               const struct mcp_op_cb *cb, sbx_error_t *err);
-/* args_json: a JSON object, or NULL for {}. */
-uint64_t mcp_hosts_call_tool(struct mcp_hosts *h, const char *server, const char *tool, const char *args_json,
-                             size_t args_len, uint64_t timeout_ms, const struct mcp_op_cb *cb,
-                             sbx_error_t *err);
+/* args_json: a JSON object on one line (malloc'd, NUL-terminated; taken, whatever the outcome),
+ * or NULL for {}. It is freed once the call's message is queued for the server, which then holds
+ * the only copy. */
+uint64_t mcp_hosts_call_tool(struct mcp_hosts *h, const char *server, const char *tool, char *args_json,
+                             uint64_t timeout_ms, const struct mcp_op_cb *cb, sbx_error_t *err);
 /* Drop an operation: its callbacks will not run; a call in flight is cancelled at the server.
  * Unknown or finished ids are fine. */
 void mcp_hosts_cancel(struct mcp_hosts *h, uint64_t op);

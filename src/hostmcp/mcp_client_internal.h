@@ -19,7 +19,9 @@
 #define REAP_POLL_MS 50
 
 enum op_kind { OP_LIST, OP_CALL };
-enum op_state { OP_WAITING, OP_SENT };
+/* OP_UNQUEUED: a call whose message could not be queued (the server is not reading); its
+ * arguments went with the message, so it is not tried again: it fails at the next round. */
+enum op_state { OP_WAITING, OP_SENT, OP_UNQUEUED };
 
 struct op {
   struct op *next;
@@ -27,7 +29,7 @@ struct op {
   enum op_kind kind;
   enum op_state state;
   char *tool;
-  char *args; /* JSON object text */
+  char *args; /* JSON object text on one line, until the queue holds it (or NULL: {}) */
   long long rpc_id;
   uint64_t deadline_ns; /* 0: none */
   struct mcp_op_cb cb;
@@ -90,8 +92,10 @@ int mcp_client_spawn_server(struct mcp_hosts *h, struct client *c, sbx_error_t *
 /* ---- mcp_client_send.c: the messages sandboxd writes to a server (NULL: out of memory) */
 json_writer_t *mcp_client_msg_initialize(struct mcp_hosts *h, struct client *c);
 json_writer_t *mcp_client_msg_list_page(struct mcp_hosts *h, struct client *c, const char *cursor);
-/* The tools/call for o (which becomes OP_SENT). */
-json_writer_t *mcp_client_msg_call(struct mcp_hosts *h, struct op *o);
+/* The tools/call for o up to its arguments, {"jsonrpc":"2.0","id":N,"method":"tools/call",
+ * "params":{"name":T[,"_meta":{...}], left open (o becomes OP_SENT): the caller adds
+ * ,"arguments":ARGS}} in the queue itself, so that the arguments are copied once. */
+json_writer_t *mcp_client_msg_call_head(struct mcp_hosts *h, struct op *o);
 json_writer_t *mcp_client_msg_cancelled(long long rpc, const char *reason);
 
 #endif

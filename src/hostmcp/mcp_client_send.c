@@ -56,21 +56,15 @@ json_writer_t *mcp_client_msg_list_page(struct mcp_hosts *h, struct client *c, c
   return w;
 }
 
-json_writer_t *mcp_client_msg_call(struct mcp_hosts *h, struct op *o)
+json_writer_t *mcp_client_msg_call_head(struct mcp_hosts *h, struct op *o)
 {
   o->rpc_id = ++h->next_rpc;
+  o->state = OP_SENT;
   json_writer_t *w = begin_request(o->rpc_id, "tools/call");
   if (!w)
     return NULL;
   json_obj_begin(w);
   json_kv_str(w, "name", o->tool);
-  json_key(w, "arguments");
-  if (o->args)
-    json_raw(w, o->args, strlen(o->args));
-  else {
-    json_obj_begin(w);
-    json_obj_end(w);
-  }
   if (o->cb.progress) {
     /* Our request id doubles as the progress token: unique among our requests. */
     json_key(w, "_meta");
@@ -78,10 +72,7 @@ json_writer_t *mcp_client_msg_call(struct mcp_hosts *h, struct op *o)
     json_kv_int(w, "progressToken", o->rpc_id);
     json_obj_end(w);
   }
-  json_obj_end(w);
-  json_obj_end(w);
-  o->state = OP_SENT;
-  return w;
+  return w; /* open: the caller adds ,"arguments":ARGS}} */
 }
 
 json_writer_t *mcp_client_msg_cancelled(long long rpc, const char *reason)

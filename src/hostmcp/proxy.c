@@ -22,6 +22,18 @@
 #include "hostmcp/bridge.h"
 
 #define PROXY_READ_CHUNK 65536
+/* How much of a frame is checked as it arrives (syntax, PROXY_MAX_VALUES), before it is whole: a
+ * frame of `[0,0,...]` or of junk is refused there and skipped, never held whole. The rest is
+ * parsed once, whole. yajl reads a token split between pieces again from its start at each
+ * piece, so it is fed pieces of at least PROXY_CHECK_STEP (code that sends a long string a byte
+ * at a time costs at most PREFIX / STEP readings of the prefix, not one per byte). */
+#define PROXY_CHECK_PREFIX (256u << 10)
+#define PROXY_CHECK_STEP (16u << 10)
+/* The most of a string (or key, or number) a request's tree holds (json_parse_cut): more than
+ * any name or id the proxy compares or bounds (MCP_CONFIG_MAX_NAME, PROXY_MAX_ID,
+ * PROXY_MAX_TOOL_NAME), so a cut one never matches and is still too long. A large payload is
+ * thus checked but never copied into the tree: its arguments go on from the frame. */
+#define PROXY_TREE_STRING 4096
 
 enum outcome { OUT_PENDING, OUT_OK, OUT_TOOL_ERROR, OUT_ERROR, OUT_DENIED, OUT_TIMEOUT, OUT_CANCELLED };
 static const char *const outcome_names[] = {"pending", "ok",      "tool_error", "error",
@@ -55,6 +67,8 @@ struct proxy {
   size_t max_calls;
   int fd;
   struct bridge_reader reader;
+  json_check_t *check; /* of the frame arriving, up to PROXY_CHECK_PREFIX bytes */
+  size_t checked;
   strbuf_t outq;
   size_t outq_off;
   struct pcall *inflight;
@@ -109,38 +123,51 @@ static void reply_error(struct proxy *p, const char *id, int code, const char *f
   send_frame(p, w, NULL);
 }
 
+/* Queue one frame made of the n pieces (a document); false (nothing queued) if it is above the
+ * frame limit or the queue's. An answer for `id` that does not fit becomes an error for it. */
+static bool queue_frame(struct proxy *p, const char *const *piece, const size_t *len, size_t n,
+                        const char *id)
+{
+  size_t total = 0;
+  for (size_t i = 0; i < n; i++)
+    total += len[i];
+  unsigned char hdr[4];
+  sbx_error_t err;
+  if (bridge_header(total, p->max_frame, hdr, &err) < 0) {
+    if (id)
+      reply_error(p, id, MCP_ERR_TOO_LARGE, "the answer is %zu bytes, above the bridge's limit of %u bytes",
+                  total, p->max_frame);
+    return false;
+  }
+  if (p->outq.len - p->outq_off + total > PROXY_MAX_OUTQ) {
+    if (id)
+      reply_error(p, id, MCP_ERR_TOO_LARGE, "the code has not read %zu bytes of earlier answers",
+                  p->outq.len - p->outq_off);
+    return false;
+  }
+  size_t before = p->outq.len;
+  bool ok = strbuf_append(&p->outq, (const char *) hdr, 4) == 0;
+  for (size_t i = 0; ok && i < n; i++)
+    ok = strbuf_append(&p->outq, piece[i], len[i]) == 0;
+  if (!ok) /* out of memory: no half frame */
+    p->outq.len = before;
+  return ok;
+}
+
 static void send_frame(struct proxy *p, json_writer_t *w, const char *id)
 {
   size_t n;
   const char *buf = w ? json_writer_buf(w, &n) : NULL;
-  unsigned char hdr[4];
-  sbx_error_t err;
   if (!buf) {
     json_writer_free(w);
     if (id)
       reply_error(p, id, JSONRPC_INTERNAL_ERROR, "sandboxd: out of memory");
     return;
   }
-  if (bridge_header(n, p->max_frame, hdr, &err) < 0) {
-    json_writer_free(w);
-    if (id)
-      reply_error(p, id, MCP_ERR_TOO_LARGE, "the answer is %zu bytes, above the bridge's limit of %u bytes",
-                  n, p->max_frame);
-    return;
-  }
-  if (p->outq.len - p->outq_off + n > PROXY_MAX_OUTQ) {
-    json_writer_free(w);
-    if (id)
-      reply_error(p, id, MCP_ERR_TOO_LARGE, "the code has not read %zu bytes of earlier answers",
-                  p->outq.len - p->outq_off);
-    return;
-  }
-  if (strbuf_append(&p->outq, (const char *) hdr, 4) < 0 || strbuf_append(&p->outq, buf, n) < 0) {
-    json_writer_free(w);
-    return;
-  }
+  bool queued = queue_frame(p, &buf, &n, 1, id);
   json_writer_free(w);
-  flush_out(p);
+  if (queued)
+    flush_out(p);
 }
 
 /* ------------------------------------------------------------------ records */
@@ -237,26 +264,16 @@ static void on_done(void *ctx, const char *json, size_t len, int code, const cha
     pcall_free(c);
     return;
   }
-  if (c->record != SIZE_MAX) {
-    /* A tool's own failure is a result with isError: recorded as such, passed on as it is. */
-    bool tool_error = memmem(json, len, "\"isError\":true", 14) != NULL;
-    record_end(p, c->record, tool_error ? OUT_TOOL_ERROR : OUT_OK);
-  }
-  json_writer_t *w = json_writer_new();
-  if (w) {
-    json_obj_begin(w);
-    json_kv_str(w, "jsonrpc", "2.0");
-    json_kv_raw(w, "id", c->id, strlen(c->id));
-    json_key(w, "result");
-    if (c->record == SIZE_MAX) {
-      json_obj_begin(w);
-      json_kv_raw(w, "tools", json, len);
-      json_obj_end(w);
-    } else
-      json_raw(w, json, len);
-    json_obj_end(w);
-  }
-  send_frame(p, w, c->id);
+  if (c->record != SIZE_MAX) /* a tool's own failure (isError): recorded as such, passed on as it is */
+    record_end(p, c->record, code == MCP_RESULT_IS_ERROR ? OUT_TOOL_ERROR : OUT_OK);
+  /* {"jsonrpc":"2.0","id":ID,"result":R} (R in {"tools":...} for a list), put together in the
+   * queue: json (valid JSON from the host client) and the id (canonical) are copied once. */
+  bool list = c->record == SIZE_MAX;
+  const char *piece[] = {
+      "{\"jsonrpc\":\"2.0\",\"id\":", c->id, ",\"result\":", "{\"tools\":", json, "}", "}"};
+  size_t plen[] = {22, strlen(c->id), 10, list ? 9 : 0, len, list ? 1 : 0, 1};
+  if (queue_frame(p, piece, plen, ARRAY_SIZE(piece), c->id))
+    flush_out(p);
   pcall_free(c);
 }
 
@@ -333,8 +350,45 @@ static void list_servers(struct proxy *p, const char *id)
   send_frame(p, w, id);
 }
 
+/* The arguments of a tools/call (an object) for the host client, which takes them: as the code
+ * wrote them, without white space (one line for the server), moved to the front of *frame, which
+ * becomes theirs. Where they cannot be found as written (a key written with escapes before them),
+ * they are written again from a whole tree of the frame (*root holds cut strings). Either way
+ * sandboxd holds at most two copies of a request at once; *root is freed. */
+static char *take_arguments(char **frame, size_t frame_len, json_node_t **root)
+{
+  json_free(*root);
+  *root = NULL;
+  size_t poff, plen, aoff, alen;
+  if (json_member_span(*frame, frame_len, "params", &poff, &plen) == 0 &&
+      json_member_span(*frame + poff, plen, "arguments", &aoff, &alen) == 0 && (*frame)[poff + aoff] == '{') {
+    char *a = TAKE_PTR(*frame);
+    memmove(a, a + poff + aoff, alen);
+    a[json_minify(a, alen)] = '\0';
+    return a;
+  }
+  json_node_t *whole = NULL;
+  sbx_error_t err;
+  int parsed = json_parse_bounded(*frame, frame_len, PROXY_MAX_VALUES, &whole, &err);
+  free(TAKE_PTR(*frame));
+  if (parsed < 0)
+    return NULL;
+  json_writer_t *w = json_writer_new();
+  size_t len = 0;
+  const char *buf = NULL;
+  if (w) {
+    json_write_node(w, json_get(json_get(whole, "params"), "arguments"));
+    buf = json_writer_buf(w, &len);
+  }
+  json_free(whole);
+  char *a = buf ? strndup(buf, len) : NULL;
+  json_writer_free(w);
+  return a;
+}
+
+/* *root is the request's tree (params within it) and *frame its text: either may be taken. */
 static void forward(struct proxy *p, const char *id, const char *method, const json_node_t *params,
-                    size_t frame_len)
+                    size_t frame_len, json_node_t **root, char **frame)
 {
   const char *server = json_as_string(json_get(params, "server"), NULL);
   bool call = strcmp(method, "tools/call") == 0;
@@ -378,7 +432,7 @@ static void forward(struct proxy *p, const char *id, const char *method, const j
     reply_error(p, id, JSONRPC_INVALID_REQUEST, "more than %d calls at once", PROXY_MAX_INFLIGHT);
     return;
   }
-  if (p->inflight_bytes + frame_len > PROXY_MAX_INFLIGHT_BYTES) {
+  if (p->n_inflight && p->inflight_bytes + frame_len > PROXY_MAX_INFLIGHT_BYTES) {
     record_end(p, rec, OUT_ERROR);
     reply_error(
         p, id, MCP_ERR_TOO_LARGE,
@@ -401,15 +455,17 @@ static void forward(struct proxy *p, const char *id, const char *method, const j
   struct mcp_op_cb cb = {.done = on_done, .progress = progress ? on_progress : NULL, .ctx = c};
   sbx_error_t err = {0};
   if (call) {
-    json_writer_t *aw = NULL;
-    size_t alen = 0;
-    const char *abuf = NULL;
-    if (args && json_type(args) == JSON_OBJECT && (aw = json_writer_new())) {
-      json_write_node(aw, args);
-      abuf = json_writer_buf(aw, &alen);
+    char *abuf = NULL;
+    if (args && json_type(args) == JSON_OBJECT) {
+      abuf = take_arguments(frame, frame_len, root);
+      if (!abuf) {
+        record_end(p, rec, OUT_ERROR);
+        reply_error(p, id, JSONRPC_INTERNAL_ERROR, "sandboxd: out of memory");
+        pcall_free(c);
+        return;
+      }
     }
-    c->op = mcp_hosts_call_tool(p->hosts, server, tool, abuf, alen, p->call_timeout_ms, &cb, &err);
-    json_writer_free(aw);
+    c->op = mcp_hosts_call_tool(p->hosts, c->server, c->tool, abuf, p->call_timeout_ms, &cb, &err);
   } else
     c->op = mcp_hosts_list_tools(p->hosts, server, p->call_timeout_ms, &cb, &err);
   if (!c->op) {
@@ -441,18 +497,54 @@ static char *peek_id(const char *prefix, size_t len)
   return id;
 }
 
-static void handle_frame(struct proxy *p, const char *frame, size_t len)
+/* A frame that is not JSON, or holds too many values: frame[0..len) is what is here of it. */
+static void refuse_unparsed(struct proxy *p, const char *frame, size_t len, const sbx_error_t *err)
 {
+  if (err->errnum == E2BIG) {
+    /* The peek stops at the id, allocating only it. */
+    _cleanup_free_ char *id = peek_id(frame, len);
+    reply_error(p, id, MCP_ERR_TOO_LARGE, "the request holds more than %d JSON values, the bridge's limit",
+                PROXY_MAX_VALUES);
+  } else
+    reply_error(p, NULL, JSONRPC_PARSE_ERROR, "Parse error: %s", err->msg);
+}
+
+static void check_reset(struct proxy *p)
+{
+  json_check_free(p->check);
+  p->check = NULL;
+  p->checked = 0;
+}
+
+/* The frame still arriving, its new bytes within PROXY_CHECK_PREFIX: refused and skipped as soon
+ * as it cannot be a request within the budget. */
+static void check_partial(struct proxy *p)
+{
+  size_t have;
+  const char *data = bridge_reader_partial(&p->reader, &have);
+  size_t upto = have < PROXY_CHECK_PREFIX ? have : PROXY_CHECK_PREFIX;
+  if (!data || upto <= p->checked || (upto - p->checked < PROXY_CHECK_STEP && upto < PROXY_CHECK_PREFIX))
+    return;
+  if (!p->check && !(p->check = json_check_new(PROXY_MAX_VALUES)))
+    return; /* out of memory: it is checked whole, at its end */
+  sbx_error_t err = {0};
+  if (json_check_feed(p->check, data + p->checked, upto - p->checked, &err) == 0) {
+    p->checked = upto;
+    return;
+  }
+  refuse_unparsed(p, data, upto, &err);
+  bridge_reader_drop(&p->reader);
+  check_reset(p);
+}
+
+/* frame (malloc'd) is taken: a tools/call's arguments go on in it (forward). */
+static void handle_frame(struct proxy *p, char *frame, size_t len)
+{
+  _cleanup_free_ char *text = frame;
   json_node_t *root = NULL;
   sbx_error_t err;
-  if (json_parse_bounded(frame, len, PROXY_MAX_VALUES, &root, &err) < 0) {
-    if (err.errnum == E2BIG) {
-      /* The frame is here (at most PROXY_MAX_REQUEST): the peek stops at the id, allocating only it. */
-      _cleanup_free_ char *id = peek_id(frame, len);
-      reply_error(p, id, MCP_ERR_TOO_LARGE, "the request holds more than %d JSON values, the bridge's limit",
-                  PROXY_MAX_VALUES);
-    } else
-      reply_error(p, NULL, JSONRPC_PARSE_ERROR, "Parse error: %s", err.msg);
+  if (json_parse_cut(text, len, PROXY_MAX_VALUES, PROXY_TREE_STRING, &root, &err) < 0) {
+    refuse_unparsed(p, text, len, &err);
     return;
   }
   _cleanup_free_ char *id = jsonrpc_id_canonical(json_get(root, "id"));
@@ -475,7 +567,7 @@ static void handle_frame(struct proxy *p, const char *frame, size_t len)
   else if (strcmp(method, "servers/list") == 0)
     list_servers(p, id);
   else if (strcmp(method, "tools/list") == 0 || strcmp(method, "tools/call") == 0)
-    forward(p, id, method, params, len);
+    forward(p, id, method, params, len, &root, &text);
   else
     reply_error(p, id, JSONRPC_METHOD_NOT_FOUND, "Method not found: %.100s", method);
   json_free(root);
@@ -529,7 +621,7 @@ int proxy_new(struct mcp_hosts *hosts, const struct sbx_policy *policy, const ch
   p->max_frame = lim && lim->max_frame ? lim->max_frame : BRIDGE_DEFAULT_MAX_FRAME;
   p->call_timeout_ms = lim && lim->call_timeout_ms ? lim->call_timeout_ms : PROXY_DEFAULT_CALL_TIMEOUT_MS;
   p->max_calls = lim && lim->max_calls ? lim->max_calls : PROXY_DEFAULT_MAX_CALLS;
-  bridge_reader_init(&p->reader, p->max_frame < PROXY_MAX_REQUEST ? p->max_frame : PROXY_MAX_REQUEST);
+  bridge_reader_init(&p->reader, proxy_max_request(policy));
   if (!ret_sandbox_fd) { /* the caller brings the socket (proxy_adopt_fd) */
     *ret = p;
     return 0;
@@ -580,6 +672,7 @@ void proxy_free(struct proxy *p)
   }
   free(p->records);
   bridge_reader_free(&p->reader);
+  check_reset(p);
   strbuf_free(&p->outq);
   strbuf_free(&p->env);
   if (p->fd >= 0)
@@ -607,6 +700,12 @@ int proxy_fd(const struct proxy *p)
 const char *proxy_env(const struct proxy *p)
 {
   return p->env.data;
+}
+
+uint32_t proxy_max_request(const struct sbx_policy *policy)
+{
+  return policy && policy->proxy_request_bytes ? (uint32_t) policy->proxy_request_bytes
+                                               : BRIDGE_DEFAULT_MAX_FRAME;
 }
 
 short proxy_events(const struct proxy *p)
@@ -650,17 +749,21 @@ void proxy_handle(struct proxy *p, short revents)
       enum bridge_event ev =
           bridge_reader_feed(&p->reader, buf + off, (size_t) n - off, &used, &frame, &flen);
       off += used;
+      if (ev != BRIDGE_NEED_MORE)
+        check_reset(p);
       if (ev == BRIDGE_FRAME) {
         handle_frame(p, frame, flen);
-        free(frame);
         if (p->fd < 0) /* the done notification: what follows it is not served */
           return;
       } else if (ev == BRIDGE_OVERSIZE) {
         _cleanup_free_ char *id = peek_id(frame, flen);
-        reply_error(p, id, MCP_ERR_TOO_LARGE, "the request is %u bytes, above the bridge's limit of %u bytes",
+        reply_error(p, id, MCP_ERR_TOO_LARGE,
+                    "the request is %u bytes, above the bridge's limit of %u bytes (the policy's "
+                    "proxy_request_limit)",
                     p->reader.oversize_len, p->reader.max_frame);
       }
     }
+    check_partial(p);
     if (p->bytes_read >= PROXY_MAX_RUN_BYTES) {
       reply_error(p, NULL, MCP_ERR_TOO_LARGE,
                   "the code has sent %u MiB over the bridge in this run, the limit; the bridge is closed",
@@ -671,6 +774,7 @@ void proxy_handle(struct proxy *p, short revents)
       close(p->fd);
       p->fd = -1;
       bridge_reader_free(&p->reader);
+      check_reset(p);
       return;
     }
   }

@@ -35,17 +35,23 @@
 
 /* The budget of what one sandbox's requests may make sandboxd hold and parse, all checked before
  * anything is allocated for a request; a request beyond it is answered with MCP_ERR_TOO_LARGE
- * (MCPError inside). They protect sandboxd itself, the same for every policy, so they are
- * constants (sandboxd-mcp(7), "Limits of the bridge"):
- * - a request frame: tool arguments are what a model or a program passes to a tool (text, small
- *   records); a bulk payload belongs in a file the host server reads, not in a JSON-RPC call.
- *   Answers (host results, up to BRIDGE_DEFAULT_MAX_FRAME) are not bound by it. */
-#define PROXY_MAX_REQUEST (1u << 20)
-/* - JSON values in one request (each costs sandboxd about 100 bytes): parse time and the tree
- *   stay small even for a frame of `[0,0,0,...]`; 16384 still holds an embedding vector. */
+ * (MCPError inside) (sandboxd-mcp(7), THE PROXY, "Limits"):
+ * - a request frame: at most the policy's proxy_request_limit (16 MiB in default.policy), so
+ *   that a file's content handed to a host server's tool fits. One request of N bytes makes
+ *   sandboxd hold at most 2N at any moment while it is read, parsed and forwarded (the frame, whose
+ *   tree holds at most 4 KiB of a string, proxy.c; the frame, which becomes the arguments
+ *   as written; those and the queue to the server), then N until the server has read it. Answers
+ *   (host results, up to BRIDGE_DEFAULT_MAX_FRAME) are not bound by it.
+ * The others protect sandboxd itself, the same for every policy, so they are constants:
+ * - JSON values in one request (each costs sandboxd about 100 bytes): parse time and the tree
+ *   stay small even for a frame of `[0,0,0,...]`; 16384 still holds an embedding vector. A
+ *   frame's first bytes are checked against it as they arrive (proxy.c, PROXY_CHECK_PREFIX), so
+ *   such a frame is skipped, never held whole. */
 #define PROXY_MAX_VALUES 16384
 /* - the requests of the calls waiting for host servers, together (each counted at its frame's
- *   size: it bounds the copies sandboxd and the host side keep until the answer). */
+ *   size: it bounds the copies sandboxd and the host side keep until the answer); a request
+ *   larger than this goes when it is the only one waiting, so they hold at most the larger of
+ *   this and proxy_request_limit. */
 #define PROXY_MAX_INFLIGHT_BYTES (4u << 20)
 /* - what one run may send over the bridge in all: sandboxd's CPU for a sandbox's requests
  *   (reading, skipping, parsing) is spent outside the sandbox's cgroup, so it has a budget too.
@@ -60,7 +66,7 @@
 #define PROXY_RECORD_NAME 128
 
 struct proxy_limits {
-  uint32_t max_frame;       /* answers; 0: BRIDGE_DEFAULT_MAX_FRAME (requests: PROXY_MAX_REQUEST) */
+  uint32_t max_frame;       /* answers; 0: BRIDGE_DEFAULT_MAX_FRAME (requests: proxy_request_limit) */
   uint64_t call_timeout_ms; /* 0: PROXY_DEFAULT_CALL_TIMEOUT_MS */
   size_t max_calls;         /* tools/call per execution; 0: PROXY_DEFAULT_MAX_CALLS */
 };
@@ -70,9 +76,10 @@ struct proxy;
 struct sbx_policy;
 
 /* servers: the names this run may call (each must be configured in hosts and, unless policy is
- * NULL, allowed by the policy's proxy_servers). On success *ret_sandbox_fd is the other end of the
- * socketpair, for sbx_spec.bridge_fd: close it once the sandbox is spawned. With ret_sandbox_fd
- * NULL no socketpair is made: the caller brings its socket with proxy_adopt_fd(). */
+ * NULL, allowed by the policy's proxy_servers); its requests are at most proxy_max_request(policy).
+ * On success *ret_sandbox_fd is the other end of the socketpair, for sbx_spec.bridge_fd: close it
+ * once the sandbox is spawned. With ret_sandbox_fd NULL no socketpair is made: the caller brings
+ * its socket with proxy_adopt_fd(). */
 int proxy_new(struct mcp_hosts *hosts, const struct sbx_policy *policy, const char *const *servers,
               size_t n_servers, const struct proxy_limits *lim, int *ret_sandbox_fd, struct proxy **ret,
               sbx_error_t *err);
@@ -96,6 +103,11 @@ short proxy_events(const struct proxy *p);
 void proxy_handle(struct proxy *p, short revents);
 /* "SANDBOXD_MCP_SERVERS=a,b": the environment entry that tells the code which servers it has. */
 const char *proxy_env(const struct proxy *p);
+/* The largest request frame under policy: its proxy_request_limit (without one,
+ * BRIDGE_DEFAULT_MAX_FRAME). The `mcp` package refuses larger ones itself, before sending, from
+ * PROXY_MAX_REQUEST_ENV=N in the sandbox's environment. */
+uint32_t proxy_max_request(const struct sbx_policy *policy);
+#define PROXY_MAX_REQUEST_ENV "SANDBOXD_MCP_MAX_REQUEST"
 /* Bytes read from the code so far (its owner may give memory back after a busy run). */
 size_t proxy_bytes_read(const struct proxy *p);
 /* The calls so far as a JSON array ([{server, tool, duration_ms, outcome}...]), malloc'd. */

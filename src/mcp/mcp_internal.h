@@ -14,6 +14,7 @@
 #include "base/jsonrpc.h"
 #include "base/util.h"
 #include "hostmcp/mcp_config.h"
+#include "image/image.h"
 #include "mcp/capture.h"
 #include "mcp/mcp_binds.h"
 #include "mcp/mcp_lang.h"
@@ -183,6 +184,9 @@ struct server {
   char *rootfs;
   /* Each language's rootfs (mcp_lang_rootfs; python's is rootfs), or NULL when absent. */
   char *lang_rootfs[MCP_LANG_COUNT];
+  /* Each one's image config (its NAME.json): the Env goes under the policy's env of every sandbox
+   * of that language, cold, warm or forked, as exec's does (base_spec). */
+  struct image_config lang_image[MCP_LANG_COUNT];
   unsigned langs;      /* the languages present (MCP_LANG_BIT), execute_code's enum */
   unsigned tools;      /* --tools: TOOL_RUN_PYTHON, TOOL_EXECUTE_CODE */
   unsigned warm_langs; /* --warm-lang: the languages kept warm (--warm of each) */

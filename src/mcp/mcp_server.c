@@ -116,9 +116,9 @@ static void m_tools_list(struct server *srv, const char *id, const json_node_t *
   json_arr_begin(w);
   bool roots = srv->roots.enabled && srv->roots.client_has;
   if (srv->tools & TOOL_RUN_PYTHON)
-    mcp_tool_write(w, srv->policy, srv->hs.cfg, &srv->binds, roots);
+    mcp_tool_write(w, srv->policy, srv->hs.cfg, &srv->binds, roots, srv->text_limit);
   if (srv->tools & TOOL_EXECUTE_CODE)
-    mcp_exec_tool_write(w, srv->policy, srv->langs, &srv->binds, roots);
+    mcp_exec_tool_write(w, srv->policy, srv->langs, &srv->binds, roots, srv->text_limit);
   json_arr_end(w);
   json_obj_end(w);
   jsonrpc_end(w);

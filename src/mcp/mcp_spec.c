@@ -61,7 +61,7 @@ void sandbox_fds_close(struct sandbox_fds *f)
  * package mounted and on PYTHONPATH whenever it was found, so that `from mcp import runtime` (and
  * the package's matplotlib backend) works in every run. Another language: its interpreter, in its
  * rootfs, reading the code from stdin (mcp_lang.c); no package (it is Python's). The binds and
- * roots are every language's. */
+ * roots are every language's; the image's Env is its rootfs's. */
 void base_spec(struct server *srv, enum mcp_lang lang, const struct sbx_limits *limits, int inside, int out_w,
                int err_w, struct sbx_spec *spec)
 {
@@ -73,6 +73,8 @@ void base_spec(struct server *srv, enum mcp_lang lang, const struct sbx_limits *
       .policy = srv->policy,
       .limits = *limits,
       .rootfs = srv->lang_rootfs[lang],
+      .base_env = srv->lang_image[lang].env, /* under the policy's env, as exec's */
+      .n_base_env = srv->lang_image[lang].n_env,
       .argv = python ? python_argv : mcp_lang_argv(lang),
       .stdin_fd = python ? srv->devnull : inside,
       .stdout_fd = out_w,
@@ -83,9 +85,8 @@ void base_spec(struct server *srv, enum mcp_lang lang, const struct sbx_limits *
       .binds = srv->spec_binds + (package && !python),
       .n_binds = srv->n_spec_binds - (package && !python),
   };
-  static char *const python_env[] = {"PYTHONPATH=" PROXY_PYTHON_DST};
   if (package && python) {
-    spec->extra_env = python_env;
-    spec->n_extra_env = ARRAY_SIZE(python_env);
+    spec->extra_env = srv->hs.package_env;
+    spec->n_extra_env = HOST_SERVERS_N_PACKAGE_ENV;
   }
 }

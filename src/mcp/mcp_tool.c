@@ -195,6 +195,19 @@ static void write_annotations(json_writer_t *w, const char *title)
   json_obj_end(w);
 }
 
+size_t mcp_tool_result_chars(size_t text_limit)
+{
+  return 2 * text_limit + MCP_TOOL_NOTES_CHARS;
+}
+
+static void write_meta(json_writer_t *w, size_t text_limit)
+{
+  json_key(w, "_meta");
+  json_obj_begin(w);
+  json_kv_uint(w, "anthropic/maxResultSizeChars", mcp_tool_result_chars(text_limit));
+  json_obj_end(w);
+}
+
 /* " Host files, nothing else: /data: host directory, read-only; ...", or that there are none:
  * the model learns here, on every turn, what of the host it can reach, within len (a part that
  * does not fit, and all after it, become " ..."). */
@@ -219,7 +232,7 @@ static void append_host_files(char *buf, size_t len, const struct bind_opts *bin
 }
 
 void mcp_tool_write(json_writer_t *w, const struct sbx_policy *policy, const struct mcp_config *cfg,
-                    const struct bind_opts *binds, bool roots)
+                    const struct bind_opts *binds, bool roots, size_t text_limit)
 {
   json_obj_begin(w);
   json_kv_str(w, "name", TOOL_NAME);
@@ -238,6 +251,7 @@ void mcp_tool_write(json_writer_t *w, const struct sbx_policy *policy, const str
   write_input_schema(w, policy);
   write_output_schema(w);
   write_annotations(w, "Run Python in a sandbox");
+  write_meta(w, text_limit);
   json_obj_end(w);
 }
 
@@ -282,7 +296,7 @@ static void write_exec_input_schema(json_writer_t *w, const struct sbx_policy *p
 }
 
 void mcp_exec_tool_write(json_writer_t *w, const struct sbx_policy *policy, unsigned langs,
-                         const struct bind_opts *binds, bool roots)
+                         const struct bind_opts *binds, bool roots, size_t text_limit)
 {
   json_obj_begin(w);
   json_kv_str(w, "name", EXEC_TOOL_NAME);
@@ -294,6 +308,7 @@ void mcp_exec_tool_write(json_writer_t *w, const struct sbx_policy *policy, unsi
   write_exec_input_schema(w, policy, langs);
   write_output_schema(w);
   write_annotations(w, "Run code in a sandbox");
+  write_meta(w, text_limit);
   json_obj_end(w);
 }
 

@@ -17,6 +17,18 @@ struct sbx_policy;
 #define TOOL_NAME "run_python"
 #define EXEC_TOOL_NAME "execute_code"
 
+/* What a result's text may hold besides the output: the notes in text blocks of their own (files
+ * not returned, the output not saved under --output-dir), each a line of a few dozen characters.
+ * With a client before protocol 2025-06-18 (no resource links) the note also lists the files
+ * saved; Claude Code, for which the sum below is written, speaks a later one. */
+#define MCP_TOOL_NOTES_CHARS 1024
+/* _meta["anthropic/maxResultSizeChars"] of both tools: the most characters of text a result
+ * holds, as Claude Code counts them (UTF-16 code units: a character outside the BMP is two), for
+ * output shaped to text_limit characters (--text-limit). Claude Code writes a result longer than
+ * this (100,000 when a tool says nothing; it takes at most 500,000) to a file the model must then
+ * read; what sandboxd already shaped stays inline. */
+size_t mcp_tool_result_chars(size_t text_limit);
+
 /* A call's arguments once checked. Pointers are into the arguments' tree. */
 struct mcp_tool_args {
   const char *code;
@@ -34,12 +46,12 @@ int mcp_tool_parse_args(const json_node_t *args, const struct sbx_policy *policy
 int mcp_exec_parse_args(const json_node_t *args, const struct sbx_policy *policy, unsigned langs,
                         struct mcp_tool_args *ret, char *msg, size_t msg_len);
 /* The tool object of tools/list; the description names the host directories (--bind, and with
- * roots ROOTS_DIR) and the configured servers. */
+ * roots ROOTS_DIR) and the configured servers; _meta the longest result (text_limit). */
 void mcp_tool_write(json_writer_t *w, const struct sbx_policy *policy, const struct mcp_config *cfg,
-                    const struct bind_opts *binds, bool roots);
+                    const struct bind_opts *binds, bool roots, size_t text_limit);
 /* execute_code's, the language enum being langs. */
 void mcp_exec_tool_write(json_writer_t *w, const struct sbx_policy *policy, unsigned langs,
-                         const struct bind_opts *binds, bool roots);
+                         const struct bind_opts *binds, bool roots, size_t text_limit);
 /* "configured servers: a, b" (or that there are none), for messages. */
 void mcp_tool_server_names(const struct mcp_config *cfg, char *buf, size_t len);
 

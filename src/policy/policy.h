@@ -108,6 +108,11 @@ struct sbx_egress_limits {
 /* The most `egress_connections` a policy may name: each is a host process for its life. */
 #define SBX_EGRESS_MAX_CONNECTIONS 256
 
+/* proxy_request_limit's range. At most what sandboxd takes in one message from a host server
+ * (MCP_CLIENT_MAX_MESSAGE): what one side may send, the other may. */
+#define SBX_PROXY_REQUEST_MIN (4u << 10)
+#define SBX_PROXY_REQUEST_MAX (32u << 20)
+
 /* In an `env` value: the run's memory limit in MiB, written in when the sandbox starts (the one
  * variable; sandboxd.policy(5)). */
 #define POLICY_ENV_MEMORY_MIB "${memory_mib}"
@@ -140,6 +145,7 @@ struct sbx_policy {
   size_t n_proc_readonly;
   char **proxy_servers; /* host MCP servers code may call through the proxy; "*" = any configured */
   size_t n_proxy_servers;
+  uint64_t proxy_request_bytes; /* proxy_request_limit: the largest request frame over the bridge */
 
   enum sbx_network network;        /* what a run gets */
   enum sbx_network max_network;    /* the most --allow-host may ask: proxy, or none (refused) */

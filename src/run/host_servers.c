@@ -4,10 +4,12 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "base/cleanup.h"
 #include "base/paths.h"
+#include "base/util.h"
 #include "hostmcp/mcp_client.h"
 #include "hostmcp/proxy.h"
 #include "policy/policy.h"
@@ -33,6 +35,10 @@ int host_servers_start(struct host_servers *hs, const struct sbx_policy *policy,
   if (mcp_hosts_new(hs->cfg, log_fd, &hs->hosts, err) < 0)
     return -1;
   hs->policy = policy;
+  bufprintf_cut(hs->max_request_env, sizeof hs->max_request_env, PROXY_MAX_REQUEST_ENV "=%u",
+                proxy_max_request(policy));
+  hs->package_env[0] = "PYTHONPATH=" PROXY_PYTHON_DST;
+  hs->package_env[1] = hs->max_request_env;
   return 0;
 }
 
@@ -45,10 +51,10 @@ int host_servers_proxy(const struct host_servers *hs, const char *const *names, 
   return proxy_new(hs->hosts, hs->policy, names, n, NULL, ret_sandbox_fd, ret, err);
 }
 
-size_t host_servers_env(const struct proxy *proxy, char **env)
+size_t host_servers_env(const struct host_servers *hs, const struct proxy *proxy, char **env)
 {
-  env[0] = "PYTHONPATH=" PROXY_PYTHON_DST;
-  env[1] = (char *) proxy_env(proxy);
+  memcpy(env, hs->package_env, sizeof hs->package_env);
+  env[HOST_SERVERS_N_PACKAGE_ENV] = (char *) proxy_env(proxy);
   return HOST_SERVERS_N_ENV;
 }
 

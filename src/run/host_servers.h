@@ -16,6 +16,9 @@ struct proxy;
 struct sbx_bind;
 struct sbx_policy;
 
+/* The environment entries of a sandbox with the `mcp` package (package_env below). */
+#define HOST_SERVERS_N_PACKAGE_ENV 2
+
 struct host_servers {
   struct mcp_config *cfg;  /* the configured servers (n may be 0), once loaded */
   struct mcp_hosts *hosts; /* their clients (each server starts on first use), once started */
@@ -23,10 +26,15 @@ struct host_servers {
   int python_fd;           /* with python_dir: it, held (sbx_bind.fd) */
   /* The policy whose proxy_servers every proxy checks (not owned), once started. */
   const struct sbx_policy *policy;
+  /* What every sandbox with the `mcp` package gets in its environment, once started: PYTHONPATH,
+   * and the largest request the package may send (the policy's proxy_request_limit). */
+  char *package_env[HOST_SERVERS_N_PACKAGE_ENV];
+  char max_request_env[48];
 };
 
-/* The environment entries a run with servers gets (host_servers_env). */
-#define HOST_SERVERS_N_ENV 2
+/* The environment entries a run with servers gets (host_servers_env): the package's, and the
+ * servers it has. */
+#define HOST_SERVERS_N_ENV (HOST_SERVERS_N_PACKAGE_ENV + 1)
 
 /* Read the configuration (opts: --config, --import-claude). */
 int host_servers_load(struct host_servers *hs, const struct mcp_config_options *opts, sbx_error_t *err);
@@ -41,9 +49,9 @@ int host_servers_start(struct host_servers *hs, const struct sbx_policy *policy,
  * brings the socket (proxy_adopt_fd). Fails if the `mcp` package was not found. */
 int host_servers_proxy(const struct host_servers *hs, const char *const *names, size_t n, int *ret_sandbox_fd,
                        struct proxy **ret, sbx_error_t *err);
-/* Write what a run with proxy adds to its environment (PYTHONPATH for the `mcp` package, the
- * servers it has) to env[0..HOST_SERVERS_N_ENV); returns HOST_SERVERS_N_ENV. */
-size_t host_servers_env(const struct proxy *proxy, char **env);
+/* Write what a run with proxy adds to its environment (package_env, the servers it has) to
+ * env[0..HOST_SERVERS_N_ENV); returns HOST_SERVERS_N_ENV. */
+size_t host_servers_env(const struct host_servers *hs, const struct proxy *proxy, char **env);
 /* Whether a run that lists no servers still gets a bridge, for discovery: some configured server
  * is allowed by the policy and the `mcp` package was found. */
 bool host_servers_discovery(const struct host_servers *hs);

@@ -1,6 +1,7 @@
 /* libFuzzer target: the bridge.
  *
- * By default, in process: the frame reader, fed in chunks whose sizes come from the input.
+ * By default, in process: the frame reader, fed in chunks whose sizes come from the input, and a
+ * frame still arriving given up (bridge_reader_drop) when the input's first byte says so.
  *
  * With SANDBOXD_FUZZ_BRIDGE=live, a real `sandboxd mcp` with a sandbox at the other end:
  *
@@ -10,7 +11,8 @@
  *     +--FIFO out (ack)-- relay code in run_python --fd 3, raw frames--> sandboxd
  *
  * The relay code gets each input by calling `next`, sends it to sandboxd as frames on fd 3 (byte
- * 0 picks how: a frame of the rest, or one that announces more than 1 MiB and pads to it, the
+ * 0 picks how: a frame of the rest, or one padded with spaces to more than 1 MiB, which sandboxd
+ * checks as it arrives and holds whole, or to more than 16 MiB, the default request limit: the
  * oversize path), then calls `next` again; that call acknowledges the input, and since sandboxd
  * handles a bridge's frames in order, sandboxd has handled it by then. After each ack the fuzzer
  * checks that sandboxd is alive and answers `ping` within PING_MS; else it aborts, which saves
@@ -48,6 +50,7 @@ static int in_process(const uint8_t *data, size_t size)
   struct bridge_reader r;
   bridge_reader_init(&r, 1u << 16);
   size_t chunk = (size_t) data[0] % 17 + 1, off = 1;
+  bool drop = data[0] & 0x80;
   while (off < size) {
     size_t n = size - off < chunk ? size - off : chunk;
     size_t used;
@@ -66,6 +69,12 @@ static int in_process(const uint8_t *data, size_t size)
     if (used == 0 && e == BRIDGE_NEED_MORE)
       abort();
     off += used;
+    size_t have;
+    const char *part = bridge_reader_partial(&r, &have);
+    if (part && have > r.max_frame)
+      abort();
+    if (part && drop && have >= 8)
+      bridge_reader_drop(&r);
   }
   bridge_reader_free(&r);
   return 0;
@@ -105,7 +114,7 @@ static const char RELAY_CODE[] =
     "        continue\n"
     "    mode, body = data[0], data[1:]\n"
     "    if mode & 1:\n"
-    "        frame(body, (1 << 20) + (mode >> 1) * 4096)\n"
+    "        frame(body, ((16 << 20) if mode & 2 else (1 << 20)) + (mode >> 2) * 4096)\n"
     "    elif mode & 2:\n"
     "        for part in body.split(b'\\n'):\n"
     "            frame(part)\n"

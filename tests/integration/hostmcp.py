@@ -1,5 +1,6 @@
 """A small host MCP server (stdio, one JSON-RPC message per line) for the bridge tests: `echo`
-answers at once with the size of its arguments, `hold` answers after `seconds`."""
+answers at once with the size of its arguments, `hold` answers after `seconds`, `mirror` with its
+argument `s` as the text."""
 import json
 import sys
 import threading
@@ -7,7 +8,8 @@ import time
 
 lock = threading.Lock()
 TOOLS = [{"name": n, "description": d, "inputSchema": {"type": "object"}}
-         for n, d in (("echo", "the size of the arguments"), ("hold", "answer after `seconds`"))]
+         for n, d in (("echo", "the size of the arguments"), ("hold", "answer after `seconds`"),
+                      ("mirror", "`s` back as the text"))]
 
 
 def send(msg):
@@ -20,8 +22,8 @@ def call(rid, params):
     args = params.get("arguments") or {}
     if params.get("name") == "hold":
         time.sleep(float(args.get("seconds", 1)))
-    send({"jsonrpc": "2.0", "id": rid,
-          "result": {"content": [{"type": "text", "text": str(len(json.dumps(args)))}]}})
+    text = args.get("s", "") if params.get("name") == "mirror" else str(len(json.dumps(args)))
+    send({"jsonrpc": "2.0", "id": rid, "result": {"content": [{"type": "text", "text": text}]}})
 
 
 for line in sys.stdin:

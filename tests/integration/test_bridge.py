@@ -151,15 +151,106 @@ def attempt(*a):
 
 
 def test_oversize_request_is_refused_unread_with_mcperror(server):
-    """A request above PROXY_MAX_REQUEST (1 MiB) is refused before anything is allocated for it,
-    and the code still gets an MCPError for its id (read from the frame's first bytes)."""
+    """A request above the policy's proxy_request_limit (16 MiB in the default policy) is refused
+    before anything is allocated for it, and the code still gets an MCPError for its id (read from
+    the frame's first bytes). The package refuses it itself, before sending, with the same limit."""
     res = server.run(CATCH + """
 import mcp._bridge as b
+mine = attempt("host", "echo", {"s": "x" * (17 << 20)})
 b.MAX_FRAME = 1 << 30   # past the package's own check: what sandboxd does is under test
-print(json.dumps([attempt("host", "echo", {"s": "x" * (2 << 20)}), attempt("host", "echo", {"s": "ok"})]))""")
-    big, small = last_json(res)
-    assert big and big[0] == TOO_LARGE and "above the bridge's limit of 1048576 bytes" in big[1], big
+print(json.dumps([attempt("host", "echo", {"s": "x" * (17 << 20)}), attempt("host", "echo", {"s": "ok"}), mine]))""")
+    big, small, mine = last_json(res)
+    assert big and big[0] == TOO_LARGE and "above the bridge's limit of 16777216 bytes" in big[1], big
     assert small is None  # the stream stayed in sync
+    assert mine and mine[0] == TOO_LARGE and "above the bridge's limit of 16777216 bytes" in mine[1], mine
+
+
+# Every kind of character a payload holds: printable ASCII, quotes and backslashes, newlines and
+# tabs, a control character, 2-, 3- and 4-byte UTF-8, U+2028 (a line break to JavaScript, not to
+# JSON). As JSON it is about 1.1 times as long.
+PAYLOAD = r"""
+import hashlib
+def payload(n):
+    unit = "".join(chr(c) for c in range(32, 127)) + 'é"\\ü\n\t\x01€\u2028𝄞😀'
+    return (unit * (n // len(unit) + 1))[:n]
+"""
+
+
+@pytest.mark.parametrize("size", [1_500_000, 10_000_000], ids=["1.5MB", "10MB"])
+def test_large_arguments_arrive_intact(server, size):
+    """A tool argument of 1.5 MB or 10 MB (a CSV handed to a host server's write tool) goes
+    through and comes back unchanged; sandboxd holds about twice a request while it forwards it
+    (and a few times the answer), and nothing of either once the run is over."""
+    server.run("print(1)")
+    before = server.status()
+    res = server.run(PAYLOAD + CATCH + f"""
+s = payload({size})
+try:
+    r = runtime.call_tool_sync("host", "mirror", {{"s": s}})
+    back = r["content"][0]["text"]
+    print(json.dumps([len(s), len(back), back == s, hashlib.sha256(back.encode()).hexdigest()[:16]]))
+except MCPError as e:
+    print(json.dumps([e.code, e.message]))""")
+    sent, got, same, _ = last_json(res)
+    assert sent == size and got == size and same, last_json(res)
+    st = server.settled(before, 2 * MiB)
+    # The request's JSON is about 1.1 times the string (escapes); its answer's too.
+    assert st["VmHWM"] - before["VmHWM"] < 6 * size + 8 * MiB, (before, st)
+    assert ASAN or st["RssAnon"] - before["RssAnon"] < 2 * MiB, (before, st)
+
+
+def test_a_frame_sent_a_byte_at_a_time_is_read_once(server):
+    """A frame's first bytes are checked as they arrive, but in pieces of at least 16 KiB: a long
+    string sent a byte at a time costs sandboxd a read per byte (the syscalls), not a check of
+    all of it again at every byte (yajl reads a split token again from its start)."""
+    server.run("print(1)")
+    before = server.status()
+    res = server.run(RAW + CATCH + """
+body = b'{"id":1,"method":"tools/call","params":{"server":"host","name":"echo","arguments":{"s":"' + b"x" * 300000
+raw.sendall(struct.pack(">I", len(body) + 4))
+for i in range(len(body)):
+    raw.send(body[i:i + 1])
+raw.sendall(b'"}}}')
+n = struct.unpack(">I", raw.recv(4, socket.MSG_WAITALL))[0]
+print(json.dumps(json.loads(raw.recv(n, socket.MSG_WAITALL))))""")
+    after = server.status()
+    answer = last_json(res)
+    assert answer["id"] == 1 and answer["result"]["content"][0]["text"] == str(300000 + 9), answer  # len(json.dumps(args)), the tool says
+    assert after["cpu"] - before["cpu"] < 10, (before, after)
+
+
+def test_arguments_behind_an_escaped_key_go_on_too(server):
+    """The arguments go on as the code wrote them, found in the frame; where a key before them is
+    written with escapes (the tree decodes it, the search does not), they are written again from
+    the whole frame, and arrive all the same."""
+    res = server.run(RAW + r"""
+import json
+def ask(req):
+    frame(req)
+    n = struct.unpack(">I", raw.recv(4, socket.MSG_WAITALL))[0]
+    return json.loads(raw.recv(n, socket.MSG_WAITALL))
+s = rb'x\u00e9\"\\ \n' * 3
+keys = (rb'"server":"host",', rb'"serv\u0065r":"host",', rb' "server" :  "host" , ')
+got = [ask(b'{"id":%d,"method":"tools/call","params":{%s"name":"mirror","arguments":{"s":"%s"}}}' % (i, k, s))
+       for i, k in enumerate(keys)]
+print(json.dumps([g.get("result", g) for g in got]))""")
+    want = {"content": [{"type": "text", "text": "x\u00e9\"\\ \n" * 3}]}
+    assert last_json(res) == [want] * 3, text(res)
+
+
+def test_a_large_request_goes_alone(server):
+    """Above the in-flight budget (4 MiB together), a request goes when it is the only one
+    waiting for a host server; beside it, another is refused at once (wait for answers)."""
+    res = server.run(CATCH + """
+from mcp import _bridge
+big = _bridge.get().request("tools/call", {"server": "host", "name": "hold",
+                                           "arguments": {"seconds": 2, "pad": "x" * (6 << 20)}})
+beside = attempt("host", "hold", {"seconds": 0, "pad": "x" * 1000})
+big.result(60)
+print(json.dumps([beside, attempt("host", "hold", {"seconds": 0, "pad": "x" * (6 << 20)})]))""")
+    beside, after = last_json(res)
+    assert beside and beside[0] == TOO_LARGE and "in flight" in beside[1], beside
+    assert after is None
 
 
 def test_value_budget_is_mcperror(server):

@@ -147,8 +147,9 @@ def test_rootfs_is_read_only_and_the_font_list_is_not_rebuilt():
 
 
 def test_font_list_is_seeded_when_the_launcher_drops_the_image_env():
-    # sandboxd mcp runs without the image's Env: MPLCONFIGDIR unset is set and seeded too; a
-    # directory the user chose is left alone (matplotlib builds its own list there).
+    # A launcher that does not apply the image's Env (or code that drops MPLCONFIGDIR): unset, it
+    # is set and seeded too; a directory the user chose is left alone (matplotlib builds its own
+    # list there).
     r = data("import logging, os\n"
              "logging.basicConfig(level=logging.DEBUG, format='LOG %(message)s')\n"
              "del os.environ['MPLCONFIGDIR']\n"
@@ -215,3 +216,30 @@ def test_mcp_rootfs_by_name():
             if srv.poll() is None:
                 srv.kill()
                 srv.wait()
+
+
+ENV_CODE = "import json, os; print(json.dumps(dict(os.environ)))"
+
+
+@pytest.mark.parametrize("mode", [("prestart", "0"), ("prestart", "1"), ("fork", "0")],
+                         ids=["cold", "warm", "fork"])
+def test_mcp_applies_the_image_env_as_exec_does(mode):
+    """The image's Env (the rootfs's metadata, NAME.json) is under the policy's env in every
+    sandbox, `sandboxd mcp`'s (cold, warm or forked) as `sandboxd exec`'s: the data rootfs's
+    MPLCONFIGDIR and PYTHONDONTWRITEBYTECODE are there before anything imports matplotlib."""
+    from mcpsession import Mcp
+    with open(sbx.DATA_ROOTFS + ".json") as f:
+        image = dict(e.split("=", 1) for e in json.load(f)["Env"])
+    assert image.get("MPLCONFIGDIR") == "/tmp/matplotlib", image
+    exec_env = json.loads(data(ENV_CODE).stdout)
+    warm_mode, warm = mode
+    m = Mcp("--rootfs", sbx.DATA_ROOTFS, "--warm-mode", warm_mode, warm=warm)
+    try:
+        for _ in range(2):  # the second from the refilled pool, or a second fork
+            r = m.send("tools/call", {"name": "run_python", "arguments": {"code": ENV_CODE}})
+            assert r["structuredContent"]["status"] == "ok", r
+            mcp_env = json.loads(r["structuredContent"]["stdout"])
+            assert {k: mcp_env.get(k) for k in image} == {k: exec_env[k] for k in image}, (mcp_env, exec_env)
+            assert mcp_env["MPLCONFIGDIR"] == "/tmp/matplotlib", mcp_env
+    finally:
+        m.close()

@@ -53,6 +53,39 @@ def test_both_tools_by_default_with_the_common_schema(mcp):
     assert caps["languages"]["bash"]["program"] == "/usr/bin/bash"
 
 
+# Text past --text-limit in both streams, characters that are two UTF-16 units each, and more
+# files than a call returns (a note block of its own): the longest text a result can hold.
+LONGEST = r"""
+import os, sys
+for i in range(40):
+    open(f"/workspace/out/f{i:02}.txt", "w").write("x")
+print("\U0001F600" * 300000)
+print("\U0001F600" * 300000, file=sys.stderr)
+"""
+
+
+@pytest.mark.parametrize("limit", [None, 1000, 200000], ids=["default", "1000", "200000"])
+def test_tools_say_how_long_a_result_is_for_claude_code(limit):
+    """Both tools carry _meta["anthropic/maxResultSizeChars"] (issue #36 item 5): the most
+    characters the text blocks of a result hold together, as Claude Code counts them (UTF-16
+    units), from --text-limit: a result sandboxd shaped is then shown inline, never written to a
+    file. The longest result's text is within it."""
+    sbx.require_sandboxd()
+    m = Mcp(*(["--text-limit", str(limit)] if limit else []))
+    try:
+        tools = m.tools()
+        r = m.send("tools/call", {"name": "run_python", "arguments": {"code": LONGEST}})
+    finally:
+        m.close()
+    most = 2 * (limit or 40000) + 1024
+    assert {n: t.get("_meta", {}).get("anthropic/maxResultSizeChars") for n, t in tools.items()} == \
+        {"run_python": most, "execute_code": most}, tools
+    texts = [c["text"] for c in r["content"] if c["type"] == "text"]
+    assert len(texts) == 2 and "not returned" in texts[1], texts[1:]
+    units = sum(len(t.encode("utf-16-le")) // 2 for t in texts)
+    assert 1.9 * (limit or 40000) < units <= most, (units, most)
+
+
 @pytest.mark.parametrize("only", ["run_python", "execute_code"])
 def test_tools_chooses_what_is_offered_and_callable(only):
     sbx.require_sandboxd()

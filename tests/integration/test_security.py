@@ -329,6 +329,17 @@ def check_tty_ioctls(run):
     return v
 
 
+MKNOD_DENIED = [f"{c}_{k}" for c in ("mknod", "mknodat") for k in (
+    "chr", "blk", "reg", "untyped", "sock", "dir", "fifo_chr", "chr_highbits", "chr_bit16")]
+
+
+def check_mknod_fifo_only(run):
+    """mknod and mknodat reach the kernel for a FIFO (ENOENT: the probe's path does not exist)
+    and fail with EPERM for every other file type, devices first (policy: group files)."""
+    s = _sc(run)
+    return _want(s, ["mknod", "mknodat"], ["ENOENT"]) + _want(s, MKNOD_DENIED, ["EPERM"])
+
+
 def check_clone_namespaces(run):
     s = _sc(run)
     v = _want(s, ["clone_newuser_fs", "clone_newcgroup_fs", "clone_newns", "clone_newnet", "clone_newuser_real"],
@@ -397,7 +408,8 @@ def check_badarch_int80(run):
 CHECKS = [check_identity, check_no_new_privs, check_capabilities, check_seccomp_on, check_readonly_root,
           check_scratch_mounts, check_proc_masking, check_dev_and_sys, check_host_invisible,
           check_pid_namespace, check_network, check_uts, check_environment, check_rlimits,
-          check_denied_syscalls, check_unknown_syscalls, check_tty_ioctls, check_clone_namespaces,
+          check_denied_syscalls, check_unknown_syscalls, check_tty_ioctls, check_mknod_fifo_only,
+          check_clone_namespaces,
           check_socket_families, check_badarch_x32, check_badarch_int80]
 
 
@@ -413,6 +425,35 @@ def default_run():
 def test_default_policy(check, default_run):
     violations = check(default_run)
     assert violations == [], "\n".join(violations)
+
+
+_FIFOS = r"""
+import errno, json, os, stat, subprocess
+out = {}
+os.mkfifo("/tmp/f1", 0o600)
+out["os.mkfifo"] = stat.S_ISFIFO(os.stat("/tmp/f1").st_mode)
+# A shell script's pipe by name: mkfifo(1), a writer in the background, a reader.
+r = subprocess.run(["bash", "-c", "mkfifo /tmp/f2 && (echo through the fifo > /tmp/f2 &) && cat /tmp/f2"],
+                   capture_output=True, text=True, timeout=20)
+out["mkfifo"] = [r.returncode, r.stdout, r.stderr]
+for name, mode in (("chr", stat.S_IFCHR), ("blk", stat.S_IFBLK), ("sock", stat.S_IFSOCK)):
+    try:
+        os.mknod("/tmp/node-" + name, mode | 0o600, os.makedev(1, 3))
+        out[name] = "created"
+    except OSError as e:
+        out[name] = errno.errorcode[e.errno]
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.parametrize("name", ["default", "strict", "ci"])
+def test_fifos_work_and_device_nodes_do_not(name):
+    """mkfifo(1) and os.mkfifo make FIFOs that carry data; os.mknod of a character or block
+    device (or a socket) still fails with EPERM, under every shipped policy."""
+    r = sbx.code(_FIFOS, policy=sbx.shipped_policy(name))
+    assert r.rc == 0, r.describe()
+    assert r.json() == {"os.mkfifo": True, "mkfifo": [0, "through the fifo\n", ""],
+                        "chr": "EPERM", "blk": "EPERM", "sock": "EPERM"}, r.describe()
 
 
 @pytest.mark.parametrize("name", ["default", "strict", "ci"])
@@ -483,6 +524,9 @@ WEAK = [
      "proc_readonly /proc/sysrq-trigger /proc/irq /proc/bus /proc/fs", check_proc_masking),
     ("tiocsti", "syscalls", r"errno EPERM ioctl when arg1 == TIOCSTI\b.*", None, check_tty_ioctls),
     ("tioclinux", "syscalls", r"errno EPERM ioctl when arg1 == TIOCLINUX\b.*", None, check_tty_ioctls),
+    ("mknod_untyped", "syscalls", r"errno EPERM mknod when arg1 & 0x1000 == 0\b.*", None, check_mknod_fifo_only),
+    ("mknodat_chr", "syscalls", r"errno EPERM mknodat when arg2 & 0x2000 == 0x2000\b.*", None,
+     check_mknod_fifo_only),
     ("clone_unconditional", "syscalls", r"allow clone when .*", "allow clone", check_clone_namespaces),
     ("clone3_allowed", "syscalls", r"errno ENOSYS clone3\b.*", "allow clone3", check_clone_namespaces),
     ("socket_unconditional", "syscalls", r"allow socket when .*", "allow socket", check_socket_families),

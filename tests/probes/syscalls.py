@@ -92,8 +92,16 @@ CALLS = {
     "ioperm": (173, [0, 0, 0]),                             # 0 / ENOSYS
     "open_by_handle_at": (304, [-1, 0, 0]),                 # EPERM anyway
     "name_to_handle_at": (303, [-100, NOPATH, BUF, BUF + 2048, 0]),  # ENOENT
+    # mknod and mknodat make FIFOs only (S_IFIFO, 0o010000, the file type in mode & 0o170000):
+    # the kernel answers ENOENT to a FIFO; every other type must get EPERM from the filter, with
+    # high bits set too (the kernel reads mode as 16 bits). `mknod` and `mknodat` are FIFOs.
     "mknod": (133, [NOPATH + b"/fifo", 0o10600, 0]),        # ENOENT
     "mknodat": (259, [-100, NOPATH + b"/fifo", 0o10600, 0]),  # ENOENT
+    **{f"{call}_{kind}": (nr, [*pre, NOPATH + b"/node", mode, 0x0103])
+       for call, nr, pre in (("mknod", 133, []), ("mknodat", 259, [-100]))
+       for kind, mode in (("chr", 0o20600), ("blk", 0o60600), ("reg", 0o100600), ("untyped", 0o600),
+                          ("sock", 0o140600), ("dir", 0o40700), ("fifo_chr", 0o30600),
+                          ("chr_highbits", (1 << 32) | 0o20600), ("chr_bit16", 0o220600))},
     "fanotify_init": (300, [0, 0]),                         # EPERM anyway
     "personality": (135, [0xFFFFFFFF]),                     # query: the current persona
     "setxattr": (188, [NOPATH, b"user.x", BUF, 1, 0]),      # ENOENT

@@ -74,6 +74,26 @@ int main(void)
   free(f);
   bridge_reader_free(&r);
 
+  /* A frame judged while it arrives (bridge_reader_partial) and given up (bridge_reader_drop): the
+   * rest of it is skipped, and the next frame is read as usual. */
+  bridge_reader_init(&r, 0);
+  n = frame(buf, "[0,0,0,0,0,0,0,0]", 17);
+  n += frame(buf + n, "ok", 2);
+  size_t have = 0;
+  CHECK(!bridge_reader_partial(&r, &have));
+  CHECK(bridge_reader_feed(&r, buf, 10, &used, &f, &flen) == BRIDGE_NEED_MORE && used == 10);
+  const char *part = bridge_reader_partial(&r, &have);
+  CHECK(part && have == 6 && !memcmp(part, "[0,0,0", 6));
+  bridge_reader_drop(&r);
+  CHECK(!bridge_reader_partial(&r, &have) && r.skip == 11);
+  off = 10;
+  CHECK(bridge_reader_feed(&r, buf + off, n - off, &used, &f, &flen) == BRIDGE_FRAME && flen == 2 &&
+        !strcmp(f, "ok") && off + used == n);
+  free(f);
+  bridge_reader_drop(&r); /* between frames: nothing to drop */
+  CHECK(r.skip == 0 && !r.frame);
+  bridge_reader_free(&r);
+
   /* Encoding refuses frames above the maximum. */
   unsigned char h[4];
   sbx_error_t err;

@@ -140,6 +140,62 @@ static void test_json_peek(void)
   CHECK(json_peek_member(m, strlen(m), "id", &id) < 0);
 }
 
+/* A member as written, and the text without its white space: what the proxy passes on without
+ * writing it again. */
+static void test_json_span_minify(void)
+{
+  size_t off = 0, len = 0;
+  const char *d = " { \"id\" : 1 , \"params\":{\"a\":\"x\\\"}y\",\"b\":[1,{\"c\":\"]\"}]} ,\"params\":2 }";
+  CHECK(json_member_span(d, strlen(d), "params", &off, &len) == 0 &&
+        len == strlen("{\"a\":\"x\\\"}y\",\"b\":[1,{\"c\":\"]\"}]}") && d[off] == '{' &&
+        d[off + len - 1] == '}');
+  const char *params = d + off;
+  CHECK(json_member_span(params, len, "b", &off, &len) == 0 &&
+        !strncmp(params + off, "[1,{\"c\":\"]\"}]", len));
+  CHECK(json_member_span(d, strlen(d), "id", &off, &len) == 0 && len == 1 && d[off] == '1');
+  CHECK(json_member_span(d, strlen(d), "nope", &off, &len) < 0);
+  /* An escaped key before the one asked for: json_get would decode it, so no answer here. */
+  d = "{\"p\\u0061rams\":1,\"params\":2}";
+  CHECK(json_member_span(d, strlen(d), "params", &off, &len) < 0);
+  CHECK(json_member_span("[1]", 3, "a", &off, &len) < 0 && json_member_span("{}", 2, "a", &off, &len) < 0);
+  char m[] = "{ \"a\" :\n [ 1 ,\t\"b c\\\" d\" ]\r\n}";
+  size_t n = json_minify(m, strlen(m));
+  CHECK(n == strlen("{\"a\":[1,\"b c\\\" d\"]}") && !strncmp(m, "{\"a\":[1,\"b c\\\" d\"]}", n));
+}
+
+/* A tree that holds at most `keep` bytes of each string, key and number, cut at a character
+ * boundary; the whole document is still checked. */
+static void test_json_parse_cut(void)
+{
+  json_node_t *n = NULL;
+  sbx_error_t err;
+  const char *d = "{\"name\":\"abc\",\"long\":\"\xc3\xa9\xc3\xa9\xc3\xa9\",\"n\":123456,\"abcdefgh\":1}";
+  CHECK(json_parse_cut(d, strlen(d), 100, 4, &n, &err) == 0);
+  size_t len = 0;
+  const char *s = json_as_string(json_get(n, "long"), &len);
+  CHECK(s && len == 4 && !strcmp(s, "\xc3\xa9\xc3\xa9"));
+  CHECK(streq(json_as_string(json_get(n, "name"), NULL), "abc"));
+  CHECK(streq(json_number_text(json_get(n, "n")), "1234") && json_get(n, "abcd") && !json_get(n, "abcdefgh"));
+  json_free(n);
+  d = "{\"long\":\"\xc3\xa9\xc3\xa9\xc3\"}"; /* invalid UTF-8 past the part kept */
+  CHECK(json_parse_cut(d, strlen(d), 100, 4, &n, &err) < 0);
+}
+
+/* A document checked in pieces: its syntax and its value budget, before it is whole. */
+static void test_json_check(void)
+{
+  sbx_error_t err = {0};
+  json_check_t *c = json_check_new(4);
+  CHECK(c && json_check_feed(c, "{\"a\":[1,", 8, &err) == 0 && json_check_feed(c, "2", 1, &err) == 0);
+  CHECK(c && json_check_feed(c, ",3]", 3, &err) < 0 && err.errnum == E2BIG);
+  json_check_free(c);
+  c = json_check_new(100);
+  err = (sbx_error_t){0};
+  CHECK(c && json_check_feed(c, "{\"a\":\"lo", 8, &err) == 0 && json_check_feed(c, "ng\"}x", 5, &err) < 0 &&
+        err.errnum != E2BIG);
+  json_check_free(c);
+}
+
 static void test_json_strn_utf8(void)
 {
   json_writer_t *w = json_writer_new();
@@ -207,6 +263,13 @@ static void test_framer(void)
   push(&f, ":2}\r\n");
   CHECK(next(&f, buf, sizeof buf) == JSONRPC_FRAME_MESSAGE && streq(buf, "{\"b\":2}"));
   CHECK(next(&f, buf, sizeof buf) == JSONRPC_FRAME_NONE);
+  /* Everything taken: a buffer above the size kept is given back, and the next push works. */
+  jsonrpc_framer_trim(&f, 1u << 20);
+  CHECK(f.buf != NULL);
+  jsonrpc_framer_trim(&f, 16);
+  CHECK(f.buf == NULL && f.cap == 0);
+  push(&f, "{\"c\":3}\n");
+  CHECK(next(&f, buf, sizeof buf) == JSONRPC_FRAME_MESSAGE && streq(buf, "{\"c\":3}"));
 
   /* Exactly the limit passes; one more byte is oversize, in one push or across many. */
   push(&f, "0123456789abcdef\n0123456789abcdefX\n1\n");
@@ -467,6 +530,9 @@ int main(void)
   test_json_tree();
   test_json_reject();
   test_json_peek();
+  test_json_span_minify();
+  test_json_check();
+  test_json_parse_cut();
   test_json_strn_utf8();
   test_json_kv();
   test_framer();

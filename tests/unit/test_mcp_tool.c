@@ -116,7 +116,7 @@ static void test_write(void)
 {
   for (int with = 0; with <= 1; with++) {
     json_writer_t *w = json_writer_new();
-    mcp_tool_write(w, &policy, with ? &cfg : &no_servers, &no_binds, false);
+    mcp_tool_write(w, &policy, with ? &cfg : &no_servers, &no_binds, false, 40000);
     size_t n;
     const char *buf = json_writer_buf(w, &n);
     json_node_t *tool = NULL;
@@ -139,6 +139,10 @@ static void test_write(void)
           json_get(json_get(item, "properties"), "sha256"));
     CHECK(desc && strstr(desc, "/workspace/out/"));
     CHECK(json_type(json_get(json_get(tool, "annotations"), "openWorldHint")) == JSON_BOOL);
+    /* The longest result's text for Claude Code: 40,000 characters of two UTF-16 units, and notes. */
+    long long most = 0;
+    CHECK(json_as_int(json_get(json_get(tool, "_meta"), "anthropic/maxResultSizeChars"), &most) == 0 &&
+          most == 2 * 40000 + MCP_TOOL_NOTES_CHARS);
     json_free(tool);
     json_writer_free(w);
   }
@@ -157,7 +161,7 @@ static void test_write_binds(void)
       "Host files, nothing else: /roots/<name>: the client's roots, read-only."};
   for (int i = 0; i < 3; i++) {
     json_writer_t *w = json_writer_new();
-    mcp_tool_write(w, &policy, i == 1 ? &cfg : &no_servers, i == 1 ? &b : &no_binds, i > 0);
+    mcp_tool_write(w, &policy, i == 1 ? &cfg : &no_servers, i == 1 ? &b : &no_binds, i > 0, 40000);
     size_t n;
     const char *buf = json_writer_buf(w, &n);
     json_node_t *tool = NULL;
@@ -176,7 +180,7 @@ static void test_write_binds(void)
   for (size_t i = 0; i < b.n; i++)
     b.binds[i] = (struct sbx_bind){.src = "/s", .dst = dst};
   json_writer_t *w = json_writer_new();
-  mcp_tool_write(w, &policy, &cfg, &b, true);
+  mcp_tool_write(w, &policy, &cfg, &b, true, 40000);
   size_t n;
   const char *buf = json_writer_buf(w, &n);
   json_node_t *tool = NULL;

@@ -30,7 +30,7 @@ static const char base[] =
     "inotify_instances 16\ninotify_watches 8192\nfanotify_groups 0\nfanotify_marks 0\nnamespaces 2\n"
     "sigpending 1024\nmsgqueue 128K\nmemlock 1M\n"
     "no_new_privs yes\ndrop_capabilities yes\nreadonly_root yes\nmask_proc yes\ncgroup required\n"
-    "env PATH=/usr/bin\nproxy_servers *\nnetwork none\nmax_network none\n"
+    "env PATH=/usr/bin\nproxy_servers *\nproxy_request_limit 16M\nnetwork none\nmax_network none\n"
     "egress_connections 4\negress_bytes_up 1M\negress_bytes_down 8M\negress_connection_time 60s\n"
     "seccomp_default errno ENOSYS\nseccomp_badarch kill\n"
     "group io \"basic io\"\n"
@@ -132,7 +132,7 @@ static void test_valid(void)
 static void test_errors(void)
 {
   /* Each error names file:line. */
-  CHECK(fails_with("bogus_key 1\n", "t.policy:55: unknown key `bogus_key`"));
+  CHECK(fails_with("bogus_key 1\n", "t.policy:56: unknown key `bogus_key`"));
   CHECK(fails_with("host_uid 65534\n", "`host_uid` was replaced by `host_id_range START COUNT`"));
   CHECK(fails_with("timeout 10s\n", "`timeout` is defined twice"));
   CHECK(fails_with("env PATH=/x\n", "`env PATH` is defined twice"));
@@ -304,7 +304,7 @@ static void test_conditions(void)
   CHECK(p != NULL);
   if (p) {
     CHECK(seccomp_validate(p, &err) < 0 && strstr(err.msg, "unknown syscall `not_a_syscall`") &&
-          strstr(err.msg, "t.policy:56"));
+          strstr(err.msg, "t.policy:57"));
     policy_free(p);
   }
 }
@@ -551,13 +551,39 @@ static void test_network(void)
   policy_free(p);
 }
 
+/* proxy_request_limit: required, from 4K to 32M, and printed as the file says it. */
+static void test_proxy_request_limit(void)
+{
+  sbx_error_t err;
+  struct sbx_policy *p = parse("", &err);
+  CHECK(p && p->proxy_request_bytes == 16u << 20);
+  char *canon = p ? policy_format_canonical(p) : NULL;
+  CHECK(canon && strstr(canon, "\nproxy_servers      *\nproxy_request_limit 16M\n"));
+  free(canon);
+  policy_free(p);
+  CHECK(replaced_fails_with("proxy_request_limit 16M\n", "", "missing key `proxy_request_limit`"));
+  static const char *bad[] = {"proxy_request_limit 4095\n", "proxy_request_limit 33M\n",
+                              "proxy_request_limit 0\n"};
+  for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+    p = parse_replaced("proxy_request_limit 16M\n", bad[i], &err);
+    CHECK(!p && strstr(err.msg, "`proxy_request_limit` must be from 4K to 32M"));
+    policy_free(p);
+  }
+  p = parse_replaced("proxy_request_limit 16M\n", "proxy_request_limit 32M\n", &err);
+  CHECK(p && p->proxy_request_bytes == 32u << 20);
+  policy_free(p);
+  p = parse_replaced("proxy_request_limit 16M\n", "proxy_request_limit 4K\nproxy_request_limit 4K\n", &err);
+  CHECK(!p && strstr(err.msg, "proxy_request_limit"));
+  policy_free(p);
+}
+
 static void test_network_errors(void)
 {
   CHECK(replaced_fails_with("network none\n", "", "missing key `network`"));
   CHECK(replaced_fails_with("max_network none\n", "", "missing key `max_network`"));
   CHECK(fails_with("network none\n", "`network` is defined twice"));
   CHECK(replaced_fails_with("network none\n", "network on\n",
-                            "t.policy:45: `network` takes `none` or `proxy`"));
+                            "t.policy:46: `network` takes `none` or `proxy`"));
   CHECK(replaced_fails_with("max_network none\n", "max_network\n", "`max_network` takes `none` or `proxy`"));
   CHECK(replaced_fails_with("network none\n", "network proxy\n", "`network` is above `max_network`"));
   CHECK(fails_with("allow_host pypi.org\n", "`allow_host` needs `network proxy` or `max_network proxy`"));
@@ -775,6 +801,7 @@ int main(void)
   test_rlimit_variant();
   test_network();
   test_network_errors();
+  test_proxy_request_limit();
   test_floor();
   return check_summary("test_policy");
 }

@@ -15,7 +15,8 @@ import threading
 import time
 
 BRIDGE_FD = 3
-MAX_FRAME = 1 << 20  # sandboxd's limit for a request (PROXY_MAX_REQUEST); it refuses larger ones
+# sandboxd's limit for a request (the policy's proxy_request_limit), refused here before it is sent
+MAX_FRAME = int(os.environ.get("SANDBOXD_MCP_MAX_REQUEST") or 16 << 20)
 MAX_INFLIGHT = 64  # sandboxd answers more than this many concurrent calls with an error; wait instead
 
 
