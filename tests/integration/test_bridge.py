@@ -194,8 +194,9 @@ except MCPError as e:
     sent, got, same, _ = last_json(res)
     assert sent == size and got == size and same, last_json(res)
     st = server.settled(before, 2 * MiB)
-    # The request's JSON is about 1.1 times the string (escapes); its answer's too.
-    assert st["VmHWM"] - before["VmHWM"] < 6 * size + 8 * MiB, (before, st)
+    # The request's JSON is about 1.2 times the string (escapes, UTF-8), its answer's too; sandboxd
+    # holds two copies of either at once. ASan's quarantine keeps what is freed: no figure there.
+    assert ASAN or st["VmHWM"] - before["VmHWM"] < 3 * size + 8 * MiB, (before, st)
     assert ASAN or st["RssAnon"] - before["RssAnon"] < 2 * MiB, (before, st)
 
 
