@@ -83,7 +83,9 @@ def test_tools_say_how_long_a_result_is_for_claude_code(limit):
     texts = [c["text"] for c in r["content"] if c["type"] == "text"]
     assert len(texts) == 2 and "not returned" in texts[1], texts[1:]
     units = sum(len(t.encode("utf-16-le")) // 2 for t in texts)
-    assert 1.9 * (limit or 40000) < units <= most, (units, most)
+    # Two units a character but for the ASCII of the line that says where stdout was cut (about
+    # 240 characters, within the text limit): the longest result comes within that of the bound.
+    assert 2 * (limit or 40000) - 300 < units <= most, (units, most)
 
 
 @pytest.mark.parametrize("only", ["run_python", "execute_code"])
