@@ -102,15 +102,13 @@ def _warm_matplotlib(names):
     ax.set_title("t")
     ax.legend()
     fig.savefig(io.BytesIO(), format="png")
-    if os.environ.get("MPLBACKEND") == "module://sandboxd.plots":  # pyplot's, as the runner sets it
-        import importlib
-
-        importlib.import_module("sandboxd.plots")
+    # Not sandboxd.plots: the runner saves open figures at exit when that module is loaded, which
+    # must stay so only where pyplot chose it (code that picks its own backend saves nothing).
 
 
 def _warm_pandas(names):
-    """What a small table's first read, reshape, print and write load, and (with matplotlib) a
-    first pandas plot, on a Figure of its own (never pyplot's)."""
+    """What a small table's first read, reshape, print and write load, and (with matplotlib) the
+    modules of pandas' plotting."""
     import io
 
     pandas = sys.modules["pandas"]
@@ -118,11 +116,11 @@ def _warm_pandas(names):
     pivot = df.pivot(index="m", columns="r", values="v")
     repr(pivot), pivot.to_csv(io.StringIO()), pivot.describe()
     if any(n.startswith("matplotlib") for n in names):
-        from matplotlib.figure import Figure
+        # Imported, not used: a pandas plot makes pyplot choose its backend (sandboxd.plots), which
+        # must stay each call's choice (code that picks its own saves nothing).
+        import importlib
 
-        fig = Figure()
-        pivot.plot(ax=fig.subplots(), marker="o", title="t")
-        fig.savefig(io.BytesIO(), format="png", dpi=80)
+        importlib.import_module("pandas.plotting._matplotlib")
 
 
 # Modules whose first use costs most of a small call: warmed once here, after they are imported.

@@ -144,3 +144,14 @@ def test_the_capabilities_say_what_the_template_holds(preloaded):
     assert lim["preload"] == MODS and bare["preload"] == "", (lim, bare)
     # numpy, pandas and matplotlib hold tens of MiB that every call's fork starts from.
     assert lim["fork_template_bytes"] > bare["fork_template_bytes"] + (20 << 20), (lim, bare)
+
+
+def test_a_backend_the_code_picks_is_kept_and_nothing_saved(preloaded):
+    """As cold: code that picks its own backend gets it, and its open figures are not saved as the
+    sandbox's plots backend would (matplotlib is imported already, in the template)."""
+    code = ("import matplotlib\nmatplotlib.use('agg')\nimport matplotlib.pyplot as plt\n"
+            "plt.plot([1]); plt.show()\nprint('backend', plt.get_backend())\n")
+    r = preloaded.send("tools/call", {"name": "run_python", "arguments": {"code": code}})
+    text = "".join(c["text"] for c in r["content"] if c["type"] == "text")
+    assert text.startswith("backend agg\n"), r
+    assert r["structuredContent"]["files"] == [], r
