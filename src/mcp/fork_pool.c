@@ -4,7 +4,7 @@
  * mechanism, a template and each sandbox forked from it, is sandbox/fork_template.c.
  *
  * The str hash secret and the address-space layout are the template's, shared by every call it
- * serves; it is replaced after FORK_TEMPLATE_CALLS calls, when it dies, and when the binds change
+ * serves; it is replaced after the policy's fork_template_calls, when it dies, and when the binds change
  * (the client's roots). Its successor starts in the background FORK_TEMPLATE_AHEAD calls before its
  * last; a retired one lives until the last call forked from it has ended. */
 #include "mcp/fork_pool.h"
@@ -124,7 +124,8 @@ static int template_get(struct server *srv, struct fork_pool_entry **ret, sbx_er
     template_ended(e);
     srv->fork_template_died(srv, e);
   }
-  if (e && (!fork_pool_alive(e) || e->served >= FORK_TEMPLATE_CALLS || e->binds_hash != binds_hash(srv)))
+  if (e && (!fork_pool_alive(e) || e->served >= srv->policy->fork_template_calls ||
+            e->binds_hash != binds_hash(srv)))
     template_retire(srv);
   /* The one started in the background (fork_pool_dispatch), if it is for these binds. */
   if (!srv->fork_tmpl && srv->fork_next) {
@@ -175,14 +176,14 @@ static struct fork_pool_entry *template_served(struct server *srv, struct fork_p
   e->served++;
   e->refs++;
   sbx_error_t why = {0};
-  if (!srv->fork_next && e->served + FORK_TEMPLATE_AHEAD >= FORK_TEMPLATE_CALLS &&
+  if (!srv->fork_next && e->served + FORK_TEMPLATE_AHEAD >= srv->policy->fork_template_calls &&
       entry_new(srv, false, &srv->fork_next, &why) < 0)
     log_warn("the next fork template: %s", why.msg);
   return e;
 }
 
 /* A forked sandbox, begun (its child's answers are collected by the loop: fork_warm_step), with
- * limits; not in the pool. It counts toward its template's FORK_TEMPLATE_CALLS from now, and
+ * limits; not in the pool. It counts toward its template's fork_template_calls from now, and
  * holds a reference to it until its call ends. */
 static int fork_warm_begin(struct server *srv, const struct sbx_limits *limits, struct warm **ret,
                            sbx_error_t *err)

@@ -10,10 +10,6 @@
 
 #include "base/error.h"
 
-/* Calls one template serves before it is replaced: they share its str hash secret and its
- * address-space layout (sandboxd-mcp(7)). */
-#define FORK_TEMPLATE_CALLS 32
-
 struct server;
 struct call;
 struct warm;

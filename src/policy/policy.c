@@ -81,6 +81,7 @@ static const struct key_def keys[] = {
     {"egress_bytes_down", K_SIZE, FIELD(egress.bytes_down)},
     {"egress_connection_time", K_DURATION, FIELD(egress.connection_time_ms)},
     {"proxy_request_limit", K_SIZE, FIELD(proxy_request_bytes)},
+    {"fork_template_calls", K_COUNT, FIELD(fork_template_calls)},
 };
 
 #define N_SCALAR_KEYS ARRAY_SIZE(keys)
@@ -754,6 +755,9 @@ static int check_complete(struct parser *ps)
   if (p->proxy_request_bytes < SBX_PROXY_REQUEST_MIN || p->proxy_request_bytes > SBX_PROXY_REQUEST_MAX)
     return sbx_error_set(ps->err, 0, "%s: `proxy_request_limit` must be from %uK to %uM", ps->file,
                          SBX_PROXY_REQUEST_MIN >> 10, SBX_PROXY_REQUEST_MAX >> 20);
+  if (p->fork_template_calls > SBX_FORK_TEMPLATE_CALLS_MAX)
+    return sbx_error_set(ps->err, 0, "%s: `fork_template_calls` must be from 1 to %u", ps->file,
+                         SBX_FORK_TEMPLATE_CALLS_MAX);
   if (!ps->seen_default || !ps->seen_badarch)
     return sbx_error_set(ps->err, 0, "%s: missing `%s`", ps->file,
                          ps->seen_default ? "seccomp_badarch" : "seccomp_default");

@@ -113,6 +113,9 @@ struct sbx_egress_limits {
 #define SBX_PROXY_REQUEST_MIN (4u << 10)
 #define SBX_PROXY_REQUEST_MAX (32u << 20)
 
+/* fork_template_calls' ceiling: a template serves at least one call. */
+#define SBX_FORK_TEMPLATE_CALLS_MAX 65536u
+
 /* In an `env` value: the run's memory limit in MiB, written in when the sandbox starts (the one
  * variable; sandboxd.policy(5)). */
 #define POLICY_ENV_MEMORY_MIB "${memory_mib}"
@@ -146,6 +149,9 @@ struct sbx_policy {
   char **proxy_servers; /* host MCP servers code may call through the proxy; "*" = any configured */
   size_t n_proxy_servers;
   uint64_t proxy_request_bytes; /* proxy_request_limit: the largest request frame over the bridge */
+  /* With `sandboxd mcp --warm-mode fork`, the sandboxes one template forks before it is replaced:
+   * they share its str hash secret and address-space layout (sandboxd-mcp(7)). */
+  uint64_t fork_template_calls;
 
   enum sbx_network network;        /* what a run gets */
   enum sbx_network max_network;    /* the most --allow-host may ask: proxy, or none (refused) */

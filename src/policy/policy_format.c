@@ -205,6 +205,7 @@ static void fmt_isolation(strbuf_t *sb, const struct sbx_policy *p, bool comment
              comments && (p->floor_raised & SBX_FLOOR_CAPABILITIES));
   kv_str(sb, "readonly_root", p->readonly_root ? "yes" : "no");
   kv_str(sb, "mask_proc", p->mask_proc ? "yes" : "no");
+  kv_u64(sb, "fork_template_calls", p->fork_template_calls);
   if (p->cgroup == SBX_CGROUP_REQUIRED) {
     kv_str(sb, "cgroup", "required");
   } else {

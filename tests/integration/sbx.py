@@ -364,6 +364,13 @@ def weak_policy(tag, file, old, new):
     return os.path.join(d, "default.policy")
 
 
+def fork_calls_policy(calls):
+    """The default policy with `fork_template_calls CALLS` (a template replaced after CALLS
+    sandboxes, so that a test reaches its successor in a few calls). Returns its path."""
+    return weak_policy(f"fork-calls-{calls}", "default.policy", r"fork_template_calls\s+\d+",
+                       f"fork_template_calls {calls}")
+
+
 # ---------------------------------------------------------------- host-side observation
 
 def processes_with(marker):

@@ -13,9 +13,9 @@ import pytest
 import sbx
 from mcpsession import Mcp
 
-# FORK_TEMPLATE_CALLS in src/mcp/fork_pool.h: the template binds the sources once; its successor
-# binds them again.
-TEMPLATE_CALLS = 32
+# The policy's fork_template_calls in the fork case's policy (sbx.fork_calls_policy): the template
+# binds the sources once; its successor binds them again.
+TEMPLATE_CALLS = 8
 
 SWAP = ("import os\nos.rename('/data/proj', '/data/proj.orig')\nos.symlink(%r, '/data/proj')\nprint('swapped')\n")
 LIST = "import os\nprint(sorted(os.listdir(%r)))\n"
@@ -133,7 +133,8 @@ def test_mcp_later_sandboxes_bind_the_source_opened_at_start(tree, mode):
     fork mode the template binds the sources once, so its successor (after its calls) is the one
     that must check (before: from then on every call read SECRET)."""
     sbx.require_sandboxd()
-    m = Mcp("--warm-mode", mode, "--bind", f"{tree}/src/proj:/proj", warm="1")
+    m = Mcp("--warm-mode", mode, "--policy", sbx.fork_calls_policy(TEMPLATE_CALLS), "--bind", f"{tree}/src/proj:/proj",
+            warm="1")
     try:
         assert call(m, LIST % "/proj") == (False, "['notes.txt']\n")
         swap_on_host(tree)
@@ -201,7 +202,8 @@ def test_mcp_root_inside_a_bind_rw_tree_is_skipped(tree, mode):
     root was bound, and a later sandbox bound what the link points to)."""
     sbx.require_sandboxd()
     rw = tree / "rw"
-    m = RootsMcp([(rw / "proj").as_uri()], "--warm-mode", mode, "--bind-rw", f"{rw}:/data", warm="1")
+    m = RootsMcp([(rw / "proj").as_uri()], "--warm-mode", mode, "--policy", sbx.fork_calls_policy(TEMPLATE_CALLS),
+                 "--bind-rw", f"{rw}:/data", warm="1")
     try:
         assert call(m, SWAP % str(tree / "private")) == (False, "swapped\n")
         outs = [call(m, "import os\nprint(os.path.isdir('/roots/proj') and sorted(os.listdir('/roots/proj')))\n")
@@ -218,7 +220,8 @@ def test_mcp_root_replaced_after_it_was_listed_is_not_followed(tree, mode):
     """A root (outside any --bind-rw tree) replaced by a link after the client listed it: later
     sandboxes do not bind what the link points to (before: they did, once built anew)."""
     sbx.require_sandboxd()
-    m = RootsMcp([(tree / "src/proj").as_uri()], "--warm-mode", mode, warm="1")
+    m = RootsMcp([(tree / "src/proj").as_uri()], "--warm-mode", mode, "--policy", sbx.fork_calls_policy(TEMPLATE_CALLS),
+                 warm="1")
     try:
         assert call(m, LIST % "/roots/proj") == (False, "['notes.txt']\n")
         swap_on_host(tree)

@@ -18,8 +18,9 @@ import pytest
 import sbx
 from mcpsession import Mcp
 
-# FORK_TEMPLATE_CALLS in src/mcp/fork_pool.h
-TEMPLATE_CALLS = 32
+# The policy's fork_template_calls in these tests' policy (sbx.fork_calls_policy): a template
+# serves this many sandboxes.
+TEMPLATE_CALLS = 8
 
 PROBE = r'''
 import sys
@@ -222,11 +223,11 @@ def test_nothing_one_call_leaves_is_seen_by_the_next(fork):
 
 @pytest.mark.parametrize("warm", ["0", "1"])
 def test_the_template_is_replaced_after_its_calls(warm, cold_facts):
-    """Calls of one template share its str hash secret: the 33rd call has a new one. A ready forked
-    sandbox (--warm 1) counts toward its template's calls from its fork. The successor's calls see
-    what a cold sandbox sees, as the first template's do."""
+    """Calls of one template share its str hash secret: with the policy's fork_template_calls 8, the
+    9th call has a new one. A ready forked sandbox (--warm 1) counts toward its template's calls
+    from its fork. The successor's calls see what a cold sandbox sees, as the first template's do."""
     sbx.require_sandboxd()
-    m = Mcp("--warm-mode", "fork", warm=warm)
+    m = Mcp("--warm-mode", "fork", "--policy", sbx.fork_calls_policy(TEMPLATE_CALLS), warm=warm)
     facts = [probe(m) for _ in range(TEMPLATE_CALLS + 1)]
     m.close()
     hashes = [f["hash"] for f in facts]

@@ -30,6 +30,7 @@ static const char base[] =
     "inotify_instances 16\ninotify_watches 8192\nfanotify_groups 0\nfanotify_marks 0\nnamespaces 2\n"
     "sigpending 1024\nmsgqueue 128K\nmemlock 1M\n"
     "no_new_privs yes\ndrop_capabilities yes\nreadonly_root yes\nmask_proc yes\ncgroup required\n"
+    "fork_template_calls 256\n"
     "env PATH=/usr/bin\nproxy_servers *\nproxy_request_limit 16M\nnetwork none\nmax_network none\n"
     "egress_connections 4\negress_bytes_up 1M\negress_bytes_down 8M\negress_connection_time 60s\n"
     "seccomp_default errno ENOSYS\nseccomp_badarch kill\n"
@@ -132,7 +133,7 @@ static void test_valid(void)
 static void test_errors(void)
 {
   /* Each error names file:line. */
-  CHECK(fails_with("bogus_key 1\n", "t.policy:56: unknown key `bogus_key`"));
+  CHECK(fails_with("bogus_key 1\n", "t.policy:57: unknown key `bogus_key`"));
   CHECK(fails_with("host_uid 65534\n", "`host_uid` was replaced by `host_id_range START COUNT`"));
   CHECK(fails_with("timeout 10s\n", "`timeout` is defined twice"));
   CHECK(fails_with("env PATH=/x\n", "`env PATH` is defined twice"));
@@ -304,7 +305,7 @@ static void test_conditions(void)
   CHECK(p != NULL);
   if (p) {
     CHECK(seccomp_validate(p, &err) < 0 && strstr(err.msg, "unknown syscall `not_a_syscall`") &&
-          strstr(err.msg, "t.policy:57"));
+          strstr(err.msg, "t.policy:58"));
     policy_free(p);
   }
 }
@@ -577,13 +578,35 @@ static void test_proxy_request_limit(void)
   policy_free(p);
 }
 
+/* fork_template_calls: required, from 1 to 65536, printed. */
+static void test_fork_template_calls(void)
+{
+  sbx_error_t err;
+  struct sbx_policy *p = parse("", &err);
+  CHECK(p && p->fork_template_calls == 256);
+  char *canon = p ? policy_format_canonical(p) : NULL;
+  CHECK(canon && strstr(canon, "\nfork_template_calls 256\n"));
+  free(canon);
+  policy_free(p);
+  CHECK(replaced_fails_with("fork_template_calls 256\n", "", "missing key `fork_template_calls`"));
+  p = parse_replaced("fork_template_calls 256\n", "fork_template_calls 65537\n", &err);
+  CHECK(!p && strstr(err.msg, "`fork_template_calls` must be from 1 to 65536"));
+  policy_free(p);
+  p = parse_replaced("fork_template_calls 256\n", "fork_template_calls 0\n", &err);
+  CHECK(!p && strstr(err.msg, "`fork_template_calls`: bad count `0`"));
+  policy_free(p);
+  p = parse_replaced("fork_template_calls 256\n", "fork_template_calls 1\n", &err);
+  CHECK(p && p->fork_template_calls == 1);
+  policy_free(p);
+}
+
 static void test_network_errors(void)
 {
   CHECK(replaced_fails_with("network none\n", "", "missing key `network`"));
   CHECK(replaced_fails_with("max_network none\n", "", "missing key `max_network`"));
   CHECK(fails_with("network none\n", "`network` is defined twice"));
   CHECK(replaced_fails_with("network none\n", "network on\n",
-                            "t.policy:46: `network` takes `none` or `proxy`"));
+                            "t.policy:47: `network` takes `none` or `proxy`"));
   CHECK(replaced_fails_with("max_network none\n", "max_network\n", "`max_network` takes `none` or `proxy`"));
   CHECK(replaced_fails_with("network none\n", "network proxy\n", "`network` is above `max_network`"));
   CHECK(fails_with("allow_host pypi.org\n", "`allow_host` needs `network proxy` or `max_network proxy`"));
@@ -802,6 +825,7 @@ int main(void)
   test_network();
   test_network_errors();
   test_proxy_request_limit();
+  test_fork_template_calls();
   test_floor();
   return check_summary("test_policy");
 }
