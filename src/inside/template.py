@@ -167,21 +167,28 @@ def _code(cfg, sock_fd):
     os.closerange(4, 1 << 20)
     _libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)  # as after exec: the code may read its own /proc files
     os.chdir("/workspace")
-    # numpy's global random state is the template's copy in every call: a fresh seed each (Python's
-    # random module reseeds itself after a fork).
+    # numpy's global random state is the template's copy in every call: a fresh one each (Python's
+    # random module reseeds itself after a fork), the whole Mersenne Twister state from the kernel
+    # (624 words, as numpy's seed() fills it from 128 bits; a cached normal dropped as seed() drops
+    # it) at half seed()'s page faults (90 against 200).
     nprandom = sys.modules.get("numpy.random")
     if nprandom is not None:
-        nprandom.seed()
+        np = sys.modules["numpy"]
+        nprandom.set_state(("MT19937", np.frombuffer(os.urandom(2496), np.uint32), 624))
     code = cfg["runner_code"]
-    modules, keep, before, _exit = sys.modules, _main_keys, _before, os._exit
+    modules, _exit = sys.modules, os._exit
     # A fresh __main__ with what a cold one holds, not this file's names deleted one by one: each
     # deletion writes to the object it drops (a page copied per object). The template's modules
-    # leave sys.modules; this frame keeps them and the old __main__ (never returns: _exit).
+    # leave sys.modules; this frame keeps them and the old __main__ (never returns: _exit). Both
+    # lists were made in the template (_serve): walking sys.modules here would write to each of
+    # its names, a thousand and more with a preload (about 200 pages copied per call).
     old = modules["__main__"]
     main = type(sys)("__main__")
-    main.__dict__.update((k, v) for k, v in old.__dict__.items() if k in keep)
+    main.__dict__.update(_fork_main)
     modules["__main__"] = main
-    gone = [modules.pop(k) for k in list(modules) if k not in before]
+    if len(modules) != _fork_modules:  # the template imported more since (none does today)
+        _fork_gone[:] = [k for k in modules if k not in _before]
+    gone = [modules.pop(k) for k in _fork_gone]
     exec(code, main.__dict__)
     _exit(0)
 
@@ -352,6 +359,11 @@ def _serve():
         ctl.send(("error its C pid 1: " + why).encode("utf-8", "replace")[:250])
         os._exit(SETUP_FAILED)
     _zy[0] = zy
+    # What a call's code process keeps of __main__ and drops of sys.modules (_code), once.
+    global _fork_main, _fork_gone, _fork_modules
+    _fork_main = [(k, v) for k, v in sys.modules["__main__"].__dict__.items() if k in _main_keys]
+    _fork_gone = [k for k in sys.modules if k not in _before]
+    _fork_modules = len(sys.modules)
     # Orphaned pid 1s of the calls come back here to be reaped.
     _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     signal.signal(signal.SIGCHLD, _reap)
