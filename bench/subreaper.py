@@ -2,9 +2,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """Run a command as a child subreaper, for tests/mcp/bench.mjs's CPU meters (not a product).
 
-Usage: bench/subreaper.py [--cgroup PROCS_FILE] -- COMMAND [ARG...]
+Usage: bench/subreaper.py [--cgroup PROCS_FILE]... -- COMMAND [ARG...]
 
-Joins the cgroup whose cgroup.procs is PROCS_FILE first (so COMMAND and all it starts are counted
+Joins each cgroup whose cgroup.procs is a PROCS_FILE first (one per v1 hierarchy) (so COMMAND and all it starts are counted
 there), then runs COMMAND with the same stdio, reaping every orphan below it until none is left,
 and exits with COMMAND's status. Why: /proc's cutime/cstime count a process only when its parent
 waits for it; bubblewrap's outer process exits without waiting for the sandbox's pid 1, so that
@@ -21,12 +21,12 @@ PR_SET_CHILD_SUBREAPER = 36
 
 def main():
     args = sys.argv[1:]
-    if args[:1] == ["--cgroup"] and len(args) > 2:
+    while args[:1] == ["--cgroup"] and len(args) > 2:
         with open(args[1], "w") as f:
             f.write(str(os.getpid()))
         args = args[2:]
     if args[:1] != ["--"] or len(args) < 2:
-        sys.exit("usage: bench/subreaper.py [--cgroup PROCS_FILE] -- COMMAND [ARG...]")
+        sys.exit("usage: bench/subreaper.py [--cgroup PROCS_FILE]... -- COMMAND [ARG...]")
     if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
         sys.exit(f"subreaper: prctl: {os.strerror(ctypes.get_errno())}")
     child = os.fork()

@@ -5,7 +5,8 @@
 //   back to back: N calls, one in flight: p50/p95/p99, calls/s;
 //   4, 16 in flight: N calls each: p50/p95/p99 of each call, calls/s;
 //   CPU per call over all those calls (>= 1,000 with N >= 317): from the cgroup counter, and
-//   user+sys from /proc as a cross-check (see cpuMeter below).
+//   user+sys from /proc as a cross-check (see cgMeter below); page faults per call likewise
+//   (the memory cgroup's, and minor ones from /proc: procTotals). The table's first line says who the servers ran as (root or unprivileged).
 // Usage: node bench.mjs [N=350]   (SANDBOXD_MCP_ARGS adds server options; BENCH_OUT=DIR also
 // writes DIR/mcp.json and DIR/mcp.md; BENCH_BASELINE=PATH adds the fork row of another binary).
 // bench/mcp runs it; `make bench` runs bench/mcp.
@@ -13,8 +14,8 @@
 // 127.0.0.1:0`, SDK's StreamableHTTPClientTransport) instead of stdio; the stub speaks stdio
 // only and is left out (compare with a stdio run of the same N).
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
-import { hostname, cpus, release } from 'node:os';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
+import { hostname, cpus, release, userInfo } from 'node:os';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -41,60 +42,87 @@ const stats = (xs) => {
   return { p50: pct(s, 50), p95: pct(s, 95), p99: pct(s, 99), n: s.length };
 };
 
-// The cgroup each server runs in, fresh, so that its counter covers the server, every process it
+// The cgroup each server runs in, fresh, so that its counters cover the server, every process it
 // starts and the kernel work done in their context. sandboxd makes each sandbox's cgroup below
-// its own (in every v1 hierarchy, cpuacct included; on v2 below its cgroup), so they nest in this
-// one and are counted, removed ones too: cpuacct.usage and cpu.stat usage_usec are hierarchical and
-// keep what children used. The stub's bwrap processes stay in it. Needs root; null otherwise.
-// Not counted by either meter: kernel threads working on their behalf later (e.g. the network
-// namespace's teardown in a kworker).
-function cpuMeter(name) {
+// its own (in every v1 hierarchy, cpuacct and memory included; on v2 below its cgroup), so they
+// nest in this one and are counted, removed ones too: cpuacct.usage, cpu.stat usage_usec and
+// memory.stat's (total_)pgfault are hierarchical and keep what children used. The stub's bwrap
+// processes stay in it. Needs root; null otherwise. Not counted: kernel threads working on their
+// behalf later (e.g. the network namespace's teardown in a kworker).
+function cgMeter(name) {
   if (process.geteuid() !== 0) return null;
   const mounts = readFileSync('/proc/self/mountinfo', 'utf8').split('\n');
-  let dir = null, read = null, kind = null;
+  const v1 = {};
   for (const l of mounts) {
     const [pre, post] = l.split(' - ');
     if (!post) continue;
     const [fstype, , opts] = post.split(' ');
-    const mnt = pre.split(' ')[4];
-    if (fstype === 'cgroup' && opts.split(',').includes('cpuacct')) {
-      dir = `${mnt}/${name}`;
-      read = () => Number(readFileSync(`${dir}/cpuacct.usage`, 'utf8')) / 1e6;
-      kind = `v1 cpuacct (${mnt})`;
-      break;
+    for (const c of ['cpuacct', 'memory'])
+      if (fstype === 'cgroup' && opts.split(',').includes(c) && !v1[c]) v1[c] = pre.split(' ')[4];
+  }
+  let dirs, cpu, faults, kind;
+  if (v1.cpuacct) {
+    dirs = [`${v1.cpuacct}/${name}`];
+    cpu = () => Number(readFileSync(`${dirs[0]}/cpuacct.usage`, 'utf8')) / 1e6;
+    kind = `v1 cpuacct (${v1.cpuacct})`;
+    if (v1.memory && v1.memory !== v1.cpuacct) {
+      const mem = `${v1.memory}/${name}`;
+      dirs.push(mem);
+      faults = () => Number(/^total_pgfault (\d+)$/m.exec(readFileSync(`${mem}/memory.stat`, 'utf8'))[1]);
     }
-  }
-  if (!dir && existsSync('/sys/fs/cgroup/cgroup.controllers')) {
-    dir = `/sys/fs/cgroup/${name}`;
-    read = () => Number(/usage_usec (\d+)/.exec(readFileSync(`${dir}/cpu.stat`, 'utf8'))[1]) / 1e3;
+  } else if (existsSync('/sys/fs/cgroup/cgroup.controllers')) {
+    dirs = [`/sys/fs/cgroup/${name}`];
+    cpu = () => Number(/usage_usec (\d+)/.exec(readFileSync(`${dirs[0]}/cpu.stat`, 'utf8'))[1]) / 1e3;
+    faults = () => Number(/^pgfault (\d+)$/m.exec(readFileSync(`${dirs[0]}/memory.stat`, 'utf8'))[1]);
     kind = 'v2 cpu.stat';
+  } else {
+    return null;
   }
-  if (!dir) return null;
-  mkdirSync(dir);
-  return { dir, read, kind, procs: `${dir}/cgroup.procs` };
+  for (const d of dirs) mkdirSync(d);
+  const read = () => ({ cpu: cpu(), faults: faults ? faults() : undefined });
+  return { dirs, read, kind, procs: dirs.map((d) => `${d}/cgroup.procs`) };
 }
 
-// The cross-check, from /proc, in ms: user+sys of the server and of the children it has reaped
-// (theirs include their own reaped children), plus what bench/subreaper.py, the server's parent,
-// reaped of the orphans below it (utime, stime, cutime, cstime of /proc/PID/stat). It is a lower
-// bound: a process the kernel kills when its pid namespace's pid 1 exits is reaped by that dying
-// pid 1 and its time reaches no ancestor's cutime (`unshare --pid --fork sh -c 'busy & sleep
-// 0.3'`: 300 ms in the cgroup, 55 ms in rusage), which is how a sandbox's leftovers end.
-function times(pid) {
+// The cross-check, from /proc: CPU in ms and minor page faults of everything below
+// bench/subreaper.py (the server's parent). A process counts its own (utime, stime, minflt) and
+// those of the children it has reaped (cutime, cstime, cminflt; theirs include their own reaped
+// children): so the subreaper's reaped ones, plus every process alive below it now, own and
+// reaped. Alive ones matter: a fork template lives for many calls and reaps their processes. A
+// lower bound: a process the kernel kills when its pid namespace's pid 1 exits is reaped by that
+// dying pid 1 and reaches no ancestor's counts (`unshare --pid --fork sh -c 'busy & sleep 0.3'`:
+// 300 ms in the cgroup, 55 ms in rusage), which is how a sandbox's leftovers end.
+function stat(pid) {
   const f = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  return f.slice(f.lastIndexOf(')') + 2).split(' ').slice(11, 15).map(Number);
+  return f.slice(f.lastIndexOf(')') + 2).split(' ').map(Number);
 }
-function procCpu(reaper) {
-  const server = Number(readFileSync(`/proc/${reaper}/task/${reaper}/children`, 'utf8').split(' ')[0]);
-  const [, , cu, cs] = times(reaper);
-  const [u, s, scu, scs] = times(server);
-  return ((cu + cs + u + s + scu + scs) * 1000) / TICK;
+function children(pid) {
+  let out = [];
+  try {
+    for (const t of readdirSync(`/proc/${pid}/task`))
+      out = out.concat(readFileSync(`/proc/${pid}/task/${t}/children`, 'utf8').split(' ').filter(Boolean).map(Number));
+  } catch { /* gone meanwhile */ }
+  return out;
+}
+function procTotals(reaper) {
+  const r = stat(reaper);
+  let ticks = r[13] + r[14], faults = r[8];
+  const todo = children(reaper);
+  while (todo.length) {
+    const pid = todo.pop();
+    try {
+      const f = stat(pid);
+      ticks += f[11] + f[12] + f[13] + f[14];
+      faults += f[7] + f[8];
+    } catch { continue; } // it ended between the listing and now
+    todo.push(...children(pid));
+  }
+  return { cpu: (ticks * 1000) / TICK, faults };
 }
 
 async function start(server, cg) {
   // The server runs below a subreaper, which joins the server's cgroup before it starts it.
   const command = resolve(REPO, 'bench/subreaper.py');
-  const args = [...(cg ? ['--cgroup', cg.procs] : []), '--', server.command, ...server.args];
+  const args = [...(cg ? cg.procs.flatMap((p) => ['--cgroup', p]) : []), '--', server.command, ...server.args];
   const client = new Client({ name: 'sandboxd-bench', version: '1.0.0' });
   if (!server.http) {
     const transport = new StdioClientTransport({ command, args, env: { ...process.env }, stderr: 'inherit' });
@@ -130,7 +158,7 @@ async function inFlight(call, k, n) {
 }
 
 async function bench(server, idx) {
-  const cg = cpuMeter(`bench-mcp-${process.pid}-${idx}`);
+  const cg = cgMeter(`bench-mcp-${process.pid}-${idx}`);
   const { client, transport, pid } = await start(server, cg);
   const call = async () => {
     const t0 = process.hrtime.bigint();
@@ -142,7 +170,7 @@ async function bench(server, idx) {
   try {
     for (let i = 0; i < 10; i++) await call(); // page cache, the seccomp filter cache, the pool
     await sleep(500);
-    const cg0 = cg?.read(), proc0 = procCpu(pid);
+    const cg0 = cg?.read(), proc0 = procTotals(pid);
     const paced = [];
     for (let i = 0; i < PACED; i++) {
       await sleep(PAUSE);
@@ -159,17 +187,21 @@ async function bench(server, idx) {
     const calls = PACED + 3 * N;
     res.calls = calls;
     if (cg) {
-      res.cpu_ms_per_call = (cg.read() - cg0) / calls;
+      const cg1 = cg.read();
+      res.cpu_ms_per_call = (cg1.cpu - cg0.cpu) / calls;
+      if (cg1.faults !== undefined) res.faults_per_call = (cg1.faults - cg0.faults) / calls;
       res.cpu_meter = cg.kind;
     }
-    res.cpu_ms_per_call_proc = (procCpu(pid) - proc0) / calls;
+    const proc1 = procTotals(pid);
+    res.cpu_ms_per_call_proc = (proc1.cpu - proc0.cpu) / calls;
+    res.faults_per_call_proc = (proc1.faults - proc0.faults) / calls;
   } finally {
     await client.close(); // closes the transport: over HTTP, that also stops the server
-    if (cg) {
+    for (const dir of cg ? cg.dirs : []) {
       for (let i = 0; i < 50; i++) {
-        try { rmdirSync(cg.dir); break; } catch { await sleep(100); }
+        try { rmdirSync(dir); break; } catch { await sleep(100); }
       }
-      if (existsSync(cg.dir)) console.error(`bench: ${cg.dir} not empty after the server exited (a leak?)`);
+      if (existsSync(dir)) console.error(`bench: ${dir} not empty after the server exited (a leak?)`);
     }
   }
   return res;
@@ -178,7 +210,7 @@ async function bench(server, idx) {
 const ms = (x) => (x === undefined ? '–' : x.toFixed(1));
 function table(rows) {
   const head = ['server', 'p50 paced', 'p50 back to back', 'p95', 'p99', 'p50 4 in flight', 'p95', 'p99',
-    'p50 16 in flight', 'p95', 'p99', 'calls/s 4 in flight', 'calls/s 16', 'CPU ms/call (cgroup)', 'CPU ms/call (/proc)'];
+    'p50 16 in flight', 'p95', 'p99', 'calls/s 4 in flight', 'calls/s 16', 'CPU ms/call (cgroup)', 'CPU ms/call (/proc)', 'page faults/call (cgroup)', 'page faults/call (/proc)'];
   const lines = [`| ${head.join(' | ')} |`, `|${head.map(() => '---').join('|')}|`];
   for (const r of rows) {
     lines.push(`| ${[r.label, ms(r.paced.p50), ms(r.serial.p50), ms(r.serial.p95), ms(r.serial.p99),
@@ -186,7 +218,8 @@ function table(rows) {
       ms(r.inflight16.p50), ms(r.inflight16.p95), ms(r.inflight16.p99),
       r.inflight4.rate.toFixed(0), r.inflight16.rate.toFixed(0),
       r.cpu_ms_per_call === undefined ? '– (not root)' : r.cpu_ms_per_call.toFixed(2),
-      r.cpu_ms_per_call_proc.toFixed(2)].join(' | ')} |`);
+      r.cpu_ms_per_call_proc.toFixed(2), r.faults_per_call === undefined ? '–' : r.faults_per_call.toFixed(0),
+      r.faults_per_call_proc.toFixed(0)].join(' | ')} |`);
   }
   return lines.join('\n');
 }
@@ -223,10 +256,13 @@ for (const [i, s] of servers.entries()) {
   rows.push(await bench(s, i));
   console.error(`bench: ${s.label} done`);
 }
-const results = { date: new Date().toISOString().slice(0, 19), host: hostname(), kernel: release(), transport: TRANSPORT,
+// Who the servers ran as: as root sandboxd maps each sandbox to a host id of its own and makes
+// cgroups; unprivileged it is the user's (sandboxd-mcp(7)), and the cgroup meter is off.
+const AS = process.geteuid() === 0 ? 'root' : `${userInfo().username} (uid ${process.geteuid()}, unprivileged)`;
+const results = { date: new Date().toISOString().slice(0, 19), host: hostname(), kernel: release(), transport: TRANSPORT, user: AS,
   cpus: cpus().length, n: N, paced: PACED, pause_ms: PAUSE, code: 'print(1)', servers: rows };
-const md = `run_python print(1), client-side latency in ms (${N} calls per phase, ${PACED} paced ` +
-  `${PAUSE} ms apart); CPU per call over ${rows[0]?.calls} calls per server\n\n${table(rows)}\n`;
+const md = `run_python print(1) as ${AS}, client-side latency in ms (${N} calls per phase, ${PACED} paced ` +
+  `${PAUSE} ms apart); CPU and page faults per call over ${rows[0]?.calls} calls per server\n\n${table(rows)}\n`;
 console.log(md);
 if (process.env.BENCH_OUT) {
   mkdirSync(process.env.BENCH_OUT, { recursive: true });
