@@ -607,6 +607,7 @@ static void teardown(struct server *srv, const sigset_t *old)
     close(srv->output_dirfd);
   free(srv->output_dir);
   free(srv->preload);
+  free(srv->client_levels);
   output_budget_free(&srv->output_budget);
   bind_opts_free(&srv->binds);
   mcp_roots_free(&srv->roots);

@@ -569,12 +569,15 @@ int call_deliver(struct call *c, int fd, const char *kind, sbx_error_t *err)
   }
   if (r == 1)
     job_sent(c);
-  if (c->srv->log_level == 0) { /* debug: which kind of sandbox served the call */
+  uint64_t client = c->srv->client; /* the call's client's level, from the loop too */
+  c->srv->client = c->client;
+  if (mcp_log_level(c->srv) == 0) { /* debug: which kind of sandbox served the call */
     char msg[200];
     bufprintf_cut(msg, sizeof msg, "call %.100s: its code went to a %s sandbox", c->id, kind);
     c->srv->route = c->route;
     mcp_log(c->srv, 0, msg);
   }
+  c->srv->client = client;
   return 0;
 }
 
@@ -617,6 +620,7 @@ static int call_start_cold(struct server *srv, struct call *c, sbx_error_t *err)
 static void call_start_failed(struct server *srv, struct call *c, const sbx_error_t *err)
 {
   srv->route = c->route;
+  srv->client = c->client;
   log_sbx_error(err);
   mcp_log(srv, 4, err->msg);
   call_unlink(srv, c);

@@ -248,6 +248,7 @@ static void dispatch(struct mcp_http *h, struct exchange *x, const struct jsonrp
   name_client(x);
   /* Call ids are the client's own: a session's, or (stateless) this request's alone. */
   srv->client = x->sess ? x->sess->num : x->id;
+  srv->client_session = x->sess != NULL;
   srv->route = x->id;
   srv->client_name = x->name;
   /* The version is each request's (MCP-Protocol-Version; absent, as before initialize), not the
@@ -259,6 +260,7 @@ static void dispatch(struct mcp_http *h, struct exchange *x, const struct jsonrp
       srv->protocol = h->on.protocol_versions[i];
   h->on.dispatch(srv, m);
   srv->client = srv->route = 0;
+  srv->client_session = false;
   srv->client_name = NULL;
 }
 

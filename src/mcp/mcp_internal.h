@@ -203,7 +203,15 @@ struct server {
   int stdout_flags; /* to restore, or -1 */
   int sigfd;
   bool stdin_eof, stop;
-  int log_level; /* index into log_levels: send notifications/message at this level or above */
+  /* Index into log_levels: send notifications/message at this level or above. Over stdio the
+   * client's; over HTTP the level of a session that has not asked for one, and each session that
+   * asked has its own (logging/setLevel applies to the session that sent it). */
+  int log_level;
+  struct client_level {
+    uint64_t client; /* a session's client number */
+    int level;
+  } *client_levels;
+  size_t n_client_levels;
 
   struct mcp_config_options mcp_opts;
   struct host_servers hs; /* host MCP servers (hs.cfg empty if none are configured) */
@@ -246,6 +254,7 @@ struct server {
    * client's name for audit records. */
   struct mcp_http *http;
   uint64_t client, route;
+  bool client_session; /* client is a session's (stateful), not a single request's */
   const char *client_name;
 };
 
@@ -266,8 +275,15 @@ void send_errorf(struct server *srv, const char *id, int code, const char *fmt, 
 /* A tool result that is only an error message (bad arguments, setup failure). */
 void send_tool_error(struct server *srv, const char *id, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-/* notifications/message at level (an index into mcp_log_levels), if the client asked for it. */
+/* notifications/message at level (an index into mcp_log_levels), to srv->route, if srv->client
+ * (over HTTP; the one client over stdio) asked for that level. */
 void mcp_log(struct server *srv, int level, const char *msg);
+/* The level srv->client asked for (logging/setLevel), or the server's. */
+int mcp_log_level(const struct server *srv);
+/* logging/setLevel from srv->client. 0, or -1 with errno ENOMEM. */
+int mcp_log_level_set(struct server *srv, int level);
+/* A session ended: forget its level. */
+void mcp_log_level_forget(struct server *srv, uint64_t client);
 #define MCP_LOG_LEVELS 8
 extern const char *const mcp_log_levels[MCP_LOG_LEVELS]; /* debug ... emergency */
 

@@ -107,9 +107,53 @@ void send_errorf(struct server *srv, const char *id, int code, const char *fmt, 
   send_error(srv, id, code, msg);
 }
 
+static struct client_level *client_level(const struct server *srv, uint64_t client)
+{
+  for (size_t i = 0; i < srv->n_client_levels; i++)
+    if (srv->client_levels[i].client == client)
+      return &srv->client_levels[i];
+  return NULL;
+}
+
+int mcp_log_level(const struct server *srv)
+{
+  const struct client_level *cl = srv->http ? client_level(srv, srv->client) : NULL;
+  return cl ? cl->level : srv->log_level;
+}
+
+int mcp_log_level_set(struct server *srv, int level)
+{
+  if (!srv->http) {
+    srv->log_level = level;
+    return 0;
+  }
+  /* A stateless request is a client of its own, gone with its answer: nothing to keep (under
+   * 2025-11-25 it has no later request; the level is the server's). */
+  if (!srv->client_session)
+    return 0;
+  struct client_level *cl = client_level(srv, srv->client);
+  if (!cl) {
+    struct client_level *a = realloc(srv->client_levels, (srv->n_client_levels + 1) * sizeof *a);
+    if (!a)
+      return -1;
+    srv->client_levels = a;
+    cl = &a[srv->n_client_levels++];
+    cl->client = srv->client;
+  }
+  cl->level = level;
+  return 0;
+}
+
+void mcp_log_level_forget(struct server *srv, uint64_t client)
+{
+  struct client_level *cl = client_level(srv, client);
+  if (cl)
+    *cl = srv->client_levels[--srv->n_client_levels];
+}
+
 void mcp_log(struct server *srv, int level, const char *msg)
 {
-  if (level < srv->log_level)
+  if (level < mcp_log_level(srv))
     return;
   json_writer_t *w = json_writer_new();
   if (!w)

@@ -356,8 +356,10 @@ static void m_logging_set_level(struct server *srv, const char *id, const json_n
   const char *level = json_as_string(json_get(params, "level"), NULL);
   for (size_t i = 0; level && i < MCP_LOG_LEVELS; i++)
     if (strcmp(level, mcp_log_levels[i]) == 0) {
-      srv->log_level = (int) i;
-      send_empty_result(srv, id);
+      if (mcp_log_level_set(srv, (int) i) < 0)
+        send_error(srv, id, JSONRPC_INTERNAL_ERROR, "Internal error: out of memory");
+      else
+        send_empty_result(srv, id);
       return;
     }
   send_error(srv, id, JSONRPC_INVALID_PARAMS,
@@ -494,6 +496,8 @@ static void on_cancelled(struct server *srv, const json_node_t *params)
 
 void mcp_cancel_calls(struct server *srv, uint64_t client, uint64_t route)
 {
+  if (!route) /* the session ended */
+    mcp_log_level_forget(srv, client);
   for (struct call *c = srv->calls, *next; c; c = next) {
     next = c->next;
     if (!c->answered && !c->cancelled && (route ? c->route == route : c->client == client))

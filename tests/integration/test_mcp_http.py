@@ -92,6 +92,28 @@ def test_progress_is_streamed_as_sse(srv):
     assert ev[-1]["id"] == s.n and ev[-1]["result"]["content"][0]["text"] == "done\n"
 
 
+def test_log_level_is_the_sessions_own(srv):
+    """logging/setLevel applies to the session that sent it (before: to every session, so session
+    B got a debug message it never asked for)."""
+    s = srv()
+    a, b = s.initialize(), s.initialize()
+    st, _, body = s.request("logging/setLevel", {"level": "debug"}, session=a)
+    assert st == 200 and json.loads(body)["result"] == {}, body
+    logs = {}
+    for sid in (a, b):
+        st, h, body = s.request("tools/call", {"name": "run_python", "_meta": {"progressToken": "t"},
+                                               "arguments": {"code": "print(1)"}}, session=sid)
+        assert st == 200, body
+        events = sse_events(body) if h["content-type"] == "text/event-stream" else [json.loads(body)]
+        assert events[-1]["result"]["content"][0]["text"] == "1\n", events
+        logs[sid] = [e["params"] for e in events if e.get("method") == "notifications/message"]
+    assert any(m["level"] == "debug" and "sandbox" in m["data"] for m in logs[a]), logs[a]
+    assert logs[b] == [], logs[b]
+    # A session's level goes with it: one made after a's end starts from the server's.
+    st, _, _ = s.raw("DELETE", headers={"Mcp-Session-Id": a})
+    assert st in (200, 204), st
+
+
 def test_header_rules(srv):
     s = srv("--stateless")
     ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
