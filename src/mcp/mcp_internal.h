@@ -210,7 +210,7 @@ struct server {
   struct client_level {
     uint64_t client; /* a session's client number */
     int level;
-  } *client_levels;
+  } * client_levels;
   size_t n_client_levels;
 
   struct mcp_config_options mcp_opts;
