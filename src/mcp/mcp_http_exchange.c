@@ -133,11 +133,17 @@ bool http_respond(struct exchange *x, unsigned status, const char *ctype, strbuf
 bool http_refuse(struct exchange *x, unsigned status, const char *header, const char *value,
                  const char *message)
 {
+  return http_refuse_id(x, NULL, status, header, value, message);
+}
+
+bool http_refuse_id(struct exchange *x, const char *id, unsigned status, const char *header,
+                    const char *value, const char *message)
+{
   json_writer_t *w = json_writer_new();
   strbuf_t body = {0};
   size_t n;
   if (w) {
-    jsonrpc_write_error(w, NULL, -32000, message);
+    jsonrpc_write_error(w, id, -32000, message);
     const char *buf = json_writer_buf(w, &n);
     if (buf)
       strbuf_append(&body, buf, n);

@@ -78,6 +78,9 @@ bool http_respond(struct exchange *x, unsigned status, const char *ctype, strbuf
 /* An HTTP-level refusal: a JSON-RPC error with no id, as the SDK's server sends. */
 bool http_refuse(struct exchange *x, unsigned status, const char *header, const char *value,
                  const char *message);
+/* The same once the body is read: with the request's id (canonical JSON; NULL: none). */
+bool http_refuse_id(struct exchange *x, const char *id, unsigned status, const char *header,
+                    const char *value, const char *message);
 bool http_start_stream(struct exchange *x);
 /* The JSON answer, once it is there (else wait for it). */
 bool http_answer_or_wait(struct exchange *x);

@@ -276,15 +276,18 @@ bool http_request_body(struct exchange *x)
   x->held = 0;
   bool init = m.kind == JSONRPC_REQUEST && strcmp(m.method, "initialize") == 0;
   bool ret = true;
+  /* The body is read: a refusal names the request it refuses (its id; a notification has none). */
+  const char *id = m.kind == JSONRPC_REQUEST ? m.id : NULL;
   if (!h->o.stateless && !x->sess && !init) {
-    ret = http_refuse(x, 400, NULL, NULL, "Bad Request: Mcp-Session-Id header is required");
+    ret = http_refuse_id(x, id, 400, NULL, NULL, "Bad Request: Mcp-Session-Id header is required");
   } else if (!h->o.stateless && !x->sess && h->sessions.n >= h->o.max_sessions) {
-    ret = http_refuse(x, 503, "Retry-After", "5", "Service Unavailable: too many sessions (--max-sessions)");
+    ret = http_refuse_id(x, id, 503, "Retry-After", "5",
+                         "Service Unavailable: too many sessions (--max-sessions)");
   } else if (!h->o.stateless && !x->sess) {
     sbx_error_t err = {0};
     if (http_session_new(&h->sessions, ++h->next_id, x->principal, &x->sess, &err) < 0) {
       log_sbx_error(&err);
-      ret = http_refuse(x, 500, NULL, NULL, "Internal error");
+      ret = http_refuse_id(x, id, 500, NULL, NULL, "Internal error");
     } else {
       x->sess->open++;
       x->new_session = true;

@@ -49,6 +49,7 @@ def test_session_initialize_call_and_errors(srv):
     # Every request after initialize names its session: none is 400, an unknown one 404.
     st, _, body = s.request("tools/list", {})
     assert st == 400 and b"Mcp-Session-Id" in body
+    assert json.loads(body)["id"] == s.n, body  # the refusal names the request (before: null)
     st, _, _ = s.request("tools/list", {}, session="0" * 32)
     assert st == 404
     # Another initialize makes another session.
