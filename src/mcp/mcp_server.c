@@ -62,6 +62,12 @@ const char *mcp_negotiate_version(const char *client_version)
   return mcp_protocol_versions[0];
 }
 
+/* Icons came in 2025-11-25; the versions are dates, so they compare as strings. */
+static bool protocol_has_icons(const char *protocol)
+{
+  return protocol && strcmp(protocol, "2025-11-25") >= 0;
+}
+
 static void m_initialize(struct server *srv, const char *id, const json_node_t *params)
 {
   /* Asked for once the client says it is initialized (roots_ask), and only with --roots. */
@@ -94,6 +100,8 @@ static void m_initialize(struct server *srv, const char *id, const json_node_t *
   json_kv_str(w, "name", "sandboxd");
   json_kv_str(w, "title", "sandboxd Python sandbox");
   json_kv_str(w, "version", SANDBOXD_VERSION);
+  if (protocol_has_icons(srv->protocol))
+    mcp_icons_write(w);
   json_obj_end(w);
   json_kv_str(w, "instructions",
               "Use run_python to execute Python code, or execute_code for Python, bash or JavaScript, in "
@@ -102,6 +110,20 @@ static void m_initialize(struct server *srv, const char *id, const json_node_t *
   json_obj_end(w);
   jsonrpc_end(w);
   send_writer(srv, w);
+}
+
+/* What a call may do outside its sandbox here (mcp_tool.h). */
+static struct mcp_tool_facts tool_facts(const struct server *srv)
+{
+  struct mcp_tool_facts fx = {.output_dir = srv->output_dir != NULL,
+                              .egress =
+                                  srv->policy->network == SBX_NET_PROXY && srv->policy->n_allow_hosts > 0,
+                              .icons = protocol_has_icons(srv->protocol)};
+  for (size_t i = 0; i < srv->binds.n; i++)
+    fx.rw_binds |= srv->binds.binds[i].rw;
+  for (size_t i = 0; srv->hs.cfg && i < srv->hs.cfg->n; i++)
+    fx.host_tools |= policy_allows_server(srv->policy, srv->hs.cfg->servers[i].name);
+  return fx;
 }
 
 static void m_tools_list(struct server *srv, const char *id, const json_node_t *params)
@@ -115,10 +137,11 @@ static void m_tools_list(struct server *srv, const char *id, const json_node_t *
   json_key(w, "tools");
   json_arr_begin(w);
   bool roots = srv->roots.enabled && srv->roots.client_has;
+  struct mcp_tool_facts fx = tool_facts(srv);
   if (srv->tools & TOOL_RUN_PYTHON)
-    mcp_tool_write(w, srv->policy, srv->hs.cfg, &srv->binds, roots, srv->text_limit);
+    mcp_tool_write(w, srv->policy, srv->hs.cfg, &srv->binds, roots, srv->text_limit, &fx);
   if (srv->tools & TOOL_EXECUTE_CODE)
-    mcp_exec_tool_write(w, srv->policy, srv->langs, &srv->binds, roots, srv->text_limit);
+    mcp_exec_tool_write(w, srv->policy, srv->langs, &srv->binds, roots, srv->text_limit, &fx);
   json_arr_end(w);
   json_obj_end(w);
   jsonrpc_end(w);

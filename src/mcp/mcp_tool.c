@@ -181,18 +181,58 @@ static void write_output_schema(json_writer_t *w)
   json_obj_end(w);
 }
 
-static void write_annotations(json_writer_t *w, const char *title)
+/* MCP's hints (2025-11-25, "ToolAnnotations"): read-only where a call cannot change anything
+ * outside its sandbox, which is thrown away; destructive where the code may change or delete
+ * what is there (a writable host directory; an allowed host or a host server's tool, which
+ * sandboxd cannot vouch for), not where it only adds files (--output-dir); an open world where
+ * it reaches hosts or host servers. */
+static void write_annotations(json_writer_t *w, const char *title, const struct mcp_tool_facts *fx)
 {
+  static const struct mcp_tool_facts none;
+  if (!fx)
+    fx = &none;
   json_key(w, "annotations");
   json_obj_begin(w);
   json_kv_str(w, "title", title);
-  json_kv_bool(w, "readOnlyHint", false);
-  /* Nothing on the host changes: each sandbox is thrown away. */
-  json_kv_bool(w, "destructiveHint", false);
+  json_kv_bool(w, "readOnlyHint", !fx->rw_binds && !fx->output_dir && !fx->egress && !fx->host_tools);
+  json_kv_bool(w, "destructiveHint", fx->rw_binds || fx->egress || fx->host_tools);
   json_kv_bool(w, "idempotentHint", false);
-  /* The sandbox reaches nothing outside itself (loopback-only network). */
-  json_kv_bool(w, "openWorldHint", false);
+  json_kv_bool(w, "openWorldHint", fx->egress || fx->host_tools);
   json_obj_end(w);
+  if (fx->icons)
+    mcp_icons_write(w);
+}
+
+/* 32x32, a prompt on a blue ground; the SVG draws the same. */
+#define ICON_PNG                                                                                             \
+  "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAACAAAAAgCAYAAABzenr0AAAAc0lEQVR42u3WwQ1AIQgDUNdwUQd1Ib"     \
+  "16MYChFiNN/pmXfDAtJZPZpLY+PD/aYBMEPVxEUAG3hm8RIQFr6ABvxBHAE6HeARTCtIQIxNEVeCLeAlB/AXUJ6WcoDdcG9hTDAd"     \
+  "aruA54thPErWT0Uhqilme+ywQ2/XRTDyBj7wAAAABJRU5ErkJggg=="
+#define ICON_SVG                                                                                             \
+  "data:image/"                                                                                              \
+  "svg+xml;base64,PHN2ZyB4bWxucz0iaHR0cDovL3d3dy53My5vcmcvMjAwMC9zdmciIHZpZXdCb3g9IjAgMCAyNCAyNCI+"          \
+  "PHJlY3QgeD0iMiIgeT0iMyIgd2lkdGg9IjIwIiBoZWlnaHQ9IjE4IiByeD0iMyIgZmlsbD0iIzE5NzZkMiIvPjxwYXRoIGQ9Ik02IDls" \
+  "NCAzLTQgM00xMiAxNmg2IiBzdHJva2U9IiNmZmYiIHN0cm9rZS13aWR0aD0iMiIgZmlsbD0ibm9uZSIgc3Ryb2tlLWxpbmVjYXA9InJv" \
+  "dW5kIiBzdHJva2UtbGluZWpvaW49InJvdW5kIi8+PC9zdmc+"
+
+void mcp_icons_write(json_writer_t *w)
+{
+  static const struct {
+    const char *src, *mime, *sizes;
+  } icons[] = {{ICON_PNG, "image/png", "32x32"}, {ICON_SVG, "image/svg+xml", "any"}};
+  json_key(w, "icons");
+  json_arr_begin(w);
+  for (size_t i = 0; i < ARRAY_SIZE(icons); i++) {
+    json_obj_begin(w);
+    json_kv_str(w, "src", icons[i].src);
+    json_kv_str(w, "mimeType", icons[i].mime);
+    json_key(w, "sizes");
+    json_arr_begin(w);
+    json_str(w, icons[i].sizes);
+    json_arr_end(w);
+    json_obj_end(w);
+  }
+  json_arr_end(w);
 }
 
 size_t mcp_tool_result_chars(size_t text_limit)
@@ -232,7 +272,8 @@ static void append_host_files(char *buf, size_t len, const struct bind_opts *bin
 }
 
 void mcp_tool_write(json_writer_t *w, const struct sbx_policy *policy, const struct mcp_config *cfg,
-                    const struct bind_opts *binds, bool roots, size_t text_limit)
+                    const struct bind_opts *binds, bool roots, size_t text_limit,
+                    const struct mcp_tool_facts *fx)
 {
   json_obj_begin(w);
   json_kv_str(w, "name", TOOL_NAME);
@@ -250,7 +291,7 @@ void mcp_tool_write(json_writer_t *w, const struct sbx_policy *policy, const str
 
   write_input_schema(w, policy);
   write_output_schema(w);
-  write_annotations(w, "Run Python in a sandbox");
+  write_annotations(w, "Run Python in a sandbox", fx);
   write_meta(w, text_limit);
   json_obj_end(w);
 }
@@ -296,7 +337,8 @@ static void write_exec_input_schema(json_writer_t *w, const struct sbx_policy *p
 }
 
 void mcp_exec_tool_write(json_writer_t *w, const struct sbx_policy *policy, unsigned langs,
-                         const struct bind_opts *binds, bool roots, size_t text_limit)
+                         const struct bind_opts *binds, bool roots, size_t text_limit,
+                         const struct mcp_tool_facts *fx)
 {
   json_obj_begin(w);
   json_kv_str(w, "name", EXEC_TOOL_NAME);
@@ -307,7 +349,7 @@ void mcp_exec_tool_write(json_writer_t *w, const struct sbx_policy *policy, unsi
   json_kv_str(w, "description", desc);
   write_exec_input_schema(w, policy, langs);
   write_output_schema(w);
-  write_annotations(w, "Run code in a sandbox");
+  write_annotations(w, "Run code in a sandbox", fx);
   write_meta(w, text_limit);
   json_obj_end(w);
 }

@@ -45,13 +45,29 @@ int mcp_tool_parse_args(const json_node_t *args, const struct sbx_policy *policy
 /* execute_code's: `language` (one of langs, a mask of MCP_LANG_BIT), `code`, `timeout`. */
 int mcp_exec_parse_args(const json_node_t *args, const struct sbx_policy *policy, unsigned langs,
                         struct mcp_tool_args *ret, char *msg, size_t msg_len);
+/* What a call may do outside its sandbox in the server's configuration, for the tools' hints
+ * (annotations): readOnlyHint is true only where none of the first four holds, so that a
+ * client's plan mode and parallel calls treat the tools as what they are. */
+struct mcp_tool_facts {
+  bool rw_binds;   /* --bind-rw: the code may change and delete host files */
+  bool output_dir; /* --output-dir: files out are written on the host */
+  bool egress;     /* the egress proxy, with hosts allowed */
+  bool host_tools; /* host MCP servers the code may call: sandboxd does not vouch for their tools */
+  bool icons;      /* the client speaks 2025-11-25 or later, where tools and servers have icons */
+};
 /* The tool object of tools/list; the description names the host directories (--bind, and with
- * roots ROOTS_DIR) and the configured servers; _meta the longest result (text_limit). */
+ * roots ROOTS_DIR) and the configured servers; _meta the longest result (text_limit); the hints
+ * from fx (NULL: none of them holds). */
 void mcp_tool_write(json_writer_t *w, const struct sbx_policy *policy, const struct mcp_config *cfg,
-                    const struct bind_opts *binds, bool roots, size_t text_limit);
+                    const struct bind_opts *binds, bool roots, size_t text_limit,
+                    const struct mcp_tool_facts *fx);
 /* execute_code's, the language enum being langs. */
 void mcp_exec_tool_write(json_writer_t *w, const struct sbx_policy *policy, unsigned langs,
-                         const struct bind_opts *binds, bool roots, size_t text_limit);
+                         const struct bind_opts *binds, bool roots, size_t text_limit,
+                         const struct mcp_tool_facts *fx);
+/* "icons": sandboxd's (a 32x32 PNG, which every client that shows icons must take, and an SVG),
+ * for serverInfo and each tool. */
+void mcp_icons_write(json_writer_t *w);
 /* "configured servers: a, b" (or that there are none), for messages. */
 void mcp_tool_server_names(const struct mcp_config *cfg, char *buf, size_t len);
 

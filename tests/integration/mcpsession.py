@@ -8,13 +8,13 @@ import sbx
 
 
 class Mcp:
-    def __init__(self, *args, warm="0", audit="off", preexec_fn=None):
+    def __init__(self, *args, warm="0", audit="off", preexec_fn=None, version="2025-06-18"):
         self.p = subprocess.Popen([sbx.SANDBOXD, "mcp", "--rootfs", sbx.ROOTFS, "--warm", warm, "--audit-log", audit,
                                    *sbx.EGRESS_OPTS, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                   text=True, preexec_fn=preexec_fn)
         self.n = 0
-        self.send("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
-                                 "clientInfo": {"name": "t", "version": "1"}})
+        self.init = self.send("initialize", {"protocolVersion": version, "capabilities": {},
+                                             "clientInfo": {"name": "t", "version": "1"}})
         self.p.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n")
 
     def request(self, method, params):

@@ -75,7 +75,7 @@ static void test_accepted(void)
 static void test_write(void)
 {
   json_writer_t *w = json_writer_new();
-  mcp_exec_tool_write(w, &policy, py_bash, &no_binds, false, 40000);
+  mcp_exec_tool_write(w, &policy, py_bash, &no_binds, false, 40000, NULL);
   size_t n;
   const char *buf = json_writer_buf(w, &n);
   json_node_t *tool = NULL;

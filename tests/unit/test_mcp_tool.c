@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "base/json.h"
+#include "base/util.h"
 #include "check.h"
 #include "hostmcp/mcp_config.h"
 #include "mcp/mcp_tool.h"
@@ -116,7 +117,7 @@ static void test_write(void)
 {
   for (int with = 0; with <= 1; with++) {
     json_writer_t *w = json_writer_new();
-    mcp_tool_write(w, &policy, with ? &cfg : &no_servers, &no_binds, false, 40000);
+    mcp_tool_write(w, &policy, with ? &cfg : &no_servers, &no_binds, false, 40000, NULL);
     size_t n;
     const char *buf = json_writer_buf(w, &n);
     json_node_t *tool = NULL;
@@ -161,7 +162,7 @@ static void test_write_binds(void)
       "Host files, nothing else: /roots/<name>: the client's roots, read-only."};
   for (int i = 0; i < 3; i++) {
     json_writer_t *w = json_writer_new();
-    mcp_tool_write(w, &policy, i == 1 ? &cfg : &no_servers, i == 1 ? &b : &no_binds, i > 0, 40000);
+    mcp_tool_write(w, &policy, i == 1 ? &cfg : &no_servers, i == 1 ? &b : &no_binds, i > 0, 40000, NULL);
     size_t n;
     const char *buf = json_writer_buf(w, &n);
     json_node_t *tool = NULL;
@@ -180,7 +181,7 @@ static void test_write_binds(void)
   for (size_t i = 0; i < b.n; i++)
     b.binds[i] = (struct sbx_bind){.src = "/s", .dst = dst};
   json_writer_t *w = json_writer_new();
-  mcp_tool_write(w, &policy, &cfg, &b, true, 40000);
+  mcp_tool_write(w, &policy, &cfg, &b, true, 40000, NULL);
   size_t n;
   const char *buf = json_writer_buf(w, &n);
   json_node_t *tool = NULL;
@@ -193,6 +194,65 @@ static void test_write_binds(void)
   json_writer_free(w);
 }
 
+static json_node_t *tool_with(const struct mcp_tool_facts *fx)
+{
+  json_writer_t *w = json_writer_new();
+  mcp_tool_write(w, &policy, &no_servers, &no_binds, false, 40000, fx);
+  size_t n;
+  const char *buf = json_writer_buf(w, &n);
+  json_node_t *tool = NULL;
+  sbx_error_t err;
+  CHECK(buf && json_parse(buf, n, &tool, &err) == 0);
+  json_writer_free(w);
+  return tool;
+}
+
+static bool hint(const json_node_t *tool, const char *name)
+{
+  bool v = false;
+  CHECK(json_as_bool(json_get(json_get(tool, "annotations"), name), &v) == 0);
+  return v;
+}
+
+/* readOnlyHint only where a call can change nothing outside its sandbox; destructive where it
+ * may change what is there; an open world where it reaches hosts or host servers. */
+static void test_annotations(void)
+{
+  static const struct {
+    struct mcp_tool_facts fx;
+    bool ro, destructive, open;
+  } cases[] = {
+      {{0}, true, false, false},
+      {{.rw_binds = true}, false, true, false},
+      {{.output_dir = true}, false, false, false},
+      {{.egress = true}, false, true, true},
+      {{.host_tools = true}, false, true, true},
+      {{.output_dir = true, .host_tools = true}, false, true, true},
+  };
+  for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+    json_node_t *tool = tool_with(&cases[i].fx);
+    CHECK(hint(tool, "readOnlyHint") == cases[i].ro);
+    CHECK(hint(tool, "destructiveHint") == cases[i].destructive);
+    CHECK(hint(tool, "openWorldHint") == cases[i].open);
+    CHECK(!hint(tool, "idempotentHint"));
+    CHECK(!json_get(tool, "icons"));
+    json_free(tool);
+  }
+  json_node_t *tool = tool_with(NULL);
+  CHECK(hint(tool, "readOnlyHint") && !json_get(tool, "icons"));
+  json_free(tool);
+  /* Icons (2025-11-25): a PNG every client that shows icons takes, and an SVG. */
+  struct mcp_tool_facts fx = {.icons = true};
+  tool = tool_with(&fx);
+  const json_node_t *icons = json_get(tool, "icons");
+  CHECK(json_array_len(icons) == 2);
+  const char *png = json_as_string(json_get(json_array_at(icons, 0), "src"), NULL);
+  CHECK(png && !strncmp(png, "data:image/png;base64,iVBORw0KGgo", 33)); /* the PNG signature */
+  CHECK(!strcmp(json_as_string(json_get(json_array_at(icons, 0), "mimeType"), NULL), "image/png"));
+  CHECK(!strcmp(json_as_string(json_array_at(json_get(json_array_at(icons, 1), "sizes"), 0), NULL), "any"));
+  json_free(tool);
+}
+
 int main(void)
 {
   policy.limits.timeout_ms = 30000;
@@ -202,5 +262,6 @@ int main(void)
   test_accepted();
   test_write();
   test_write_binds();
+  test_annotations();
   return check_summary("test_mcp_tool");
 }
