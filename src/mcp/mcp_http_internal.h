@@ -34,6 +34,10 @@ struct exchange {
   struct http_session *sess; /* NULL: stateless, or the session has ended */
   int principal;
   char *req_id; /* the request it carries (canonical JSON), or NULL */
+  /* A POST refused for what its head says (an unknown session, an unsupported version): the
+   * refusal is made once its body is read, so that it names the request's id. 0: none. */
+  unsigned refuse_status;
+  const char *refuse_msg;
   strbuf_t body;
   strbuf_t out;
   size_t out_off;

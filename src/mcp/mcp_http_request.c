@@ -109,7 +109,8 @@ static void name_client(struct exchange *x)
     bufprintf_cut(x->name, sizeof x->name, "%s", *sess ? sess : "http");
 }
 
-/* Mcp-Session-Id: the session (stateful), checked against the caller. 0, or a refusal queued. */
+/* Mcp-Session-Id: the session (stateful), checked against the caller. 0, or a refusal queued
+ * (a POST's unknown session: 0, and the refusal waits for the body, http_request_body). */
 static int find_session(struct exchange *x, bool required, bool *ret)
 {
   if (x->h->o.stateless)
@@ -123,6 +124,11 @@ static int find_session(struct exchange *x, bool required, bool *ret)
     return 0;
   }
   x->sess = http_session_find(&x->h->sessions, id, x->principal);
+  if (!x->sess && !required) {
+    x->refuse_status = 404;
+    x->refuse_msg = "Session not found";
+    return 0;
+  }
   if (!x->sess) {
     *ret = http_refuse(x, 404, NULL, NULL, "Session not found");
     return -1;
@@ -269,11 +275,21 @@ bool http_request_body(struct exchange *x)
   struct mcp_http *h = x->h;
   struct jsonrpc_message m;
   struct jsonrpc_failure fail;
-  if (jsonrpc_parse(x->body.data ? x->body.data : "", x->body.len, &m, &fail) < 0)
-    return parse_failed(x, &fail);
+  if (jsonrpc_parse(x->body.data ? x->body.data : "", x->body.len, &m, &fail) < 0) {
+    if (!x->refuse_status)
+      return parse_failed(x, &fail);
+    jsonrpc_failure_clear(&fail);
+    return http_refuse(x, x->refuse_status, NULL, NULL, x->refuse_msg);
+  }
   strbuf_free(&x->body);
   h->body_bytes -= x->held;
   x->held = 0;
+  if (x->refuse_status) { /* decided from the head; now it can name the request */
+    bool r = http_refuse_id(x, m.kind == JSONRPC_REQUEST ? m.id : NULL, x->refuse_status, NULL, NULL,
+                            x->refuse_msg);
+    jsonrpc_message_clear(&m);
+    return r;
+  }
   bool init = m.kind == JSONRPC_REQUEST && strcmp(m.method, "initialize") == 0;
   bool ret = true;
   /* The body is read: a refusal names the request it refuses (its id; a notification has none). */
@@ -344,8 +360,12 @@ bool http_request_head(struct exchange *x, const char *url, const char *method)
   bool known = !version;
   for (size_t i = 0; version && h->on.protocol_versions[i]; i++)
     known |= strcmp(version, h->on.protocol_versions[i]) == 0;
-  if (!known)
+  if (!known && strcmp(method, "POST") != 0)
     return http_refuse(x, 400, NULL, NULL, "Bad Request: Unsupported protocol version");
+  if (!known) { /* answered once the body is read, with the request's id */
+    x->refuse_status = 400;
+    x->refuse_msg = "Bad Request: Unsupported protocol version";
+  }
   if (h->n_xs > h->o.max_requests)
     return http_refuse(x, 503, "Retry-After", "1",
                        "Service Unavailable: too many requests in flight (--max-requests)");

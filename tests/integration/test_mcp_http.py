@@ -120,7 +120,10 @@ def test_header_rules(srv):
     ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
     assert s.post(ping, headers={"Accept": "application/json"})[0] == 406
     assert s.post(ping, headers={"Content-Type": "text/plain"})[0] == 415
-    assert s.post(ping, headers={"MCP-Protocol-Version": "1999-01-01"})[0] == 400
+    st, _, body = s.post(ping, headers={"MCP-Protocol-Version": "1999-01-01"})
+    assert st == 400 and json.loads(body)["id"] == 1, body  # named by its id (before: null)
+    st, _, body = s.post(b"{not json", headers={"MCP-Protocol-Version": "1999-01-01"})
+    assert st == 400 and json.loads(body)["id"] is None and b"Unsupported protocol version" in body, body
     assert s.post(ping, headers={"MCP-Protocol-Version": "2025-11-25"})[0] == 200
     # A notification is taken, not answered.
     st, _, body = s.post({"jsonrpc": "2.0", "method": "notifications/initialized"})
@@ -135,8 +138,10 @@ def test_delete_then_reuse_is_404(srv):
     s = srv()
     sid = s.initialize()
     assert s.raw("DELETE", headers={"Mcp-Session-Id": sid})[0] == 200
-    st, _, _ = s.request("tools/list", {}, session=sid)
-    assert st == 404
+    st, _, body = s.request("tools/list", {}, session=sid)
+    assert st == 404 and json.loads(body)["id"] == s.n, body  # named by its id (before: null)
+    st, _, body = s.post({"jsonrpc": "2.0", "method": "notifications/initialized"}, session=sid)
+    assert st == 404 and json.loads(body)["id"] is None, body  # a notification has none
     assert s.raw("DELETE", headers={"Mcp-Session-Id": sid})[0] == 404
 
 
