@@ -207,6 +207,31 @@ def test_no_answer_times_out(client, tmp_path):
     assert client.cancelled and client.cancelled[0]["reason"] == "timed out", client.cancelled
 
 
+@pytest.mark.parametrize("client", [{"answer": None}], indirect=True)
+def test_a_call_cancelled_while_it_waits_forgets_its_request(client, tmp_path):
+    """The client cancels the run_python call while its host call waits for the user: sandboxd
+    tells the client to drop its elicitation; an acceptance that comes after is ignored (no host
+    call, no crash), and the server goes on serving."""
+    client.n += 1
+    rid = client.n
+    client.write({"jsonrpc": "2.0", "id": rid, "method": "tools/call",
+                  "params": {"name": "run_python", "arguments": {"code": CODE % (["write"],), "servers": ["host"]}}})
+    deadline = time.monotonic() + 60
+    while not client.asked and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert client.asked, "never asked"
+    client.write({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": rid}})
+    while not client.cancelled and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert client.cancelled and client.cancelled[0]["reason"] == "the call has ended", client.cancelled
+    # The request it cancelled, answered late: ignored.
+    client.write({"jsonrpc": "2.0", "id": client.cancelled[0]["requestId"],
+                  "result": {"action": "accept", "content": {}}})
+    assert client.request("ping", {}, timeout=30)["result"] == {}
+    time.sleep(0.5)
+    assert host_calls(tmp_path) == [] and rid not in client.answers
+
+
 @pytest.mark.parametrize("client", [{"elicit": False}, {"version": "2025-03-26"}], indirect=True)
 def test_a_client_without_elicitation_cannot_approve(client, tmp_path):
     [[kind, code, text]] = client.run("write")
