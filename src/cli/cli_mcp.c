@@ -96,6 +96,10 @@ static const char mcp_usage[] =
     "                           permits, through the egress proxy (sandboxd.policy(5) \"Network\")\n"
     "  --bind SRC:DST           bind host SRC read-only at DST in every sandbox (as exec)\n"
     "  --bind-rw SRC:DST        the same, writable\n"
+    "  --approve LEVEL          host tool calls that wait for the user's approval, asked of the\n"
+    "                           client: none, writes or all; raises the policy's\n"
+    "                           approve_host_calls, never lowers it\n"
+    "  --approve-timeout SECS   how long a call waits for that answer (default 120)\n"
     "  --roots                  bind the client's roots (if it has any) read-only under\n"
     "                           " ROOTS_DIR "/NAME (stdio only)\n"
     "Streamable HTTP instead of stdio (sandboxd-mcp(7)):\n"
@@ -155,6 +159,8 @@ enum {
   OPT_IDLE_TIMEOUT,
   OPT_WARM_MODE,
   OPT_PRELOAD,
+  OPT_APPROVE,
+  OPT_APPROVE_TIMEOUT,
 };
 
 /* The --http options (mcp_http.h); false: not one of them. */
@@ -319,6 +325,13 @@ static bool parse_number_opt(int c, const char *arg, struct server *srv, int *r,
     else
       srv->text_limit = (size_t) v;
     return true;
+  case OPT_APPROVE_TIMEOUT:
+    if (parse_u64(arg, &v) < 0 || v == 0 || v > MAX_APPROVE_TIMEOUT_S)
+      *r = sbx_error_set(err, 0, "--approve-timeout `%s`: expected a whole number of seconds from 1 to %d",
+                         arg, MAX_APPROVE_TIMEOUT_S);
+    else
+      srv->approve_timeout_s = v;
+    return true;
   }
   return false;
 }
@@ -374,6 +387,12 @@ static bool parse_server_opt(int c, const char *arg, struct server *srv, int *r,
   case OPT_ALLOW_HOST:
     *r = policy_allow_opts_add(&srv->allow_hosts, arg, err);
     return true;
+  case OPT_APPROVE:
+    if (policy_approve_parse(arg, &srv->approve) < 0)
+      *r = sbx_error_set(err, 0, "--approve `%s`: expected none, writes or all", arg);
+    else
+      srv->approve_set = true;
+    return true;
   }
   return false;
 }
@@ -414,6 +433,8 @@ static int parse_args(int argc, char **argv, struct server *srv, const char **re
       {"idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT},
       {"warm-mode", required_argument, NULL, OPT_WARM_MODE},
       {"preload", required_argument, NULL, OPT_PRELOAD},
+      {"approve", required_argument, NULL, OPT_APPROVE},
+      {"approve-timeout", required_argument, NULL, OPT_APPROVE_TIMEOUT},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
@@ -556,6 +577,14 @@ static int setup(struct server *srv, const char *policy_name, const char *rootfs
       setup_langs(srv, err) < 0 || host_servers_load(&srv->hs, &srv->mcp_opts, err) < 0 ||
       host_servers_start(&srv->hs, srv->policy, STDERR_FILENO, err) < 0)
     return -1;
+  /* --approve raises the policy's level; lowering it would undo what the policy's author asked. */
+  if (srv->approve_set && srv->approve < srv->policy->approve_host_calls)
+    return sbx_error_set(
+        err, 0, "--approve %s: policy `%s` says approve_host_calls %s, which only a policy may lower",
+        policy_approve_name(srv->approve), srv->policy->name,
+        policy_approve_name(srv->policy->approve_host_calls));
+  if (srv->approve < srv->policy->approve_host_calls)
+    srv->approve = srv->policy->approve_host_calls;
   sbx_error_t herr = {0};
   /* Every sandbox gets the package (base_spec), with host servers or without. */
   if (host_servers_find_helpers(&srv->hs, &herr) < 0)
@@ -608,6 +637,7 @@ static void teardown(struct server *srv, const sigset_t *old)
   free(srv->output_dir);
   free(srv->preload);
   free(srv->client_levels);
+  free(srv->client_caps);
   output_budget_free(&srv->output_budget);
   bind_opts_free(&srv->binds);
   mcp_roots_free(&srv->roots);
@@ -636,6 +666,7 @@ int cmd_mcp(int argc, char **argv)
       .tools = TOOL_RUN_PYTHON | TOOL_EXECUTE_CODE,
       .warm_langs = MCP_LANG_BIT(MCP_LANG_PYTHON),
       .log_level = 3, /* warning */
+      .approve_timeout_s = DEFAULT_APPROVE_TIMEOUT_S,
   };
   const char *policy_name = NULL, *rootfs = NULL, *output_dir = NULL;
   struct mcp_http_opts http = {

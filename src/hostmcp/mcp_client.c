@@ -683,3 +683,25 @@ int mcp_hosts_pid(const struct mcp_hosts *h, const char *server)
       return h->clients[i].pid;
   return 0;
 }
+
+bool mcp_tools_read_only(const char *tools, size_t len, const char *tool)
+{
+  json_node_t *root = NULL;
+  sbx_error_t err;
+  /* The list is the host server's (trusted as its config is); names longer than MCP's 128 are cut
+   * and then match no tool the proxy lets through. */
+  if (!tools || json_parse_cut(tools, len, SIZE_MAX, 256, &root, &err) < 0)
+    return false;
+  bool ro = false;
+  for (size_t i = 0; i < json_array_len(root); i++) {
+    const json_node_t *t = json_array_at(root, i);
+    const char *name = json_as_string(json_get(t, "name"), NULL);
+    if (name && strcmp(name, tool) == 0) {
+      if (json_as_bool(json_get(json_get(t, "annotations"), "readOnlyHint"), &ro) < 0)
+        ro = false;
+      break;
+    }
+  }
+  json_free(root);
+  return ro;
+}

@@ -13,6 +13,7 @@
 #define SBX_MCP_CLIENT_H
 
 #include <poll.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -72,6 +73,9 @@ size_t mcp_hosts_pollfds(struct mcp_hosts *h, struct pollfd *pfds);
 void mcp_hosts_dispatch(struct mcp_hosts *h, const struct pollfd *pfds, size_t n);
 /* Deadlines, restarts, queued operations; returns the poll timeout in ms, or -1 for none. */
 int mcp_hosts_timers(struct mcp_hosts *h);
+/* Whether tools (a server's list as mcp_hosts_list_tools gives it; NULL if it could not be had)
+ * says `readOnlyHint: true` of the tool: anything else, a tool it does not list too, is false. */
+bool mcp_tools_read_only(const char *tools, size_t len, const char *tool);
 /* The pid of a running server, or 0 (tests and diagnostics). */
 int mcp_hosts_pid(const struct mcp_hosts *h, const char *server);
 

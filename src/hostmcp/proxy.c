@@ -39,7 +39,14 @@ enum outcome { OUT_PENDING, OUT_OK, OUT_TOOL_ERROR, OUT_ERROR, OUT_DENIED, OUT_T
 static const char *const outcome_names[] = {"pending", "ok",      "tool_error", "error",
                                             "denied",  "timeout", "cancelled"};
 
-/* One request from inside that waits for a host server. */
+/* Whether the user was asked (approve_host_calls), and what came of it: PROXY_APPROVAL_NONE
+ * (not asked: absent from the record), or while it waits PROXY_APPROVAL_PENDING, then the verdict. */
+#define PROXY_APPROVAL_NONE (-1)
+#define PROXY_APPROVAL_PENDING (-2)
+static const char *const approval_names[] = {"approved", "denied", "cancelled", "timeout", "unavailable"};
+
+/* One request from inside that waits for a host server (op), or, before its tools/call goes out,
+ * for that server's tool list (listing: is the tool read-only?) or for the user (approval). */
 struct pcall {
   struct pcall *next;
   struct proxy *p;
@@ -48,12 +55,16 @@ struct pcall {
   size_t record; /* index into records, or SIZE_MAX for lists */
   size_t charge; /* its share of inflight_bytes */
   char *server, *tool;
+  bool listing, progress;
+  uint64_t approval; /* the id the owner answers (proxy_approval) while it waits, else 0 */
+  char *args;        /* the call's arguments while it waits (NULL: {}) */
 };
 
 struct record {
   char *server, *tool;
   uint64_t start_ns, duration_ms;
   enum outcome outcome;
+  int approval; /* enum proxy_verdict, or PROXY_APPROVAL_NONE / _PENDING */
 };
 
 struct proxy {
@@ -80,6 +91,10 @@ struct proxy {
   void *progress_ctx;
   void (*done_fn)(void *ctx, int status);
   void *done_ctx;
+  enum sbx_approve approve; /* the policy's approve_host_calls, or what the owner raised it to */
+  proxy_approval_fn approval_fn;
+  void *approval_ctx;
+  uint64_t next_approval;
 };
 
 /* ------------------------------------------------------------------ output */
@@ -196,8 +211,10 @@ static size_t record_start(struct proxy *p, const char *server, const char *tool
   if (!r)
     return SIZE_MAX;
   p->records = r;
-  r[p->n_records] =
-      (struct record){.server = record_name(server), .tool = record_name(tool), .start_ns = now_ns()};
+  r[p->n_records] = (struct record){.server = record_name(server),
+                                    .tool = record_name(tool),
+                                    .start_ns = now_ns(),
+                                    .approval = PROXY_APPROVAL_NONE};
   return p->n_records++;
 }
 
@@ -223,6 +240,9 @@ char *proxy_calls_json(const struct proxy *p)
     json_kv_uint(w, "duration_ms",
                  r->outcome == OUT_PENDING ? (now_ns() - r->start_ns) / 1000000ULL : r->duration_ms);
     json_kv_str(w, "outcome", outcome_names[r->outcome == OUT_PENDING ? OUT_CANCELLED : r->outcome]);
+    if (r->approval != PROXY_APPROVAL_NONE) /* a run that ended while the user was asked: cancelled */
+      json_kv_str(w, "approval",
+                  approval_names[r->approval == PROXY_APPROVAL_PENDING ? PROXY_CANCELLED : r->approval]);
     json_obj_end(w);
   }
   json_arr_end(w);
@@ -242,6 +262,7 @@ static void pcall_free(struct pcall *c)
   free(c->id);
   free(c->server);
   free(c->tool);
+  free(c->args);
   free(c);
 }
 
@@ -253,10 +274,18 @@ static void pcall_unlink(struct proxy *p, struct pcall *c)
   }
 }
 
+static void call_decide(struct proxy *p, struct pcall *c, const char *tools, size_t len);
+
 static void on_done(void *ctx, const char *json, size_t len, int code, const char *message)
 {
   struct pcall *c = ctx;
   struct proxy *p = c->p;
+  if (c->listing) { /* the server's tools: now the call itself, asked for or not */
+    c->listing = false;
+    c->op = 0;
+    call_decide(p, c, json, len);
+    return;
+  }
   pcall_unlink(p, c);
   if (!json) {
     record_end(p, c->record, code == MCP_ERR_TIMEOUT ? OUT_TIMEOUT : OUT_ERROR);
@@ -386,6 +415,86 @@ static char *take_arguments(char **frame, size_t frame_len, json_node_t **root)
   return a;
 }
 
+/* Send c on to its host server: its tools/call (its arguments taken), or a list of tools. On
+ * failure it is answered and gone. */
+static void pcall_send(struct proxy *p, struct pcall *c)
+{
+  bool call = c->record != SIZE_MAX && !c->listing;
+  struct mcp_op_cb cb = {.done = on_done, .progress = call && c->progress ? on_progress : NULL, .ctx = c};
+  sbx_error_t err = {0};
+  c->op = call ? mcp_hosts_call_tool(p->hosts, c->server, c->tool, TAKE_PTR(c->args), p->call_timeout_ms, &cb,
+                                     &err)
+               : mcp_hosts_list_tools(p->hosts, c->server, p->call_timeout_ms, &cb, &err);
+  if (!c->op) {
+    pcall_unlink(p, c);
+    record_end(p, c->record, OUT_ERROR);
+    reply_error(p, c->id, JSONRPC_INVALID_PARAMS, "%s", err.msg);
+    pcall_free(c);
+  }
+}
+
+/* At most this much of a call's arguments goes into what the user is asked. */
+#define PROXY_APPROVAL_EXCERPT 300
+
+/* A tools/call about to go: on to its server, or first to the user (proxy_on_approval). tools:
+ * the server's list, under approve_host_calls writes. */
+static void call_decide(struct proxy *p, struct pcall *c, const char *tools, size_t len)
+{
+  bool ask = p->approve == SBX_APPROVE_ALL ||
+             (p->approve == SBX_APPROVE_WRITES && !mcp_tools_read_only(tools, len, c->tool));
+  if (!ask) {
+    pcall_send(p, c);
+    return;
+  }
+  if (c->record < p->n_records)
+    p->records[c->record].approval = PROXY_APPROVAL_PENDING;
+  c->approval = ++p->next_approval;
+  if (!p->approval_fn) {
+    proxy_approval(p, c->approval, PROXY_UNAVAILABLE, "this run has no MCP client to ask");
+    return;
+  }
+  const char *a = c->args ? c->args : "{}";
+  char excerpt[PROXY_APPROVAL_EXCERPT + 4];
+  size_t n = strnlen(a, PROXY_APPROVAL_EXCERPT + 1);
+  if (n > PROXY_APPROVAL_EXCERPT) { /* cut at a character boundary, and marked */
+    n = PROXY_APPROVAL_EXCERPT;
+    while (n > 0 && ((unsigned char) a[n] & 0xc0) == 0x80)
+      n--;
+  }
+  memcpy(excerpt, a, n);
+  memcpy(excerpt + n, a[n] ? "..." : "", a[n] ? 4 : 1);
+  /* It may answer at once (proxy_approval), and c may then be gone. */
+  p->approval_fn(p->approval_ctx, c->approval, c->server, c->tool, excerpt);
+}
+
+void proxy_approval(struct proxy *p, uint64_t approval, enum proxy_verdict v, const char *detail)
+{
+  struct pcall *c = p->inflight;
+  while (c && (!approval || c->approval != approval))
+    c = c->next;
+  if (!c)
+    return; /* answered already, or the run is over */
+  c->approval = 0;
+  if (c->record < p->n_records)
+    p->records[c->record].approval = (int) v;
+  if (v == PROXY_APPROVED) {
+    pcall_send(p, c);
+    return;
+  }
+  pcall_unlink(p, c);
+  record_end(p, c->record, OUT_DENIED);
+  static const char *const what[] = {"", "denied by the user", "cancelled by the user", "", ""};
+  if (v == PROXY_UNAVAILABLE)
+    reply_error(p, c->id, PROXY_ERR_NOT_APPROVED,
+                "approval not possible: %s (tool `%.100s` of server `%.100s`, approve_host_calls)",
+                detail ? detail : "no one to ask", c->tool, c->server);
+  else
+    reply_error(p, c->id, PROXY_ERR_NOT_APPROVED, "%s (tool `%.100s` of server `%.100s`)",
+                v == PROXY_APPROVAL_TIMEOUT ? (detail ? detail : "approval timed out") : what[v], c->tool,
+                c->server);
+  pcall_free(c);
+}
+
 /* *root is the request's tree (params within it) and *frame its text: either may be taken. */
 static void forward(struct proxy *p, const char *id, const char *method, const json_node_t *params,
                     size_t frame_len, json_node_t **root, char **frame)
@@ -450,35 +559,26 @@ static void forward(struct proxy *p, const char *id, const char *method, const j
   }
   c->p = p;
   c->record = rec;
-  bool progress = false;
-  json_as_bool(json_get(params, "progress"), &progress);
-  struct mcp_op_cb cb = {.done = on_done, .progress = progress ? on_progress : NULL, .ctx = c};
-  sbx_error_t err = {0};
-  if (call) {
-    char *abuf = NULL;
-    if (args && json_type(args) == JSON_OBJECT) {
-      abuf = take_arguments(frame, frame_len, root);
-      if (!abuf) {
-        record_end(p, rec, OUT_ERROR);
-        reply_error(p, id, JSONRPC_INTERNAL_ERROR, "sandboxd: out of memory");
-        pcall_free(c);
-        return;
-      }
-    }
-    c->op = mcp_hosts_call_tool(p->hosts, c->server, c->tool, abuf, p->call_timeout_ms, &cb, &err);
-  } else
-    c->op = mcp_hosts_list_tools(p->hosts, server, p->call_timeout_ms, &cb, &err);
-  if (!c->op) {
+  json_as_bool(json_get(params, "progress"), &c->progress);
+  if (call && args && json_type(args) == JSON_OBJECT && !(c->args = take_arguments(frame, frame_len, root))) {
     record_end(p, rec, OUT_ERROR);
-    reply_error(p, id, JSONRPC_INVALID_PARAMS, "%s", err.msg);
+    reply_error(p, id, JSONRPC_INTERNAL_ERROR, "sandboxd: out of memory");
     pcall_free(c);
     return;
   }
+  /* In flight from here, whatever it waits for: it holds its share of the budget. */
   c->charge = frame_len;
   c->next = p->inflight;
   p->inflight = c;
   p->n_inflight++;
   p->inflight_bytes += frame_len;
+  /* approve_host_calls writes: whether the tool is read-only is in its server's list (cached by
+   * the host client: asked of the server once, and after it says the list changed). */
+  c->listing = call && p->approve == SBX_APPROVE_WRITES;
+  if (call && !c->listing)
+    call_decide(p, c, NULL, 0);
+  else
+    pcall_send(p, c);
 }
 
 /* The id of a request that is refused unparsed (too large), from its first bytes or the whole
@@ -618,6 +718,7 @@ int proxy_new(struct mcp_hosts *hosts, const struct sbx_policy *policy, const ch
     }
     p->n_servers++;
   }
+  p->approve = policy ? policy->approve_host_calls : SBX_APPROVE_NONE;
   p->max_frame = lim && lim->max_frame ? lim->max_frame : BRIDGE_DEFAULT_MAX_FRAME;
   p->call_timeout_ms = lim && lim->call_timeout_ms ? lim->call_timeout_ms : PROXY_DEFAULT_CALL_TIMEOUT_MS;
   p->max_calls = lim && lim->max_calls ? lim->max_calls : PROXY_DEFAULT_MAX_CALLS;
@@ -685,6 +786,14 @@ void proxy_on_progress(struct proxy *p, void (*fn)(void *, const char *, const c
 {
   p->progress_fn = fn;
   p->progress_ctx = ctx;
+}
+
+void proxy_on_approval(struct proxy *p, enum sbx_approve level, proxy_approval_fn fn, void *ctx)
+{
+  if (level > p->approve)
+    p->approve = level;
+  p->approval_fn = fn;
+  p->approval_ctx = ctx;
 }
 
 void proxy_on_done(struct proxy *p, void (*fn)(void *ctx, int status), void *ctx)

@@ -26,6 +26,7 @@
 #include "base/error.h"
 #include "base/json.h"
 #include "hostmcp/mcp_client.h"
+#include "policy/policy.h"
 
 #define PROXY_DEFAULT_CALL_TIMEOUT_MS 60000
 #define PROXY_DEFAULT_MAX_CALLS 1000
@@ -93,6 +94,29 @@ void proxy_free(struct proxy *p);
 void proxy_on_progress(struct proxy *p,
                        void (*fn)(void *ctx, const char *server, const char *tool, const json_node_t *params),
                        void *ctx);
+/* Approval of host tool calls (approve_host_calls, sandboxd-mcp(7), THE PROXY, "Approval"): a
+ * tools/call that needs it is held (still in flight, in the budget) until its owner answers with
+ * proxy_approval(); only an approved one goes on, to its server, with its whole call timeout.
+ * Under `writes` the proxy first gets the server's tool list (the host client's cache) to see
+ * whether the tool says `readOnlyHint: true`. Any other verdict is an error for the code
+ * (PROXY_ERR_NOT_APPROVED, MCPError inside) and the call's audit record says it ("approval"). */
+enum proxy_verdict {
+  PROXY_APPROVED,
+  PROXY_DENIED,
+  PROXY_CANCELLED,
+  PROXY_APPROVAL_TIMEOUT,
+  PROXY_UNAVAILABLE
+};
+#define PROXY_ERR_NOT_APPROVED (-32003)
+/* fn is asked for each call that needs approval (the arguments as an excerpt of at most a few
+ * hundred bytes, cut with "..."); it must answer every one, possibly from within. level: at
+ * least the policy's (raised, never lowered). Without fn such a call is unavailable. */
+typedef void (*proxy_approval_fn)(void *ctx, uint64_t approval, const char *server, const char *tool,
+                                  const char *args_excerpt);
+void proxy_on_approval(struct proxy *p, enum sbx_approve level, proxy_approval_fn fn, void *ctx);
+/* detail: for PROXY_APPROVAL_TIMEOUT the whole message ("approval timed out after 120 s"), for
+ * PROXY_UNAVAILABLE why ("the client has no elicitation"). An unknown id is ignored. */
+void proxy_approval(struct proxy *p, uint64_t approval, enum proxy_verdict v, const char *detail);
 /* The runner's last frame (PROXY_DONE_METHOD): its exit status, once the run is over and its
  * output flushed. The bridge is closed before fn is called. Without fn the frame is an error. */
 #define PROXY_DONE_METHOD "sandboxd/done"
@@ -110,7 +134,8 @@ uint32_t proxy_max_request(const struct sbx_policy *policy);
 #define PROXY_MAX_REQUEST_ENV "SANDBOXD_MCP_MAX_REQUEST"
 /* Bytes read from the code so far (its owner may give memory back after a busy run). */
 size_t proxy_bytes_read(const struct proxy *p);
-/* The calls so far as a JSON array ([{server, tool, duration_ms, outcome}...]), malloc'd. */
+/* The calls so far as a JSON array ([{server, tool, duration_ms, outcome[, approval]}...]),
+ * malloc'd; approval (approved, denied, cancelled, timeout, unavailable) when the user was asked. */
 char *proxy_calls_json(const struct proxy *p);
 /* The directory holding the `mcp` package the code imports (paths_python_dir) is mounted
  * read-only here. */

@@ -49,6 +49,8 @@ void call_free(struct call *c)
   artifacts_free(&c->arts);
   free(c->saved_dir);
   free(c->not_saved);
+  if (c->srv) /* started: a host tool call may be waiting for the user */
+    approval_forget_call(c->srv, c);
   proxy_free(c->proxy);
   for (size_t i = 0; i < c->n_servers; i++)
     free(c->servers[i]);
@@ -491,6 +493,7 @@ static int call_start(struct server *srv, struct call *c, sbx_error_t *err)
       return -1;
     proxy_on_progress(c->proxy, relay_progress, c);
     proxy_on_done(c->proxy, bridge_done, c);
+    proxy_on_approval(c->proxy, srv->approve, approval_ask, c);
   }
 
   /* --warm-mode fork: a ready forked sandbox (--warm), else one of the pool's still being set up
@@ -783,6 +786,7 @@ int call_enqueue(struct server *srv, const char *id, const struct mcp_tool_args 
   c->client = srv->client;
   c->route = srv->route;
   c->protocol = srv->protocol;
+  c->session = srv->client_session;
   if (srv->client_name)
     bufprintf_cut(c->client_name, sizeof c->client_name, "%s", srv->client_name);
   audit_new_request_id(c->request_id);

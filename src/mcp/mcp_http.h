@@ -71,8 +71,12 @@ size_t mcp_http_pollfds(struct mcp_http *h, struct pollfd *pfds);
 /* ms until the transport must run again, or -1. */
 int mcp_http_timeout(struct mcp_http *h);
 void mcp_http_dispatch(struct mcp_http *h, const struct pollfd *pfds, size_t n);
-/* One message from the server, to the exchange route (its answer, or a notification). */
+/* One message from the server, to the exchange route (its answer, or a notification; a request
+ * of the server's own is written as a notification is, "method" before "id", and goes as one). */
 void mcp_http_send(struct mcp_http *h, uint64_t route, const char *msg, size_t len);
+/* Whether a request of the server's can reach the client on the exchange route, answered as an
+ * SSE stream that is still open: NULL if so, else why not (a sentence for an error message). */
+const char *mcp_http_stream_why_not(struct mcp_http *h, uint64_t route);
 /* SIGHUP: read the token file again (a bad file keeps the tokens there were, and says why). */
 void mcp_http_reload(struct mcp_http *h);
 /* Close every connection and the listening socket. The calls are gone already. */

@@ -65,7 +65,8 @@ void http_exchange_free(struct mcp_http *h, struct exchange *x)
   free(x);
 }
 
-/* Our writer's notifications begin so (jsonrpc_begin_notification); answers have an id first. */
+/* Our writer's notifications begin so (jsonrpc_begin_notification), and so do the server's own
+ * requests (mcp_approval.c): neither is the exchange's answer. Answers have an id first. */
 static bool is_notification(const char *msg, size_t len)
 {
   static const char head[] = "{\"jsonrpc\":\"2.0\",\"method\"";
@@ -107,6 +108,19 @@ void mcp_http_send(struct mcp_http *h, uint64_t route, const char *msg, size_t l
   struct exchange *g = note && x && x->sess ? http_exchange_find(h, x->sess->get_route) : NULL;
   if (g && !g->gone && g->out.len - g->out_off <= STREAM_NOTE_MAX)
     stream_event(g, msg, len);
+}
+
+const char *mcp_http_stream_why_not(struct mcp_http *h, uint64_t route)
+{
+  const struct exchange *x = http_exchange_find(h, route);
+  if (!x || x->gone || x->done)
+    return "the HTTP request that made the call has ended";
+  if (!x->sse)
+    return "the call's HTTP response is not an SSE stream, so sandboxd cannot ask on it (send the "
+           "tools/call with a progressToken)";
+  if (x->out.len - x->out_off > STREAM_NOTE_MAX)
+    return "the call's SSE stream is not being read";
+  return NULL;
 }
 
 /* ------------------------------------------------------------------ answers */

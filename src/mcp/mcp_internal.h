@@ -19,6 +19,7 @@
 #include "mcp/mcp_binds.h"
 #include "mcp/mcp_lang.h"
 #include "mcp/mcp_tool.h"
+#include "policy/policy.h"
 #include "run/artifacts.h"
 #include "run/binds.h"
 #include "run/host_servers.h"
@@ -67,16 +68,36 @@
 /* Requests the server sends the client (mcp_server.c). */
 #define MAX_REQUESTS 4
 #define REQUEST_TIMEOUT_NS ROOTS_REQUEST_TIMEOUT_NS
+/* Approvals asked at once (mcp_approval.c): one slot stays free for roots/list; the rest wait. */
+#define MAX_APPROVAL_REQUESTS (MAX_REQUESTS - 1)
+/* --approve-timeout: how long a host tool call waits for the user's answer (within its run's). */
+#define DEFAULT_APPROVE_TIMEOUT_S 120
+#define MAX_APPROVE_TIMEOUT_S 86400
 
 /* ------------------------------------------------------------------ state */
 
-enum request_kind { REQUEST_NONE, REQUEST_ROOTS_LIST };
+enum request_kind { REQUEST_NONE, REQUEST_ROOTS_LIST, REQUEST_ELICIT };
 
 struct request {
   enum request_kind kind; /* REQUEST_NONE: a free slot */
   char id[40];            /* canonical JSON */
   const char *method;
   uint64_t sent_ns;
+  /* REQUEST_ELICIT: the approval it asks for, and the client it was sent to (only its answer
+   * counts: over HTTP another session's would not). */
+  struct approval *approval;
+  uint64_t client;
+};
+
+/* A host tool call that waits for the user's approval (mcp_approval.c): asked of the call's
+ * client with elicitation/create, once a request slot is free. */
+struct approval {
+  struct approval *next;
+  struct call *call;
+  uint64_t proxy_id; /* proxy_approval's */
+  uint64_t asked_ns, deadline_ns;
+  char *message;
+  struct request *req; /* while sent; NULL while it waits for a slot */
 };
 
 /* A warm sandbox: spawned exactly like a cold one (sandbox_spawn, the same spec), but with the
@@ -159,6 +180,7 @@ struct call {
   uint64_t client, route;
   char client_name[48];
   const char *protocol;              /* the client's protocol version when it called (static), or NULL */
+  bool session;                      /* over HTTP: a session's call (not a stateless request's) */
   struct fork_pool_entry *fork_tmpl; /* --warm-mode fork: the template its sandbox forked from */
 };
 
@@ -248,6 +270,18 @@ struct server {
   size_t n_spec_binds;
   uint64_t next_request_id; /* our requests to the client (mcp_server.c) */
   struct request requests[MAX_REQUESTS];
+  /* Approval of host tool calls (mcp_approval.c): the level (the policy's, or --approve's
+   * higher), --approve-timeout, the calls waiting, and what each client declared in initialize
+   * (over HTTP per session; over stdio the one client, 0). */
+  enum sbx_approve approve;
+  bool approve_set;
+  uint64_t approve_timeout_s;
+  struct approval *approvals; /* oldest first */
+  struct client_caps {
+    uint64_t client;
+    bool elicit_form; /* elicitation in form mode */
+  } * client_caps;
+  size_t n_client_caps;
 
   /* --http (mcp_http.c), or NULL for stdio. While it dispatches a message, and while a call
    * sends: the client (call ids are per client), the exchange that takes what is sent, and the
@@ -294,6 +328,25 @@ void mcp_dispatch(struct server *srv, const struct jsonrpc_message *m);
 /* Cancel every call of client (its session ended), or every call routed to route (its HTTP
  * exchange ended) when route is not 0: killed, never answered. */
 void mcp_cancel_calls(struct server *srv, uint64_t client, uint64_t route);
+
+/* mcp_server.c: a free request slot with a new id ("sandboxd-N"; its text, unquoted, in id), sent
+ * to nobody yet; NULL when MAX_REQUESTS are in flight. */
+struct request *request_new(struct server *srv, enum request_kind kind, const char *method, char *id,
+                            size_t id_size);
+
+/* mcp_approval.c: approval of host tool calls (sandboxd-mcp(7), THE PROXY, "Approval"). */
+/* The proxy's approval hook (proxy_on_approval); ctx is the call. */
+void approval_ask(void *ctx, uint64_t approval, const char *server, const char *tool, const char *args);
+/* The client's answer to r (an elicitation/create), from m. */
+void approval_answered(struct server *srv, struct request *r, const struct jsonrpc_message *m);
+/* Deadlines, and asking those that wait for a slot; the poll timeout until the next deadline. */
+int approval_timers(struct server *srv);
+/* The call ends: its approvals are forgotten (an answer after this is ignored). */
+void approval_forget_call(struct server *srv, struct call *c);
+/* initialize from srv->client: what it declared (elicitation). */
+void approval_client_init(struct server *srv, const json_node_t *capabilities);
+/* A session ended: forget what its client declared. */
+void approval_forget_client(struct server *srv, uint64_t client);
 
 /* mcp_calls.c */
 void call_free(struct call *c);

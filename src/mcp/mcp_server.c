@@ -72,6 +72,7 @@ static void m_initialize(struct server *srv, const char *id, const json_node_t *
 {
   /* Asked for once the client says it is initialized (roots_ask), and only with --roots. */
   srv->roots.client_has = json_type(json_get(json_get(params, "capabilities"), "roots")) == JSON_OBJECT;
+  approval_client_init(srv, json_get(params, "capabilities"));
   const char *version = mcp_negotiate_version(json_as_string(json_get(params, "protocolVersion"), NULL));
   srv->protocol = version; /* what a result may hold (resource_link: mcp_files.c) */
   json_writer_t *w = json_writer_new();
@@ -247,6 +248,8 @@ static void write_capabilities(struct server *srv, json_writer_t *w)
   json_kv_bool(w, "drop_capabilities", p->drop_capabilities);
   json_kv_uint(w, "uid", p->uid);
   json_kv_uint(w, "syscall_rules", p->n_rules);
+  /* Host tool calls that wait for the user (the policy's, or --approve's higher). */
+  json_kv_str(w, "approve_host_calls", policy_approve_name(srv->approve));
   json_obj_end(w);
   json_kv_str(w, "network", "loopback only");
   json_kv_str(w, "persistence", "none: every call runs in a fresh sandbox with an empty /workspace and /tmp");
@@ -410,25 +413,26 @@ static const struct method {
 
 /* ------------------------------------------------------------------ requests to the client
  *
- * The server's own requests (today only roots/list) have ids of their own, "sandboxd-N", and at
- * most MAX_REQUESTS are in flight; one not answered within REQUEST_TIMEOUT_NS is forgotten. An
- * answer (a message with an id and a result or error but no method) is routed by its id; one
- * to no request of ours is ignored, as the spec allows. Nothing waits for an answer: a call
+ * The server's own requests (roots/list, and elicitation/create for approvals: mcp_approval.c)
+ * have ids of their own, "sandboxd-N", and at most MAX_REQUESTS are in flight; a roots/list not
+ * answered within REQUEST_TIMEOUT_NS is forgotten (an approval has its own deadline). An answer
+ * (a message with an id and a result or error but no method) is routed by its id; one to no
+ * request of ours is ignored, as the spec allows. Nothing waits for a roots/list answer: a call
  * made meanwhile runs with what the server knows already. */
 
 static void expire_requests(struct server *srv, uint64_t now)
 {
   for (size_t i = 0; i < MAX_REQUESTS; i++)
-    if (srv->requests[i].kind != REQUEST_NONE && now - srv->requests[i].sent_ns >= REQUEST_TIMEOUT_NS) {
+    if (srv->requests[i].kind == REQUEST_ROOTS_LIST && now - srv->requests[i].sent_ns >= REQUEST_TIMEOUT_NS) {
       log_warn("the client did not answer %s within %llus", srv->requests[i].method,
                (unsigned long long) (REQUEST_TIMEOUT_NS / 1000000000ULL));
-      if (srv->requests[i].kind == REQUEST_ROOTS_LIST)
-        srv->roots.asking = false;
+      srv->roots.asking = false;
       srv->requests[i].kind = REQUEST_NONE;
     }
 }
 
-static int send_request(struct server *srv, const char *method, enum request_kind kind)
+struct request *request_new(struct server *srv, enum request_kind kind, const char *method, char *id,
+                            size_t id_size)
 {
   uint64_t now = now_ns();
   expire_requests(srv, now);
@@ -436,19 +440,24 @@ static int send_request(struct server *srv, const char *method, enum request_kin
   for (size_t i = 0; i < MAX_REQUESTS && !r; i++)
     if (srv->requests[i].kind == REQUEST_NONE)
       r = &srv->requests[i];
-  if (!r) {
+  if (!r)
+    return NULL;
+  bufprintf_cut(id, id_size, "sandboxd-%llu", (unsigned long long) ++srv->next_request_id);
+  *r = (struct request){.kind = kind, .method = method, .sent_ns = now, .client = srv->client};
+  bufprintf_cut(r->id, sizeof r->id, "\"%s\"", id); /* canonical, as jsonrpc_parse gives it */
+  return r;
+}
+
+static int send_request(struct server *srv, const char *method, enum request_kind kind)
+{
+  char id[32];
+  if (!request_new(srv, kind, method, id, sizeof id)) {
     log_warn("%s not sent: %d requests to the client are unanswered", method, MAX_REQUESTS);
     return -1;
   }
   json_writer_t *w = json_writer_new();
   if (!w)
     return -1;
-  char id[32];
-  bufprintf_cut(id, sizeof id, "sandboxd-%llu", (unsigned long long) ++srv->next_request_id);
-  bufprintf_cut(r->id, sizeof r->id, "\"%s\"", id); /* canonical, as jsonrpc_parse gives it */
-  r->kind = kind;
-  r->method = method;
-  r->sent_ns = now;
   json_obj_begin(w);
   json_kv_str(w, "jsonrpc", "2.0");
   json_kv_str(w, "id", id);
@@ -483,6 +492,11 @@ static void on_response(struct server *srv, const struct jsonrpc_message *m)
       r = &srv->requests[i];
   if (!r)
     return;
+  if (r->kind == REQUEST_ELICIT) { /* only from the client that was asked */
+    if (r->client == srv->client)
+      approval_answered(srv, r, m);
+    return;
+  }
   enum request_kind kind = r->kind;
   r->kind = REQUEST_NONE;
   if (kind == REQUEST_ROOTS_LIST) {
@@ -519,8 +533,10 @@ static void on_cancelled(struct server *srv, const json_node_t *params)
 
 void mcp_cancel_calls(struct server *srv, uint64_t client, uint64_t route)
 {
-  if (!route) /* the session ended */
+  if (!route) { /* the session ended */
     mcp_log_level_forget(srv, client);
+    approval_forget_client(srv, client);
+  }
   for (struct call *c = srv->calls, *next; c; c = next) {
     next = c->next;
     if (!c->answered && !c->cancelled && (route ? c->route == route : c->client == client))
@@ -682,6 +698,9 @@ void serve(struct server *srv)
   while (!srv->stop && !srv->stdin_eof) {
     start_queued(srv);
     int timeout = run_timers(srv);
+    int approval_timeout = approval_timers(srv);
+    if (approval_timeout >= 0 && (timeout < 0 || approval_timeout < timeout))
+      timeout = approval_timeout;
     int host_timeout = mcp_hosts_timers(srv->hs.hosts);
     if (host_timeout >= 0 && (timeout < 0 || host_timeout < timeout))
       timeout = host_timeout;

@@ -22,7 +22,19 @@
 
 /* ------------------------------------------------------------------ keys */
 
-enum key_kind { K_SIZE, K_DURATION, K_COUNT, K_BUDGET, K_MILLI, K_ID, K_BOOL, K_TEXT, K_WORD, K_CGROUP };
+enum key_kind {
+  K_SIZE,
+  K_DURATION,
+  K_COUNT,
+  K_BUDGET,
+  K_MILLI,
+  K_ID,
+  K_BOOL,
+  K_TEXT,
+  K_WORD,
+  K_CGROUP,
+  K_APPROVE
+};
 
 struct key_def {
   const char *name;
@@ -82,6 +94,7 @@ static const struct key_def keys[] = {
     {"egress_connection_time", K_DURATION, FIELD(egress.connection_time_ms)},
     {"proxy_request_limit", K_SIZE, FIELD(proxy_request_bytes)},
     {"fork_template_calls", K_COUNT, FIELD(fork_template_calls)},
+    {"approve_host_calls", K_APPROVE, FIELD(approve_host_calls)},
 };
 
 #define N_SCALAR_KEYS ARRAY_SIZE(keys)
@@ -434,6 +447,10 @@ static int parse_scalar(struct parser *ps, size_t k, char **w, int n, const char
     else
       return perr(ps, "`cgroup`: expected required or fallback-rlimit, got `%s`", w[1]);
     break;
+  case K_APPROVE:
+    if (policy_approve_parse(w[1], (enum sbx_approve *) base) < 0)
+      return perr(ps, "`%s`: expected none, writes or all, got `%s`", kd->name, w[1]);
+    break;
   case K_TEXT:
     break;
   }
@@ -441,6 +458,23 @@ static int parse_scalar(struct parser *ps, size_t k, char **w, int n, const char
 }
 
 static int parse_text(struct parser *ps, const char *text, const char *dir);
+
+static const char *const approve_names[] = {"none", "writes", "all"};
+
+int policy_approve_parse(const char *s, enum sbx_approve *ret)
+{
+  for (size_t i = 0; i < ARRAY_SIZE(approve_names); i++)
+    if (strcmp(s, approve_names[i]) == 0) {
+      *ret = (enum sbx_approve) i;
+      return 0;
+    }
+  return -1;
+}
+
+const char *policy_approve_name(enum sbx_approve a)
+{
+  return (size_t) a < ARRAY_SIZE(approve_names) ? approve_names[a] : "?";
+}
 
 static int parse_include(struct parser *ps, char **w, int n, const char *dir)
 {

@@ -94,6 +94,18 @@ enum sbx_network {
   SBX_NET_PROXY,
 };
 
+/* approve_host_calls: which calls code makes to host MCP servers wait for the user's approval
+ * (sandboxd-mcp(7), THE PROXY, "Approval"): none; writes, every tool whose server does not say
+ * `readOnlyHint: true` of it; all. Ordered: `sandboxd mcp --approve` may raise it, never lower it. */
+enum sbx_approve {
+  SBX_APPROVE_NONE,
+  SBX_APPROVE_WRITES,
+  SBX_APPROVE_ALL,
+};
+/* "none", "writes", "all": 0, or -1 for anything else. */
+int policy_approve_parse(const char *s, enum sbx_approve *ret);
+const char *policy_approve_name(enum sbx_approve a);
+
 /* The most allow_host lines a policy may hold, and --allow-host options a command line may add. */
 #define SBX_POLICY_MAX_ALLOW_HOSTS 256
 #define SBX_CLI_MAX_ALLOW_HOSTS 64
@@ -152,6 +164,7 @@ struct sbx_policy {
   /* With `sandboxd mcp --warm-mode fork`, the sandboxes one template forks before it is replaced:
    * they share its str hash secret and address-space layout (sandboxd-mcp(7)). */
   uint64_t fork_template_calls;
+  enum sbx_approve approve_host_calls; /* approve_host_calls: which host tool calls ask the user */
 
   enum sbx_network network;        /* what a run gets */
   enum sbx_network max_network;    /* the most --allow-host may ask: proxy, or none (refused) */

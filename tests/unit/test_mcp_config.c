@@ -1,4 +1,5 @@
-/* Unit tests for the host MCP servers config (src/hostmcp/mcp_config.c). */
+/* Unit tests for the host MCP servers config (src/hostmcp/mcp_config.c), and what a server's
+ * tool list says of a tool (mcp_tools_read_only, src/hostmcp/mcp_client.c). */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +9,7 @@
 
 #include "base/warn.h"
 #include "check.h"
+#include "hostmcp/mcp_client.h"
 #include "hostmcp/mcp_config.h"
 
 /* Warnings reach the handler the caller set, never stderr. */
@@ -183,8 +185,25 @@ static void parse_skips(void)
   mcp_config_free(heap);
 }
 
+/* approve_host_calls writes asks for every tool its server does not say is read-only. */
+static void test_tools_read_only(void)
+{
+  static const char list[] =
+      "[{\"name\":\"read\",\"annotations\":{\"readOnlyHint\":true}},"
+      "{\"name\":\"write\",\"annotations\":{\"readOnlyHint\":false}},"
+      "{\"name\":\"plain\"},{\"name\":\"odd\",\"annotations\":{\"readOnlyHint\":\"yes\"}}]";
+  CHECK(mcp_tools_read_only(list, strlen(list), "read"));
+  CHECK(!mcp_tools_read_only(list, strlen(list), "write"));
+  CHECK(!mcp_tools_read_only(list, strlen(list), "plain"));
+  CHECK(!mcp_tools_read_only(list, strlen(list), "odd"));
+  CHECK(!mcp_tools_read_only(list, strlen(list), "absent"));
+  CHECK(!mcp_tools_read_only(NULL, 0, "read"));
+  CHECK(!mcp_tools_read_only("[", 1, "read"));
+}
+
 int main(void)
 {
+  test_tools_read_only();
   sbx_error_t err = {0};
   char *s = NULL;
   setenv("SBX_T_A", "alpha", 1);

@@ -35,7 +35,8 @@ static const char base[] =
     "egress_connections 4\negress_bytes_up 1M\negress_bytes_down 8M\negress_connection_time 60s\n"
     "seccomp_default errno ENOSYS\nseccomp_badarch kill\n"
     "group io \"basic io\"\n"
-    "allow read write\n";
+    "allow read write\n"
+    "approve_host_calls none\n";
 
 static struct sbx_policy *parse(const char *extra, sbx_error_t *err)
 {
@@ -133,7 +134,7 @@ static void test_valid(void)
 static void test_errors(void)
 {
   /* Each error names file:line. */
-  CHECK(fails_with("bogus_key 1\n", "t.policy:57: unknown key `bogus_key`"));
+  CHECK(fails_with("bogus_key 1\n", "t.policy:58: unknown key `bogus_key`"));
   CHECK(fails_with("host_uid 65534\n", "`host_uid` was replaced by `host_id_range START COUNT`"));
   CHECK(fails_with("timeout 10s\n", "`timeout` is defined twice"));
   CHECK(fails_with("env PATH=/x\n", "`env PATH` is defined twice"));
@@ -305,7 +306,7 @@ static void test_conditions(void)
   CHECK(p != NULL);
   if (p) {
     CHECK(seccomp_validate(p, &err) < 0 && strstr(err.msg, "unknown syscall `not_a_syscall`") &&
-          strstr(err.msg, "t.policy:58"));
+          strstr(err.msg, "t.policy:59"));
     policy_free(p);
   }
 }
@@ -600,6 +601,32 @@ static void test_fork_template_calls(void)
   policy_free(p);
 }
 
+/* approve_host_calls: required, none|writes|all, printed; ordered for --approve. */
+static void test_approve_host_calls(void)
+{
+  sbx_error_t err;
+  struct sbx_policy *p = parse("", &err);
+  CHECK(p && p->approve_host_calls == SBX_APPROVE_NONE);
+  char *canon = p ? policy_format_canonical(p) : NULL;
+  CHECK(canon && strstr(canon, "\napprove_host_calls none\n"));
+  free(canon);
+  policy_free(p);
+  CHECK(replaced_fails_with("approve_host_calls none\n", "", "missing key `approve_host_calls`"));
+  CHECK(replaced_fails_with("approve_host_calls none\n", "approve_host_calls some\n",
+                            "`approve_host_calls`: expected none, writes or all, got `some`"));
+  CHECK(fails_with("approve_host_calls all\n", "`approve_host_calls` is defined twice"));
+  p = parse_replaced("approve_host_calls none\n", "approve_host_calls writes\n", &err);
+  CHECK(p && p->approve_host_calls == SBX_APPROVE_WRITES);
+  canon = p ? policy_format_canonical(p) : NULL;
+  CHECK(canon && strstr(canon, "\napprove_host_calls writes\n"));
+  free(canon);
+  policy_free(p);
+  enum sbx_approve a;
+  CHECK(policy_approve_parse("all", &a) == 0 && a == SBX_APPROVE_ALL);
+  CHECK(policy_approve_parse("ALL", &a) < 0 && policy_approve_parse("", &a) < 0);
+  CHECK(SBX_APPROVE_NONE < SBX_APPROVE_WRITES && SBX_APPROVE_WRITES < SBX_APPROVE_ALL);
+}
+
 static void test_network_errors(void)
 {
   CHECK(replaced_fails_with("network none\n", "", "missing key `network`"));
@@ -826,6 +853,7 @@ int main(void)
   test_network_errors();
   test_proxy_request_limit();
   test_fork_template_calls();
+  test_approve_host_calls();
   test_floor();
   return check_summary("test_policy");
 }
