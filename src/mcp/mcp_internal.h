@@ -329,10 +329,12 @@ void mcp_dispatch(struct server *srv, const struct jsonrpc_message *m);
  * exchange ended) when route is not 0: killed, never answered. */
 void mcp_cancel_calls(struct server *srv, uint64_t client, uint64_t route);
 
-/* mcp_server.c: a free request slot with a new id ("sandboxd-N"; its text, unquoted, in id), sent
+/* mcp_requests.c: a free request slot with a new id ("sandboxd-N"; its text, unquoted, in id), sent
  * to nobody yet; NULL when MAX_REQUESTS are in flight. */
 struct request *request_new(struct server *srv, enum request_kind kind, const char *method, char *id,
                             size_t id_size);
+/* Forget the roots/list requests unanswered for REQUEST_TIMEOUT_NS. */
+void requests_expire(struct server *srv, uint64_t now);
 
 /* mcp_approval.c: approval of host tool calls (sandboxd-mcp(7), THE PROXY, "Approval"). */
 /* The proxy's approval hook (proxy_on_approval); ctx is the call. */

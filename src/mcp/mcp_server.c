@@ -414,39 +414,12 @@ static const struct method {
 /* ------------------------------------------------------------------ requests to the client
  *
  * The server's own requests (roots/list, and elicitation/create for approvals: mcp_approval.c)
- * have ids of their own, "sandboxd-N", and at most MAX_REQUESTS are in flight; a roots/list not
- * answered within REQUEST_TIMEOUT_NS is forgotten (an approval has its own deadline). An answer
+ * have ids of their own, "sandboxd-N", and at most MAX_REQUESTS are in flight (their slots:
+ * mcp_requests.c); a roots/list not answered within REQUEST_TIMEOUT_NS is forgotten (an approval
+ * has its own deadline). An answer
  * (a message with an id and a result or error but no method) is routed by its id; one to no
  * request of ours is ignored, as the spec allows. Nothing waits for a roots/list answer: a call
  * made meanwhile runs with what the server knows already. */
-
-static void expire_requests(struct server *srv, uint64_t now)
-{
-  for (size_t i = 0; i < MAX_REQUESTS; i++)
-    if (srv->requests[i].kind == REQUEST_ROOTS_LIST && now - srv->requests[i].sent_ns >= REQUEST_TIMEOUT_NS) {
-      log_warn("the client did not answer %s within %llus", srv->requests[i].method,
-               (unsigned long long) (REQUEST_TIMEOUT_NS / 1000000000ULL));
-      srv->roots.asking = false;
-      srv->requests[i].kind = REQUEST_NONE;
-    }
-}
-
-struct request *request_new(struct server *srv, enum request_kind kind, const char *method, char *id,
-                            size_t id_size)
-{
-  uint64_t now = now_ns();
-  expire_requests(srv, now);
-  struct request *r = NULL;
-  for (size_t i = 0; i < MAX_REQUESTS && !r; i++)
-    if (srv->requests[i].kind == REQUEST_NONE)
-      r = &srv->requests[i];
-  if (!r)
-    return NULL;
-  bufprintf_cut(id, id_size, "sandboxd-%llu", (unsigned long long) ++srv->next_request_id);
-  *r = (struct request){.kind = kind, .method = method, .sent_ns = now, .client = srv->client};
-  bufprintf_cut(r->id, sizeof r->id, "\"%s\"", id); /* canonical, as jsonrpc_parse gives it */
-  return r;
-}
 
 static int send_request(struct server *srv, const char *method, enum request_kind kind)
 {
@@ -473,7 +446,7 @@ static void roots_ask(struct server *srv)
 {
   if (!srv->roots.enabled || !srv->roots.client_has)
     return;
-  expire_requests(srv, now_ns());
+  requests_expire(srv, now_ns());
   if (srv->roots.asking) {
     srv->roots.stale = true;
     return;

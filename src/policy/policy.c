@@ -459,23 +459,6 @@ static int parse_scalar(struct parser *ps, size_t k, char **w, int n, const char
 
 static int parse_text(struct parser *ps, const char *text, const char *dir);
 
-static const char *const approve_names[] = {"none", "writes", "all"};
-
-int policy_approve_parse(const char *s, enum sbx_approve *ret)
-{
-  for (size_t i = 0; i < ARRAY_SIZE(approve_names); i++)
-    if (strcmp(s, approve_names[i]) == 0) {
-      *ret = (enum sbx_approve) i;
-      return 0;
-    }
-  return -1;
-}
-
-const char *policy_approve_name(enum sbx_approve a)
-{
-  return (size_t) a < ARRAY_SIZE(approve_names) ? approve_names[a] : "?";
-}
-
 static int parse_include(struct parser *ps, char **w, int n, const char *dir)
 {
   if (n != 2)

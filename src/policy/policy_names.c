@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The names a policy may use for numbers: the constants of syscall conditions and the errno
- * values of errno actions (sandboxd.policy(5)), and the hash the parser indexes rules by. */
+ * values of errno actions (sandboxd.policy(5)), the levels of approve_host_calls, and the hash the
+ * parser indexes rules by. */
 #include "policy/policy.h"
 
 #include <errno.h>
@@ -98,4 +99,23 @@ const char *policy_errno_name(int e)
     if ((int) errnos[i].value == e)
       return errnos[i].name;
   return "?";
+}
+
+/* ------------------------------------------------------------------ approve_host_calls */
+
+static const char *const approve_names[] = {"none", "writes", "all"};
+
+int policy_approve_parse(const char *s, enum sbx_approve *ret)
+{
+  for (size_t i = 0; i < ARRAY_SIZE(approve_names); i++)
+    if (strcmp(s, approve_names[i]) == 0) {
+      *ret = (enum sbx_approve) i;
+      return 0;
+    }
+  return -1;
+}
+
+const char *policy_approve_name(enum sbx_approve a)
+{
+  return (size_t) a < ARRAY_SIZE(approve_names) ? approve_names[a] : "?";
 }
