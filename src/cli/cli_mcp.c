@@ -638,6 +638,7 @@ static void teardown(struct server *srv, const sigset_t *old)
   free(srv->preload);
   free(srv->client_levels);
   free(srv->client_caps);
+  tasks_free_all(srv);
   output_budget_free(&srv->output_budget);
   bind_opts_free(&srv->binds);
   mcp_roots_free(&srv->roots);
@@ -667,6 +668,7 @@ int cmd_mcp(int argc, char **argv)
       .warm_langs = MCP_LANG_BIT(MCP_LANG_PYTHON),
       .log_level = 3, /* warning */
       .approve_timeout_s = DEFAULT_APPROVE_TIMEOUT_S,
+      .principal = -1,
   };
   const char *policy_name = NULL, *rootfs = NULL, *output_dir = NULL;
   struct mcp_http_opts http = {

@@ -51,6 +51,8 @@ void call_free(struct call *c)
   free(c->not_saved);
   if (c->srv) /* started: a host tool call may be waiting for the user */
     approval_forget_call(c->srv, c);
+  if (c->task)
+    tasks_call_gone(c->task);
   proxy_free(c->proxy);
   for (size_t i = 0; i < c->n_servers; i++)
     free(c->servers[i]);
@@ -73,11 +75,35 @@ void call_unlink(struct server *srv, struct call *c)
 
 struct call *call_find(struct server *srv, const char *id)
 {
-  /* An answered call is over for the client, which may reuse its id. */
+  /* An answered call is over for the client, which may reuse its id; so is a task's (answered
+   * with the task, and cancelled with tasks/cancel, never notifications/cancelled). */
   for (struct call *c = srv->calls; c; c = c->next)
-    if (!c->answered && c->client == srv->client && strcmp(c->id, id) == 0)
+    if (!c->answered && !c->task && c->client == srv->client && strcmp(c->id, id) == 0)
       return c;
   return NULL;
+}
+
+void call_cancel(struct server *srv, struct call *c)
+{
+  if (c->state == CALL_QUEUED || c->pending) {
+    call_unlink(srv, c);
+    call_free(c);
+    return;
+  }
+  c->cancelled = true;
+  if (!c->killed) {
+    c->killed = true;
+    sandbox_kill(c->sb, false);
+  }
+}
+
+/* The call's answer (w, taken): to its client, or, a task's, kept for the task (mcp_tasks.c). */
+static void call_reply(struct server *srv, struct call *c, json_writer_t *w)
+{
+  if (c->task)
+    tasks_settle(srv, c->task, w);
+  else if (w)
+    send_writer(srv, w);
 }
 
 /* Read what is in one pipe into the capture (capture.h: its head and its tail within the policy's
@@ -243,7 +269,10 @@ static void send_call_result(struct server *srv, struct call *c, const struct sb
   struct shaped sh = {0};
   if (result_text(srv, c, res, &sh) < 0) {
     shaped_free(&sh);
-    send_error(srv, c->id, JSONRPC_INTERNAL_ERROR, "Internal error: out of memory");
+    json_writer_t *e = json_writer_new();
+    if (e)
+      jsonrpc_write_error(e, c->id, JSONRPC_INTERNAL_ERROR, "Internal error: out of memory");
+    call_reply(srv, c, e);
     return;
   }
 
@@ -290,7 +319,7 @@ static void send_call_result(struct server *srv, struct call *c, const struct sb
   json_obj_end(w);
   jsonrpc_end(w);
   shaped_free(&sh);
-  send_writer(srv, w);
+  call_reply(srv, c, w);
 }
 
 /* The sandbox has ended: collect the rest of its output, reap it, answer. */
@@ -321,9 +350,10 @@ void call_finish(struct server *srv, struct call *c)
   if (c->cancelled || c->answered)
     ; /* the client cancelled: it expects no answer */
   else if (c->job_error)
-    send_tool_error(srv, c->id, "sandboxd could not give the sandbox its code: %s", c->job_error);
+    call_reply(srv, c,
+               tool_error_writer(c->id, "sandboxd could not give the sandbox its code: %s", c->job_error));
   else if (r < 0)
-    send_tool_error(srv, c->id, "sandboxd: %s", err.msg);
+    call_reply(srv, c, tool_error_writer(c->id, "sandboxd: %s", err.msg));
   else
     send_call_result(srv, c, &res);
   _cleanup_free_ char *calls = c->proxy ? proxy_calls_json(c->proxy) : NULL;
@@ -627,7 +657,7 @@ static void call_start_failed(struct server *srv, struct call *c, const sbx_erro
   log_sbx_error(err);
   mcp_log(srv, 4, err->msg);
   call_unlink(srv, c);
-  send_tool_error(srv, c->id, "sandboxd could not start the sandbox: %s", err->msg);
+  call_reply(srv, c, tool_error_writer(c->id, "sandboxd could not start the sandbox: %s", err->msg));
   call_free(c);
 }
 
@@ -768,18 +798,18 @@ bool code_running(const struct server *srv)
 }
 
 /* A new call at the end of the queue; start_queued() starts it when there is room. */
-int call_enqueue(struct server *srv, const char *id, const struct mcp_tool_args *a,
-                 const json_node_t *progress_token)
+struct call *call_enqueue(struct server *srv, const char *id, const struct mcp_tool_args *a,
+                          const json_node_t *progress_token)
 {
   struct call *c = calloc(1, sizeof *c);
   if (!c)
-    return -1;
+    return NULL;
   /* Before anything can fail: call_free closes these, and 0 would be stdin. */
   c->out_fd = c->err_fd = c->done_fd = c->job.fd = -1;
   c->code_len = a->code_len;
   if (!(c->id = strdup(id)) || !(c->code = strndup(a->code, a->code_len))) {
     call_free(c);
-    return -1;
+    return NULL;
   }
   c->timeout_ms = a->timeout_ms;
   c->lang = a->lang;
@@ -793,7 +823,7 @@ int call_enqueue(struct server *srv, const char *id, const struct mcp_tool_args 
   size_t ns = json_array_len(a->servers);
   if (ns && !(c->servers = calloc(ns, sizeof *c->servers))) {
     call_free(c);
-    return -1;
+    return NULL;
   }
   for (size_t i = 0; i < ns; i++)
     if ((c->servers[c->n_servers] = strdup(json_as_string(json_array_at(a->servers, i), NULL))))
@@ -805,5 +835,5 @@ int call_enqueue(struct server *srv, const char *id, const struct mcp_tool_args 
   slist_append(&srv->calls, c);
   srv->n_queued++;
   srv->code_bytes += c->code_len;
-  return 0;
+  return c;
 }

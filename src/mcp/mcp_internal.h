@@ -18,6 +18,7 @@
 #include "mcp/capture.h"
 #include "mcp/mcp_binds.h"
 #include "mcp/mcp_lang.h"
+#include "mcp/mcp_tasks.h"
 #include "mcp/mcp_tool.h"
 #include "policy/policy.h"
 #include "run/artifacts.h"
@@ -182,6 +183,9 @@ struct call {
   const char *protocol;              /* the client's protocol version when it called (static), or NULL */
   bool session;                      /* over HTTP: a session's call (not a stateless request's) */
   struct fork_pool_entry *fork_tmpl; /* --warm-mode fork: the template its sandbox forked from */
+  /* The task it serves (mcp_tasks.c), or NULL: its answer is kept there, not sent, and its
+   * request is over for the client (its id may be used again). */
+  struct task *task;
 };
 
 #define DEFAULT_OUTPUT_MAX_SIZE (1ULL << 30)    /* --output-max-size */
@@ -290,6 +294,11 @@ struct server {
   uint64_t client, route;
   bool client_session; /* client is a session's (stateful), not a single request's */
   const char *client_name;
+  int principal; /* over HTTP, the caller's bearer token (its index), or -1 */
+
+  /* Calls run as tasks (mcp_tasks.c), oldest first, and the last creation number given. */
+  struct task *tasks;
+  uint64_t task_seq;
 };
 
 struct pollfd;
@@ -309,6 +318,8 @@ void send_errorf(struct server *srv, const char *id, int code, const char *fmt, 
 /* A tool result that is only an error message (bad arguments, setup failure). */
 void send_tool_error(struct server *srv, const char *id, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* The same, as a message not yet sent (NULL: out of memory). */
+json_writer_t *tool_error_writer(const char *id, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* notifications/message at level (an index into mcp_log_levels), to srv->route, if srv->client
  * (over HTTP; the one client over stdio) asked for that level. */
 void mcp_log(struct server *srv, int level, const char *msg);
@@ -353,6 +364,8 @@ void approval_forget_client(struct server *srv, uint64_t client);
 /* mcp_calls.c */
 void call_free(struct call *c);
 void call_unlink(struct server *srv, struct call *c);
+/* The client cancelled c (or its task): killed, never answered; a queued one is gone at once. */
+void call_cancel(struct server *srv, struct call *c);
 struct call *call_find(struct server *srv, const char *id);
 /* Read what is in one pipe; keep it while the call is under its output limit. 1 at EOF. */
 int drain_pipe(struct call *c, int *fd, enum capture_stream_id id);
@@ -370,9 +383,9 @@ int call_deliver(struct call *c, int fd, const char *kind, sbx_error_t *err);
 void call_job_ready(struct server *srv, struct call *c, bool timed_out);
 /* The warm sandbox a call waited for is built, or failed, or took too long (give_up). */
 void call_pending_ready(struct server *srv, struct call *c, bool give_up);
-/* A new call at the end of the queue (args checked, mcp_tool.c). -1: out of memory. */
-int call_enqueue(struct server *srv, const char *id, const struct mcp_tool_args *a,
-                 const json_node_t *progress_token);
+/* A new call at the end of the queue (args checked, mcp_tool.c). NULL: out of memory. */
+struct call *call_enqueue(struct server *srv, const char *id, const struct mcp_tool_args *a,
+                          const json_node_t *progress_token);
 /* Start queued calls while there is room. */
 void start_queued(struct server *srv);
 /* Kill at deadlines, tick progress; returns the poll timeout until the next such event. */

@@ -95,6 +95,7 @@ static void m_initialize(struct server *srv, const char *id, const json_node_t *
   json_key(w, "logging");
   json_obj_begin(w);
   json_obj_end(w);
+  tasks_write_capability(srv, w);
   json_obj_end(w);
   json_key(w, "serverInfo");
   json_obj_begin(w);
@@ -119,7 +120,8 @@ static struct mcp_tool_facts tool_facts(const struct server *srv)
   struct mcp_tool_facts fx = {.output_dir = srv->output_dir != NULL,
                               .egress =
                                   srv->policy->network == SBX_NET_PROXY && srv->policy->n_allow_hosts > 0,
-                              .icons = protocol_has_icons(srv->protocol)};
+                              .icons = protocol_has_icons(srv->protocol),
+                              .tasks = tasks_negotiated(srv)};
   for (size_t i = 0; i < srv->binds.n; i++)
     fx.rw_binds |= srv->binds.binds[i].rw;
   for (size_t i = 0; srv->hs.cfg && i < srv->hs.cfg->n; i++)
@@ -149,6 +151,27 @@ static void m_tools_list(struct server *srv, const char *id, const json_node_t *
   send_writer(srv, w);
 }
 
+/* A tool error before any call (bad arguments, busy): the answer, or, asked as a task, a task
+ * that has failed with it (the client waits for a CreateTaskResult). */
+static void refuse_call(struct server *srv, const char *id, const json_node_t *task_params, json_writer_t *w)
+{
+  struct task *t = NULL;
+  int code;
+  char msg[512];
+  if (!task_params) {
+    if (w)
+      send_writer(srv, w);
+    return;
+  }
+  if (tasks_create(srv, task_params, &code, msg, sizeof msg, &t) < 0) {
+    json_writer_free(w);
+    send_error(srv, id, code, msg);
+    return;
+  }
+  tasks_created(srv, t, id);
+  tasks_settle(srv, t, w);
+}
+
 static void m_tools_call(struct server *srv, const char *id, const json_node_t *params)
 {
   const char *name = json_as_string(json_get(params, "name"), NULL);
@@ -162,36 +185,56 @@ static void m_tools_call(struct server *srv, const char *id, const json_node_t *
     send_errorf(srv, id, JSONRPC_INVALID_PARAMS, "Unknown tool: %.200s", name);
     return;
   }
+  if (call_find(srv, id)) {
+    send_errorf(srv, id, JSONRPC_INVALID_REQUEST, "Invalid Request: id %.100s is already in use", id);
+    return;
+  }
+  /* A task where the client asked for one and may (2025-11-25: else `task` is ignored, "Task
+   * Support and Handling"): answered now, the call queued as any other. */
+  const json_node_t *task_params = tasks_negotiated(srv) ? json_get(params, "task") : NULL;
   /* Bad arguments are the model's to fix: answer with an isError result it can read. */
   struct mcp_tool_args args;
   char msg[1024];
   const json_node_t *a = json_get(params, "arguments");
   if ((run_python ? mcp_tool_parse_args(a, srv->policy, srv->hs.cfg, &args, msg, sizeof msg)
                   : mcp_exec_parse_args(a, srv->policy, srv->langs, &args, msg, sizeof msg)) < 0) {
-    send_tool_error(srv, id, "%s", msg);
-    return;
-  }
-  if (call_find(srv, id)) {
-    send_errorf(srv, id, JSONRPC_INVALID_REQUEST, "Invalid Request: id %.100s is already in use", id);
+    refuse_call(srv, id, task_params, tool_error_writer(id, "%s", msg));
     return;
   }
   if (srv->n_running >= srv->max_concurrent && srv->n_queued >= srv->max_queue) {
-    send_tool_error(srv, id,
-                    "sandboxd is busy: %zu calls running and %zu queued (--max-queue); try again later",
-                    srv->n_running, srv->n_queued);
+    refuse_call(srv, id, task_params,
+                tool_error_writer(id,
+                                  "sandboxd is busy: %zu calls running and %zu queued (--max-queue); try "
+                                  "again later",
+                                  srv->n_running, srv->n_queued));
     return;
   }
   if (srv->code_bytes + args.code_len > CODE_HELD_MESSAGES * srv->max_message) {
-    send_tool_error(srv, id,
-                    "sandboxd is busy: the calls running and queued hold %zu bytes of code, and this one "
-                    "(%zu bytes) would pass the limit of %zu; try again later",
-                    srv->code_bytes, args.code_len, CODE_HELD_MESSAGES * srv->max_message);
+    refuse_call(srv, id, task_params,
+                tool_error_writer(id,
+                                  "sandboxd is busy: the calls running and queued hold %zu bytes of code, "
+                                  "and this one (%zu bytes) would pass the limit of %zu; try again later",
+                                  srv->code_bytes, args.code_len, CODE_HELD_MESSAGES * srv->max_message));
     return;
   }
 
-  if (call_enqueue(srv, id, &args, json_get(json_get(params, "_meta"), "progressToken")) < 0) {
+  struct task *t = NULL;
+  int code;
+  if (task_params && tasks_create(srv, task_params, &code, msg, sizeof msg, &t) < 0) {
+    send_error(srv, id, code, msg);
+    return;
+  }
+  struct call *c = call_enqueue(srv, id, &args, json_get(json_get(params, "_meta"), "progressToken"));
+  if (!c) {
+    if (t)
+      tasks_abandon(srv, t);
     send_error(srv, id, JSONRPC_INTERNAL_ERROR, "Internal error: out of memory");
     return;
+  }
+  if (t) {
+    c->task = t;
+    t->call = c;
+    tasks_created(srv, t, id);
   }
   start_queued(srv);
 }
@@ -407,6 +450,8 @@ static const struct method {
     {"tools/list", m_tools_list},         {"tools/call", m_tools_call},
     {"resources/list", m_resources_list}, {"resources/templates/list", m_resources_templates_list},
     {"resources/read", m_resources_read}, {"logging/setLevel", m_logging_set_level},
+    {"tasks/get", m_tasks_get},           {"tasks/result", m_tasks_result},
+    {"tasks/list", m_tasks_list},         {"tasks/cancel", m_tasks_cancel},
     /* Not here, so answered -32601: server/discover (the stateless probe; clients then fall back to
      * initialize), prompts/list, completion/complete. */
 };
@@ -482,33 +527,24 @@ static void on_response(struct server *srv, const struct jsonrpc_message *m)
   }
 }
 
-static void call_cancel(struct server *srv, struct call *c)
-{
-  if (c->state == CALL_QUEUED || c->pending) {
-    call_unlink(srv, c);
-    call_free(c);
-    return;
-  }
-  c->cancelled = true;
-  if (!c->killed) {
-    c->killed = true;
-    sandbox_kill(c->sb, false);
-  }
-}
-
 static void on_cancelled(struct server *srv, const json_node_t *params)
 {
   _cleanup_free_ char *id = jsonrpc_id_canonical(json_get(params, "requestId"));
   struct call *c = id ? call_find(srv, id) : NULL;
   if (c)
     call_cancel(srv, c); /* else already answered, or never ours: nothing to do */
+  else if (id)
+    tasks_request_cancelled(srv, id); /* a tasks/result that waits */
 }
 
 void mcp_cancel_calls(struct server *srv, uint64_t client, uint64_t route)
 {
-  if (!route) { /* the session ended */
+  if (!route) { /* the session ended: its tasks too */
     mcp_log_level_forget(srv, client);
     approval_forget_client(srv, client);
+    tasks_forget_client(srv, client);
+  } else {
+    tasks_forget_route(srv, route);
   }
   for (struct call *c = srv->calls, *next; c; c = next) {
     next = c->next;
@@ -674,6 +710,9 @@ void serve(struct server *srv)
     int approval_timeout = approval_timers(srv);
     if (approval_timeout >= 0 && (timeout < 0 || approval_timeout < timeout))
       timeout = approval_timeout;
+    int task_timeout = tasks_timers(srv); /* ttls: reaped on time, not when next asked */
+    if (task_timeout >= 0 && (timeout < 0 || task_timeout < timeout))
+      timeout = task_timeout;
     int host_timeout = mcp_hosts_timers(srv->hs.hosts);
     if (host_timeout >= 0 && (timeout < 0 || host_timeout < timeout))
       timeout = host_timeout;

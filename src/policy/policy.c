@@ -95,6 +95,7 @@ static const struct key_def keys[] = {
     {"proxy_request_limit", K_SIZE, FIELD(proxy_request_bytes)},
     {"fork_template_calls", K_COUNT, FIELD(fork_template_calls)},
     {"approve_host_calls", K_APPROVE, FIELD(approve_host_calls)},
+    {"max_tasks", K_COUNT, FIELD(max_tasks)},
 };
 
 #define N_SCALAR_KEYS ARRAY_SIZE(keys)
@@ -775,6 +776,8 @@ static int check_complete(struct parser *ps)
   if (p->fork_template_calls > SBX_FORK_TEMPLATE_CALLS_MAX)
     return sbx_error_set(ps->err, 0, "%s: `fork_template_calls` must be from 1 to %u", ps->file,
                          SBX_FORK_TEMPLATE_CALLS_MAX);
+  if (p->max_tasks > SBX_MAX_TASKS_MAX)
+    return sbx_error_set(ps->err, 0, "%s: `max_tasks` must be from 1 to %u", ps->file, SBX_MAX_TASKS_MAX);
   if (!ps->seen_default || !ps->seen_badarch)
     return sbx_error_set(ps->err, 0, "%s: missing `%s`", ps->file,
                          ps->seen_default ? "seccomp_badarch" : "seccomp_default");

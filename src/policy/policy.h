@@ -128,6 +128,9 @@ struct sbx_egress_limits {
 /* fork_template_calls' ceiling: a template serves at least one call. */
 #define SBX_FORK_TEMPLATE_CALLS_MAX 65536u
 
+/* max_tasks' ceiling: the tasks one MCP client may hold (each keeps its result until its ttl). */
+#define SBX_MAX_TASKS_MAX 1024u
+
 /* In an `env` value: the run's memory limit in MiB, written in when the sandbox starts (the one
  * variable; sandboxd.policy(5)). */
 #define POLICY_ENV_MEMORY_MIB "${memory_mib}"
@@ -165,6 +168,9 @@ struct sbx_policy {
    * they share its str hash secret and address-space layout (sandboxd-mcp(7)). */
   uint64_t fork_template_calls;
   enum sbx_approve approve_host_calls; /* approve_host_calls: which host tool calls ask the user */
+  /* `sandboxd mcp`: the tasks (long calls answered later, MCP's tasks) one client may hold at once,
+   * running or kept until their ttl ends. */
+  uint64_t max_tasks;
 
   enum sbx_network network;        /* what a run gets */
   enum sbx_network max_network;    /* the most --allow-host may ask: proxy, or none (refused) */
