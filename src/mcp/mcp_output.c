@@ -117,6 +117,8 @@ static struct client_level *client_level(const struct server *srv, uint64_t clie
 
 int mcp_log_level(const struct server *srv)
 {
+  if (srv->req.modern) /* 2026-07-28: the request's own, or none (server/utilities/logging) */
+    return srv->req.log_level;
   const struct client_level *cl = srv->http ? client_level(srv, srv->client) : NULL;
   return cl ? cl->level : srv->log_level;
 }
@@ -190,6 +192,7 @@ void send_tool_error(struct server *srv, const char *id, const char *fmt, ...)
   json_obj_end(w);
   json_arr_end(w);
   json_kv_bool(w, "isError", true);
+  mcp_result_fields(srv->protocol, w, -1);
   json_obj_end(w);
   jsonrpc_end(w);
   send_writer(srv, w);
