@@ -186,6 +186,11 @@ fi
 # default, forks each from a template, as root too): about 45 s more.
 ! want mcp || run_node "mcp (prestart)" "$repo/tests/mcp" "$rundir/mcp-prestart.log" \
   SANDBOXD_MCP_ARGS="--warm-mode prestart" CLAUDE_CODE_TEST=0
+# The official MCP conformance suite (tests/conformance: HTTP with sessions, --stateless, stdio;
+# revisions 2025-11-25 and 2026-07-28; a scenario each; about 15 s). Its list of every scenario's
+# outcome goes to the run directory (tests/conformance/run alone refreshes the tree's results.txt).
+! want conformance || run_node conformance "$repo/tests/conformance" "$rundir/conformance.log" \
+  SANDBOXD_NODE_ROOTFS="$node_rootfs" RESULTS="$rundir/conformance-results.txt"
 # The MCP proxy with real host servers (server-everything, server-memory).
 ! want proxy || run_node proxy "$repo/tests/proxy" "$rundir/proxy.log"
 # Three stateless HTTP replicas behind nginx, one killed mid-run (tests/scale; about 5 s).

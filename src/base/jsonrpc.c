@@ -392,6 +392,25 @@ void jsonrpc_end(json_writer_t *w)
   json_obj_end(w);
 }
 
+void jsonrpc_write_error_data(json_writer_t *w, const char *id, int code, const char *message)
+{
+  json_obj_begin(w);
+  json_kv_str(w, "jsonrpc", "2.0");
+  json_key(w, "id");
+  write_id(w, id);
+  json_key(w, "error");
+  json_obj_begin(w);
+  json_kv_int(w, "code", code);
+  json_kv_str(w, "message", message);
+  json_key(w, "data");
+}
+
+void jsonrpc_end_error_data(json_writer_t *w)
+{
+  json_obj_end(w);
+  json_obj_end(w);
+}
+
 void jsonrpc_write_error(json_writer_t *w, const char *id, int code, const char *message)
 {
   json_obj_begin(w);

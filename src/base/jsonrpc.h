@@ -105,6 +105,10 @@ void jsonrpc_begin_result(json_writer_t *w, const char *id);
 /* {"jsonrpc":"2.0","method":M,"params":  ...the caller writes params, then jsonrpc_end(). */
 void jsonrpc_begin_notification(json_writer_t *w, const char *method);
 void jsonrpc_end(json_writer_t *w);
+/* {"jsonrpc":"2.0","id":ID,"error":{"code":C,"message":M,"data":  ...the caller writes the data
+ * value, then jsonrpc_end_error_data(). */
+void jsonrpc_write_error_data(json_writer_t *w, const char *id, int code, const char *message);
+void jsonrpc_end_error_data(json_writer_t *w);
 /* A complete error response; id NULL answers with null. */
 void jsonrpc_write_error(json_writer_t *w, const char *id, int code, const char *message);
 

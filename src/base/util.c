@@ -259,6 +259,55 @@ char *base64_encode(const void *data, size_t len, size_t *ret_len)
   return out;
 }
 
+static int base64_value(char c)
+{
+  if (c >= 'A' && c <= 'Z')
+    return c - 'A';
+  if (c >= 'a' && c <= 'z')
+    return c - 'a' + 26;
+  if (c >= '0' && c <= '9')
+    return c - '0' + 52;
+  return c == '+' ? 62 : c == '/' ? 63 : -1;
+}
+
+char *base64_decode(const char *text, size_t len, size_t *ret_len)
+{
+  if (len % 4 == 0 && len >= 2 && text[len - 1] == '=')
+    len -= text[len - 2] == '=' ? 2 : 1;
+  if (len % 4 == 1) {
+    errno = EINVAL;
+    return NULL;
+  }
+  char *out = malloc(len / 4 * 3 + 3), *o = out;
+  if (!out)
+    return NULL;
+  uint32_t acc = 0;
+  size_t bits = 0;
+  for (size_t i = 0; i < len; i++) {
+    int v = base64_value(text[i]);
+    if (v < 0) {
+      free(out);
+      errno = EINVAL;
+      return NULL;
+    }
+    acc = acc << 6 | (uint32_t) v;
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      *o++ = (char) (acc >> bits & 0xff);
+    }
+  }
+  /* The bits left over must be zero (RFC 4648 section 3.5: canonical encodings only). */
+  if (acc & ((1u << bits) - 1)) {
+    free(out);
+    errno = EINVAL;
+    return NULL;
+  }
+  *o = '\0';
+  *ret_len = (size_t) (o - out);
+  return out;
+}
+
 int read_file(const char *path, size_t max, char **ret_data, size_t *ret_len, sbx_error_t *err)
 {
   _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);

@@ -49,6 +49,10 @@ void strbuf_free(strbuf_t *sb);
 /* data in base64 (RFC 4648, padded), NUL-terminated, malloc'd; *ret_len its length. NULL: out
  * of memory. */
 char *base64_encode(const void *data, size_t len, size_t *ret_len);
+/* base64 text (RFC 4648, the standard alphabet; padding optional) decoded, NUL-terminated,
+ * malloc'd; *ret_len its length. NULL with errno EINVAL for a character outside the alphabet or a
+ * bad length or padding, ENOMEM when out of memory. */
+char *base64_decode(const char *text, size_t len, size_t *ret_len);
 
 /* Read a whole (small) file, NUL-terminated. Fails above max bytes. */
 int read_file(const char *path, size_t max, char **ret_data, size_t *ret_len, sbx_error_t *err);

@@ -648,7 +648,7 @@ static void teardown(struct server *srv, const sigset_t *old)
 static const struct mcp_http_handlers http_handlers = {
     .dispatch = mcp_dispatch,
     .cancel_calls = mcp_cancel_calls,
-    .protocol_versions = mcp_protocol_versions,
+    .protocol_versions = mcp_all_versions,
 };
 
 int cmd_mcp(int argc, char **argv)

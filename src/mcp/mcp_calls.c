@@ -316,6 +316,7 @@ static void send_call_result(struct server *srv, struct call *c, const struct sb
   }
   json_obj_end(w);
   json_kv_bool(w, "isError", res->status != SBX_STATUS_OK);
+  mcp_result_fields(c->protocol, w, -1);
   json_obj_end(w);
   jsonrpc_end(w);
   shaped_free(&sh);
@@ -347,15 +348,19 @@ void call_finish(struct server *srv, struct call *c)
   if (!c->cancelled && !c->answered && r == 0)
     call_collect_files(srv, c, true);
   /* The answer first; the audit record and removing the cgroup (call_free) come after it. */
+  const char *protocol = srv->protocol; /* the call's, for what a result holds */
+  srv->protocol = c->protocol;
   if (c->cancelled || c->answered)
     ; /* the client cancelled: it expects no answer */
   else if (c->job_error)
-    call_reply(srv, c,
-               tool_error_writer(c->id, "sandboxd could not give the sandbox its code: %s", c->job_error));
+    call_reply(
+        srv, c,
+        tool_error_writer(srv, c->id, "sandboxd could not give the sandbox its code: %s", c->job_error));
   else if (r < 0)
-    call_reply(srv, c, tool_error_writer(c->id, "sandboxd: %s", err.msg));
+    call_reply(srv, c, tool_error_writer(srv, c->id, "sandboxd: %s", err.msg));
   else
     send_call_result(srv, c, &res);
+  srv->protocol = protocol;
   _cleanup_free_ char *calls = c->proxy ? proxy_calls_json(c->proxy) : NULL;
   const struct egress_log *egress = c->sb ? sandbox_egress(c->sb) : NULL;
   _cleanup_free_ char *egress_json = egress ? egress_log_json(egress, true) : NULL;
@@ -603,7 +608,9 @@ int call_deliver(struct call *c, int fd, const char *kind, sbx_error_t *err)
   if (r == 1)
     job_sent(c);
   uint64_t client = c->srv->client; /* the call's client's level, from the loop too */
+  struct mcp_modern_req req = c->srv->req;
   c->srv->client = c->client;
+  c->srv->req = c->req;
   if (mcp_log_level(c->srv) == 0) { /* debug: which kind of sandbox served the call */
     char msg[200];
     bufprintf_cut(msg, sizeof msg, "call %.100s: its code went to a %s sandbox", c->id, kind);
@@ -611,6 +618,7 @@ int call_deliver(struct call *c, int fd, const char *kind, sbx_error_t *err)
     mcp_log(c->srv, 0, msg);
   }
   c->srv->client = client;
+  c->srv->req = req;
   return 0;
 }
 
@@ -654,10 +662,16 @@ static void call_start_failed(struct server *srv, struct call *c, const sbx_erro
 {
   srv->route = c->route;
   srv->client = c->client;
+  const char *protocol = srv->protocol;
+  struct mcp_modern_req req = srv->req;
+  srv->protocol = c->protocol;
+  srv->req = c->req;
   log_sbx_error(err);
   mcp_log(srv, 4, err->msg);
   call_unlink(srv, c);
-  call_reply(srv, c, tool_error_writer(c->id, "sandboxd could not start the sandbox: %s", err->msg));
+  call_reply(srv, c, tool_error_writer(srv, c->id, "sandboxd could not start the sandbox: %s", err->msg));
+  srv->protocol = protocol;
+  srv->req = req;
   call_free(c);
 }
 
@@ -816,6 +830,8 @@ struct call *call_enqueue(struct server *srv, const char *id, const struct mcp_t
   c->client = srv->client;
   c->route = srv->route;
   c->protocol = srv->protocol;
+  c->req = srv->req;
+  c->req.caps = NULL;
   c->session = srv->client_session;
   if (srv->client_name)
     bufprintf_cut(c->client_name, sizeof c->client_name, "%s", srv->client_name);

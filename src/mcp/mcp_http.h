@@ -74,6 +74,9 @@ void mcp_http_dispatch(struct mcp_http *h, const struct pollfd *pfds, size_t n);
 /* One message from the server, to the exchange route (its answer, or a notification; a request
  * of the server's own is written as a notification is, "method" before "id", and goes as one). */
 void mcp_http_send(struct mcp_http *h, uint64_t route, const char *msg, size_t len);
+/* The HTTP status the answer sent next to route goes with (revision 2026-07-28's errors: 400,
+ * 404), when that exchange is not a stream already. */
+void mcp_http_status(struct mcp_http *h, uint64_t route, unsigned status);
 /* Whether a request of the server's can reach the client on the exchange route, answered as an
  * SSE stream that is still open: NULL if so, else why not (a sentence for an error message). */
 const char *mcp_http_stream_why_not(struct mcp_http *h, uint64_t route);

@@ -110,6 +110,13 @@ void mcp_http_send(struct mcp_http *h, uint64_t route, const char *msg, size_t l
     stream_event(g, msg, len);
 }
 
+void mcp_http_status(struct mcp_http *h, uint64_t route, unsigned status)
+{
+  struct exchange *x = http_exchange_find(h, route);
+  if (x && x->state != X_STREAM)
+    x->status = status;
+}
+
 const char *mcp_http_stream_why_not(struct mcp_http *h, uint64_t route)
 {
   const struct exchange *x = http_exchange_find(h, route);
@@ -221,7 +228,7 @@ bool http_answer_or_wait(struct exchange *x)
   /* Ended without an answer (cancelled, or its session ended): nothing to say. */
   if (!x->out.len)
     return http_respond(x, 204, NULL, NULL);
-  return http_respond(x, 200, "application/json", &x->out);
+  return http_respond(x, x->status ? x->status : 200, "application/json", &x->out);
 }
 
 /* ------------------------------------------------------------------ sessions and streams */

@@ -38,6 +38,8 @@ struct exchange {
    * refusal is made once its body is read, so that it names the request's id. 0: none. */
   unsigned refuse_status;
   const char *refuse_msg;
+  bool bad_version; /* its MCP-Protocol-Version names no version served (answered once read) */
+  unsigned status;  /* its answer's HTTP status when not 200 (mcp_http_status), else 0 */
   strbuf_t body;
   strbuf_t out;
   size_t out_off;

@@ -248,9 +248,16 @@ static void cancelled_exchange(struct mcp_http *h, struct exchange *from, const 
   http_wake(found);
 }
 
+static const char *request_header(void *ctx, const char *name)
+{
+  return header(ctx, name);
+}
+
 static void dispatch(struct mcp_http *h, struct exchange *x, const struct jsonrpc_message *m)
 {
   struct server *srv = h->srv;
+  srv->req_header = request_header;
+  srv->req_ctx = x;
   name_client(x);
   /* Call ids are the client's own: a session's, or (stateless) this request's alone. */
   srv->client = x->sess ? x->sess->num : x->id;
@@ -266,6 +273,8 @@ static void dispatch(struct mcp_http *h, struct exchange *x, const struct jsonrp
     if (strcmp(version, h->on.protocol_versions[i]) == 0)
       srv->protocol = h->on.protocol_versions[i];
   h->on.dispatch(srv, m);
+  srv->req_header = NULL;
+  srv->req_ctx = NULL;
   srv->client = srv->route = 0;
   srv->client_session = false;
   srv->principal = -1;
@@ -278,14 +287,28 @@ bool http_request_body(struct exchange *x)
   struct jsonrpc_message m;
   struct jsonrpc_failure fail;
   if (jsonrpc_parse(x->body.data ? x->body.data : "", x->body.len, &m, &fail) < 0) {
-    if (!x->refuse_status)
+    if (!x->refuse_status && !x->bad_version)
       return parse_failed(x, &fail);
     jsonrpc_failure_clear(&fail);
-    return http_refuse(x, x->refuse_status, NULL, NULL, x->refuse_msg);
+    return x->bad_version ? http_refuse(x, 400, NULL, NULL, "Bad Request: Unsupported protocol version")
+                          : http_refuse(x, x->refuse_status, NULL, NULL, x->refuse_msg);
   }
   strbuf_free(&x->body);
   h->body_bytes -= x->held;
   x->held = 0;
+  /* Revision 2026-07-28 has no sessions: an Mcp-Session-Id on its request is ignored, neither
+   * required nor checked (transports/streamable-http, "Earlier Streamable HTTP Revisions"). Its
+   * version and headers are checked as it is dispatched (mcp_modern.c). */
+  bool modern = mcp_request_is_modern(&m, header(x, "MCP-Protocol-Version"));
+  if (modern) {
+    if (x->sess)
+      x->sess->open--;
+    x->sess = NULL;
+    x->refuse_status = 0;
+  } else if (x->bad_version && m.kind != JSONRPC_REQUEST) {
+    jsonrpc_message_clear(&m);
+    return http_refuse(x, 400, NULL, NULL, "Bad Request: Unsupported protocol version");
+  }
   if (x->refuse_status) { /* decided from the head; now it can name the request */
     bool r = http_refuse_id(x, m.kind == JSONRPC_REQUEST ? m.id : NULL, x->refuse_status, NULL, NULL,
                             x->refuse_msg);
@@ -296,7 +319,9 @@ bool http_request_body(struct exchange *x)
   bool ret = true;
   /* The body is read: a refusal names the request it refuses (its id; a notification has none). */
   const char *id = m.kind == JSONRPC_REQUEST ? m.id : NULL;
-  if (!h->o.stateless && !x->sess && !init) {
+  if (modern || (x->bad_version && m.kind == JSONRPC_REQUEST)) {
+    /* stateless: answered with -32022 (mcp_version_refused) or as 2026-07-28 */
+  } else if (!h->o.stateless && !x->sess && !init) {
     ret = http_refuse_id(x, id, 400, NULL, NULL, "Bad Request: Mcp-Session-Id header is required");
   } else if (!h->o.stateless && !x->sess && h->sessions.n >= h->o.max_sessions) {
     ret = http_refuse_id(x, id, 503, "Retry-After", "5",
@@ -334,6 +359,10 @@ bool http_request_body(struct exchange *x)
   jsonrpc_message_clear(&m);
   if (!x->req_id)
     return false;
+  if (x->sse && x->status) { /* refused as it was dispatched: a plain answer with its status */
+    x->sse = false;
+    h->n_streams--;
+  }
   return x->sse ? http_start_stream(x) : http_answer_or_wait(x);
 }
 
@@ -364,10 +393,10 @@ bool http_request_head(struct exchange *x, const char *url, const char *method)
     known |= strcmp(version, h->on.protocol_versions[i]) == 0;
   if (!known && strcmp(method, "POST") != 0)
     return http_refuse(x, 400, NULL, NULL, "Bad Request: Unsupported protocol version");
-  if (!known) { /* answered once the body is read, with the request's id */
-    x->refuse_status = 400;
-    x->refuse_msg = "Bad Request: Unsupported protocol version";
-  }
+  x->bad_version = !known; /* a POST: answered once the body is read, with the request's id */
+  /* 2026-07-28 has neither the GET stream nor sessions to DELETE. */
+  if (version && strcmp(version, h->on.protocol_versions[0]) == 0 && strcmp(method, "POST") != 0)
+    return http_refuse(x, 405, "Allow", "POST", "Method Not Allowed: revision 2026-07-28 uses POST only");
   if (h->n_xs > h->o.max_requests)
     return http_refuse(x, 503, "Retry-After", "1",
                        "Service Unavailable: too many requests in flight (--max-requests)");

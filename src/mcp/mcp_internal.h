@@ -77,6 +77,14 @@
 
 /* ------------------------------------------------------------------ state */
 
+/* A request of revision 2026-07-28 (mcp_modern.c): the level of the log notifications it asked
+ * for (io.modelcontextprotocol/logLevel; MCP_LOG_LEVELS: none asked, none sent). */
+struct mcp_modern_req {
+  bool modern;
+  int log_level;
+  const json_node_t *caps; /* io.modelcontextprotocol/clientCapabilities, while it is dispatched */
+};
+
 enum request_kind { REQUEST_NONE, REQUEST_ROOTS_LIST, REQUEST_ELICIT };
 
 struct request {
@@ -181,6 +189,7 @@ struct call {
   uint64_t client, route;
   char client_name[48];
   const char *protocol;              /* the client's protocol version when it called (static), or NULL */
+  struct mcp_modern_req req;         /* a 2026-07-28 request's log level (its caps not kept) */
   bool session;                      /* over HTTP: a session's call (not a stateless request's) */
   struct fork_pool_entry *fork_tmpl; /* --warm-mode fork: the template its sandbox forked from */
   /* The task it serves (mcp_tasks.c), or NULL: its answer is kept there, not sent, and its
@@ -294,7 +303,12 @@ struct server {
   uint64_t client, route;
   bool client_session; /* client is a session's (stateful), not a single request's */
   const char *client_name;
-  int principal; /* over HTTP, the caller's bearer token (its index), or -1 */
+  /* While the HTTP transport dispatches a request: its headers (name matched without case), for
+   * revision 2026-07-28's checks (mcp_modern.c); NULL over stdio. */
+  const char *(*req_header)(void *ctx, const char *name);
+  void *req_ctx;
+  struct mcp_modern_req req; /* the request being dispatched, when it is of 2026-07-28 */
+  int principal;             /* over HTTP, the caller's bearer token (its index), or -1 */
 
   /* Calls run as tasks (mcp_tasks.c), oldest first, and the last creation number given. */
   struct task *tasks;
@@ -319,7 +333,8 @@ void send_errorf(struct server *srv, const char *id, int code, const char *fmt, 
 void send_tool_error(struct server *srv, const char *id, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* The same, as a message not yet sent (NULL: out of memory). */
-json_writer_t *tool_error_writer(const char *id, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+json_writer_t *tool_error_writer(const struct server *srv, const char *id, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 /* notifications/message at level (an index into mcp_log_levels), to srv->route, if srv->client
  * (over HTTP; the one client over stdio) asked for that level. */
 void mcp_log(struct server *srv, int level, const char *msg);
@@ -331,6 +346,30 @@ int mcp_log_level_set(struct server *srv, int level);
 void mcp_log_level_forget(struct server *srv, uint64_t client);
 #define MCP_LOG_LEVELS 8
 extern const char *const mcp_log_levels[MCP_LOG_LEVELS]; /* debug ... emergency */
+
+/* mcp_modern.c: revision 2026-07-28 beside the initialize-based ones. */
+#define MCP_MODERN_VERSION "2026-07-28"
+/* basic/index, "Error Codes": the codes the spec reserves (-32020 to -32099). */
+#define MCP_HEADER_MISMATCH (-32020)
+#define MCP_MISSING_CAPABILITY (-32021)
+#define MCP_UNSUPPORTED_VERSION (-32022)
+bool mcp_is_modern(const char *protocol);
+/* Whether m is a request of revision 2026-07-28: header_version (HTTP's MCP-Protocol-Version, or
+ * NULL) names it, or its _meta carries a protocolVersion that is not an initialize-based one, or
+ * it is server/discover (which exists only there). Pure. */
+bool mcp_request_is_modern(const struct jsonrpc_message *m, const char *header_version);
+/* A request checked for its era: 0 legacy (*req zeroed), 1 modern (*req filled), -1 refused (the
+ * error is sent: -32602, -32020 or -32022; over HTTP with status 400). */
+int mcp_modern_request(struct server *srv, const struct jsonrpc_message *m, struct mcp_modern_req *req);
+/* A legacy request whose MCP-Protocol-Version header names no version served: answered -32022
+ * (true), else false. */
+bool mcp_version_refused(struct server *srv, const struct jsonrpc_message *m);
+/* -32601, over HTTP with status 404 (transports/streamable-http, "Protocol Version Header"). */
+void mcp_method_not_found(struct server *srv, const char *id, const char *method);
+/* Before a result object's closing brace: under MCP_MODERN_VERSION, resultType and the server's
+ * identity in _meta, and with ttl_ms >= 0 the caching hints (server/utilities/caching). Nothing
+ * under older versions. */
+void mcp_result_fields(const char *protocol, json_writer_t *w, int64_t ttl_ms);
 
 /* mcp_server.c: the methods and the loop. */
 void serve(struct server *srv);

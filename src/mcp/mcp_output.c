@@ -117,6 +117,8 @@ static struct client_level *client_level(const struct server *srv, uint64_t clie
 
 int mcp_log_level(const struct server *srv)
 {
+  if (srv->req.modern) /* 2026-07-28: the request's own, or none (server/utilities/logging) */
+    return srv->req.log_level;
   const struct client_level *cl = srv->http ? client_level(srv, srv->client) : NULL;
   return cl ? cl->level : srv->log_level;
 }
@@ -170,9 +172,10 @@ void mcp_log(struct server *srv, int level, const char *msg)
 
 /* A tool result that is only an error message (bad arguments, setup failure): isError, text only.
  * No structuredContent: clients validate it against outputSchema, and there is no run to describe. */
-static json_writer_t *tool_error_writerv(const char *id, const char *fmt, va_list ap)
-    __attribute__((format(printf, 2, 0)));
-static json_writer_t *tool_error_writerv(const char *id, const char *fmt, va_list ap)
+static json_writer_t *tool_error_writerv(const struct server *srv, const char *id, const char *fmt,
+                                         va_list ap) __attribute__((format(printf, 3, 0)));
+static json_writer_t *tool_error_writerv(const struct server *srv, const char *id, const char *fmt,
+                                         va_list ap)
 {
   char msg[1024];
   vsnprintf(msg, sizeof msg, fmt, ap);
@@ -189,16 +192,17 @@ static json_writer_t *tool_error_writerv(const char *id, const char *fmt, va_lis
   json_obj_end(w);
   json_arr_end(w);
   json_kv_bool(w, "isError", true);
+  mcp_result_fields(srv->protocol, w, -1);
   json_obj_end(w);
   jsonrpc_end(w);
   return w;
 }
 
-json_writer_t *tool_error_writer(const char *id, const char *fmt, ...)
+json_writer_t *tool_error_writer(const struct server *srv, const char *id, const char *fmt, ...)
 {
   va_list ap;
   va_start(ap, fmt);
-  json_writer_t *w = tool_error_writerv(id, fmt, ap);
+  json_writer_t *w = tool_error_writerv(srv, id, fmt, ap);
   va_end(ap);
   return w;
 }
@@ -207,7 +211,7 @@ void send_tool_error(struct server *srv, const char *id, const char *fmt, ...)
 {
   va_list ap;
   va_start(ap, fmt);
-  json_writer_t *w = tool_error_writerv(id, fmt, ap);
+  json_writer_t *w = tool_error_writerv(srv, id, fmt, ap);
   va_end(ap);
   if (w)
     send_writer(srv, w);

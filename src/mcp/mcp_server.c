@@ -37,6 +37,13 @@
 
 const char *const mcp_protocol_versions[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05", NULL};
 
+#define INSTRUCTIONS                                                                                         \
+  "Use run_python to execute Python code, or execute_code for Python, bash or JavaScript, in a fresh, "      \
+  "isolated sandbox per call. Nothing persists between calls. Limits are in resource " CAPABILITIES_URI "."
+/* How long a client may keep the lists and server/discover (2026-07-28's ttlMs): they change only
+ * with the server's configuration (roots, which change the tools, are not used under 2026-07-28). */
+#define LIST_TTL_MS 300000
+
 /* ------------------------------------------------------------------ replies */
 
 /* A result that is an empty object: {}. */
@@ -47,6 +54,7 @@ static void send_empty_result(struct server *srv, const char *id)
     return;
   jsonrpc_begin_result(w, id);
   json_obj_begin(w);
+  mcp_result_fields(srv->protocol, w, -1);
   json_obj_end(w);
   jsonrpc_end(w);
   send_writer(srv, w);
@@ -105,10 +113,42 @@ static void m_initialize(struct server *srv, const char *id, const json_node_t *
   if (protocol_has_icons(srv->protocol))
     mcp_icons_write(w);
   json_obj_end(w);
-  json_kv_str(w, "instructions",
-              "Use run_python to execute Python code, or execute_code for Python, bash or JavaScript, in "
-              "a fresh, isolated sandbox per call. "
-              "Nothing persists between calls. Limits are in resource " CAPABILITIES_URI ".");
+  json_kv_str(w, "instructions", INSTRUCTIONS);
+  json_obj_end(w);
+  jsonrpc_end(w);
+  send_writer(srv, w);
+}
+
+/* server/discover (2026-07-28, server/discover): the versions, capabilities and identity, and
+ * caching hints like a list's. No listChanged and no subscribe: there are no change notifications
+ * under 2026-07-28 here, so subscriptions/listen is -32601 (basic/patterns/subscriptions). */
+static void m_server_discover(struct server *srv, const char *id, const json_node_t *params)
+{
+  (void) params;
+  json_writer_t *w = json_writer_new();
+  if (!w)
+    return;
+  jsonrpc_begin_result(w, id);
+  json_obj_begin(w);
+  json_key(w, "supportedVersions");
+  json_arr_begin(w);
+  for (size_t i = 0; mcp_all_versions[i]; i++)
+    json_str(w, mcp_all_versions[i]);
+  json_arr_end(w);
+  json_key(w, "capabilities");
+  json_obj_begin(w);
+  json_key(w, "tools");
+  json_obj_begin(w);
+  json_obj_end(w);
+  json_key(w, "resources");
+  json_obj_begin(w);
+  json_obj_end(w);
+  json_key(w, "logging");
+  json_obj_begin(w);
+  json_obj_end(w);
+  json_obj_end(w);
+  json_kv_str(w, "instructions", INSTRUCTIONS);
+  mcp_result_fields(srv->protocol, w, LIST_TTL_MS);
   json_obj_end(w);
   jsonrpc_end(w);
   send_writer(srv, w);
@@ -139,13 +179,15 @@ static void m_tools_list(struct server *srv, const char *id, const json_node_t *
   json_obj_begin(w);
   json_key(w, "tools");
   json_arr_begin(w);
-  bool roots = srv->roots.enabled && srv->roots.client_has;
+  /* 2026-07-28 has no roots/list outside a request (MRTR): its tools never name roots. */
+  bool roots = srv->roots.enabled && srv->roots.client_has && !srv->req.modern;
   struct mcp_tool_facts fx = tool_facts(srv);
   if (srv->tools & TOOL_RUN_PYTHON)
     mcp_tool_write(w, srv->policy, srv->hs.cfg, &srv->binds, roots, srv->text_limit, &fx);
   if (srv->tools & TOOL_EXECUTE_CODE)
     mcp_exec_tool_write(w, srv->policy, srv->langs, &srv->binds, roots, srv->text_limit, &fx);
   json_arr_end(w);
+  mcp_result_fields(srv->protocol, w, LIST_TTL_MS);
   json_obj_end(w);
   jsonrpc_end(w);
   send_writer(srv, w);
@@ -198,12 +240,12 @@ static void m_tools_call(struct server *srv, const char *id, const json_node_t *
   const json_node_t *a = json_get(params, "arguments");
   if ((run_python ? mcp_tool_parse_args(a, srv->policy, srv->hs.cfg, &args, msg, sizeof msg)
                   : mcp_exec_parse_args(a, srv->policy, srv->langs, &args, msg, sizeof msg)) < 0) {
-    refuse_call(srv, id, task_params, tool_error_writer(id, "%s", msg));
+    refuse_call(srv, id, task_params, tool_error_writer(srv, id, "%s", msg));
     return;
   }
   if (srv->n_running >= srv->max_concurrent && srv->n_queued >= srv->max_queue) {
     refuse_call(srv, id, task_params,
-                tool_error_writer(id,
+                tool_error_writer(srv, id,
                                   "sandboxd is busy: %zu calls running and %zu queued (--max-queue); try "
                                   "again later",
                                   srv->n_running, srv->n_queued));
@@ -211,7 +253,7 @@ static void m_tools_call(struct server *srv, const char *id, const json_node_t *
   }
   if (srv->code_bytes + args.code_len > CODE_HELD_MESSAGES * srv->max_message) {
     refuse_call(srv, id, task_params,
-                tool_error_writer(id,
+                tool_error_writer(srv, id,
                                   "sandboxd is busy: the calls running and queued hold %zu bytes of code, "
                                   "and this one (%zu bytes) would pass the limit of %zu; try again later",
                                   srv->code_bytes, args.code_len, CODE_HELD_MESSAGES * srv->max_message));
@@ -357,6 +399,7 @@ static void m_resources_list(struct server *srv, const char *id, const json_node
   json_kv_str(w, "mimeType", "application/json");
   json_obj_end(w);
   json_arr_end(w);
+  mcp_result_fields(srv->protocol, w, LIST_TTL_MS);
   json_obj_end(w);
   jsonrpc_end(w);
   send_writer(srv, w);
@@ -373,8 +416,30 @@ static void m_resources_templates_list(struct server *srv, const char *id, const
   json_key(w, "resourceTemplates");
   json_arr_begin(w);
   json_arr_end(w);
+  mcp_result_fields(srv->protocol, w, LIST_TTL_MS);
   json_obj_end(w);
   jsonrpc_end(w);
+  send_writer(srv, w);
+}
+
+/* Resource not found: -32002 up to 2025-11-25; -32602 with data.uri from 2026-07-28 (SEP-2164;
+ * server/resources, "Error Handling"). */
+static void resource_not_found(struct server *srv, const char *id, const char *uri)
+{
+  char msg[300];
+  bufprintf_cut(msg, sizeof msg, "Resource not found: %.200s", uri);
+  if (!srv->req.modern) {
+    send_error(srv, id, -32002, msg);
+    return;
+  }
+  json_writer_t *w = json_writer_new();
+  if (!w)
+    return;
+  jsonrpc_write_error_data(w, id, JSONRPC_INVALID_PARAMS, msg);
+  json_obj_begin(w);
+  json_kv_str(w, "uri", uri);
+  json_obj_end(w);
+  jsonrpc_end_error_data(w);
   send_writer(srv, w);
 }
 
@@ -386,8 +451,7 @@ static void m_resources_read(struct server *srv, const char *id, const json_node
     return;
   }
   if (strcmp(uri, CAPABILITIES_URI) != 0) {
-    /* -32002: MCP's "resource not found". */
-    send_errorf(srv, id, -32002, "Resource not found: %.200s", uri);
+    resource_not_found(srv, id, uri);
     return;
   }
   json_writer_t *doc = json_writer_new();
@@ -414,6 +478,7 @@ static void m_resources_read(struct server *srv, const char *id, const json_node
   json_kv_strn(w, "text", text, n);
   json_obj_end(w);
   json_arr_end(w);
+  mcp_result_fields(srv->protocol, w, 0); /* its counts change as calls run: fetch it anew */
   json_obj_end(w);
   jsonrpc_end(w);
   json_writer_free(doc);
@@ -452,8 +517,18 @@ static const struct method {
     {"resources/read", m_resources_read}, {"logging/setLevel", m_logging_set_level},
     {"tasks/get", m_tasks_get},           {"tasks/result", m_tasks_result},
     {"tasks/list", m_tasks_list},         {"tasks/cancel", m_tasks_cancel},
-    /* Not here, so answered -32601: server/discover (the stateless probe; clients then fall back to
-     * initialize), prompts/list, completion/complete. */
+    /* Not here, so answered -32601: prompts/list, completion/complete. */
+};
+
+/* Revision 2026-07-28's (mcp_modern.c): no initialize, ping or logging/setLevel (basic/versioning;
+ * the changelog's "Major changes" 2 and 5); unknown ones are -32601 with HTTP 404. */
+static const struct method modern_methods[] = {
+    {"server/discover", m_server_discover},
+    {"tools/list", m_tools_list},
+    {"tools/call", m_tools_call},
+    {"resources/list", m_resources_list},
+    {"resources/templates/list", m_resources_templates_list},
+    {"resources/read", m_resources_read},
 };
 
 /* ------------------------------------------------------------------ requests to the client
@@ -553,6 +628,37 @@ void mcp_cancel_calls(struct server *srv, uint64_t client, uint64_t route)
   }
 }
 
+/* A request, of either era: a 2026-07-28 one (its _meta, and over HTTP its headers, checked) is
+ * served under that version whatever an initialize said, and leaves nothing behind. */
+static void dispatch_request(struct server *srv, const struct jsonrpc_message *m)
+{
+  struct mcp_modern_req req;
+  int era = mcp_modern_request(srv, m, &req);
+  if (era < 0 || (era == 0 && mcp_version_refused(srv, m)))
+    return;
+  const struct method *table = era ? modern_methods : methods;
+  size_t n = era ? ARRAY_SIZE(modern_methods) : ARRAY_SIZE(methods), i = 0;
+  while (i < n && strcmp(table[i].name, m->method) != 0)
+    i++;
+  if (i == n) {
+    if (era)
+      mcp_method_not_found(srv, m->id, m->method);
+    else
+      send_errorf(srv, m->id, JSONRPC_METHOD_NOT_FOUND, "Method not found: %.200s", m->method);
+    return;
+  }
+  if (!era) {
+    table[i].run(srv, m->id, m->params); /* initialize sets srv->protocol for the stdio client */
+    return;
+  }
+  const char *protocol = srv->protocol;
+  srv->protocol = MCP_MODERN_VERSION;
+  srv->req = req;
+  table[i].run(srv, m->id, m->params);
+  srv->protocol = protocol;
+  srv->req = (struct mcp_modern_req){0};
+}
+
 void mcp_dispatch(struct server *srv, const struct jsonrpc_message *m)
 {
   if (m->kind == JSONRPC_RESPONSE) {
@@ -567,13 +673,7 @@ void mcp_dispatch(struct server *srv, const struct jsonrpc_message *m)
   } else if (m->params && json_type(m->params) != JSON_OBJECT) {
     send_error(srv, m->id, JSONRPC_INVALID_PARAMS, "Invalid params: `params` must be an object");
   } else {
-    size_t i = 0;
-    while (i < ARRAY_SIZE(methods) && strcmp(methods[i].name, m->method) != 0)
-      i++;
-    if (i < ARRAY_SIZE(methods))
-      methods[i].run(srv, m->id, m->params);
-    else
-      send_errorf(srv, m->id, JSONRPC_METHOD_NOT_FOUND, "Method not found: %.200s", m->method);
+    dispatch_request(srv, m);
   }
 }
 

@@ -221,6 +221,8 @@ static void write_annotations(json_writer_t *w, const char *title, const struct 
   "NCAzLTQgM00xMiAxNmg2IiBzdHJva2U9IiNmZmYiIHN0cm9rZS13aWR0aD0iMiIgZmlsbD0ibm9uZSIgc3Ryb2tlLWxpbmVjYXA9InJv" \
   "dW5kIiBzdHJva2UtbGluZWpvaW49InJvdW5kIi8+PC9zdmc+"
 
+const struct mcp_header_param mcp_tool_header_params[] = {{NULL, NULL, NULL}};
+
 void mcp_icons_write(json_writer_t *w)
 {
   static const struct {

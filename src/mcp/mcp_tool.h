@@ -69,6 +69,15 @@ void mcp_exec_tool_write(json_writer_t *w, const struct sbx_policy *policy, unsi
 /* "icons": sandboxd's (a 32x32 PNG, which every client that shows icons must take, and an SVG),
  * for serverInfo and each tool. */
 void mcp_icons_write(json_writer_t *w);
+
+/* Tool parameters a load balancer may route on: each is marked `x-mcp-header` in its tool's
+ * inputSchema, and under revision 2026-07-28 a client mirrors it into the HTTP header
+ * Mcp-Param-<header>, which the server checks against the body (mcp_modern.c). Ended by a NULL
+ * tool. */
+struct mcp_header_param {
+  const char *tool, *param, *header;
+};
+extern const struct mcp_header_param mcp_tool_header_params[];
 /* "configured servers: a, b" (or that there are none), for messages. */
 void mcp_tool_server_names(const struct mcp_config *cfg, char *buf, size_t len);
 

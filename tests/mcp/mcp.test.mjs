@@ -340,9 +340,12 @@ describe('raw protocol', () => {
     }
   });
 
-  test('server/discover and unknown methods: -32601', async () => {
+  test('server/discover (2026-07-28) needs its _meta; unknown methods: -32601', async () => {
     await srv.send({ jsonrpc: '2.0', id: 1, method: 'server/discover', params: {} });
-    assert.equal((await srv.reply(1)).error.code, -32601);
+    assert.equal((await srv.reply(1)).error.code, -32602);
+    const meta = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} };
+    await srv.send({ jsonrpc: '2.0', id: 3, method: 'server/discover', params: { _meta: meta } });
+    assert.ok((await srv.reply(3)).result.supportedVersions.includes('2025-11-25'));
     await srv.send({ jsonrpc: '2.0', id: 2, method: 'prompts/list' });
     assert.equal((await srv.reply(2)).error.code, -32601);
     // An unknown notification is not answered.

@@ -68,6 +68,21 @@ int main(void)
     char *e = base64_encode(b64[k][0], strlen(b64[k][0]), &n);
     CHECK(e && n == strlen(b64[k][1]) && strcmp(e, b64[k][1]) == 0);
     free(e);
+    /* And back, with and without the padding. */
+    char *d = base64_decode(b64[k][1], strlen(b64[k][1]), &n);
+    CHECK(d && n == strlen(b64[k][0]) && strcmp(d, b64[k][0]) == 0);
+    free(d);
+    size_t bare = strcspn(b64[k][1], "=");
+    d = base64_decode(b64[k][1], bare, &n);
+    CHECK(d && n == strlen(b64[k][0]) && memcmp(d, b64[k][0], n) == 0);
+    free(d);
+  }
+  /* Refused: a character outside the alphabet, a length no encoding has, stray bits, stray '='. */
+  static const char *const bad_b64[] = {"Zm9v!", "Z", "Zm9vY", "Zh==", "Zm=v", "=", "Zg=a"};
+  for (size_t k = 0; k < sizeof bad_b64 / sizeof *bad_b64; k++) {
+    size_t n;
+    errno = 0;
+    CHECK(!base64_decode(bad_b64[k], strlen(bad_b64[k]), &n) && errno == EINVAL);
   }
   /* Every byte value, high bits included. */
   unsigned char bin[3] = {0xff, 0x00, 0xfe};
