@@ -370,6 +370,11 @@ void mcp_method_not_found(struct server *srv, const char *id, const char *method
  * identity in _meta, and with ttl_ms >= 0 the caching hints (server/utilities/caching). Nothing
  * under older versions. */
 void mcp_result_fields(const char *protocol, json_writer_t *w, int64_t ttl_ms);
+/* The same with another resultType ("task": SEP-2663's CreateTaskResult). */
+void mcp_result_fields_typed(const char *protocol, json_writer_t *w, int64_t ttl_ms, const char *result_type);
+/* MissingRequiredClientCapability (-32021, over HTTP with status 400) naming the extension the
+ * request lacks in its clientCapabilities. */
+void mcp_missing_extension(struct server *srv, const char *id, const char *extension);
 
 /* mcp_server.c: the methods and the loop. */
 void serve(struct server *srv);

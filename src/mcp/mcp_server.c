@@ -146,6 +146,7 @@ static void m_server_discover(struct server *srv, const char *id, const json_nod
   json_key(w, "logging");
   json_obj_begin(w);
   json_obj_end(w);
+  tasks_ext_write_capability(w);
   json_obj_end(w);
   json_kv_str(w, "instructions", INSTRUCTIONS);
   mcp_result_fields(srv->protocol, w, LIST_TTL_MS);
@@ -193,24 +194,16 @@ static void m_tools_list(struct server *srv, const char *id, const json_node_t *
   send_writer(srv, w);
 }
 
-/* A tool error before any call (bad arguments, busy): the answer, or, asked as a task, a task
- * that has failed with it (the client waits for a CreateTaskResult). */
-static void refuse_call(struct server *srv, const char *id, const json_node_t *task_params, json_writer_t *w)
+/* A tool error before any call (bad arguments, busy): the answer, or, with a task (which the
+ * client may wait for), a task that has ended with it. */
+static void refuse_call(struct server *srv, const char *id, struct task *t, json_writer_t *w)
 {
-  struct task *t = NULL;
-  int code;
-  char msg[512];
-  if (!task_params) {
+  if (!t) {
     if (w)
       send_writer(srv, w);
     return;
   }
-  if (tasks_create(srv, task_params, &code, msg, sizeof msg, &t) < 0) {
-    json_writer_free(w);
-    send_error(srv, id, code, msg);
-    return;
-  }
-  tasks_created(srv, t, id);
+  tasks_created(srv, t, NULL, id);
   tasks_settle(srv, t, w);
 }
 
@@ -231,20 +224,22 @@ static void m_tools_call(struct server *srv, const char *id, const json_node_t *
     send_errorf(srv, id, JSONRPC_INVALID_REQUEST, "Invalid Request: id %.100s is already in use", id);
     return;
   }
-  /* A task where the client asked for one and may (2025-11-25: else `task` is ignored, "Task
-   * Support and Handling"): answered now, the call queued as any other. */
-  const json_node_t *task_params = tasks_negotiated(srv) ? json_get(params, "task") : NULL;
+  /* A task (mcp_tasks.c) where the client asked for one (2025-11-25) or may get one (2026-07-28):
+   * answered now, the call queued as any other. */
+  struct task *t;
+  if (tasks_for_call(srv, id, params, &t) < 0)
+    return;
   /* Bad arguments are the model's to fix: answer with an isError result it can read. */
   struct mcp_tool_args args;
   char msg[1024];
   const json_node_t *a = json_get(params, "arguments");
   if ((run_python ? mcp_tool_parse_args(a, srv->policy, srv->hs.cfg, &args, msg, sizeof msg)
                   : mcp_exec_parse_args(a, srv->policy, srv->langs, &args, msg, sizeof msg)) < 0) {
-    refuse_call(srv, id, task_params, tool_error_writer(srv, id, "%s", msg));
+    refuse_call(srv, id, t, tool_error_writer(srv, id, "%s", msg));
     return;
   }
   if (srv->n_running >= srv->max_concurrent && srv->n_queued >= srv->max_queue) {
-    refuse_call(srv, id, task_params,
+    refuse_call(srv, id, t,
                 tool_error_writer(srv, id,
                                   "sandboxd is busy: %zu calls running and %zu queued (--max-queue); try "
                                   "again later",
@@ -252,18 +247,11 @@ static void m_tools_call(struct server *srv, const char *id, const json_node_t *
     return;
   }
   if (srv->code_bytes + args.code_len > CODE_HELD_MESSAGES * srv->max_message) {
-    refuse_call(srv, id, task_params,
+    refuse_call(srv, id, t,
                 tool_error_writer(srv, id,
                                   "sandboxd is busy: the calls running and queued hold %zu bytes of code, "
                                   "and this one (%zu bytes) would pass the limit of %zu; try again later",
                                   srv->code_bytes, args.code_len, CODE_HELD_MESSAGES * srv->max_message));
-    return;
-  }
-
-  struct task *t = NULL;
-  int code;
-  if (task_params && tasks_create(srv, task_params, &code, msg, sizeof msg, &t) < 0) {
-    send_error(srv, id, code, msg);
     return;
   }
   struct call *c = call_enqueue(srv, id, &args, json_get(json_get(params, "_meta"), "progressToken"));
@@ -273,11 +261,8 @@ static void m_tools_call(struct server *srv, const char *id, const json_node_t *
     send_error(srv, id, JSONRPC_INTERNAL_ERROR, "Internal error: out of memory");
     return;
   }
-  if (t) {
-    c->task = t;
-    t->call = c;
-    tasks_created(srv, t, id);
-  }
+  if (t)
+    tasks_created(srv, t, c, id);
   start_queued(srv);
 }
 
@@ -529,6 +514,9 @@ static const struct method modern_methods[] = {
     {"resources/list", m_resources_list},
     {"resources/templates/list", m_resources_templates_list},
     {"resources/read", m_resources_read},
+    {"tasks/get", m_tasks_ext_get},
+    {"tasks/update", m_tasks_ext_update},
+    {"tasks/cancel", m_tasks_ext_cancel},
 };
 
 /* ------------------------------------------------------------------ requests to the client

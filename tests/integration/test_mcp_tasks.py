@@ -437,3 +437,119 @@ def _wait_present(marker, timeout=15):
             return True
         time.sleep(0.05)
     return False
+
+
+# ------------------------------------------------------------------ 2026-07-28: the extension
+
+MODERN = "2026-07-28"
+EXT = "io.modelcontextprotocol/tasks"
+
+
+def modern(params, ext=True):
+    caps = {"extensions": {EXT: {}}} if ext else {}
+    return dict(params, _meta={"io.modelcontextprotocol/protocolVersion": MODERN,
+                               "io.modelcontextprotocol/clientCapabilities": caps})
+
+
+def ext_poll(get, tid, timeout=60):
+    deadline = time.monotonic() + timeout
+    while True:
+        t = get("tasks/get", modern({"taskId": tid}))
+        if t["status"] != "working" or time.monotonic() > deadline:
+            return t
+        time.sleep(0.1)
+
+
+def test_ext_create_poll_inline_result(stdio):
+    c = stdio()
+    caps = c.send("server/discover", modern({}))["capabilities"]
+    assert caps["extensions"] == {EXT: {}} and "tasks" not in caps, caps
+    created = c.send("tools/call", modern({"name": "run_python",
+                                           "arguments": {"code": "import time; time.sleep(1); print('ext')"}}))
+    assert created["resultType"] == "task" and "task" not in created, created  # flat: Result & Task
+    assert created["status"] == "working" and created["ttlMs"] == 3600000 and created["pollIntervalMs"] > 0
+    assert "ttl" not in created and "content" not in created
+    tid = created["taskId"]
+    t = c.send("tasks/get", modern({"taskId": tid}))
+    assert t["status"] == "working" and t["resultType"] == "complete" and "result" not in t, t
+    t = ext_poll(c.send, tid)
+    assert t["status"] == "completed" and text_of(t["result"]) == "ext\n", t
+    assert RELATED not in t["result"].get("_meta", {}), t  # the taskId is beside it
+    # A tool result with isError is completed, not failed (SEP-2663: failed is a JSON-RPC error).
+    tid = c.send("tools/call", modern({"name": "execute_code",
+                                       "arguments": {"language": "python", "code": "raise SystemExit(4)"}}))["taskId"]
+    t = ext_poll(c.send, tid)
+    assert t["status"] == "completed" and t["result"]["isError"] is True, t
+    # No tasks/result, no tasks/list there.
+    for method in ("tasks/result", "tasks/list"):
+        assert c.request(method, modern({"taskId": tid}))["error"]["code"] == -32601
+    # tasks/update: acknowledged (nothing is ever asked of the client here).
+    assert c.send("tasks/update", modern({"taskId": tid, "inputResponses": {"x": {}}}))["resultType"] == "complete"
+    m = c.request("tasks/get", modern({"taskId": "0" * 32}))
+    assert m["error"]["code"] == -32602, m
+
+
+def test_ext_needs_the_declaration(stdio):
+    c = stdio()
+    for method in ("tasks/get", "tasks/update", "tasks/cancel"):
+        e = c.request(method, modern({"taskId": "x", "inputResponses": {}}, ext=False))["error"]
+        assert e["code"] == -32021 and e["data"]["requiredCapabilities"] == {"extensions": {EXT: {}}}, e
+    # A request without the extension gets its call run as ever; `task` is no opt-in under 2026-07-28.
+    r = c.send("tools/call", modern({"name": "run_python", "arguments": {"code": "print(1)"}, "task": {}}, ext=False))
+    assert text_of(r) == "1\n" and "taskId" not in r and r["resultType"] == "complete", r
+
+
+def test_ext_cancel_kills_and_acks(stdio):
+    c = stdio()
+    marker = "sbx-ext-cancel-%d" % os.getpid()
+    tid = c.send("tools/call", modern({"name": "run_python", "arguments": {"code": sleeper(marker)}}))["taskId"]
+    assert _wait_present(marker)
+    ack = c.send("tasks/cancel", modern({"taskId": tid}))
+    assert ack["resultType"] == "complete" and "status" not in ack, ack
+    assert sbx.wait_gone(marker, 5) == []
+    assert c.send("tasks/get", modern({"taskId": tid}))["status"] == "cancelled"
+    # An ended task: the same ack, and it stays as it ended.
+    done = c.send("tools/call", modern({"name": "run_python", "arguments": {"code": "print(2)"}}))["taskId"]
+    assert ext_poll(c.send, done)["status"] == "completed"
+    assert c.send("tasks/cancel", modern({"taskId": done}))["resultType"] == "complete"
+    assert c.send("tasks/get", modern({"taskId": done}))["status"] == "completed"
+
+
+def test_ext_over_the_bound_answers_without_a_task(stdio):
+    c = stdio("--policy", max_tasks_policy(1))
+    first = c.send("tools/call", modern({"name": "run_python", "arguments": {"code": "print(1)"}}))
+    assert first["resultType"] == "task"
+    second = c.send("tools/call", modern({"name": "run_python", "arguments": {"code": "print(2)"}}))
+    assert second["resultType"] == "complete" and text_of(second) == "2\n", second
+
+
+def ext_post(s, method, params, token=None, name=None):
+    h = {"MCP-Protocol-Version": MODERN, "Mcp-Method": method}
+    if method == "tools/call":
+        h["Mcp-Name"] = params["name"]
+    elif method.startswith("tasks/"):
+        h["Mcp-Name"] = params["taskId"] if name is None else name
+    st, _, body = s.post({"jsonrpc": "2.0", "id": 1, "method": method, "params": modern(params)}, headers=h,
+                         token=token)
+    return st, json.loads(body)
+
+
+def test_ext_http_tasks_belong_to_the_token(http, tmp_path):
+    s = http("--token-file", token_file(tmp_path, "a" * 20, "b" * 20))
+    st, m = ext_post(s, "tools/call", {"name": "run_python", "arguments": {"code": "print('a')"}}, token="a" * 20)
+    assert st == 200 and m["result"]["resultType"] == "task", m
+    tid = m["result"]["taskId"]
+    deadline = time.monotonic() + 30
+    while True:
+        st, m = ext_post(s, "tasks/get", {"taskId": tid}, token="a" * 20)
+        if m["result"]["status"] != "working" or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    assert st == 200 and text_of(m["result"]["result"]) == "a\n", m
+    st, m = ext_post(s, "tasks/get", {"taskId": tid}, token="b" * 20)
+    assert m["error"]["code"] == -32602, m  # as for an id never made
+    st, m = ext_post(s, "tasks/cancel", {"taskId": tid}, token="b" * 20)
+    assert m["error"]["code"] == -32602, m
+    # Mcp-Name carries the task's id (SEP-2663, "Routing Headers"): another is a mismatch.
+    st, m = ext_post(s, "tasks/get", {"taskId": tid}, token="a" * 20, name="f" * 32)
+    assert st == 400 and m["error"]["code"] == -32020, (st, m)
