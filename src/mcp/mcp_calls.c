@@ -377,6 +377,7 @@ void call_finish(struct server *srv, struct call *c)
       .calls_json = calls,
       .client = c->client_name[0] ? c->client_name : NULL,
       .egress_json = egress_json,
+      .task = c->task_id[0] ? c->task_id : NULL,
   };
   audit_write(&rec);
   /* A run that made sandboxd hold a lot (its output, or requests it sent over the bridge) gives

@@ -193,8 +193,10 @@ struct call {
   bool session;                      /* over HTTP: a session's call (not a stateless request's) */
   struct fork_pool_entry *fork_tmpl; /* --warm-mode fork: the template its sandbox forked from */
   /* The task it serves (mcp_tasks.c), or NULL: its answer is kept there, not sent, and its
-   * request is over for the client (its id may be used again). */
+   * request is over for the client (its id may be used again). task_id: that task's, for the
+   * audit record (kept when the task has gone). */
   struct task *task;
+  char task_id[33];
 };
 
 #define DEFAULT_OUTPUT_MAX_SIZE (1ULL << 30)    /* --output-max-size */

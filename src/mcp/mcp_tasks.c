@@ -181,6 +181,7 @@ void tasks_created(struct server *srv, struct task *t, struct call *c, const cha
     return;
   c->task = t;
   t->call = c;
+  memcpy(c->task_id, t->id, sizeof c->task_id);
   /* The request is answered: what the call sends from now (progress) goes to no exchange of it. */
   c->route = 0;
 }

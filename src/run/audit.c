@@ -220,6 +220,8 @@ static void write_record(json_writer_t *w, const struct audit_record *r)
     json_kv_str(w, "language", r->language);
   if (r->client)
     json_kv_str(w, "client", r->client);
+  if (r->task)
+    json_kv_str(w, "task", r->task);
   if (log_code && r->code)
     json_kv_strn(w, "code", r->code, r->code_len);
   json_kv_str_or_null(w, "policy", r->policy ? r->policy->name : NULL);

@@ -257,7 +257,10 @@ def test_expiry_is_reaped_by_the_timer(stdio, tmp_path):
     deadline = time.monotonic() + 10
     while not (audit.exists() and len(audit.read_text().splitlines()) >= 2) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert len(audit.read_text().splitlines()) == 2  # both calls ended and were recorded
+    records = [json.loads(line) for line in audit.read_text().splitlines()]
+    # Both calls ended and were recorded, each naming its task; the expired one was killed.
+    assert sorted(r["task"] for r in records) == sorted([short["taskId"], quick]), records
+    assert [r["status"] for r in records if r["task"] == short["taskId"]] == ["killed"], records
     time.sleep(0.7)
     assert c.send("tasks/list", {})["tasks"] == []
     for tid in (short["taskId"], quick):
