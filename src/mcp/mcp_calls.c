@@ -75,7 +75,7 @@ struct call *call_find(struct server *srv, const char *id)
 {
   /* An answered call is over for the client, which may reuse its id. */
   for (struct call *c = srv->calls; c; c = c->next)
-    if (!c->answered && c->client == srv->client && strcmp(c->id, id) == 0)
+    if (!c->answered && !c->detached && c->client == srv->client && strcmp(c->id, id) == 0)
       return c;
   return NULL;
 }
@@ -321,8 +321,8 @@ void call_finish(struct server *srv, struct call *c)
   /* The answer first; the audit record and removing the cgroup (call_free) come after it. */
   const char *protocol = srv->protocol; /* the call's, for what a result holds */
   srv->protocol = c->protocol;
-  if (c->cancelled || c->answered)
-    ; /* the client cancelled: it expects no answer */
+  if (c->cancelled || c->answered || c->detached)
+    ; /* the client cancelled, or no retry took the call back (mcp_approval.c): no answer */
   else if (c->job_error)
     send_tool_error(srv, c->id, "sandboxd could not give the sandbox its code: %s", c->job_error);
   else if (r < 0)
@@ -801,6 +801,12 @@ int call_enqueue(struct server *srv, const char *id, const struct mcp_tool_args 
   c->protocol = srv->protocol;
   c->req = srv->req;
   c->req.caps = NULL;
+  c->principal = srv->principal;
+  approval_digest(a, c->digest);
+  if (srv->req.modern) { /* 2025-11-25's form, or 2025-06-18's plain object (mcp_approval.c) */
+    const json_node_t *e = json_get(srv->req.caps, "elicitation");
+    c->elicit_form = json_type(e) == JSON_OBJECT && (json_get(e, "form") || !json_get(e, "url"));
+  }
   c->session = srv->client_session;
   if (srv->client_name)
     bufprintf_cut(c->client_name, sizeof c->client_name, "%s", srv->client_name);

@@ -262,6 +262,7 @@ static void dispatch(struct mcp_http *h, struct exchange *x, const struct jsonrp
   /* Call ids are the client's own: a session's, or (stateless) this request's alone. */
   srv->client = x->sess ? x->sess->num : x->id;
   srv->client_session = x->sess != NULL;
+  srv->principal = x->principal;
   srv->route = x->id;
   srv->client_name = x->name;
   /* The version is each request's (MCP-Protocol-Version; absent, as before initialize), not the
@@ -275,6 +276,7 @@ static void dispatch(struct mcp_http *h, struct exchange *x, const struct jsonrp
   srv->req_header = NULL;
   srv->req_ctx = NULL;
   srv->client = srv->route = 0;
+  srv->principal = 0;
   srv->client_session = false;
   srv->client_name = NULL;
 }

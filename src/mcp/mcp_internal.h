@@ -106,6 +106,7 @@ struct approval {
   uint64_t asked_ns, deadline_ns;
   char *message;
   struct request *req; /* while sent; NULL while it waits for a slot */
+  bool in_result;      /* 2026-07-28: asked in an InputRequiredResult (its call is detached) */
 };
 
 /* A warm sandbox: spawned exactly like a cold one (sandbox_spawn, the same spec), but with the
@@ -187,8 +188,17 @@ struct call {
    * exchange its answer and notifications go to, and the client as audit records name it. */
   uint64_t client, route;
   char client_name[48];
-  const char *protocol;              /* the client's protocol version when it called (static), or NULL */
-  struct mcp_modern_req req;         /* a 2026-07-28 request's log level (its caps not kept) */
+  const char *protocol;      /* the client's protocol version when it called (static), or NULL */
+  struct mcp_modern_req req; /* a 2026-07-28 request's log level (its caps not kept) */
+  /* 2026-07-28 (mcp_approval.c): whether its request's clientCapabilities has elicitation (form);
+   * the bearer token's index (-1: none); and, while an approval is asked in an InputRequiredResult,
+   * the call is detached: its request answered, no id or route, until a retry brings `req_state`
+   * back from the same token with the same tool and code (digest). */
+  bool elicit_form;
+  int principal;
+  bool detached;
+  char req_state[48];
+  uint8_t digest[32];
   bool session;                      /* over HTTP: a session's call (not a stateless request's) */
   struct fork_pool_entry *fork_tmpl; /* --warm-mode fork: the template its sandbox forked from */
 };
@@ -299,6 +309,7 @@ struct server {
   uint64_t client, route;
   bool client_session; /* client is a session's (stateful), not a single request's */
   const char *client_name;
+  int principal; /* the bearer token's index (-1: no tokens; 0 over stdio) */
   /* While the HTTP transport dispatches a request: its headers (name matched without case), for
    * revision 2026-07-28's checks (mcp_modern.c); NULL over stdio. */
   const char *(*req_header)(void *ctx, const char *name);
@@ -383,6 +394,11 @@ void approval_answered(struct server *srv, struct request *r, const struct jsonr
 int approval_timers(struct server *srv);
 /* The call ends: its approvals are forgotten (an answer after this is ignored). */
 void approval_forget_call(struct server *srv, struct call *c);
+/* 2026-07-28: a tools/call carrying requestState, the retry of one answered with an
+ * InputRequiredResult (basic/patterns/mrtr): the call it names takes this request (digest: the
+ * language and code, as approval_digest), and the approval its inputResponses answer is decided. */
+void approval_retry(struct server *srv, const char *id, const json_node_t *params, const uint8_t digest[32]);
+void approval_digest(const struct mcp_tool_args *args, uint8_t out[32]);
 /* initialize from srv->client: what it declared (elicitation). */
 void approval_client_init(struct server *srv, const json_node_t *capabilities);
 /* A session ended: forget what its client declared. */

@@ -213,6 +213,12 @@ static void m_tools_call(struct server *srv, const char *id, const json_node_t *
     send_tool_error(srv, id, "%s", msg);
     return;
   }
+  if (srv->req.modern && json_get(params, "requestState")) { /* a retry (mcp_approval.c) */
+    uint8_t digest[32];
+    approval_digest(&args, digest);
+    approval_retry(srv, id, params, digest);
+    return;
+  }
   if (call_find(srv, id)) {
     send_errorf(srv, id, JSONRPC_INVALID_REQUEST, "Invalid Request: id %.100s is already in use", id);
     return;
