@@ -459,3 +459,32 @@ def test_modern_no_retry_times_out_and_the_state_is_gone(client, tmp_path):
     e = client.request("tools/call", dict(params, requestState=state,
                                           inputResponses={"sandboxd_approval": {"action": "accept"}}))
     assert e["error"]["code"] == -32602 and host_calls(tmp_path) == [], e
+
+
+def test_modern_over_http_the_retry_is_the_same_tokens(tmp_path):
+    """Over HTTP (no session): the InputRequiredResult ends the first POST without ending the run;
+    a retry with another bearer token names nothing, the owner's retry gets the result."""
+    from httpmcp import token_file
+    sbx.require_sandboxd()
+    tokens = token_file(tmp_path, "a" * 32, "b" * 32)
+    s = HttpMcp("--config", str(host_config(tmp_path)), "--approve", "all", "--token-file", tokens,
+                audit=str(tmp_path / "audit.log"))
+    try:
+        params = {"name": "run_python", "arguments": {"code": CODE % (["write"],), "servers": ["host"]},
+                  "_meta": MODERN_META}
+
+        def post(rid, p, token):
+            hdrs = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "run_python"}
+            st, _, body = s.post({"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": p}, token=token,
+                                 headers=hdrs)
+            return st, json.loads(body)
+        st, r = post(1, params, "a" * 32)
+        assert st == 200 and r["result"]["resultType"] == "input_required", r
+        retry = dict(params, requestState=r["result"]["requestState"],
+                     inputResponses={"sandboxd_approval": {"action": "accept", "content": {}}})
+        st, e = post(2, retry, "b" * 32)
+        assert e["error"]["code"] == -32602 and host_calls(tmp_path) == [], e
+        st, r = post(3, retry, "a" * 32)
+        assert st == 200 and code_saw(r) == [["ok"]] and host_calls(tmp_path) == ["write"], r
+    finally:
+        s.stop()
