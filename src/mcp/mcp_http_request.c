@@ -257,6 +257,7 @@ static void dispatch(struct mcp_http *h, struct exchange *x, const struct jsonrp
   srv->client_session = x->sess != NULL;
   srv->route = x->id;
   srv->client_name = x->name;
+  srv->principal = x->principal; /* a session_start's owner (mcp_sessions.c) */
   /* The version is each request's (MCP-Protocol-Version; absent, as before initialize), not the
    * latest initialize of any client. */
   const char *version = header(x, "MCP-Protocol-Version");
@@ -268,6 +269,7 @@ static void dispatch(struct mcp_http *h, struct exchange *x, const struct jsonrp
   srv->client = srv->route = 0;
   srv->client_session = false;
   srv->client_name = NULL;
+  srv->principal = -1;
 }
 
 bool http_request_body(struct exchange *x)

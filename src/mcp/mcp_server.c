@@ -143,6 +143,8 @@ static void m_tools_list(struct server *srv, const char *id, const json_node_t *
     mcp_tool_write(w, srv->policy, srv->hs.cfg, &srv->binds, roots, srv->text_limit, &fx);
   if (srv->tools & TOOL_EXECUTE_CODE)
     mcp_exec_tool_write(w, srv->policy, srv->langs, &srv->binds, roots, srv->text_limit, &fx);
+  if (srv->max_sessions)
+    session_tools_write(srv, w);
   json_arr_end(w);
   json_obj_end(w);
   jsonrpc_end(w);
@@ -154,6 +156,15 @@ static void m_tools_call(struct server *srv, const char *id, const json_node_t *
   const char *name = json_as_string(json_get(params, "name"), NULL);
   if (!name) {
     send_error(srv, id, JSONRPC_INVALID_PARAMS, "Invalid params: `name` must be a string");
+    return;
+  }
+  /* Sessions' tools, unless the policy allows none (max_sessions 0). */
+  if (srv->max_sessions && strcmp(name, "session_start") == 0) {
+    session_tool_start(srv, id, json_get(params, "arguments"));
+    return;
+  }
+  if (srv->max_sessions && strcmp(name, "session_end") == 0) {
+    session_tool_end(srv, id, json_get(params, "arguments"));
     return;
   }
   /* A tool left out by --tools is unknown, as to tools/list. */
@@ -175,7 +186,12 @@ static void m_tools_call(struct server *srv, const char *id, const json_node_t *
     send_errorf(srv, id, JSONRPC_INVALID_REQUEST, "Invalid Request: id %.100s is already in use", id);
     return;
   }
-  if (srv->n_running >= srv->max_concurrent && srv->n_queued >= srv->max_queue) {
+  struct session *sess = NULL;
+  if (args.session_id && !(sess = session_for_call(srv, args.session_id, args.lang, msg, sizeof msg))) {
+    send_tool_error(srv, id, "%s", msg);
+    return;
+  }
+  if (!sess && srv->n_running >= srv->max_concurrent && srv->n_queued >= srv->max_queue) {
     send_tool_error(srv, id,
                     "sandboxd is busy: %zu calls running and %zu queued (--max-queue); try again later",
                     srv->n_running, srv->n_queued);
@@ -189,7 +205,7 @@ static void m_tools_call(struct server *srv, const char *id, const json_node_t *
     return;
   }
 
-  if (call_enqueue(srv, id, &args, json_get(json_get(params, "_meta"), "progressToken")) < 0) {
+  if (call_enqueue(srv, id, &args, json_get(json_get(params, "_meta"), "progressToken"), sess) < 0) {
     send_error(srv, id, JSONRPC_INTERNAL_ERROR, "Internal error: out of memory");
     return;
   }
@@ -490,6 +506,14 @@ static void call_cancel(struct server *srv, struct call *c)
     return;
   }
   c->cancelled = true;
+  if (c->sess) { /* interrupted, as at its time limit: the session lives on if it comes back */
+    if (!c->interrupted) {
+      c->interrupted = true;
+      sandbox_signal(c->sb, SIGINT);
+      sandbox_set_deadline(c->sb, now_ns() + SESSION_GRACE_NS);
+    }
+    return;
+  }
   if (!c->killed) {
     c->killed = true;
     sandbox_kill(c->sb, false);
@@ -674,6 +698,9 @@ void serve(struct server *srv)
     int approval_timeout = approval_timers(srv);
     if (approval_timeout >= 0 && (timeout < 0 || approval_timeout < timeout))
       timeout = approval_timeout;
+    int session_timeout = session_timers(srv);
+    if (session_timeout >= 0 && (timeout < 0 || session_timeout < timeout))
+      timeout = session_timeout;
     int host_timeout = mcp_hosts_timers(srv->hs.hosts);
     if (host_timeout >= 0 && (timeout < 0 || host_timeout < timeout))
       timeout = host_timeout;
@@ -682,8 +709,8 @@ void serve(struct server *srv)
 
     size_t n_hosts = mcp_hosts_max_pollfds(srv->hs.hosts);
     size_t n_http = srv->http ? mcp_http_max_pollfds(srv->http) : 0;
-    size_t need =
-        FD_FIXED + n_hosts + FDS_PER_CALL * srv->n_running + srv->n_warm + n_http + 1; /* + fork_next */
+    size_t need = FD_FIXED + n_hosts + FDS_PER_CALL * srv->n_running + srv->n_warm + srv->n_sessions +
+                  n_http + 1; /* + fork_next */
     if (need > cap) {
       struct pollfd *p = realloc(pfds, need * sizeof *p);
       if (p)
@@ -708,6 +735,8 @@ void serve(struct server *srv)
     n += call_pollfds(srv, pfds + n, owners + n);
     size_t first_warm = n;
     n += warm_pool_pollfds(srv, pfds + n);
+    size_t first_session = n;
+    n += session_pollfds(srv, pfds + n);
     size_t first_http = n;
     if (srv->http) {
       n += mcp_http_pollfds(srv->http, pfds + n);
@@ -733,7 +762,8 @@ void serve(struct server *srv)
     mcp_hosts_dispatch(srv->hs.hosts, pfds + FD_FIXED, first_call - FD_FIXED);
     calls_dispatch(srv, pfds + first_call, owners + first_call, first_warm - first_call);
     /* In pool order, which nothing above changed: calls take warm sandboxes only in read_stdin. */
-    warm_pool_dispatch(srv, pfds + first_warm, first_http - first_warm);
+    warm_pool_dispatch(srv, pfds + first_warm, first_session - first_warm);
+    session_dispatch(srv, pfds + first_session, first_http - first_session);
     if (srv->http)
       mcp_http_dispatch(srv->http, pfds + first_http, n - first_http);
     if (pfds[FD_STDIN].revents)

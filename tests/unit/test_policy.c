@@ -30,7 +30,8 @@ static const char base[] =
     "inotify_instances 16\ninotify_watches 8192\nfanotify_groups 0\nfanotify_marks 0\nnamespaces 2\n"
     "sigpending 1024\nmsgqueue 128K\nmemlock 1M\n"
     "no_new_privs yes\ndrop_capabilities yes\nreadonly_root yes\nmask_proc yes\ncgroup required\n"
-    "fork_template_calls 256\n"
+    "fork_template_calls 256\nsession_idle 900s\nsession_max_life 7200s\nmax_sessions "
+    "16\nmax_sessions_per_token 4\n"
     "env PATH=/usr/bin\nproxy_servers *\nproxy_request_limit 16M\nnetwork none\nmax_network none\n"
     "egress_connections 4\negress_bytes_up 1M\negress_bytes_down 8M\negress_connection_time 60s\n"
     "seccomp_default errno ENOSYS\nseccomp_badarch kill\n"
@@ -134,7 +135,7 @@ static void test_valid(void)
 static void test_errors(void)
 {
   /* Each error names file:line. */
-  CHECK(fails_with("bogus_key 1\n", "t.policy:58: unknown key `bogus_key`"));
+  CHECK(fails_with("bogus_key 1\n", "t.policy:62: unknown key `bogus_key`"));
   CHECK(fails_with("host_uid 65534\n", "`host_uid` was replaced by `host_id_range START COUNT`"));
   CHECK(fails_with("timeout 10s\n", "`timeout` is defined twice"));
   CHECK(fails_with("env PATH=/x\n", "`env PATH` is defined twice"));
@@ -306,7 +307,7 @@ static void test_conditions(void)
   CHECK(p != NULL);
   if (p) {
     CHECK(seccomp_validate(p, &err) < 0 && strstr(err.msg, "unknown syscall `not_a_syscall`") &&
-          strstr(err.msg, "t.policy:59"));
+          strstr(err.msg, "t.policy:63"));
     policy_free(p);
   }
 }
@@ -633,7 +634,7 @@ static void test_network_errors(void)
   CHECK(replaced_fails_with("max_network none\n", "", "missing key `max_network`"));
   CHECK(fails_with("network none\n", "`network` is defined twice"));
   CHECK(replaced_fails_with("network none\n", "network on\n",
-                            "t.policy:47: `network` takes `none` or `proxy`"));
+                            "t.policy:51: `network` takes `none` or `proxy`"));
   CHECK(replaced_fails_with("max_network none\n", "max_network\n", "`max_network` takes `none` or `proxy`"));
   CHECK(replaced_fails_with("network none\n", "network proxy\n", "`network` is above `max_network`"));
   CHECK(fails_with("allow_host pypi.org\n", "`allow_host` needs `network proxy` or `max_network proxy`"));
