@@ -105,9 +105,14 @@ static void m_initialize(struct server *srv, const char *id, const json_node_t *
     mcp_icons_write(w);
   json_obj_end(w);
   json_kv_str(w, "instructions",
-              "Use run_python to execute Python code, or execute_code for Python, bash or JavaScript, in "
-              "a fresh, isolated sandbox per call. "
-              "Nothing persists between calls. Limits are in resource " CAPABILITIES_URI ".");
+              srv->max_sessions
+                  ? "Use run_python to execute Python code, or execute_code for Python, bash or JavaScript, "
+                    "in a fresh, isolated sandbox per call. Nothing persists between calls, unless they "
+                    "pass the session_id of a session_start (its state lasts until it ends). Limits are in "
+                    "resource " CAPABILITIES_URI "."
+                  : "Use run_python to execute Python code, or execute_code for Python, bash or JavaScript, "
+                    "in a fresh, isolated sandbox per call. "
+                    "Nothing persists between calls. Limits are in resource " CAPABILITIES_URI ".");
   json_obj_end(w);
   jsonrpc_end(w);
   send_writer(srv, w);
@@ -268,7 +273,20 @@ static void write_capabilities(struct server *srv, json_writer_t *w)
   json_kv_str(w, "approve_host_calls", policy_approve_name(srv->approve));
   json_obj_end(w);
   json_kv_str(w, "network", "loopback only");
-  json_kv_str(w, "persistence", "none: every call runs in a fresh sandbox with an empty /workspace and /tmp");
+  json_kv_str(w, "persistence",
+              srv->max_sessions
+                  ? "none without a session: every call runs in a fresh sandbox with an empty "
+                    "/workspace and /tmp; a session (session_start) keeps its state until it ends"
+                  : "none: every call runs in a fresh sandbox with an empty /workspace and /tmp");
+  /* Sessions' bounds (mcp_sessions.c), and how many are alive. */
+  json_key(w, "sessions");
+  json_obj_begin(w);
+  json_kv_uint(w, "max_sessions", srv->max_sessions);
+  json_kv_uint(w, "max_sessions_per_token", srv->max_sessions_per_token);
+  json_kv_uint(w, "idle_ttl_s", srv->session_idle_s);
+  json_kv_uint(w, "max_life_s", srv->session_max_life_s);
+  json_kv_uint(w, "live", srv->n_sessions);
+  json_obj_end(w);
   json_key(w, "limits");
   write_limits(w, &p->limits);
   /* Files out (mcp_files.c): where to write them, how many come back, and where they are saved. */
