@@ -17,13 +17,14 @@ def _sandboxd_session():
     main = sys.modules["__main__"].__dict__
     # Ours, out of the code's namespace (as the runner keeps its own).
     run = main.pop("_sandboxd_run")
+    end_bridge = main["_end_bridge"]
     helpers = (main.pop("_exit_status"), main.pop("_done_frame"))
     main.pop("_sandboxd_session", None)
+    main.pop("_end_bridge", None)
     main.pop("_SANDBOXD_SESSION", None)
     ctl = socket.socket(fileno=os.dup(3))  # not inheritable: never in the code's children
-    os.close(3)
     null = os.open("/dev/null", os.O_RDWR)
-    for fd in (1, 2):
+    for fd in (1, 2, 3):
         os.dup2(null, fd)
     out_dir = "/workspace/out"
     while True:
@@ -64,12 +65,28 @@ def _sandboxd_session():
                 stream.flush()
             except Exception:
                 pass
-        for fd in (1, 2):
+        end_bridge(sys, os, socket)
+        # 1, 2 and 3 stay taken between calls, so that the next call's fds arrive above them.
+        for fd in (1, 2, 3):
             os.dup2(null, fd)
-        try:
-            os.close(3)
-        except OSError:
-            pass
+
+
+def _end_bridge(sys, os, socket):
+    """The call's bridge to host servers (src/inside/mcp/_bridge.py) ends with the call: its reader
+    thread, blocked on fd 3, would otherwise read the next call's job there. The next call with
+    `servers` makes a new one on its own fd 3; one without has none (no SANDBOXD_MCP_SERVERS)."""
+    os.environ.pop("SANDBOXD_MCP_SERVERS", None)
+    mod = sys.modules.get("mcp._bridge")
+    b = getattr(mod, "_bridge", None)
+    if b is None:
+        return
+    mod._bridge = None
+    try:
+        b._sock.shutdown(socket.SHUT_RDWR)  # wakes its reader: EOF
+    except OSError:
+        pass
+    b._reader.join(2)
+    b._sock.close()  # fd 3 (the caller fills it again)
 
 
 _sandboxd_session()

@@ -452,7 +452,7 @@ void session_dispatch(struct server *srv, const struct pollfd *pfds, size_t n);
 /* At exit: every session killed, reaped and recorded. */
 void sessions_clear(struct server *srv);
 /* The tools' entries in tools/list. */
-void session_tools_write(struct server *srv, json_writer_t *w);
+void session_tools_write(struct server *srv, json_writer_t *w, bool icons);
 
 /* mcp_spec.c: each sandbox's spec and channels. */
 /* A sandbox's channels: its stdout and stderr pipes and where it takes its code (python's runner

@@ -149,7 +149,7 @@ static void m_tools_list(struct server *srv, const char *id, const json_node_t *
   if (srv->tools & TOOL_EXECUTE_CODE)
     mcp_exec_tool_write(w, srv->policy, srv->langs, &srv->binds, roots, srv->text_limit, &fx);
   if (srv->max_sessions)
-    session_tools_write(srv, w);
+    session_tools_write(srv, w, fx.icons);
   json_arr_end(w);
   json_obj_end(w);
   jsonrpc_end(w);

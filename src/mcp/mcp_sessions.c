@@ -585,7 +585,7 @@ static void prop(json_writer_t *w, const char *name, const char *type, const cha
 /* Neither reads nor writes anything outside sandboxd's own sandboxes: not read-only (a session is
  * made or ended, and its state with it), destructive for session_end (the session's state is
  * lost), closed world. */
-static void annotations(json_writer_t *w, const char *title, bool destructive, bool idempotent)
+static void annotations(json_writer_t *w, const char *title, bool destructive, bool idempotent, bool icons)
 {
   json_key(w, "annotations");
   json_obj_begin(w);
@@ -595,9 +595,11 @@ static void annotations(json_writer_t *w, const char *title, bool destructive, b
   json_kv_bool(w, "idempotentHint", idempotent);
   json_kv_bool(w, "openWorldHint", false);
   json_obj_end(w);
+  if (icons)
+    mcp_icons_write(w);
 }
 
-void session_tools_write(struct server *srv, json_writer_t *w)
+void session_tools_write(struct server *srv, json_writer_t *w, bool icons)
 {
   char desc[900], d1[32], d2[32];
   bufprintf_cut(desc, sizeof desc,
@@ -653,7 +655,7 @@ void session_tools_write(struct server *srv, json_writer_t *w)
   json_str(w, "max_life_s");
   json_arr_end(w);
   json_obj_end(w);
-  annotations(w, "Start a sandbox session", false, false);
+  annotations(w, "Start a sandbox session", false, false, icons);
   json_obj_end(w);
 
   json_obj_begin(w);
@@ -674,6 +676,6 @@ void session_tools_write(struct server *srv, json_writer_t *w)
   json_str(w, "session_id");
   json_arr_end(w);
   json_obj_end(w);
-  annotations(w, "End a sandbox session", true, false);
+  annotations(w, "End a sandbox session", true, false, icons);
   json_obj_end(w);
 }

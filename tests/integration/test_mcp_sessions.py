@@ -396,3 +396,19 @@ def test_http_foreign_token_is_told_unknown(tmp_path):
     finally:
         rc, err = s.stop()
         assert rc == 0, err
+
+
+def test_host_servers_from_a_session(mcp, tmp_path):
+    """The proxy on each call's own channel, as in a one-shot call: a session's calls reach host
+    servers call after call, with a call without `servers` in between (with servers configured,
+    it has a bridge too, for discovery)."""
+    from test_mcp_approval import host_calls, host_config
+    m = mcp("--config", str(host_config(tmp_path)))
+    sid = start(m)["structuredContent"]["session_id"]
+    code = "from mcp import runtime\nprint(runtime.call_tool_sync('host', 'look', {})['content'][0]['text'])"
+    for i in range(3):
+        r = call(m, code, sid, servers=["host"])
+        assert not r.get("isError") and text(r) == "done\n", (i, r)
+        r = call(m, "import os\nprint('SANDBOXD_MCP_SERVERS' in os.environ)", sid)
+        assert text(r) == "True\n", (i, r)  # discovery: every call has a bridge here
+    assert host_calls(tmp_path) == ["look"] * 3
