@@ -412,3 +412,21 @@ def test_host_servers_from_a_session(mcp, tmp_path):
         r = call(m, "import os\nprint('SANDBOXD_MCP_SERVERS' in os.environ)", sid)
         assert text(r) == "True\n", (i, r)  # discovery: every call has a bridge here
     assert host_calls(tmp_path) == ["look"] * 3
+
+
+def test_death_between_calls_is_seen_at_once(mcp, tmp_path):
+    """An interpreter that dies while no call runs (here by its own hand, from a thread) ends the
+    session at once (its pidfd is watched): recorded before any later call, which says why."""
+    log = tmp_path / "audit.log"
+    m = mcp(audit=str(log))
+    sid = start(m)["structuredContent"]["session_id"]
+    assert text(call(m, "import os, threading\nthreading.Timer(0.3, os._exit, (3,)).start()\nprint('ok')", sid)) == "ok\n"
+    deadline = time.monotonic() + 10
+    ends = []
+    while not ends and time.monotonic() < deadline:
+        time.sleep(0.1)
+        ends = [json.loads(l) for l in log.read_text().splitlines() if '"session_end"' in l]
+    assert ends and ends[0]["reason"] == "died" and ends[0]["message"] == "is over: its interpreter exited (status 3)", ends
+    r = call(m, "print(1)", sid)
+    assert r["isError"] and text(r) == (f"session {sid} is over: its interpreter exited (status 3); its variables "
+                                        "and files are gone; call session_start"), r
