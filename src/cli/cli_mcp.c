@@ -69,7 +69,8 @@ static const char mcp_usage[] =
     "                           or a path with a `/` (default: the built python-3.14-slim)\n"
     "  --max-concurrent N       sandboxes running at once (default 4); further calls queue\n"
     "  --max-queue N            calls waiting beyond that (default 64); more are refused\n"
-    "  --tools LIST             the tools offered, of run_python,execute_code (default: both)\n"
+    "  --tools LIST             the tools offered, of run_python,execute_code,sessions (default:\n"
+    "                           all; sessions: session_start and session_end)\n"
     "  --warm N                 sandboxes kept built, with Python started, for the next calls\n"
     "                           (default 2, 0 disables); each serves one call\n"
     "  --warm-lang LIST         the languages kept warm, N sandboxes each (default python); the\n"
@@ -248,7 +249,6 @@ static int parse_age(const char *arg, uint64_t *ret_s)
   return 0;
 }
 
-/* --tools: "run_python,execute_code" or either. */
 /* A preload list: dotted Python module names, comma-separated ("" is none). They reach the
  * template's Python as one line of its setup, and are imported by name only. */
 static int check_preload(const char *what, const char *list, sbx_error_t *err)
@@ -269,6 +269,7 @@ static int check_preload(const char *what, const char *list, sbx_error_t *err)
   return 0;
 }
 
+/* --tools: of "run_python,execute_code,sessions". */
 static int parse_tools(const char *list, unsigned *ret, sbx_error_t *err)
 {
   unsigned tools = 0;
@@ -278,10 +279,13 @@ static int parse_tools(const char *list, unsigned *ret, sbx_error_t *err)
       tools |= TOOL_RUN_PYTHON;
     else if (n == sizeof EXEC_TOOL_NAME - 1 && strncmp(p, EXEC_TOOL_NAME, n) == 0)
       tools |= TOOL_EXECUTE_CODE;
+    else if (n == sizeof "sessions" - 1 && strncmp(p, "sessions", n) == 0)
+      tools |= TOOL_SESSIONS;
     else
-      return sbx_error_set(
-          err, 0, "--tools `%s`: expected " TOOL_NAME ", " EXEC_TOOL_NAME " or both, separated by a comma",
-          list);
+      return sbx_error_set(err, 0,
+                           "--tools `%s`: expected " TOOL_NAME ", " EXEC_TOOL_NAME
+                           " or sessions (session_start and session_end), separated by commas",
+                           list);
     if (!p[n])
       break;
     p += n + 1;
@@ -719,7 +723,7 @@ int cmd_mcp(int argc, char **argv)
       .output_dirfd = -1,
       .output_budget = {.max_bytes = DEFAULT_OUTPUT_MAX_SIZE, .max_age_s = DEFAULT_OUTPUT_MAX_AGE_S},
       .devnull = -1,
-      .tools = TOOL_RUN_PYTHON | TOOL_EXECUTE_CODE,
+      .tools = TOOL_RUN_PYTHON | TOOL_EXECUTE_CODE | TOOL_SESSIONS,
       .warm_langs = MCP_LANG_BIT(MCP_LANG_PYTHON),
       .log_level = 3, /* warning */
       .approve_timeout_s = DEFAULT_APPROVE_TIMEOUT_S,

@@ -64,6 +64,7 @@
 /* --tools: which tools are offered. */
 #define TOOL_RUN_PYTHON 1u
 #define TOOL_EXECUTE_CODE 2u
+#define TOOL_SESSIONS 4u /* session_start and session_end (with max_sessions above 0) */
 
 /* Requests the server sends the client (mcp_server.c). */
 #define MAX_REQUESTS 4

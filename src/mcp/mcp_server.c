@@ -105,7 +105,7 @@ static void m_initialize(struct server *srv, const char *id, const json_node_t *
     mcp_icons_write(w);
   json_obj_end(w);
   json_kv_str(w, "instructions",
-              srv->max_sessions
+              (srv->tools & TOOL_SESSIONS) && srv->max_sessions
                   ? "Use run_python to execute Python code, or execute_code for Python, bash or JavaScript, "
                     "in a fresh, isolated sandbox per call. Nothing persists between calls, unless they "
                     "pass the session_id of a session_start (its state lasts until it ends). Limits are in "
@@ -148,7 +148,7 @@ static void m_tools_list(struct server *srv, const char *id, const json_node_t *
     mcp_tool_write(w, srv->policy, srv->hs.cfg, &srv->binds, roots, srv->text_limit, &fx);
   if (srv->tools & TOOL_EXECUTE_CODE)
     mcp_exec_tool_write(w, srv->policy, srv->langs, &srv->binds, roots, srv->text_limit, &fx);
-  if (srv->max_sessions)
+  if ((srv->tools & TOOL_SESSIONS) && srv->max_sessions)
     session_tools_write(srv, w, fx.icons);
   json_arr_end(w);
   json_obj_end(w);
@@ -164,11 +164,11 @@ static void m_tools_call(struct server *srv, const char *id, const json_node_t *
     return;
   }
   /* Sessions' tools, unless the policy allows none (max_sessions 0). */
-  if (srv->max_sessions && strcmp(name, "session_start") == 0) {
+  if ((srv->tools & TOOL_SESSIONS) && srv->max_sessions && strcmp(name, "session_start") == 0) {
     session_tool_start(srv, id, json_get(params, "arguments"));
     return;
   }
-  if (srv->max_sessions && strcmp(name, "session_end") == 0) {
+  if ((srv->tools & TOOL_SESSIONS) && srv->max_sessions && strcmp(name, "session_end") == 0) {
     session_tool_end(srv, id, json_get(params, "arguments"));
     return;
   }

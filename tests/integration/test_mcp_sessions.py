@@ -216,8 +216,10 @@ def test_caps_total_and_per_client(mcp):
     start(m)
 
 
-def test_sessions_zero_offers_none(mcp):
-    m = mcp("--sessions", "0")
+@pytest.mark.parametrize("opts", [("--sessions", "0"), ("--tools", "run_python,execute_code")])
+def test_sessions_offered_or_not(mcp, opts):
+    assert "session_start" in mcp("--tools", "run_python,sessions").tools()
+    m = mcp(*opts)
     assert "session_start" not in m.tools()
     r = m.request("tools/call", {"name": "session_start", "arguments": {}})
     assert r["error"]["message"].startswith("Unknown tool"), r
