@@ -580,6 +580,49 @@ static void test_proxy_request_limit(void)
   policy_free(p);
 }
 
+/* Sessions' keys: required, bounded, printed; max_sessions 0 means none, the per-token bound
+ * not. */
+static void test_session_keys(void)
+{
+  sbx_error_t err;
+  struct sbx_policy *p = parse("", &err);
+  CHECK(p && p->session_idle_ms == 900000 && p->session_max_life_ms == 7200000 && p->max_sessions == 16 &&
+        p->max_sessions_per_token == 4);
+  char *canon = p ? policy_format_canonical(p) : NULL;
+  CHECK(canon && strstr(canon, "\nsession_idle       900s\n") &&
+        strstr(canon, "\nsession_max_life   7200s\n") && strstr(canon, "\nmax_sessions       16\n") &&
+        strstr(canon, "\nmax_sessions_per_token 4\n"));
+  free(canon);
+  policy_free(p);
+  static const char *const keys[][2] = {{"session_idle 900s\n", "session_idle"},
+                                        {"session_max_life 7200s\n", "session_max_life"},
+                                        {"max_sessions 16\n", "max_sessions"},
+                                        {"max_sessions_per_token 4\n", "max_sessions_per_token"}};
+  for (size_t i = 0; i < 4; i++) {
+    char want[80];
+    snprintf(want, sizeof want, "missing key `%s`", keys[i][1]);
+    CHECK(replaced_fails_with(keys[i][0], "", want));
+  }
+  p = parse_replaced("session_idle 900s\n", "session_idle 604801s\n", &err);
+  CHECK(!p && strstr(err.msg, "`session_idle` and `session_max_life` must be from 1s to 604800s"));
+  policy_free(p);
+  p = parse_replaced("session_max_life 7200s\n", "session_max_life 500ms\n", &err);
+  CHECK(!p && strstr(err.msg, "must be from 1s"));
+  policy_free(p);
+  p = parse_replaced("max_sessions 16\n", "max_sessions 4097\n", &err);
+  CHECK(!p && strstr(err.msg, "`max_sessions` must be from 0 to 4096"));
+  policy_free(p);
+  p = parse_replaced("max_sessions 16\n", "max_sessions 0\n", &err);
+  CHECK(p && p->max_sessions == 0);
+  policy_free(p);
+  p = parse_replaced("max_sessions_per_token 4\n", "max_sessions_per_token 0\n", &err);
+  CHECK(!p && strstr(err.msg, "`max_sessions_per_token`: bad count `0`"));
+  policy_free(p);
+  p = parse_replaced("max_sessions 16\n", "max_sessions 16\nmax_sessions 16\n", &err);
+  CHECK(!p && strstr(err.msg, "max_sessions"));
+  policy_free(p);
+}
+
 /* fork_template_calls: required, from 1 to 65536, printed. */
 static void test_fork_template_calls(void)
 {
@@ -854,6 +897,7 @@ int main(void)
   test_network_errors();
   test_proxy_request_limit();
   test_fork_template_calls();
+  test_session_keys();
   test_approve_host_calls();
   test_floor();
   return check_summary("test_policy");
