@@ -730,7 +730,6 @@ int cmd_mcp(int argc, char **argv)
       .session_idle_s = UINT64_MAX, /* the policy's (session_bounds) */
       .session_max_life_s = UINT64_MAX,
       .max_sessions = UINT64_MAX,
-      .principal = -1,
   };
   const char *policy_name = NULL, *rootfs = NULL, *output_dir = NULL;
   struct mcp_http_opts http = {

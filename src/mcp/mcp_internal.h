@@ -92,7 +92,7 @@ struct session {
   struct session *next;
   char id[SESSION_ID_LEN + 1];
   char hash[17];   /* the audit log's name for it: sha256 of the handle, cut */
-  int principal;   /* over HTTP: the token that made it (its index), else -1 */
+  char owner[65];  /* over HTTP: the sha256 of the bearer token that made it, else "" */
   char client[48]; /* as audit records name the client */
   enum mcp_lang lang;
   struct sbx_sandbox *sb;
@@ -108,7 +108,7 @@ struct session {
 /* An ended session: its handle, its owner, and what a later call is told. */
 struct session_tomb {
   char id[SESSION_ID_LEN + 1];
-  int principal;
+  char owner[65];
   char *why;
 };
 
@@ -333,7 +333,10 @@ struct server {
   size_t tomb_next;
   uint64_t session_idle_s, session_max_life_s;
   uint64_t max_sessions, max_sessions_per_token;
-  int principal; /* over HTTP: the token of the message being dispatched (its index), else -1 */
+  /* Over HTTP with --token-file: the sha256 of the bearer token of the message being dispatched
+   * (a session's owner: by the token itself, so a reordered token file keeps each session with
+   * its token); else NULL. */
+  const char *owner;
 
   /* --http (mcp_http.c), or NULL for stdio. While it dispatches a message, and while a call
    * sends: the client (call ids are per client), the exchange that takes what is sent, and the

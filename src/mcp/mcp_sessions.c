@@ -79,6 +79,19 @@ static bool same_handle(const char *a, const char *b)
   return d == 0;
 }
 
+/* Whether owner (a token's sha256, or "") is the caller's, in constant time. */
+static bool same_owner(const char *owner, const struct server *srv)
+{
+  const char *mine = srv->owner ? srv->owner : "";
+  size_t n = strlen(owner);
+  if (n != strlen(mine))
+    return false;
+  unsigned char d = 0;
+  for (size_t i = 0; i < n; i++)
+    d |= (unsigned char) (owner[i] ^ mine[i]);
+  return d == 0;
+}
+
 /* "15 min", "2 h", "40 s". */
 static const char *duration(uint64_t s, char *buf, size_t len)
 {
@@ -104,13 +117,13 @@ static struct session *session_find(struct server *srv, const char *sid, char *m
 {
   struct session *found = NULL;
   for (struct session *s = srv->sessions; s; s = s->next)
-    if (same_handle(s->id, sid) && s->principal == srv->principal)
+    if (same_handle(s->id, sid) && same_owner(s->owner, srv))
       found = s;
   if (found)
     return found;
   const struct session_tomb *tomb = NULL;
   for (size_t i = 0; i < SESSION_TOMBS; i++)
-    if (srv->tombs[i].why && same_handle(srv->tombs[i].id, sid) && srv->tombs[i].principal == srv->principal)
+    if (srv->tombs[i].why && same_handle(srv->tombs[i].id, sid) && same_owner(srv->tombs[i].owner, srv))
       tomb = &srv->tombs[i];
   if (tomb)
     bufprintf_cut(msg, len, "%s", tomb->why);
@@ -147,7 +160,7 @@ static void bury(struct server *srv, const struct session *s, const char *why)
   srv->tomb_next = (srv->tomb_next + 1) % SESSION_TOMBS;
   free(t->why);
   memcpy(t->id, s->id, sizeof t->id);
-  t->principal = s->principal;
+  memcpy(t->owner, s->owner, sizeof t->owner);
   t->why = strdup(why);
 }
 
@@ -420,12 +433,12 @@ static int start_args(struct server *srv, const json_node_t *args, struct sessio
   return 0;
 }
 
-/* How many live sessions principal holds. */
-static size_t sessions_of(const struct server *srv, int principal)
+/* How many live sessions the caller holds. */
+static size_t sessions_of_caller(const struct server *srv)
 {
   size_t n = 0;
   for (const struct session *s = srv->sessions; s; s = s->next)
-    n += s->principal == principal;
+    n += same_owner(s->owner, srv);
   return n;
 }
 
@@ -498,7 +511,7 @@ void session_tool_start(struct server *srv, const char *id, const json_node_t *a
                     (unsigned long long) srv->max_sessions);
     return;
   }
-  if (sessions_of(srv, srv->principal) >= srv->max_sessions_per_token) {
+  if (sessions_of_caller(srv) >= srv->max_sessions_per_token) {
     send_tool_error(srv, id,
                     "too many sessions: a client holds at most %llu at once (max_sessions_per_token); end "
                     "one with " END_TOOL " or use run_python without session_id",
@@ -520,7 +533,7 @@ void session_tool_start(struct server *srv, const char *id, const json_node_t *a
   char hex[65];
   sha256_hex(s->id, SESSION_ID_LEN, hex);
   memcpy(s->hash, hex, 16);
-  s->principal = srv->principal;
+  bufprintf_cut(s->owner, sizeof s->owner, "%s", srv->owner ? srv->owner : "");
   if (srv->client_name)
     bufprintf_cut(s->client, sizeof s->client, "%s", srv->client_name);
   sbx_error_t err = {0};

@@ -432,3 +432,28 @@ def test_death_between_calls_is_seen_at_once(mcp, tmp_path):
     r = call(m, "print(1)", sid)
     assert r["isError"] and text(r) == (f"session {sid} is over: its interpreter exited (status 3); its variables "
                                         "and files are gone; call session_start"), r
+
+
+def test_http_session_stays_with_its_token_when_the_file_is_reordered(tmp_path):
+    """The owner is the token itself, not its place in --token-file: after the file is rewritten
+    in another order and reread (SIGHUP), the other token is still told "unknown"."""
+    path = token_file(tmp_path, TOKEN_A, TOKEN_B)
+    s = HttpMcp("--token-file", path)
+    try:
+        def tool(name, args, token):
+            sess = s.initialize(token=token)
+            st, _, body = s.request("tools/call", {"name": name, "arguments": args}, session=sess, token=token)
+            assert st == 200, (st, body)
+            return json.loads(body)["result"]
+
+        sid = tool("session_start", {}, TOKEN_A)["structuredContent"]["session_id"]
+        assert text(tool("run_python", {"code": "x = 3", "session_id": sid}, TOKEN_A)) == "(no output)"
+        token_file(tmp_path, TOKEN_B, TOKEN_A)
+        s.p.send_signal(signal.SIGHUP)
+        time.sleep(0.5)
+        r = tool("run_python", {"code": "print(x)", "session_id": sid}, TOKEN_B)
+        assert r["isError"] and text(r).startswith(f"unknown session {sid}:"), r
+        assert text(tool("run_python", {"code": "print(x)", "session_id": sid}, TOKEN_A)) == "3\n"
+    finally:
+        rc, err = s.stop()
+        assert rc == 0, err
