@@ -457,3 +457,55 @@ def test_http_session_stays_with_its_token_when_the_file_is_reordered(tmp_path):
     finally:
         rc, err = s.stop()
         assert rc == 0, err
+
+
+def send_raw(m, rid, code, sid):
+    m.p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {
+        "name": "run_python", "arguments": {"code": code, "session_id": sid}}}) + "\n")
+    m.p.stdin.flush()
+
+
+def read_id(m, rid):
+    while True:
+        line = json.loads(m.p.stdout.readline())
+        if line.get("id") == rid:
+            return line
+
+
+def test_end_kills_a_running_call(mcp):
+    m = mcp()
+    sid = start(m)["structuredContent"]["session_id"]
+    send_raw(m, "slow", "import time\nprint('before', flush=True)\ntime.sleep(30)", sid)
+    time.sleep(0.5)
+    t0 = time.monotonic()
+    r = end(m, sid)
+    assert not r.get("isError") and "its running call was killed" in text(r), r
+    slow = read_id(m, "slow")["result"]
+    assert time.monotonic() - t0 < 5
+    assert slow["isError"] and slow["structuredContent"]["status"] == "killed", slow
+    assert text(slow).startswith("before\n") and text(slow).endswith(
+        f"--- session {sid} was ended by session_end; its variables and files are gone; call session_start ---"), slow
+
+
+def test_max_life_kills_a_running_call(mcp):
+    m = mcp("--session-max-life", "2")
+    sid = start(m)["structuredContent"]["session_id"]
+    t0 = time.monotonic()
+    r = call(m, "import time\ntime.sleep(30)", sid)
+    assert 1.5 < time.monotonic() - t0 < 6
+    assert r["isError"] and f"session {sid} reached its maximum life of 2 s and was ended" in text(r), r
+
+
+def test_cancel_interrupts_and_the_session_survives(mcp):
+    m = mcp()
+    sid = start(m)["structuredContent"]["session_id"]
+    call(m, "x = 9", sid)
+    send_raw(m, "c1", "import time\nwhile True:\n    time.sleep(0.05)", sid)
+    time.sleep(0.5)
+    m.p.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                                "params": {"requestId": "c1"}}) + "\n")
+    m.p.stdin.flush()
+    time.sleep(0.3)
+    # No answer to the cancelled call; the next one finds the session as it was.
+    r = call(m, "print(x)", sid)
+    assert text(r) == "9\n", r
