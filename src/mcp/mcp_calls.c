@@ -367,7 +367,7 @@ static void call_audit_free(struct server *srv, struct call *c, const struct sbx
       .calls_json = calls,
       .client = c->client_name[0] ? c->client_name : NULL,
       .egress_json = egress_json,
-      .session = c->sess ? c->sess->hash : NULL,
+      .session = c->sess_hash[0] ? c->sess_hash : NULL,
   };
   audit_write(&rec);
   /* A run that made sandboxd hold a lot (its output, or requests it sent over the bridge) gives

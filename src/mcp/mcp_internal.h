@@ -223,6 +223,7 @@ struct call {
   struct session *sess;
   bool interrupted;
   char *sess_gone;
+  char sess_hash[17];                /* the session's, for the audit record (kept if the session ends) */
   struct fork_pool_entry *fork_tmpl; /* --warm-mode fork: the template its sandbox forked from */
 };
 

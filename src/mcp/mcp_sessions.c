@@ -278,6 +278,7 @@ int session_call_start(struct server *srv, struct call *c, sbx_error_t *err)
   c->limits = s->limits;
   c->limits.timeout_ms = timeout_ms;
   c->sb = s->sb; /* the session's: not the call's to free */
+  memcpy(c->sess_hash, s->hash, sizeof c->sess_hash);
   s->busy = c;
   s->calls++;
   s->used_ns = now_ns();
@@ -416,6 +417,11 @@ static int start_args(struct server *srv, const json_node_t *args, struct sessio
   if (mem && json_type(mem) != JSON_NULL) {
     if (json_as_int(mem, &mb) < 0 || mb <= 0) {
       bufprintf_cut(msg, len, "`memory_mb` must be a positive whole number of MiB");
+      return -1;
+    }
+    if ((uint64_t) mb > srv->policy->max.memory_bytes >> 20) {
+      bufprintf_cut(msg, len, "`memory_mb` %lld is above the policy's maximum of %llu MiB", mb,
+                    (unsigned long long) (srv->policy->max.memory_bytes >> 20));
       return -1;
     }
     req.memory_bytes = (uint64_t) mb << 20;

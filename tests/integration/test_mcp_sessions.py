@@ -199,6 +199,8 @@ def test_start_arguments_within_bounds(mcp):
     assert r["structuredContent"]["idle_ttl_s"] == 5 and r["structuredContent"]["max_life_s"] == 30
     r = m.send("tools/call", {"name": "session_start", "arguments": {"idle_timeout": 61}})
     assert r["isError"] and "above this server's limit of 60 s" in text(r), r
+    r = m.send("tools/call", {"name": "session_start", "arguments": {"memory_mb": 1 << 30}})
+    assert r["isError"] and re.fullmatch(r"`memory_mb` \d+ is above the policy's maximum of \d+ MiB", text(r)), r
 
 
 def test_caps_total_and_per_client(mcp):
@@ -337,6 +339,9 @@ def test_nothing_left_after_the_server_exits(mcp, tmp_path, how):
         assert not new_tmp, new_tmp
         ends = [json.loads(l) for l in log.read_text().splitlines() if '"session_end"' in l]
         assert [e["reason"] for e in ends] == ["server_exit"] * 2, ends
+        # The calls' records name their sessions too.
+        calls = [json.loads(l) for l in log.read_text().splitlines() if '"request_id"' in l]
+        assert sorted(c["session"] for c in calls) == sorted(e["session"] for e in ends), calls
     finally:
         sbx.kill_marker(marker)
 
