@@ -370,10 +370,10 @@ static void call_audit_free(struct server *srv, struct call *c, const struct sbx
       .session = c->sess_hash[0] ? c->sess_hash : NULL,
   };
   audit_write(&rec);
-  /* A run that made sandboxd hold a lot (its output, or requests it sent over the bridge) gives
-   * the memory back to the system when it ends, not only to malloc's free lists. */
   if (c->sess) /* answered, and its session waits for the next call */
     session_call_over(srv, c);
+  /* A run that made sandboxd hold a lot (its output, or requests it sent over the bridge) gives
+   * the memory back to the system when it ends, not only to malloc's free lists. */
   bool trim =
       capture_kept(&c->cap) + c->arts.bytes + (c->proxy ? proxy_bytes_read(c->proxy) : 0) >= TRIM_AFTER_BYTES;
   call_free(c);
