@@ -265,6 +265,8 @@ static void dispatch(struct mcp_http *h, struct exchange *x, const struct jsonrp
   srv->principal = x->principal;
   srv->route = x->id;
   srv->client_name = x->name;
+  /* A session's owner (mcp_sessions.c): the token itself, not its place in the file. */
+  srv->owner = x->principal >= 0 && (size_t) x->principal < h->tokens.n ? h->tokens.sha[x->principal] : NULL;
   /* The version is each request's (MCP-Protocol-Version; absent, as before initialize), not the
    * latest initialize of any client. */
   const char *version = header(x, "MCP-Protocol-Version");
@@ -279,6 +281,7 @@ static void dispatch(struct mcp_http *h, struct exchange *x, const struct jsonrp
   srv->principal = 0;
   srv->client_session = false;
   srv->client_name = NULL;
+  srv->owner = NULL;
 }
 
 bool http_request_body(struct exchange *x)

@@ -37,14 +37,24 @@
 
 const char *const mcp_protocol_versions[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05", NULL};
 
-#define INSTRUCTIONS                                                                                         \
-  "Use run_python to execute Python code, or execute_code for Python, bash or JavaScript, in a fresh, "      \
-  "isolated sandbox per call. Nothing persists between calls. Limits are in resource " CAPABILITIES_URI "."
 /* How long a client may keep the lists and server/discover (2026-07-28's ttlMs): they change only
  * with the server's configuration (roots, which change the tools, are not used under 2026-07-28). */
 #define LIST_TTL_MS 300000
 
 /* ------------------------------------------------------------------ replies */
+
+/* initialize's and server/discover's instructions. */
+static const char *instructions(const struct server *srv)
+{
+  return (srv->tools & TOOL_SESSIONS) && srv->max_sessions
+             ? "Use run_python to execute Python code, or execute_code for Python, bash or JavaScript, "
+               "in a fresh, isolated sandbox per call. Nothing persists between calls, unless they "
+               "pass the session_id of a session_start (its state lasts until it ends). Limits are in "
+               "resource " CAPABILITIES_URI "."
+             : "Use run_python to execute Python code, or execute_code for Python, bash or JavaScript, "
+               "in a fresh, isolated sandbox per call. "
+               "Nothing persists between calls. Limits are in resource " CAPABILITIES_URI ".";
+}
 
 /* A result that is an empty object: {}. */
 static void send_empty_result(struct server *srv, const char *id)
@@ -112,7 +122,7 @@ static void m_initialize(struct server *srv, const char *id, const json_node_t *
   if (protocol_has_icons(srv->protocol))
     mcp_icons_write(w);
   json_obj_end(w);
-  json_kv_str(w, "instructions", INSTRUCTIONS);
+  json_kv_str(w, "instructions", instructions(srv));
   json_obj_end(w);
   jsonrpc_end(w);
   send_writer(srv, w);
@@ -146,7 +156,7 @@ static void m_server_discover(struct server *srv, const char *id, const json_nod
   json_obj_begin(w);
   json_obj_end(w);
   json_obj_end(w);
-  json_kv_str(w, "instructions", INSTRUCTIONS);
+  json_kv_str(w, "instructions", instructions(srv));
   mcp_result_fields(srv->protocol, w, LIST_TTL_MS);
   json_obj_end(w);
   jsonrpc_end(w);
@@ -184,6 +194,8 @@ static void m_tools_list(struct server *srv, const char *id, const json_node_t *
     mcp_tool_write(w, srv->policy, srv->hs.cfg, &srv->binds, roots, srv->text_limit, &fx);
   if (srv->tools & TOOL_EXECUTE_CODE)
     mcp_exec_tool_write(w, srv->policy, srv->langs, &srv->binds, roots, srv->text_limit, &fx);
+  if ((srv->tools & TOOL_SESSIONS) && srv->max_sessions)
+    session_tools_write(srv, w, fx.icons);
   json_arr_end(w);
   mcp_result_fields(srv->protocol, w, LIST_TTL_MS);
   json_obj_end(w);
@@ -196,6 +208,15 @@ static void m_tools_call(struct server *srv, const char *id, const json_node_t *
   const char *name = json_as_string(json_get(params, "name"), NULL);
   if (!name) {
     send_error(srv, id, JSONRPC_INVALID_PARAMS, "Invalid params: `name` must be a string");
+    return;
+  }
+  /* Sessions' tools, unless the policy allows none (max_sessions 0). */
+  if ((srv->tools & TOOL_SESSIONS) && srv->max_sessions && strcmp(name, "session_start") == 0) {
+    session_tool_start(srv, id, json_get(params, "arguments"));
+    return;
+  }
+  if ((srv->tools & TOOL_SESSIONS) && srv->max_sessions && strcmp(name, "session_end") == 0) {
+    session_tool_end(srv, id, json_get(params, "arguments"));
     return;
   }
   /* A tool left out by --tools is unknown, as to tools/list. */
@@ -223,7 +244,12 @@ static void m_tools_call(struct server *srv, const char *id, const json_node_t *
     send_errorf(srv, id, JSONRPC_INVALID_REQUEST, "Invalid Request: id %.100s is already in use", id);
     return;
   }
-  if (srv->n_running >= srv->max_concurrent && srv->n_queued >= srv->max_queue) {
+  struct session *sess = NULL;
+  if (args.session_id && !(sess = session_for_call(srv, args.session_id, args.lang, msg, sizeof msg))) {
+    send_tool_error(srv, id, "%s", msg);
+    return;
+  }
+  if (!sess && srv->n_running >= srv->max_concurrent && srv->n_queued >= srv->max_queue) {
     send_tool_error(srv, id,
                     "sandboxd is busy: %zu calls running and %zu queued (--max-queue); try again later",
                     srv->n_running, srv->n_queued);
@@ -237,7 +263,7 @@ static void m_tools_call(struct server *srv, const char *id, const json_node_t *
     return;
   }
 
-  if (call_enqueue(srv, id, &args, json_get(json_get(params, "_meta"), "progressToken")) < 0) {
+  if (call_enqueue(srv, id, &args, json_get(json_get(params, "_meta"), "progressToken"), sess) < 0) {
     send_error(srv, id, JSONRPC_INTERNAL_ERROR, "Internal error: out of memory");
     return;
   }
@@ -300,7 +326,20 @@ static void write_capabilities(struct server *srv, json_writer_t *w)
   json_kv_str(w, "approve_host_calls", policy_approve_name(srv->approve));
   json_obj_end(w);
   json_kv_str(w, "network", "loopback only");
-  json_kv_str(w, "persistence", "none: every call runs in a fresh sandbox with an empty /workspace and /tmp");
+  json_kv_str(w, "persistence",
+              srv->max_sessions
+                  ? "none without a session: every call runs in a fresh sandbox with an empty "
+                    "/workspace and /tmp; a session (session_start) keeps its state until it ends"
+                  : "none: every call runs in a fresh sandbox with an empty /workspace and /tmp");
+  /* Sessions' bounds (mcp_sessions.c), and how many are alive. */
+  json_key(w, "sessions");
+  json_obj_begin(w);
+  json_kv_uint(w, "max_sessions", srv->max_sessions);
+  json_kv_uint(w, "max_sessions_per_token", srv->max_sessions_per_token);
+  json_kv_uint(w, "idle_ttl_s", srv->session_idle_s);
+  json_kv_uint(w, "max_life_s", srv->session_max_life_s);
+  json_kv_uint(w, "live", srv->n_sessions);
+  json_obj_end(w);
   json_key(w, "limits");
   write_limits(w, &p->limits);
   /* Files out (mcp_files.c): where to write them, how many come back, and where they are saved. */
@@ -571,6 +610,14 @@ static void call_cancel(struct server *srv, struct call *c)
     return;
   }
   c->cancelled = true;
+  if (c->sess) { /* interrupted, as at its time limit: the session lives on if it comes back */
+    if (!c->interrupted) {
+      c->interrupted = true;
+      sandbox_signal(c->sb, SIGINT);
+      sandbox_set_deadline(c->sb, now_ns() + SESSION_GRACE_NS);
+    }
+    return;
+  }
   if (!c->killed) {
     c->killed = true;
     sandbox_kill(c->sb, false);
@@ -780,6 +827,9 @@ void serve(struct server *srv)
     int approval_timeout = approval_timers(srv);
     if (approval_timeout >= 0 && (timeout < 0 || approval_timeout < timeout))
       timeout = approval_timeout;
+    int session_timeout = session_timers(srv);
+    if (session_timeout >= 0 && (timeout < 0 || session_timeout < timeout))
+      timeout = session_timeout;
     int host_timeout = mcp_hosts_timers(srv->hs.hosts);
     if (host_timeout >= 0 && (timeout < 0 || host_timeout < timeout))
       timeout = host_timeout;
@@ -788,8 +838,8 @@ void serve(struct server *srv)
 
     size_t n_hosts = mcp_hosts_max_pollfds(srv->hs.hosts);
     size_t n_http = srv->http ? mcp_http_max_pollfds(srv->http) : 0;
-    size_t need =
-        FD_FIXED + n_hosts + FDS_PER_CALL * srv->n_running + srv->n_warm + n_http + 1; /* + fork_next */
+    size_t need = FD_FIXED + n_hosts + FDS_PER_CALL * srv->n_running + srv->n_warm + srv->n_sessions +
+                  n_http + 1; /* + fork_next */
     if (need > cap) {
       struct pollfd *p = realloc(pfds, need * sizeof *p);
       if (p)
@@ -814,6 +864,8 @@ void serve(struct server *srv)
     n += call_pollfds(srv, pfds + n, owners + n);
     size_t first_warm = n;
     n += warm_pool_pollfds(srv, pfds + n);
+    size_t first_session = n;
+    n += session_pollfds(srv, pfds + n);
     size_t first_http = n;
     if (srv->http) {
       n += mcp_http_pollfds(srv->http, pfds + n);
@@ -839,7 +891,8 @@ void serve(struct server *srv)
     mcp_hosts_dispatch(srv->hs.hosts, pfds + FD_FIXED, first_call - FD_FIXED);
     calls_dispatch(srv, pfds + first_call, owners + first_call, first_warm - first_call);
     /* In pool order, which nothing above changed: calls take warm sandboxes only in read_stdin. */
-    warm_pool_dispatch(srv, pfds + first_warm, first_http - first_warm);
+    warm_pool_dispatch(srv, pfds + first_warm, first_session - first_warm);
+    session_dispatch(srv, pfds + first_session, first_http - first_session);
     if (srv->http)
       mcp_http_dispatch(srv->http, pfds + first_http, n - first_http);
     if (pfds[FD_STDIN].revents)

@@ -128,6 +128,10 @@ struct sbx_egress_limits {
 /* fork_template_calls' ceiling: a template serves at least one call. */
 #define SBX_FORK_TEMPLATE_CALLS_MAX 65536u
 
+/* Sessions (sandboxd-mcp(7), SESSIONS): their lifetimes' and number's ceilings. */
+#define SBX_SESSION_MAX_S (7u * 86400)
+#define SBX_MAX_SESSIONS 4096u
+
 /* In an `env` value: the run's memory limit in MiB, written in when the sandbox starts (the one
  * variable; sandboxd.policy(5)). */
 #define POLICY_ENV_MEMORY_MIB "${memory_mib}"
@@ -165,6 +169,10 @@ struct sbx_policy {
    * they share its str hash secret and address-space layout (sandboxd-mcp(7)). */
   uint64_t fork_template_calls;
   enum sbx_approve approve_host_calls; /* approve_host_calls: which host tool calls ask the user */
+  /* Sessions of `sandboxd mcp` (session_start): idle TTL and maximum life, and how many at once,
+   * in all and per bearer token. max_sessions 0: no sessions. */
+  uint64_t session_idle_ms, session_max_life_ms;
+  uint64_t max_sessions, max_sessions_per_token;
 
   enum sbx_network network;        /* what a run gets */
   enum sbx_network max_network;    /* the most --allow-host may ask: proxy, or none (refused) */
