@@ -124,6 +124,9 @@ static const char mcp_usage[] =
     "  --max-streams N          open SSE streams (default 1024)\n"
     "  --max-sessions N         sessions (default 256)\n"
     "  --idle-timeout SECS      close a connection idle this long (default 60)\n"
+    "  --ring-file FILE         the servers of nginx's `hash ... consistent` upstream, one a line,\n"
+    "  --ring-name NAME         and this replica's among them: session ids and handles are minted\n"
+    "                           so that nginx routes them back here\n"
     "See sandboxd(1).\n";
 
 static int parse_count(const char *opt, const char *arg, size_t max, size_t *ret, sbx_error_t *err)
@@ -172,6 +175,8 @@ enum {
   OPT_SESSION_IDLE,
   OPT_SESSION_MAX_LIFE,
   OPT_SESSIONS,
+  OPT_RING_FILE,
+  OPT_RING_NAME,
 };
 
 /* The --http options (mcp_http.h); false: not one of them. */
@@ -213,6 +218,12 @@ static bool parse_http_opt(int c, const char *arg, struct mcp_http_opts *o, bool
     return true;
   case OPT_MAX_SESSIONS:
     *r = parse_count("--max-sessions", arg, 1000000, &o->max_sessions, err);
+    return true;
+  case OPT_RING_FILE:
+    o->ring_file = arg;
+    return true;
+  case OPT_RING_NAME:
+    o->ring_name = arg;
     return true;
   case OPT_IDLE_TIMEOUT:
     if (parse_u64(arg, &v) < 0 || v == 0 || v > 86400)
@@ -455,6 +466,8 @@ static int parse_args(int argc, char **argv, struct server *srv, const char **re
       {"stateless", no_argument, NULL, OPT_STATELESS},
       {"token-file", required_argument, NULL, OPT_TOKEN_FILE},
       {"auth-server", required_argument, NULL, OPT_AUTH_SERVER},
+      {"ring-file", required_argument, NULL, OPT_RING_FILE},
+      {"ring-name", required_argument, NULL, OPT_RING_NAME},
       {"allow-origin", required_argument, NULL, OPT_ALLOW_ORIGIN},
       {"max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS},
       {"max-requests", required_argument, NULL, OPT_MAX_REQUESTS},
@@ -502,8 +515,12 @@ static int parse_args(int argc, char **argv, struct server *srv, const char **re
   }
   if (optind < argc)
     return sbx_error_set(err, 0, "unexpected argument `%s` (see sandboxd mcp --help)", argv[optind]);
-  if (!*ret_http && (http->stateless || http->token_file || http->auth_server || http->n_origins))
-    return sbx_error_set(err, 0, "--stateless, --token-file, --auth-server and --allow-origin need --http");
+  if (!*ret_http && (http->stateless || http->token_file || http->auth_server || http->n_origins ||
+                     http->ring_file || http->ring_name))
+    return sbx_error_set(
+        err, 0, "--stateless, --token-file, --auth-server, --allow-origin and --ring-file need --http");
+  if (!http->ring_file != !http->ring_name)
+    return sbx_error_set(err, 0, "--ring-file and --ring-name go together (sandboxd-mcp(7), DEPLOYMENT)");
   /* The client's roots are one client's: over HTTP there are many. */
   if (*ret_http && srv->roots.enabled)
     return sbx_error_set(err, 0, "--roots is for stdio: over --http each client has its own roots");
@@ -671,6 +688,20 @@ static int setup(struct server *srv, const char *policy_name, const char *rootfs
   return 0;
 }
 
+/* --ring-file and --ring-name: the ring nginx routes sessions by (route_ring.h). */
+static int setup_ring(struct server *srv, const struct mcp_http_opts *o, sbx_error_t *err)
+{
+  if (!o->ring_file)
+    return 0;
+  _cleanup_free_ char *text = NULL;
+  size_t len;
+  if (read_file(o->ring_file, 1 << 20, &text, &len, err) < 0)
+    return sbx_error_prefix(err, "--ring-file %s", o->ring_file);
+  if (route_ring_parse(&srv->ring, text, len, o->ring_name, err) < 0)
+    return sbx_error_prefix(err, "--ring-file %s", o->ring_file);
+  return 0;
+}
+
 /* The one teardown, of whatever setup() got to. The sandboxes are gone (shutdown_server). */
 static void teardown(struct server *srv, const sigset_t *old)
 {
@@ -701,6 +732,7 @@ static void teardown(struct server *srv, const sigset_t *old)
   output_budget_free(&srv->output_budget);
   bind_opts_free(&srv->binds);
   mcp_roots_free(&srv->roots);
+  route_ring_free(&srv->ring);
 }
 
 /* The HTTP transport's way into the server (mcp_server.c). */
@@ -755,6 +787,7 @@ int cmd_mcp(int argc, char **argv)
   int rc = 0;
   char url[128];
   if (setup(&srv, policy_name, rootfs, output_dir, &old, &masked, &err) < 0 ||
+      setup_ring(&srv, &http, &err) < 0 ||
       (use_http && mcp_http_start(&srv, &http, &http_handlers, &srv.http, url, sizeof url, &err) < 0) ||
       setup_warm_mode(&srv, &err) < 0) {
     log_sbx_error(&err);

@@ -331,7 +331,7 @@ bool http_request_body(struct exchange *x)
                          "Service Unavailable: too many sessions (--max-sessions)");
   } else if (!h->o.stateless && !x->sess) {
     sbx_error_t err = {0};
-    if (http_session_new(&h->sessions, ++h->next_id, x->principal, &x->sess, &err) < 0) {
+    if (http_session_new(&h->sessions, &h->srv->ring, ++h->next_id, x->principal, &x->sess, &err) < 0) {
       log_sbx_error(&err);
       ret = http_refuse_id(x, id, 500, NULL, NULL, "Internal error");
     } else {

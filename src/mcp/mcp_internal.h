@@ -19,6 +19,7 @@
 #include "mcp/mcp_binds.h"
 #include "mcp/mcp_lang.h"
 #include "mcp/mcp_tool.h"
+#include "mcp/route_ring.h"
 #include "policy/policy.h"
 #include "run/artifacts.h"
 #include "run/binds.h"
@@ -366,6 +367,9 @@ struct server {
   bool client_session; /* client is a session's (stateful), not a single request's */
   const char *client_name;
   int principal; /* the bearer token's index (-1: no tokens; 0 over stdio) */
+  /* --ring-file: nginx's consistent-hash ring this replica is in; handles are minted to route
+   * here (route_ring_mine). Empty (no points) without it. */
+  struct route_ring ring;
   /* While the HTTP transport dispatches a request: its headers (name matched without case), for
    * revision 2026-07-28's checks (mcp_modern.c); NULL over stdio. */
   const char *(*req_header)(void *ctx, const char *name);

@@ -536,7 +536,11 @@ void session_tool_start(struct server *srv, const char *id, const json_node_t *a
     send_tool_error(srv, id, "%s", msg);
     return;
   }
-  new_handle(s->id);
+  /* Behind nginx's `hash $http_mcp_param_session consistent`: one that routes here (with n
+   * replicas of equal weight, n draws on average; each is still 256 random bits). */
+  do
+    new_handle(s->id);
+  while (!route_ring_mine(&srv->ring, s->id, SESSION_ID_LEN));
   char hex[65];
   sha256_hex(s->id, SESSION_ID_LEN, hex);
   memcpy(s->hash, hex, 16);

@@ -114,15 +114,14 @@ int route_ring_parse(struct route_ring *r, const char *text, size_t len, const c
     unsigned weight;
     int p = parse_line(line, &name, &weight);
     if (p < 0)
-      ret =
-          sbx_error_set(err, EINVAL, "ring: `%.100s`: a server is `host:port` with an optional weight=1..%d",
-                        line, RING_MAX_WEIGHT);
+      ret = sbx_error_set(err, 0, "ring: `%.100s`: a server is `host:port` with an optional weight=1..%d",
+                          line, RING_MAX_WEIGHT);
     else if (p == 0 && r->n_names == RING_MAX_SERVERS)
-      ret = sbx_error_set(err, EINVAL, "ring: more than %d servers", RING_MAX_SERVERS);
+      ret = sbx_error_set(err, 0, "ring: more than %d servers", RING_MAX_SERVERS);
     else if (p == 0) {
       for (size_t i = 0; i < r->n_names && ret == 0; i++)
         if (strcmp(r->names[i], name) == 0)
-          ret = sbx_error_set(err, EINVAL, "ring: server `%.100s` named twice", name);
+          ret = sbx_error_set(err, 0, "ring: server `%.100s` named twice", name);
       if (ret == 0 && !(r->names[r->n_names] = strdup(name)))
         ret = sbx_error_set(err, ENOMEM, "ring: out of memory");
       if (ret == 0)
@@ -133,7 +132,7 @@ int route_ring_parse(struct route_ring *r, const char *text, size_t len, const c
   if (!r->names && ret == 0)
     ret = sbx_error_set(err, ENOMEM, "ring: out of memory");
   if (ret == 0 && r->n_names == 0)
-    ret = sbx_error_set(err, EINVAL, "ring: no server named");
+    ret = sbx_error_set(err, 0, "ring: no server named");
   size_t total = 0;
   for (size_t i = 0; ret == 0 && i < r->n_names; i++) {
     total += weights[i] * 160;
@@ -141,7 +140,7 @@ int route_ring_parse(struct route_ring *r, const char *text, size_t len, const c
       r->self = (int) i;
   }
   if (ret == 0 && self && r->self < 0)
-    ret = sbx_error_set(err, EINVAL, "ring: this replica's name `%.100s` is not among its servers", self);
+    ret = sbx_error_set(err, 0, "ring: this replica's name `%.100s` is not among its servers", self);
   if (ret == 0 && !(r->points = calloc(total, sizeof *r->points)))
     ret = sbx_error_set(err, ENOMEM, "ring: out of memory");
   for (size_t i = 0; ret == 0 && i < r->n_names; i++)
