@@ -40,6 +40,8 @@ static void shutdown_server(struct server *srv)
   /* A running call goes through call_finish, which writes its audit record: one answered at its
    * done byte is not recorded until its sandbox is reaped, and a run killed here is a run too. A
    * queued call never ran. */
+  /* Sessions first: a call running on one is then the owner of its sandbox, and ends below. */
+  sessions_clear(srv);
   while (srv->calls) {
     struct call *c = srv->calls;
     if (c->state == CALL_RUNNING && c->sb) {
@@ -67,7 +69,8 @@ static const char mcp_usage[] =
     "                           or a path with a `/` (default: the built python-3.14-slim)\n"
     "  --max-concurrent N       sandboxes running at once (default 4); further calls queue\n"
     "  --max-queue N            calls waiting beyond that (default 64); more are refused\n"
-    "  --tools LIST             the tools offered, of run_python,execute_code (default: both)\n"
+    "  --tools LIST             the tools offered, of run_python,execute_code,sessions (default:\n"
+    "                           all; sessions: session_start and session_end)\n"
     "  --warm N                 sandboxes kept built, with Python started, for the next calls\n"
     "                           (default 2, 0 disables); each serves one call\n"
     "  --warm-lang LIST         the languages kept warm, N sandboxes each (default python); the\n"
@@ -100,6 +103,11 @@ static const char mcp_usage[] =
     "                           client: none, writes or all; raises the policy's\n"
     "                           approve_host_calls, never lowers it\n"
     "  --approve-timeout SECS   how long a call waits for that answer (default 120)\n"
+    "  --session-idle SECS      end a session (session_start) after this long without a call;\n"
+    "                           at most the policy's session_idle\n"
+    "  --session-max-life SECS  end a session this long after its start; at most the policy's\n"
+    "                           session_max_life\n"
+    "  --sessions N             sessions at once (0: none); at most the policy's max_sessions\n"
     "  --roots                  bind the client's roots (if it has any) read-only under\n"
     "                           " ROOTS_DIR "/NAME (stdio only)\n"
     "Streamable HTTP instead of stdio (sandboxd-mcp(7)):\n"
@@ -116,6 +124,9 @@ static const char mcp_usage[] =
     "  --max-streams N          open SSE streams (default 1024)\n"
     "  --max-sessions N         sessions (default 256)\n"
     "  --idle-timeout SECS      close a connection idle this long (default 60)\n"
+    "  --ring-file FILE         the servers of nginx's `hash ... consistent` upstream, one a line,\n"
+    "  --ring-name NAME         and this replica's among them: session ids and handles are minted\n"
+    "                           so that nginx routes them back here\n"
     "See sandboxd(1).\n";
 
 static int parse_count(const char *opt, const char *arg, size_t max, size_t *ret, sbx_error_t *err)
@@ -161,6 +172,11 @@ enum {
   OPT_PRELOAD,
   OPT_APPROVE,
   OPT_APPROVE_TIMEOUT,
+  OPT_SESSION_IDLE,
+  OPT_SESSION_MAX_LIFE,
+  OPT_SESSIONS,
+  OPT_RING_FILE,
+  OPT_RING_NAME,
 };
 
 /* The --http options (mcp_http.h); false: not one of them. */
@@ -203,6 +219,12 @@ static bool parse_http_opt(int c, const char *arg, struct mcp_http_opts *o, bool
   case OPT_MAX_SESSIONS:
     *r = parse_count("--max-sessions", arg, 1000000, &o->max_sessions, err);
     return true;
+  case OPT_RING_FILE:
+    o->ring_file = arg;
+    return true;
+  case OPT_RING_NAME:
+    o->ring_name = arg;
+    return true;
   case OPT_IDLE_TIMEOUT:
     if (parse_u64(arg, &v) < 0 || v == 0 || v > 86400)
       *r = sbx_error_set(err, 0, "--idle-timeout `%s`: expected seconds from 1 to 86400", arg);
@@ -238,7 +260,6 @@ static int parse_age(const char *arg, uint64_t *ret_s)
   return 0;
 }
 
-/* --tools: "run_python,execute_code" or either. */
 /* A preload list: dotted Python module names, comma-separated ("" is none). They reach the
  * template's Python as one line of its setup, and are imported by name only. */
 static int check_preload(const char *what, const char *list, sbx_error_t *err)
@@ -259,6 +280,7 @@ static int check_preload(const char *what, const char *list, sbx_error_t *err)
   return 0;
 }
 
+/* --tools: of "run_python,execute_code,sessions". */
 static int parse_tools(const char *list, unsigned *ret, sbx_error_t *err)
 {
   unsigned tools = 0;
@@ -268,10 +290,13 @@ static int parse_tools(const char *list, unsigned *ret, sbx_error_t *err)
       tools |= TOOL_RUN_PYTHON;
     else if (n == sizeof EXEC_TOOL_NAME - 1 && strncmp(p, EXEC_TOOL_NAME, n) == 0)
       tools |= TOOL_EXECUTE_CODE;
+    else if (n == sizeof "sessions" - 1 && strncmp(p, "sessions", n) == 0)
+      tools |= TOOL_SESSIONS;
     else
-      return sbx_error_set(
-          err, 0, "--tools `%s`: expected " TOOL_NAME ", " EXEC_TOOL_NAME " or both, separated by a comma",
-          list);
+      return sbx_error_set(err, 0,
+                           "--tools `%s`: expected " TOOL_NAME ", " EXEC_TOOL_NAME
+                           " or sessions (session_start and session_end), separated by commas",
+                           list);
     if (!p[n])
       break;
     p += n + 1;
@@ -331,6 +356,22 @@ static bool parse_number_opt(int c, const char *arg, struct server *srv, int *r,
                          arg, MAX_APPROVE_TIMEOUT_S);
     else
       srv->approve_timeout_s = v;
+    return true;
+  case OPT_SESSION_IDLE:
+  case OPT_SESSION_MAX_LIFE:
+    if (parse_u64(arg, &v) < 0 || v == 0 || v > SBX_SESSION_MAX_S)
+      *r = sbx_error_set(err, 0, "%s `%s`: expected a whole number of seconds from 1 to %u",
+                         c == OPT_SESSION_IDLE ? "--session-idle" : "--session-max-life", arg,
+                         SBX_SESSION_MAX_S);
+    else
+      *(c == OPT_SESSION_IDLE ? &srv->session_idle_s : &srv->session_max_life_s) = v;
+    return true;
+  case OPT_SESSIONS:
+    if (parse_u64(arg, &v) < 0 || v > SBX_MAX_SESSIONS)
+      *r = sbx_error_set(err, 0, "--sessions `%s`: expected a whole number from 0 to %u", arg,
+                         SBX_MAX_SESSIONS);
+    else
+      srv->max_sessions = v;
     return true;
   }
   return false;
@@ -425,6 +466,8 @@ static int parse_args(int argc, char **argv, struct server *srv, const char **re
       {"stateless", no_argument, NULL, OPT_STATELESS},
       {"token-file", required_argument, NULL, OPT_TOKEN_FILE},
       {"auth-server", required_argument, NULL, OPT_AUTH_SERVER},
+      {"ring-file", required_argument, NULL, OPT_RING_FILE},
+      {"ring-name", required_argument, NULL, OPT_RING_NAME},
       {"allow-origin", required_argument, NULL, OPT_ALLOW_ORIGIN},
       {"max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS},
       {"max-requests", required_argument, NULL, OPT_MAX_REQUESTS},
@@ -435,6 +478,9 @@ static int parse_args(int argc, char **argv, struct server *srv, const char **re
       {"preload", required_argument, NULL, OPT_PRELOAD},
       {"approve", required_argument, NULL, OPT_APPROVE},
       {"approve-timeout", required_argument, NULL, OPT_APPROVE_TIMEOUT},
+      {"session-idle", required_argument, NULL, OPT_SESSION_IDLE},
+      {"session-max-life", required_argument, NULL, OPT_SESSION_MAX_LIFE},
+      {"sessions", required_argument, NULL, OPT_SESSIONS},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
@@ -469,8 +515,12 @@ static int parse_args(int argc, char **argv, struct server *srv, const char **re
   }
   if (optind < argc)
     return sbx_error_set(err, 0, "unexpected argument `%s` (see sandboxd mcp --help)", argv[optind]);
-  if (!*ret_http && (http->stateless || http->token_file || http->auth_server || http->n_origins))
-    return sbx_error_set(err, 0, "--stateless, --token-file, --auth-server and --allow-origin need --http");
+  if (!*ret_http && (http->stateless || http->token_file || http->auth_server || http->n_origins ||
+                     http->ring_file || http->ring_name))
+    return sbx_error_set(
+        err, 0, "--stateless, --token-file, --auth-server, --allow-origin and --ring-file need --http");
+  if (!http->ring_file != !http->ring_name)
+    return sbx_error_set(err, 0, "--ring-file and --ring-name go together (sandboxd-mcp(7), DEPLOYMENT)");
   /* The client's roots are one client's: over HTTP there are many. */
   if (*ret_http && srv->roots.enabled)
     return sbx_error_set(err, 0, "--roots is for stdio: over --http each client has its own roots");
@@ -556,6 +606,31 @@ static int setup_warm_mode(struct server *srv, sbx_error_t *err)
   return 0;
 }
 
+/* Sessions' bounds: the policy's, or the command line's where it is tighter; a looser one is
+ * refused (only a policy may loosen them). */
+static int session_bounds(struct server *srv, sbx_error_t *err)
+{
+  const struct sbx_policy *p = srv->policy;
+  const struct {
+    const char *opt, *key;
+    uint64_t *v, policy;
+  } b[] = {
+      {"--session-idle", "session_idle", &srv->session_idle_s, p->session_idle_ms / 1000},
+      {"--session-max-life", "session_max_life", &srv->session_max_life_s, p->session_max_life_ms / 1000},
+      {"--sessions", "max_sessions", &srv->max_sessions, p->max_sessions},
+  };
+  for (size_t i = 0; i < ARRAY_SIZE(b); i++) {
+    if (*b[i].v == UINT64_MAX)
+      *b[i].v = b[i].policy;
+    else if (*b[i].v > b[i].policy)
+      return sbx_error_set(err, 0, "%s %llu: policy `%s` says %s %llu, which only a policy may raise",
+                           b[i].opt, (unsigned long long) *b[i].v, p->name, b[i].key,
+                           (unsigned long long) b[i].policy);
+  }
+  srv->max_sessions_per_token = p->max_sessions_per_token;
+  return 0;
+}
+
 /* Everything the server needs before it reads a request. Refuse to start rather than fail every
  * call: the client shows the server as failed, and stderr says why. *ret_masked: the signal mask
  * was changed (old holds the previous one). */
@@ -585,6 +660,8 @@ static int setup(struct server *srv, const char *policy_name, const char *rootfs
         policy_approve_name(srv->policy->approve_host_calls));
   if (srv->approve < srv->policy->approve_host_calls)
     srv->approve = srv->policy->approve_host_calls;
+  if (session_bounds(srv, err) < 0)
+    return -1;
   sbx_error_t herr = {0};
   /* Every sandbox gets the package (base_spec), with host servers or without. */
   if (host_servers_find_helpers(&srv->hs, &herr) < 0)
@@ -608,6 +685,20 @@ static int setup(struct server *srv, const char *policy_name, const char *rootfs
     return sbx_error_errno(err, "signalfd");
   srv->stdout_flags = stdout_nonblocking();
   jsonrpc_framer_init(&srv->framer, srv->max_message);
+  return 0;
+}
+
+/* --ring-file and --ring-name: the ring nginx routes sessions by (route_ring.h). */
+static int setup_ring(struct server *srv, const struct mcp_http_opts *o, sbx_error_t *err)
+{
+  if (!o->ring_file)
+    return 0;
+  _cleanup_free_ char *text = NULL;
+  size_t len;
+  if (read_file(o->ring_file, 1 << 20, &text, &len, err) < 0)
+    return sbx_error_prefix(err, "--ring-file %s", o->ring_file);
+  if (route_ring_parse(&srv->ring, text, len, o->ring_name, err) < 0)
+    return sbx_error_prefix(err, "--ring-file %s", o->ring_file);
   return 0;
 }
 
@@ -642,6 +733,7 @@ static void teardown(struct server *srv, const sigset_t *old)
   output_budget_free(&srv->output_budget);
   bind_opts_free(&srv->binds);
   mcp_roots_free(&srv->roots);
+  route_ring_free(&srv->ring);
 }
 
 /* The HTTP transport's way into the server (mcp_server.c). */
@@ -664,11 +756,13 @@ int cmd_mcp(int argc, char **argv)
       .output_dirfd = -1,
       .output_budget = {.max_bytes = DEFAULT_OUTPUT_MAX_SIZE, .max_age_s = DEFAULT_OUTPUT_MAX_AGE_S},
       .devnull = -1,
-      .tools = TOOL_RUN_PYTHON | TOOL_EXECUTE_CODE,
+      .tools = TOOL_RUN_PYTHON | TOOL_EXECUTE_CODE | TOOL_SESSIONS,
       .warm_langs = MCP_LANG_BIT(MCP_LANG_PYTHON),
       .log_level = 3, /* warning */
       .approve_timeout_s = DEFAULT_APPROVE_TIMEOUT_S,
-      .principal = -1,
+      .session_idle_s = UINT64_MAX, /* the policy's (session_bounds) */
+      .session_max_life_s = UINT64_MAX,
+      .max_sessions = UINT64_MAX,
   };
   const char *policy_name = NULL, *rootfs = NULL, *output_dir = NULL;
   struct mcp_http_opts http = {
@@ -694,6 +788,7 @@ int cmd_mcp(int argc, char **argv)
   int rc = 0;
   char url[128];
   if (setup(&srv, policy_name, rootfs, output_dir, &old, &masked, &err) < 0 ||
+      setup_ring(&srv, &http, &err) < 0 ||
       (use_http && mcp_http_start(&srv, &http, &http_handlers, &srv.http, url, sizeof url, &err) < 0) ||
       setup_warm_mode(&srv, &err) < 0) {
     log_sbx_error(&err);

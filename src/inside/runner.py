@@ -11,7 +11,10 @@
 # configured), fd 3 is the done channel, and the runner's last byte on it is the exit status.
 # Either lets sandboxd answer once the run is over and its output flushed, without waiting for
 # this process and the sandbox to be torn down. sandboxd then kills the sandbox.
-def _sandboxd_run():
+def _sandboxd_run(session=None):
+    # session: (exit_status, done_frame) when a session's interpreter (session.py) runs this per
+    # call: the code runs in the same __main__ every call, and this returns the status instead of
+    # leaving (no interpreter shutdown: the session's threads and atexit handlers live on).
     # Only what every run needs: asyncio and traceback cost tens of milliseconds to import, so
     # they are imported when the code awaits or fails.
     import linecache, os, sys
@@ -62,7 +65,8 @@ def _sandboxd_run():
             done_fd = 3
         except OSError:
             pass
-    del sys.argv[1:]
+    if session is None:
+        del sys.argv[1:]
     name = "<run_python>"
     # Show the user's lines in tracebacks.
     linecache.cache[name] = (len(code), None, code.splitlines(True), name)
@@ -70,8 +74,11 @@ def _sandboxd_run():
     sys.stdout.reconfigure(line_buffering=True)
     main = sys.modules["__main__"].__dict__
     # Ours, out of the code's namespace (the code cannot replace them by defining those names).
-    exit_status, done_frame = main.pop("_exit_status"), main.pop("_done_frame")
-    main.pop("_sandboxd_run", None)
+    if session is None:
+        exit_status, done_frame = main.pop("_exit_status"), main.pop("_done_frame")
+        main.pop("_sandboxd_run", None)
+    else:
+        exit_status, done_frame = session
     # With `servers`: mcp_<alias> and mcp_servers for the host MCP servers (src/inside/mcp).
     if servers:
         from mcp import runtime
@@ -105,7 +112,7 @@ def _sandboxd_run():
     # atexit handlers, flush. Then leave without the rest of finalization (module teardown and
     # garbage collection of a process about to vanish cost a millisecond or more per call).
     try:
-        threading = sys.modules.get("threading")
+        threading = sys.modules.get("threading") if session is None else None
         if threading is not None:
             threading._shutdown()
         # Figures still open are saved as plt.show() saves them; before atexit, where matplotlib
@@ -116,9 +123,10 @@ def _sandboxd_run():
                 plots.save_at_exit()
             except Exception as e:  # only if the code replaced the module: still finish the run
                 print("sandboxd: figures not saved: %s: %s" % (type(e).__name__, e), file=sys.stderr)
-        import atexit
+        if session is None:
+            import atexit
 
-        atexit._run_exitfuncs()
+            atexit._run_exitfuncs()
     except SystemExit as e:
         status = exit_status(e.code)
     for stream in (sys.stdout, sys.stderr):
@@ -133,6 +141,8 @@ def _sandboxd_run():
             pass
     elif bridge:
         done_frame(status & 0xFF)
+    if session is not None:
+        return status
     os._exit(status)
 
 
@@ -168,4 +178,5 @@ def _exit_status(code):
     return 1
 
 
-_sandboxd_run()
+if not globals().get("_SANDBOXD_SESSION"):  # a session's interpreter runs it per call (session.py)
+    _sandboxd_run()

@@ -18,10 +18,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
+#include "base/cleanup.h"
 #include "base/json.h"
 #include "base/jsonrpc.h"
 #include "base/log.h"
+#include "base/sha256.h"
 #include "base/slist.h"
 #include "base/util.h"
 #include "hostmcp/proxy.h"
@@ -80,6 +83,13 @@ static bool protocol_at_least(const char *protocol, const char *version)
 /* NULL if c's client can be asked, else why not (in buf, or static). */
 static const char *why_not(struct server *srv, const struct call *c, char *buf, size_t size)
 {
+  if (mcp_is_modern(c->protocol) && c->task) /* its request is answered: with the task */
+    return "a task's call cannot ask its client (the request was answered with the task, and sandboxd "
+           "asks nothing through the tasks extension's inputRequests)";
+  if (mcp_is_modern(c->protocol)) /* asked in the request's answer: no session or stream needed */
+    return c->elicit_form ? NULL
+                          : "the client has no elicitation (its request's "
+                            "io.modelcontextprotocol/clientCapabilities does not declare it)";
   if (srv->http && !c->session)
     return "a stateless HTTP request has no session to take the client's answer";
   if (srv->http && c->task)
@@ -168,15 +178,116 @@ static bool approval_send(struct server *srv, struct approval *a)
   return true;
 }
 
-/* Ask those waiting for a slot, oldest first, while slots are free. */
+/* ------------------------------------------------------------------ 2026-07-28: in the answer
+ *
+ * basic/patterns/mrtr: the server may not send requests of its own; it answers the tools/call
+ * with an InputRequiredResult whose inputRequests hold the elicitation, and the client retries
+ * the tools/call with inputResponses and the requestState. The code is still running, blocked on
+ * its host call: the call is kept, detached from the answered request, under a requestState of
+ * 256 random bits that names it here (nothing is encoded in it, so nothing in it can be
+ * tampered with: an unknown value is refused). The retry must come with the same bearer token
+ * and the same language and code ("Server Requirements" 4 and 5: principal, and the originating
+ * request); its expiry is the approval's deadline, after which the call goes on denied and its
+ * state is forgotten with it. One approval of a call is asked at a time. */
+
+#define INPUT_KEY "sandboxd_approval"
+
+void approval_digest(const struct mcp_tool_args *args, uint8_t out[32])
+{
+  struct sha256 h;
+  sha256_init(&h);
+  const char *lang = mcp_lang_name(args->lang);
+  sha256_update(&h, lang, strlen(lang) + 1);
+  sha256_update(&h, args->code, args->code_len);
+  sha256_final(&h, out);
+}
+
+static int new_state(char out[48])
+{
+  uint8_t r[32];
+  if (getrandom(r, sizeof r, 0) != (ssize_t) sizeof r)
+    return -1;
+  size_t n;
+  _cleanup_free_ char *b = base64_encode(r, sizeof r, &n);
+  if (!b)
+    return -1;
+  for (char *p = b; *p; p++) /* base64url, unpadded */
+    *p = *p == '+' ? '-' : *p == '/' ? '_' : *p;
+  bufprintf_cut(out, 48, "%.*s", (int) strcspn(b, "="), b);
+  return 0;
+}
+
+/* Answer c's request with an InputRequiredResult asking a, and detach c until the retry. */
+static bool approval_in_result(struct server *srv, struct approval *a)
+{
+  struct call *c = a->call;
+  if (!c->req_state[0] && new_state(c->req_state) < 0)
+    return false;
+  json_writer_t *w = json_writer_new();
+  if (!w)
+    return false;
+  jsonrpc_begin_result(w, c->id);
+  json_obj_begin(w);
+  json_kv_str(w, "resultType", "input_required");
+  json_key(w, "inputRequests");
+  json_obj_begin(w);
+  json_key(w, INPUT_KEY);
+  json_obj_begin(w);
+  json_kv_str(w, "method", "elicitation/create");
+  json_key(w, "params");
+  json_obj_begin(w);
+  json_kv_str(w, "mode", "form");
+  json_kv_str(w, "message", a->message);
+  json_key(w, "requestedSchema");
+  json_obj_begin(w);
+  json_kv_str(w, "type", "object");
+  json_key(w, "properties");
+  json_obj_begin(w);
+  json_obj_end(w);
+  json_obj_end(w);
+  json_obj_end(w);
+  json_obj_end(w);
+  json_obj_end(w);
+  json_kv_str(w, "requestState", c->req_state);
+  json_obj_end(w);
+  jsonrpc_end(w);
+  uint64_t route = srv->route;
+  srv->route = c->route;
+  send_writer(srv, w);
+  srv->route = route;
+  /* Its request is answered: no progress to it, no cancel by its id or its exchange's end. */
+  c->detached = true;
+  c->route = 0;
+  free(c->progress_token);
+  c->progress_token = NULL;
+  a->in_result = true;
+  return true;
+}
+
+static bool call_asking(const struct server *srv, const struct call *c)
+{
+  for (const struct approval *a = srv->approvals; a; a = a->next)
+    if (a->call == c && (a->in_result || a->req))
+      return true;
+  return false;
+}
+
+/* Ask those waiting, oldest first: a 2026-07-28 call's in its request's answer when it has one
+ * and asks nothing else; the others' while request slots are free. */
 static void approval_pump(struct server *srv)
 {
   size_t asked = 0;
   for (const struct approval *a = srv->approvals; a; a = a->next)
     asked += a->req != NULL;
-  for (struct approval *a = srv->approvals; a && asked < MAX_APPROVAL_REQUESTS; a = a->next)
-    if (!a->req && approval_send(srv, a))
+  for (struct approval *a = srv->approvals; a; a = a->next) {
+    if (a->req || a->in_result)
+      continue;
+    if (mcp_is_modern(a->call->protocol)) {
+      if (!a->call->detached && !call_asking(srv, a->call))
+        approval_in_result(srv, a);
+    } else if (asked < MAX_APPROVAL_REQUESTS && approval_send(srv, a))
       asked++;
+  }
 }
 
 /* Tell the client to drop a request it was sent (notifications/cancelled): its dialog closes. */
@@ -287,6 +398,63 @@ int approval_timers(struct server *srv)
   }
   approval_pump(srv);
   return timeout;
+}
+
+static struct call *call_by_state(struct server *srv, const char *state)
+{
+  size_t n = strlen(state);
+  for (struct call *c = srv->calls; c; c = c->next) {
+    /* Compared in time independent of where they differ. */
+    size_t m = strlen(c->req_state);
+    unsigned char diff = (unsigned char) (n != m);
+    for (size_t i = 0; c->detached && i < m && i < n; i++)
+      diff |= (unsigned char) (state[i] ^ c->req_state[i]);
+    if (c->detached && m && !diff)
+      return c;
+  }
+  return NULL;
+}
+
+void approval_retry(struct server *srv, const char *id, const json_node_t *params, const uint8_t digest[32])
+{
+  const char *state = json_as_string(json_get(params, "requestState"), NULL);
+  struct call *c = state ? call_by_state(srv, state) : NULL;
+  if (!c || c->principal != srv->principal || memcmp(c->digest, digest, 32) != 0) {
+    send_error(srv, id, JSONRPC_INVALID_PARAMS,
+               "Invalid params: `requestState` names no call waiting for this request (it ended, its "
+               "approval timed out, or the state, the client or the code differ)");
+    return;
+  }
+  char *nid = strdup(id);
+  if (!nid) {
+    send_error(srv, id, JSONRPC_INTERNAL_ERROR, "Internal error: out of memory");
+    return;
+  }
+  /* The call takes this request: its answer (or the next InputRequiredResult) goes to it. */
+  free(c->id);
+  c->id = nid;
+  c->route = srv->route;
+  c->client = srv->client;
+  c->detached = false;
+  c->progress_token = jsonrpc_id_canonical(json_get(json_get(params, "_meta"), "progressToken"));
+  struct approval *a = srv->approvals;
+  while (a && !(a->call == c && a->in_result))
+    a = a->next;
+  if (!a) { /* its approval timed out meanwhile: the code went on, and this gets its result */
+    approval_pump(srv);
+    return;
+  }
+  const json_node_t *r = json_get(json_get(params, "inputResponses"), INPUT_KEY);
+  const char *action = json_as_string(json_get(r, "action"), NULL);
+  if (!action) { /* not answered: asked again, in this request's answer (mrtr, "Error Handling") */
+    a->in_result = false;
+    approval_pump(srv);
+    return;
+  }
+  enum proxy_verdict v = strcmp(action, "accept") == 0   ? PROXY_APPROVED
+                         : strcmp(action, "cancel") == 0 ? PROXY_CANCELLED
+                                                         : PROXY_DENIED;
+  approval_finish(srv, a, v, NULL);
 }
 
 void approval_forget_call(struct server *srv, struct call *c)

@@ -33,7 +33,9 @@ void call_free(struct call *c)
 {
   if (!c)
     return;
-  sandbox_free(c->sb);
+  if (!c->sess) /* a session's sandbox is the session's */
+    sandbox_free(c->sb);
+  free(c->sess_gone);
   fork_pool_release(c->srv, c->fork_tmpl);
   if (c->pending)
     warm_drop(c->srv, c->pending);
@@ -78,10 +80,13 @@ struct call *call_find(struct server *srv, const char *id)
   /* An answered call is over for the client, which may reuse its id; so is a task's (answered
    * with the task, and cancelled with tasks/cancel, never notifications/cancelled). */
   for (struct call *c = srv->calls; c; c = c->next)
-    if (!c->answered && !c->task && c->client == srv->client && strcmp(c->id, id) == 0)
+    if (!c->answered && !c->detached && !c->task && c->client == srv->client && strcmp(c->id, id) == 0)
       return c;
   return NULL;
 }
+
+static void call_audit_free(struct server *srv, struct call *c, const struct sbx_result *res,
+                            const char *error);
 
 void call_cancel(struct server *srv, struct call *c)
 {
@@ -91,6 +96,14 @@ void call_cancel(struct server *srv, struct call *c)
     return;
   }
   c->cancelled = true;
+  if (c->sess) { /* interrupted, as at its time limit: the session lives on if it comes back */
+    if (!c->interrupted) {
+      c->interrupted = true;
+      sandbox_signal(c->sb, SIGINT);
+      sandbox_set_deadline(c->sb, now_ns() + SESSION_GRACE_NS);
+    }
+    return;
+  }
   if (!c->killed) {
     c->killed = true;
     sandbox_kill(c->sb, false);
@@ -157,6 +170,13 @@ static int result_footer(const struct call *c, const struct sbx_result *res, siz
     r |= strbuf_printf(f, "--- status: error, exit code %d ---", res->exit_code);
     break;
   case SBX_STATUS_TIMEOUT:
+    if (c->interrupted && !c->sess_gone) {
+      r |= strbuf_printf(
+          f, "--- status: timeout, interrupted (KeyboardInterrupt) at %llu.%03llu s (the limit) ---",
+          (unsigned long long) (c->limits.timeout_ms / 1000),
+          (unsigned long long) (c->limits.timeout_ms % 1000));
+      break;
+    }
     r |= strbuf_printf(f, "--- status: timeout, killed after %llu.%03llu s (the limit) ---",
                        (unsigned long long) (c->limits.timeout_ms / 1000),
                        (unsigned long long) (c->limits.timeout_ms % 1000));
@@ -169,6 +189,8 @@ static int result_footer(const struct call *c, const struct sbx_result *res, siz
     r |= strbuf_printf(f, "--- status: killed by signal %d ---", res->signal);
     break;
   }
+  if (c->sess_gone) /* the session ended during the call */
+    r |= strbuf_printf(f, "%s--- %s ---", f->len ? "\n" : "", c->sess_gone);
   return r;
 }
 
@@ -336,6 +358,10 @@ void call_finish(struct server *srv, struct call *c)
   struct sbx_result res;
   sbx_error_t err = {0};
   int r = sandbox_wait(c->sb, &res, &err);
+  if (c->interrupted && r == 0 && res.status == SBX_STATUS_KILLED)
+    res.status = SBX_STATUS_TIMEOUT; /* killed after the interrupt's grace */
+  if (c->sess)                       /* the session's interpreter died during the call: the session is over */
+    session_call_lost(srv, c, r == 0 ? &res : &(struct sbx_result){.status = SBX_STATUS_KILLED});
   call_unlink(srv, c);
   srv->route = c->route;
   if (c->answered || c->collect) {
@@ -350,8 +376,8 @@ void call_finish(struct server *srv, struct call *c)
   /* The answer first; the audit record and removing the cgroup (call_free) come after it. */
   const char *protocol = srv->protocol; /* the call's, for what a result holds */
   srv->protocol = c->protocol;
-  if (c->cancelled || c->answered)
-    ; /* the client cancelled: it expects no answer */
+  if (c->cancelled || c->answered || c->detached)
+    ; /* the client cancelled, or no retry took the call back (mcp_approval.c): no answer */
   else if (c->job_error)
     call_reply(
         srv, c,
@@ -361,6 +387,13 @@ void call_finish(struct server *srv, struct call *c)
   else
     send_call_result(srv, c, &res);
   srv->protocol = protocol;
+  call_audit_free(srv, c, r < 0 ? NULL : &res, r < 0 ? err.msg : NULL);
+}
+
+/* The call's audit record (result, or the error), then the call is freed. */
+static void call_audit_free(struct server *srv, struct call *c, const struct sbx_result *res,
+                            const char *error)
+{
   _cleanup_free_ char *calls = c->proxy ? proxy_calls_json(c->proxy) : NULL;
   const struct egress_log *egress = c->sb ? sandbox_egress(c->sb) : NULL;
   _cleanup_free_ char *egress_json = egress ? egress_log_json(egress, true) : NULL;
@@ -372,14 +405,17 @@ void call_finish(struct server *srv, struct call *c)
       .request_id = c->request_id,
       .policy = srv->policy,
       .limits = &c->limits,
-      .result = r < 0 ? NULL : &res,
-      .error = r < 0 ? err.msg : NULL,
+      .result = res,
+      .error = error,
       .calls_json = calls,
       .client = c->client_name[0] ? c->client_name : NULL,
       .egress_json = egress_json,
       .task = c->task_id[0] ? c->task_id : NULL,
+      .session = c->sess_hash[0] ? c->sess_hash : NULL,
   };
   audit_write(&rec);
+  if (c->sess) /* answered, and its session waits for the next call */
+    session_call_over(srv, c);
   /* A run that made sandboxd hold a lot (its output, or requests it sent over the bridge) gives
    * the memory back to the system when it ends, not only to malloc's free lists. */
   bool trim =
@@ -394,6 +430,31 @@ static bool readable(int fd)
   return poll(&(struct pollfd){.fd = fd, .events = POLLIN}, 1, 0) > 0;
 }
 
+/* A session's call is over (the runner's done byte) and its interpreter waits for the next: the
+ * output now in the pipes, /workspace/out's files (what the session's background processes write
+ * there later is the next call's), the answer, the record. The session lives on. */
+static void call_answer_session(struct server *srv, struct call *c, unsigned char status)
+{
+  struct sbx_result res;
+  if (sandbox_result_now(c->sb, status, &res) < 0)
+    res = (struct sbx_result){.status = status ? SBX_STATUS_ERROR : SBX_STATUS_OK, .exit_code = status};
+  if (c->interrupted) {
+    res.status = SBX_STATUS_TIMEOUT;
+    res.exit_code = 124;
+  }
+  while (c->out_fd >= 0 && drain_pipe(c, &c->out_fd, CAPTURE_STDOUT) == 0 && readable(c->out_fd))
+    ;
+  while (c->err_fd >= 0 && drain_pipe(c, &c->err_fd, CAPTURE_STDERR) == 0 && readable(c->err_fd))
+    ;
+  call_unlink(srv, c);
+  srv->route = c->route;
+  if (!c->cancelled) {
+    call_collect_files(srv, c, true);
+    send_call_result(srv, c, &res);
+  }
+  call_audit_free(srv, c, &res, NULL);
+}
+
 /* The runner's done byte (or, with a bridge, its done frame): the run is over and all its output
  * is in the pipes. Answer now, from the cgroup's counters, and kill the sandbox (the runner is
  * exiting anyway; anything the code left running ends with it, as when the runner exits): the
@@ -404,6 +465,10 @@ static bool readable(int fd)
  * tells): they are read once nothing can write them any more. */
 static void call_answer_done(struct server *srv, struct call *c, unsigned char status)
 {
+  if (c->sess && !c->killed) {
+    call_answer_session(srv, c, status);
+    return;
+  }
   if (c->killed || c->cancelled || c->answered)
     return;
   struct sbx_result res;
@@ -531,6 +596,8 @@ static int call_start(struct server *srv, struct call *c, sbx_error_t *err)
     proxy_on_done(c->proxy, bridge_done, c);
     proxy_on_approval(c->proxy, srv->approve, approval_ask, c);
   }
+  if (c->sess)
+    return session_call_start(srv, c, err);
 
   /* --warm-mode fork: a ready forked sandbox (--warm), else one of the pool's still being set up
    * (further along than a fork begun now), else a fork of the template begun now; the call waits
@@ -732,10 +799,10 @@ void call_pending_ready(struct server *srv, struct call *c, bool give_up)
 /* Start queued calls while there is room. */
 void start_queued(struct server *srv)
 {
-  struct call *c = srv->calls;
-  while (c && srv->n_running < srv->max_concurrent) {
-    struct call *next = c->next;
-    if (c->state == CALL_QUEUED) {
+  /* A session's call starts at once: its sandbox runs already (and sessions are bounded). */
+  for (struct call *c = srv->calls, *next; c; c = next) {
+    next = c->next;
+    if (c->state == CALL_QUEUED && (c->sess || srv->n_running < srv->max_concurrent)) {
       sbx_error_t err = {0};
       srv->n_queued--;
       c->state = CALL_RUNNING;
@@ -744,7 +811,6 @@ void start_queued(struct server *srv)
       if (call_start(srv, c, &err) < 0)
         call_start_failed(srv, c, &err);
     }
-    c = next;
   }
 }
 
@@ -784,7 +850,16 @@ int run_timers(struct server *srv)
     }
     if (c->state == CALL_RUNNING && c->sb && !c->killed) {
       uint64_t deadline = sandbox_deadline_ns(c->sb);
-      if (now >= deadline) {
+      if (now >= deadline && c->sess && !c->interrupted) {
+        /* A session's call is interrupted (KeyboardInterrupt), and killed, with its session, only
+         * if it does not come back within the grace. */
+        c->interrupted = true;
+        sandbox_signal(c->sb, SIGINT);
+        sandbox_set_deadline(c->sb, now + SESSION_GRACE_NS);
+        timeout = timeout < 0 || ms_until(now + SESSION_GRACE_NS, now) < timeout
+                      ? ms_until(now + SESSION_GRACE_NS, now)
+                      : timeout;
+      } else if (now >= deadline) {
         c->killed = true;
         sandbox_kill(c->sb, true);
       } else if (timeout < 0 || ms_until(deadline, now) < timeout)
@@ -814,7 +889,7 @@ bool code_running(const struct server *srv)
 
 /* A new call at the end of the queue; start_queued() starts it when there is room. */
 struct call *call_enqueue(struct server *srv, const char *id, const struct mcp_tool_args *a,
-                          const json_node_t *progress_token)
+                          const json_node_t *progress_token, struct session *sess)
 {
   struct call *c = calloc(1, sizeof *c);
   if (!c)
@@ -828,11 +903,18 @@ struct call *call_enqueue(struct server *srv, const char *id, const struct mcp_t
   }
   c->timeout_ms = a->timeout_ms;
   c->lang = a->lang;
+  c->sess = sess;
   c->client = srv->client;
   c->route = srv->route;
   c->protocol = srv->protocol;
   c->req = srv->req;
   c->req.caps = NULL;
+  c->principal = srv->principal;
+  approval_digest(a, c->digest);
+  if (srv->req.modern) { /* 2025-11-25's form, or 2025-06-18's plain object (mcp_approval.c) */
+    const json_node_t *e = json_get(srv->req.caps, "elicitation");
+    c->elicit_form = json_type(e) == JSON_OBJECT && (json_get(e, "form") || !json_get(e, "url"));
+  }
   c->session = srv->client_session;
   if (srv->client_name)
     bufprintf_cut(c->client_name, sizeof c->client_name, "%s", srv->client_name);

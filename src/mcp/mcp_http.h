@@ -37,6 +37,9 @@ struct mcp_http_opts {
   size_t n_origins;
   size_t max_connections, max_requests, max_streams, max_sessions;
   unsigned idle_s;
+  /* --ring-file, --ring-name: the upstream of nginx's `hash ... consistent` this replica is one
+   * of, and its name there (route_ring.h); session ids and handles are minted to route back. */
+  const char *ring_file, *ring_name;
 };
 
 /* mcp_http_listen.c: "ADDR:PORT", "[ADDR6]:PORT" or "PORT" (on 127.0.0.1). */

@@ -265,6 +265,8 @@ static void dispatch(struct mcp_http *h, struct exchange *x, const struct jsonrp
   srv->principal = x->principal;
   srv->route = x->id;
   srv->client_name = x->name;
+  /* A session's owner (mcp_sessions.c): the token itself, not its place in the file. */
+  srv->owner = x->principal >= 0 && (size_t) x->principal < h->tokens.n ? h->tokens.sha[x->principal] : NULL;
   /* The version is each request's (MCP-Protocol-Version; absent, as before initialize), not the
    * latest initialize of any client. */
   const char *version = header(x, "MCP-Protocol-Version");
@@ -276,9 +278,10 @@ static void dispatch(struct mcp_http *h, struct exchange *x, const struct jsonrp
   srv->req_header = NULL;
   srv->req_ctx = NULL;
   srv->client = srv->route = 0;
+  srv->principal = 0;
   srv->client_session = false;
-  srv->principal = -1;
   srv->client_name = NULL;
+  srv->owner = NULL;
 }
 
 bool http_request_body(struct exchange *x)
@@ -328,7 +331,7 @@ bool http_request_body(struct exchange *x)
                          "Service Unavailable: too many sessions (--max-sessions)");
   } else if (!h->o.stateless && !x->sess) {
     sbx_error_t err = {0};
-    if (http_session_new(&h->sessions, ++h->next_id, x->principal, &x->sess, &err) < 0) {
+    if (http_session_new(&h->sessions, &h->srv->ring, ++h->next_id, x->principal, &x->sess, &err) < 0) {
       log_sbx_error(&err);
       ret = http_refuse_id(x, id, 500, NULL, NULL, "Internal error");
     } else {

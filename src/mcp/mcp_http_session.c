@@ -11,21 +11,27 @@
 
 #include "base/slist.h"
 #include "base/util.h"
+#include "mcp/route_ring.h"
 
-int http_session_new(struct http_sessions *s, uint64_t num, int principal, struct http_session **ret,
-                     sbx_error_t *err)
+int http_session_new(struct http_sessions *s, const struct route_ring *ring, uint64_t num, int principal,
+                     struct http_session **ret, sbx_error_t *err)
 {
-  unsigned char b[16];
-  if (getrandom(b, sizeof b, 0) != sizeof b)
-    return sbx_error_errno(err, "session id: getrandom");
   struct http_session *x = calloc(1, sizeof *x);
   if (!x)
     return sbx_error_set(err, ENOMEM, "session: out of memory");
-  static const char hex[] = "0123456789abcdef";
-  for (size_t i = 0; i < sizeof b; i++) {
-    x->id[2 * i] = hex[b[i] >> 4];
-    x->id[2 * i + 1] = hex[b[i] & 15];
-  }
+  /* Behind nginx's `hash $http_mcp_session_id consistent`: an id that routes here. */
+  do {
+    unsigned char b[16];
+    if (getrandom(b, sizeof b, 0) != sizeof b) {
+      free(x);
+      return sbx_error_errno(err, "session id: getrandom");
+    }
+    static const char hex[] = "0123456789abcdef";
+    for (size_t i = 0; i < sizeof b; i++) {
+      x->id[2 * i] = hex[b[i] >> 4];
+      x->id[2 * i + 1] = hex[b[i] & 15];
+    }
+  } while (!route_ring_mine(ring, x->id, 32));
   x->num = num;
   x->principal = principal;
   x->used_ns = now_ns();

@@ -24,9 +24,10 @@ struct http_sessions {
   size_t n;
 };
 
-/* A new session (ret owned by s). */
-int http_session_new(struct http_sessions *s, uint64_t num, int principal, struct http_session **ret,
-                     sbx_error_t *err);
+struct route_ring;
+/* A new session (ret owned by s); with a ring (route_ring.h), an id nginx routes here. */
+int http_session_new(struct http_sessions *s, const struct route_ring *ring, uint64_t num, int principal,
+                     struct http_session **ret, sbx_error_t *err);
 /* The session with this id made under this principal (a session id is no use with another
  * token), or NULL. */
 struct http_session *http_session_find(struct http_sessions *s, const char *id, int principal);

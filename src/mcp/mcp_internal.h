@@ -20,6 +20,7 @@
 #include "mcp/mcp_lang.h"
 #include "mcp/mcp_tasks.h"
 #include "mcp/mcp_tool.h"
+#include "mcp/route_ring.h"
 #include "policy/policy.h"
 #include "run/artifacts.h"
 #include "run/binds.h"
@@ -65,6 +66,7 @@
 /* --tools: which tools are offered. */
 #define TOOL_RUN_PYTHON 1u
 #define TOOL_EXECUTE_CODE 2u
+#define TOOL_SESSIONS 4u /* session_start and session_end (with max_sessions above 0) */
 
 /* Requests the server sends the client (mcp_server.c). */
 #define MAX_REQUESTS 4
@@ -75,6 +77,15 @@
 #define DEFAULT_APPROVE_TIMEOUT_S 120
 #define MAX_APPROVE_TIMEOUT_S 86400
 
+/* Sessions (mcp_sessions.c): "sbx_" and 256 random bits in base64url. */
+#define SESSION_ID_PREFIX "sbx_"
+#define SESSION_ID_LEN (4 + 43)
+/* After the interrupt (SIGINT) at a session call's time limit, how long the interpreter has to
+ * come back before its sandbox is killed (and the session with it). */
+#define SESSION_GRACE_NS 2000000000ULL
+/* Ended sessions remembered, so that a later call says why (the oldest forgotten first). */
+#define SESSION_TOMBS 256
+
 /* ------------------------------------------------------------------ state */
 
 /* A request of revision 2026-07-28 (mcp_modern.c): the level of the log notifications it asked
@@ -83,6 +94,32 @@ struct mcp_modern_req {
   bool modern;
   int log_level;
   const json_node_t *caps; /* io.modelcontextprotocol/clientCapabilities, while it is dispatched */
+};
+
+/* A session (mcp_sessions.c): one sandbox, confined as a one-shot call's, whose interpreter
+ * (inside/session.py) runs call after call in the same __main__. */
+struct session {
+  struct session *next;
+  char id[SESSION_ID_LEN + 1];
+  char hash[17];   /* the audit log's name for it: sha256 of the handle, cut */
+  char owner[65];  /* over HTTP: the sha256 of the bearer token that made it, else "" */
+  char client[48]; /* as audit records name the client */
+  enum mcp_lang lang;
+  struct sbx_sandbox *sb;
+  int ctl_fd; /* our end of its control socket (fd 3 inside) */
+  struct sbx_limits limits;
+  uint64_t idle_s, max_life_s;
+  uint64_t started_ns, used_ns; /* now_ns clock */
+  int64_t started_wall;         /* seconds since the epoch */
+  uint64_t calls;
+  struct call *busy; /* the call running on it, or NULL */
+};
+
+/* An ended session: its handle, its owner, and what a later call is told. */
+struct session_tomb {
+  char id[SESSION_ID_LEN + 1];
+  char owner[65];
+  char *why;
 };
 
 enum request_kind { REQUEST_NONE, REQUEST_ROOTS_LIST, REQUEST_ELICIT };
@@ -107,6 +144,7 @@ struct approval {
   uint64_t asked_ns, deadline_ns;
   char *message;
   struct request *req; /* while sent; NULL while it waits for a slot */
+  bool in_result;      /* 2026-07-28: asked in an InputRequiredResult (its call is detached) */
 };
 
 /* A warm sandbox: spawned exactly like a cold one (sandbox_spawn, the same spec), but with the
@@ -188,9 +226,25 @@ struct call {
    * exchange its answer and notifications go to, and the client as audit records name it. */
   uint64_t client, route;
   char client_name[48];
-  const char *protocol;              /* the client's protocol version when it called (static), or NULL */
-  struct mcp_modern_req req;         /* a 2026-07-28 request's log level (its caps not kept) */
-  bool session;                      /* over HTTP: a session's call (not a stateless request's) */
+  const char *protocol;      /* the client's protocol version when it called (static), or NULL */
+  struct mcp_modern_req req; /* a 2026-07-28 request's log level (its caps not kept) */
+  /* 2026-07-28 (mcp_approval.c): whether its request's clientCapabilities has elicitation (form);
+   * the bearer token's index (-1: none); and, while an approval is asked in an InputRequiredResult,
+   * the call is detached: its request answered, no id or route, until a retry brings `req_state`
+   * back from the same token with the same tool and code (digest). */
+  bool elicit_form;
+  int principal;
+  bool detached;
+  char req_state[48];
+  uint8_t digest[32];
+  bool session; /* over HTTP: a session's call (not a stateless request's) */
+  /* A call on a session (session_id): its sandbox is the session's (c->sb, not owned while
+   * sess is set); interrupted: SIGINT sent at its time limit; sess_gone: the session ended
+   * during the call, and why (the result says so). */
+  struct session *sess;
+  bool interrupted;
+  char *sess_gone;
+  char sess_hash[17];                /* the session's, for the audit record (kept if the session ends) */
   struct fork_pool_entry *fork_tmpl; /* --warm-mode fork: the template its sandbox forked from */
   /* The task it serves (mcp_tasks.c), or NULL: its answer is kept there, not sent, and its
    * request is over for the client (its id may be used again). task_id: that task's, for the
@@ -298,6 +352,19 @@ struct server {
   } * client_caps;
   size_t n_client_caps;
 
+  /* Sessions (mcp_sessions.c): live ones, the ended ones remembered (a ring), and the bounds
+   * (the policy's, or the tighter --session-idle, --session-max-life, --max-sessions). */
+  struct session *sessions;
+  size_t n_sessions;
+  struct session_tomb tombs[SESSION_TOMBS];
+  size_t tomb_next;
+  uint64_t session_idle_s, session_max_life_s;
+  uint64_t max_sessions, max_sessions_per_token;
+  /* Over HTTP with --token-file: the sha256 of the bearer token of the message being dispatched
+   * (a session's owner: by the token itself, so a reordered token file keeps each session with
+   * its token); else NULL. */
+  const char *owner;
+
   /* --http (mcp_http.c), or NULL for stdio. While it dispatches a message, and while a call
    * sends: the client (call ids are per client), the exchange that takes what is sent, and the
    * client's name for audit records. */
@@ -305,12 +372,15 @@ struct server {
   uint64_t client, route;
   bool client_session; /* client is a session's (stateful), not a single request's */
   const char *client_name;
+  int principal; /* the bearer token's index (-1: no tokens; 0 over stdio) */
+  /* --ring-file: nginx's consistent-hash ring this replica is in; handles are minted to route
+   * here (route_ring_mine). Empty (no points) without it. */
+  struct route_ring ring;
   /* While the HTTP transport dispatches a request: its headers (name matched without case), for
    * revision 2026-07-28's checks (mcp_modern.c); NULL over stdio. */
   const char *(*req_header)(void *ctx, const char *name);
   void *req_ctx;
   struct mcp_modern_req req; /* the request being dispatched, when it is of 2026-07-28 */
-  int principal;             /* over HTTP, the caller's bearer token (its index), or -1 */
 
   /* Calls run as tasks (mcp_tasks.c), oldest first, and the last creation number given. */
   struct task *tasks;
@@ -402,6 +472,11 @@ void approval_answered(struct server *srv, struct request *r, const struct jsonr
 int approval_timers(struct server *srv);
 /* The call ends: its approvals are forgotten (an answer after this is ignored). */
 void approval_forget_call(struct server *srv, struct call *c);
+/* 2026-07-28: a tools/call carrying requestState, the retry of one answered with an
+ * InputRequiredResult (basic/patterns/mrtr): the call it names takes this request (digest: the
+ * language and code, as approval_digest), and the approval its inputResponses answer is decided. */
+void approval_retry(struct server *srv, const char *id, const json_node_t *params, const uint8_t digest[32]);
+void approval_digest(const struct mcp_tool_args *args, uint8_t out[32]);
 /* initialize from srv->client: what it declared (elicitation). */
 void approval_client_init(struct server *srv, const json_node_t *capabilities);
 /* A session ended: forget what its client declared. */
@@ -429,15 +504,40 @@ int call_deliver(struct call *c, int fd, const char *kind, sbx_error_t *err);
 void call_job_ready(struct server *srv, struct call *c, bool timed_out);
 /* The warm sandbox a call waited for is built, or failed, or took too long (give_up). */
 void call_pending_ready(struct server *srv, struct call *c, bool give_up);
-/* A new call at the end of the queue (args checked, mcp_tool.c). NULL: out of memory. */
+/* A new call at the end of the queue (args checked, mcp_tool.c), in sess's sandbox if sess. NULL:
+ * out of memory. */
 struct call *call_enqueue(struct server *srv, const char *id, const struct mcp_tool_args *a,
-                          const json_node_t *progress_token);
+                          const json_node_t *progress_token, struct session *sess);
 /* Start queued calls while there is room. */
 void start_queued(struct server *srv);
 /* Kill at deadlines, tick progress; returns the poll timeout until the next such event. */
 int run_timers(struct server *srv);
 /* Whether some call is running or about to (answered calls only wait to be reaped). */
 bool code_running(const struct server *srv);
+/* mcp_sessions.c: sessions (sandboxd-mcp(7), SESSIONS). */
+void session_tool_start(struct server *srv, const char *id, const json_node_t *args);
+void session_tool_end(struct server *srv, const char *id, const json_node_t *args);
+/* The session a call names, checked: its owner, alive, the language, not busy. NULL with what the
+ * model is told in msg. */
+struct session *session_for_call(struct server *srv, const char *sid, enum mcp_lang lang, char *msg,
+                                 size_t msg_len);
+/* Hand the call to its session's interpreter: the call's pipes and job socket (SCM_RIGHTS). */
+int session_call_start(struct server *srv, struct call *c, sbx_error_t *err);
+/* The call was answered and its interpreter is waiting for the next. */
+void session_call_over(struct server *srv, struct call *c);
+/* The session's sandbox ended during the call (reaped, res): the session is over, the call owns
+ * the sandbox now and c->sess_gone says why. */
+void session_call_lost(struct server *srv, struct call *c, const struct sbx_result *res);
+/* Idle and maximum life: sessions expired; the poll timeout until the next. */
+int session_timers(struct server *srv);
+/* The pidfds of the idle sessions (a death between calls is seen at once). */
+size_t session_pollfds(struct server *srv, struct pollfd *pfds);
+void session_dispatch(struct server *srv, const struct pollfd *pfds, size_t n);
+/* At exit: every session killed, reaped and recorded. */
+void sessions_clear(struct server *srv);
+/* The tools' entries in tools/list. */
+void session_tools_write(struct server *srv, json_writer_t *w, bool icons);
+
 /* mcp_spec.c: each sandbox's spec and channels. */
 /* A sandbox's channels: its stdout and stderr pipes and where it takes its code (python's runner
  * a socket at fd 3, another language a pipe at stdin; job, ours, never blocks). The write ends and

@@ -18,4 +18,13 @@ __asm__(".section .rodata\n"
         ".incbin \"src/inside/template.py\"\n"
         ".byte 0\n"
         ".size mcp_template_source, . - mcp_template_source\n"
+        /* A session's interpreter: the runner, then the loop that calls it per call. */
+        ".global mcp_session_source\n"
+        ".type mcp_session_source, @object\n"
+        "mcp_session_source:\n"
+        ".ascii \"_SANDBOXD_SESSION = True\\n\"\n"
+        ".incbin \"src/inside/runner.py\"\n"
+        ".incbin \"src/inside/session.py\"\n"
+        ".byte 0\n"
+        ".size mcp_session_source, . - mcp_session_source\n"
         ".previous\n");

@@ -8,5 +8,7 @@
 extern const char mcp_runner_source[];
 /* The fork template (src/inside/template.py), the same way. */
 extern const char mcp_template_source[];
+/* A session's interpreter: "_SANDBOXD_SESSION = True", runner.py, then src/inside/session.py. */
+extern const char mcp_session_source[];
 
 #endif

@@ -37,14 +37,24 @@
 
 const char *const mcp_protocol_versions[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05", NULL};
 
-#define INSTRUCTIONS                                                                                         \
-  "Use run_python to execute Python code, or execute_code for Python, bash or JavaScript, in a fresh, "      \
-  "isolated sandbox per call. Nothing persists between calls. Limits are in resource " CAPABILITIES_URI "."
 /* How long a client may keep the lists and server/discover (2026-07-28's ttlMs): they change only
  * with the server's configuration (roots, which change the tools, are not used under 2026-07-28). */
 #define LIST_TTL_MS 300000
 
 /* ------------------------------------------------------------------ replies */
+
+/* initialize's and server/discover's instructions. */
+static const char *instructions(const struct server *srv)
+{
+  return (srv->tools & TOOL_SESSIONS) && srv->max_sessions
+             ? "Use run_python to execute Python code, or execute_code for Python, bash or JavaScript, "
+               "in a fresh, isolated sandbox per call. Nothing persists between calls, unless they "
+               "pass the session_id of a session_start (its state lasts until it ends). Limits are in "
+               "resource " CAPABILITIES_URI "."
+             : "Use run_python to execute Python code, or execute_code for Python, bash or JavaScript, "
+               "in a fresh, isolated sandbox per call. "
+               "Nothing persists between calls. Limits are in resource " CAPABILITIES_URI ".";
+}
 
 /* A result that is an empty object: {}. */
 static void send_empty_result(struct server *srv, const char *id)
@@ -113,7 +123,7 @@ static void m_initialize(struct server *srv, const char *id, const json_node_t *
   if (protocol_has_icons(srv->protocol))
     mcp_icons_write(w);
   json_obj_end(w);
-  json_kv_str(w, "instructions", INSTRUCTIONS);
+  json_kv_str(w, "instructions", instructions(srv));
   json_obj_end(w);
   jsonrpc_end(w);
   send_writer(srv, w);
@@ -148,7 +158,7 @@ static void m_server_discover(struct server *srv, const char *id, const json_nod
   json_obj_end(w);
   tasks_ext_write_capability(w);
   json_obj_end(w);
-  json_kv_str(w, "instructions", INSTRUCTIONS);
+  json_kv_str(w, "instructions", instructions(srv));
   mcp_result_fields(srv->protocol, w, LIST_TTL_MS);
   json_obj_end(w);
   jsonrpc_end(w);
@@ -187,6 +197,8 @@ static void m_tools_list(struct server *srv, const char *id, const json_node_t *
     mcp_tool_write(w, srv->policy, srv->hs.cfg, &srv->binds, roots, srv->text_limit, &fx);
   if (srv->tools & TOOL_EXECUTE_CODE)
     mcp_exec_tool_write(w, srv->policy, srv->langs, &srv->binds, roots, srv->text_limit, &fx);
+  if ((srv->tools & TOOL_SESSIONS) && srv->max_sessions)
+    session_tools_write(srv, w, fx.icons);
   json_arr_end(w);
   mcp_result_fields(srv->protocol, w, LIST_TTL_MS);
   json_obj_end(w);
@@ -214,10 +226,37 @@ static void m_tools_call(struct server *srv, const char *id, const json_node_t *
     send_error(srv, id, JSONRPC_INVALID_PARAMS, "Invalid params: `name` must be a string");
     return;
   }
+  /* Sessions' tools, unless the policy allows none (max_sessions 0). */
+  if ((srv->tools & TOOL_SESSIONS) && srv->max_sessions && strcmp(name, "session_start") == 0) {
+    session_tool_start(srv, id, json_get(params, "arguments"));
+    return;
+  }
+  if ((srv->tools & TOOL_SESSIONS) && srv->max_sessions && strcmp(name, "session_end") == 0) {
+    session_tool_end(srv, id, json_get(params, "arguments"));
+    return;
+  }
   /* A tool left out by --tools is unknown, as to tools/list. */
   bool run_python = (srv->tools & TOOL_RUN_PYTHON) && strcmp(name, TOOL_NAME) == 0;
   if (!run_python && !((srv->tools & TOOL_EXECUTE_CODE) && strcmp(name, EXEC_TOOL_NAME) == 0)) {
     send_errorf(srv, id, JSONRPC_INVALID_PARAMS, "Unknown tool: %.200s", name);
+    return;
+  }
+  /* Bad arguments are the model's to fix: answer with an isError result it can read (in a task
+   * that has ended with it, when the client asked for one: it waits for a task). */
+  struct mcp_tool_args args;
+  char msg[1024];
+  struct task *t = NULL;
+  const json_node_t *a = json_get(params, "arguments");
+  if ((run_python ? mcp_tool_parse_args(a, srv->policy, srv->hs.cfg, &args, msg, sizeof msg)
+                  : mcp_exec_parse_args(a, srv->policy, srv->langs, &args, msg, sizeof msg)) < 0) {
+    if (tasks_for_call(srv, id, params, false, &t) == 0)
+      refuse_call(srv, id, t, tool_error_writer(srv, id, "%s", msg));
+    return;
+  }
+  if (srv->req.modern && json_get(params, "requestState")) { /* a retry (mcp_approval.c) */
+    uint8_t digest[32];
+    approval_digest(&args, digest);
+    approval_retry(srv, id, params, digest);
     return;
   }
   if (call_find(srv, id)) {
@@ -226,19 +265,14 @@ static void m_tools_call(struct server *srv, const char *id, const json_node_t *
   }
   /* A task (mcp_tasks.c) where the client asked for one (2025-11-25) or may get one (2026-07-28):
    * answered now, the call queued as any other. */
-  struct task *t;
-  if (tasks_for_call(srv, id, params, &t) < 0)
+  if (tasks_for_call(srv, id, params, true, &t) < 0)
     return;
-  /* Bad arguments are the model's to fix: answer with an isError result it can read. */
-  struct mcp_tool_args args;
-  char msg[1024];
-  const json_node_t *a = json_get(params, "arguments");
-  if ((run_python ? mcp_tool_parse_args(a, srv->policy, srv->hs.cfg, &args, msg, sizeof msg)
-                  : mcp_exec_parse_args(a, srv->policy, srv->langs, &args, msg, sizeof msg)) < 0) {
+  struct session *sess = NULL;
+  if (args.session_id && !(sess = session_for_call(srv, args.session_id, args.lang, msg, sizeof msg))) {
     refuse_call(srv, id, t, tool_error_writer(srv, id, "%s", msg));
     return;
   }
-  if (srv->n_running >= srv->max_concurrent && srv->n_queued >= srv->max_queue) {
+  if (!sess && srv->n_running >= srv->max_concurrent && srv->n_queued >= srv->max_queue) {
     refuse_call(srv, id, t,
                 tool_error_writer(srv, id,
                                   "sandboxd is busy: %zu calls running and %zu queued (--max-queue); try "
@@ -254,7 +288,7 @@ static void m_tools_call(struct server *srv, const char *id, const json_node_t *
                                   srv->code_bytes, args.code_len, CODE_HELD_MESSAGES * srv->max_message));
     return;
   }
-  struct call *c = call_enqueue(srv, id, &args, json_get(json_get(params, "_meta"), "progressToken"));
+  struct call *c = call_enqueue(srv, id, &args, json_get(json_get(params, "_meta"), "progressToken"), sess);
   if (!c) {
     if (t)
       tasks_abandon(srv, t);
@@ -322,7 +356,20 @@ static void write_capabilities(struct server *srv, json_writer_t *w)
   json_kv_str(w, "approve_host_calls", policy_approve_name(srv->approve));
   json_obj_end(w);
   json_kv_str(w, "network", "loopback only");
-  json_kv_str(w, "persistence", "none: every call runs in a fresh sandbox with an empty /workspace and /tmp");
+  json_kv_str(w, "persistence",
+              srv->max_sessions
+                  ? "none without a session: every call runs in a fresh sandbox with an empty "
+                    "/workspace and /tmp; a session (session_start) keeps its state until it ends"
+                  : "none: every call runs in a fresh sandbox with an empty /workspace and /tmp");
+  /* Sessions' bounds (mcp_sessions.c), and how many are alive. */
+  json_key(w, "sessions");
+  json_obj_begin(w);
+  json_kv_uint(w, "max_sessions", srv->max_sessions);
+  json_kv_uint(w, "max_sessions_per_token", srv->max_sessions_per_token);
+  json_kv_uint(w, "idle_ttl_s", srv->session_idle_s);
+  json_kv_uint(w, "max_life_s", srv->session_max_life_s);
+  json_kv_uint(w, "live", srv->n_sessions);
+  json_obj_end(w);
   json_key(w, "limits");
   write_limits(w, &p->limits);
   /* Files out (mcp_files.c): where to write them, how many come back, and where they are saved. */
@@ -801,6 +848,9 @@ void serve(struct server *srv)
     int task_timeout = tasks_timers(srv); /* ttls: reaped on time, not when next asked */
     if (task_timeout >= 0 && (timeout < 0 || task_timeout < timeout))
       timeout = task_timeout;
+    int session_timeout = session_timers(srv);
+    if (session_timeout >= 0 && (timeout < 0 || session_timeout < timeout))
+      timeout = session_timeout;
     int host_timeout = mcp_hosts_timers(srv->hs.hosts);
     if (host_timeout >= 0 && (timeout < 0 || host_timeout < timeout))
       timeout = host_timeout;
@@ -809,8 +859,8 @@ void serve(struct server *srv)
 
     size_t n_hosts = mcp_hosts_max_pollfds(srv->hs.hosts);
     size_t n_http = srv->http ? mcp_http_max_pollfds(srv->http) : 0;
-    size_t need =
-        FD_FIXED + n_hosts + FDS_PER_CALL * srv->n_running + srv->n_warm + n_http + 1; /* + fork_next */
+    size_t need = FD_FIXED + n_hosts + FDS_PER_CALL * srv->n_running + srv->n_warm + srv->n_sessions +
+                  n_http + 1; /* + fork_next */
     if (need > cap) {
       struct pollfd *p = realloc(pfds, need * sizeof *p);
       if (p)
@@ -835,6 +885,8 @@ void serve(struct server *srv)
     n += call_pollfds(srv, pfds + n, owners + n);
     size_t first_warm = n;
     n += warm_pool_pollfds(srv, pfds + n);
+    size_t first_session = n;
+    n += session_pollfds(srv, pfds + n);
     size_t first_http = n;
     if (srv->http) {
       n += mcp_http_pollfds(srv->http, pfds + n);
@@ -860,7 +912,8 @@ void serve(struct server *srv)
     mcp_hosts_dispatch(srv->hs.hosts, pfds + FD_FIXED, first_call - FD_FIXED);
     calls_dispatch(srv, pfds + first_call, owners + first_call, first_warm - first_call);
     /* In pool order, which nothing above changed: calls take warm sandboxes only in read_stdin. */
-    warm_pool_dispatch(srv, pfds + first_warm, first_http - first_warm);
+    warm_pool_dispatch(srv, pfds + first_warm, first_session - first_warm);
+    session_dispatch(srv, pfds + first_session, first_http - first_session);
     if (srv->http)
       mcp_http_dispatch(srv->http, pfds + first_http, n - first_http);
     if (pfds[FD_STDIN].revents)

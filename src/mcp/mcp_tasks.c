@@ -36,11 +36,16 @@ uint64_t tasks_owner(const struct server *srv)
   if (!srv->http)
     return 0; /* stdio: the one client */
   /* 2025-11-25 over HTTP binds a task to the session (its authorization context). Without one
-   * (stateless; 2026-07-28 has no sessions) the token is all that names the caller; the high bit
-   * keeps those apart from session numbers. */
+   * (stateless; 2026-07-28 has no sessions) the token is all that names the caller: 60 bits of
+   * its sha256 (srv->owner; not its line in the file, which a reload may move), the high bit
+   * keeping those apart from session numbers. Without tokens, the one owner 1 << 63. */
   if (srv->client_session && !mcp_is_modern(srv->protocol))
     return srv->client;
-  return (1ULL << 63) | (uint64_t) (srv->principal + 1);
+  uint64_t key = 0;
+  for (size_t i = 0; srv->owner && i < 15 && srv->owner[i]; i++)
+    key =
+        key << 4 | (uint64_t) (srv->owner[i] <= '9' ? srv->owner[i] - '0' : (srv->owner[i] | 32) - 'a' + 10);
+  return (1ULL << 63) | key;
 }
 
 struct task *tasks_find(struct server *srv, const char *id)
@@ -150,7 +155,8 @@ void tasks_abandon(struct server *srv, struct task *t)
 
 /* ------------------------------------------------------------------ the call's side */
 
-int tasks_for_call(struct server *srv, const char *id, const json_node_t *params, struct task **ret)
+int tasks_for_call(struct server *srv, const char *id, const json_node_t *params, bool runs,
+                   struct task **ret)
 {
   *ret = NULL;
   int code;
@@ -163,9 +169,10 @@ int tasks_for_call(struct server *srv, const char *id, const json_node_t *params
     return -1;
   }
   /* 2026-07-28, SEP-2663 "Capability Negotiation": the server alone decides, for a client that
-   * declared the extension on this request (`task` is no opt-in there). A client at its
-   * max_tasks gets the call answered as ever: a valid answer too. */
-  if (!task && tasks_ext_declared(srv))
+   * declared the extension on this request (`task` is no opt-in there), for a call that runs
+   * (one refused is answered at once). A client at its max_tasks gets the call answered as
+   * ever: a valid answer too. */
+  if (!task && runs && tasks_ext_declared(srv))
     tasks_create(srv, TASK_TTL_DEFAULT_MS, &code, msg, sizeof msg, ret);
   return 0;
 }

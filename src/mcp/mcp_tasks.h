@@ -105,10 +105,12 @@ void tasks_write_time(json_writer_t *w, const char *key, int64_t ms);
 /* ------------------------------------------------------------------ the call's side */
 
 /* The task a tools/call gets, if any (mcp_server.c): with params' `task` under 2025-11-25, or
- * whenever the client declared the extension under 2026-07-28. 0 and *ret NULL: none, run it as
+ * whenever the client declared the extension under 2026-07-28 and the call runs (runs: it is not
+ * refused before it is queued). 0 and *ret NULL: none, run it as
  * ever; 0 and *ret: the task (send tasks_created once its call is queued); -1: the error is
  * sent. */
-int tasks_for_call(struct server *srv, const char *id, const json_node_t *params, struct task **ret);
+int tasks_for_call(struct server *srv, const char *id, const json_node_t *params, bool runs,
+                   struct task **ret);
 /* The request answered with the task t, as its revision says, and t's call c linked (NULL: a
  * call refused before it was queued, whose answer tasks_settle takes next). */
 void tasks_created(struct server *srv, struct task *t, struct call *c, const char *id);

@@ -49,6 +49,22 @@ static void append_names(char *buf, size_t len, const struct mcp_config *cfg)
 
 /* What run_python takes: code, servers, timeout (its default and ceiling from the policy). */
 
+/* The `session_id` argument of both tools (sandboxd-mcp(7), SESSIONS). */
+static void write_session_prop(json_writer_t *w)
+{
+  json_key(w, "session_id");
+  json_obj_begin(w);
+  json_kv_str(w, "type", "string");
+  json_kv_str(w, "pattern", "^sbx_[A-Za-z0-9_-]+$");
+  /* Under 2026-07-28 over HTTP, mirrored into Mcp-Param-Session: a load balancer routes a
+   * session's calls on it (sandboxd-mcp(7), DEPLOYMENT). */
+  json_kv_str(w, "x-mcp-header", MCP_SESSION_HEADER);
+  json_kv_str(w, "description",
+              "Run in this session (from session_start): its variables, imports and files stay across "
+              "calls. Omit for a fresh sandbox.");
+  json_obj_end(w);
+}
+
 /* The `timeout` argument of both tools: seconds, with the policy's default and ceiling. */
 static void write_timeout_prop(json_writer_t *w, const struct sbx_policy *policy)
 {
@@ -82,6 +98,7 @@ static void write_input_schema(json_writer_t *w, const struct sbx_policy *policy
   json_kv_str(w, "description", "Host MCP servers the code may call, by name.");
   json_obj_end(w);
   write_timeout_prop(w, policy);
+  write_session_prop(w);
   json_obj_end(w);
   json_key(w, "required");
   json_arr_begin(w);
@@ -221,7 +238,10 @@ static void write_annotations(json_writer_t *w, const char *title, const struct 
   "NCAzLTQgM00xMiAxNmg2IiBzdHJva2U9IiNmZmYiIHN0cm9rZS13aWR0aD0iMiIgZmlsbD0ibm9uZSIgc3Ryb2tlLWxpbmVjYXA9InJv" \
   "dW5kIiBzdHJva2UtbGluZWpvaW49InJvdW5kIi8+PC9zdmc+"
 
-const struct mcp_header_param mcp_tool_header_params[] = {{NULL, NULL, NULL}};
+const struct mcp_header_param mcp_tool_header_params[] = {{TOOL_NAME, "session_id", MCP_SESSION_HEADER},
+                                                          {EXEC_TOOL_NAME, "session_id", MCP_SESSION_HEADER},
+                                                          {"session_end", "session_id", MCP_SESSION_HEADER},
+                                                          {NULL, NULL, NULL}};
 
 void mcp_icons_write(json_writer_t *w)
 {
@@ -335,6 +355,7 @@ static void write_exec_input_schema(json_writer_t *w, const struct sbx_policy *p
   schema_prop(w, "code", "string",
               "The program: a Python script, a bash command string, or a JavaScript ES module.");
   write_timeout_prop(w, policy);
+  write_session_prop(w);
   json_obj_end(w);
   json_key(w, "required");
   json_arr_begin(w);
@@ -408,7 +429,19 @@ static int parse_code_timeout(const json_node_t *args, const struct sbx_policy *
     uint64_t max = policy->max.timeout_ms;
     timeout_ms = (uint64_t) t > max / 1000 ? max : (uint64_t) t * 1000;
   }
-  *ret = (struct mcp_tool_args){.code = code, .code_len = code_len, .timeout_ms = timeout_ms};
+  const json_node_t *sn = json_get(args, "session_id");
+  const char *sid = NULL;
+  if (sn && json_type(sn) != JSON_NULL) {
+    size_t len = 0;
+    sid = json_as_string(sn, &len);
+    if (!sid || len <= 4 || strncmp(sid, "sbx_", 4) != 0 || strlen(sid) != len ||
+        strspn(sid + 4, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-") != len - 4) {
+      bufprintf_cut(msg, msg_len, "`session_id` must be a session's handle from session_start (sbx_...)");
+      return -1;
+    }
+  }
+  *ret =
+      (struct mcp_tool_args){.code = code, .code_len = code_len, .timeout_ms = timeout_ms, .session_id = sid};
   return 0;
 }
 

@@ -36,6 +36,7 @@ struct mcp_tool_args {
   uint64_t timeout_ms;        /* clamped to the policy's ceiling; UINT64_MAX: the policy's default */
   const json_node_t *servers; /* an array of configured server names, or NULL */
   enum mcp_lang lang;         /* run_python: python */
+  const char *session_id;     /* a session's handle (session_start), or NULL: a fresh sandbox */
 };
 
 /* Check tools/call's `arguments` (NULL if absent). 0 and *ret set, or -1 with what the model
@@ -74,6 +75,7 @@ void mcp_icons_write(json_writer_t *w);
  * inputSchema, and under revision 2026-07-28 a client mirrors it into the HTTP header
  * Mcp-Param-<header>, which the server checks against the body (mcp_modern.c). Ended by a NULL
  * tool. */
+#define MCP_SESSION_HEADER "Session"
 struct mcp_header_param {
   const char *tool, *param, *header;
 };

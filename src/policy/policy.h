@@ -130,6 +130,9 @@ struct sbx_egress_limits {
 
 /* max_tasks' ceiling: the tasks one MCP client may hold (each keeps its result until its ttl). */
 #define SBX_MAX_TASKS_MAX 1024u
+/* Sessions (sandboxd-mcp(7), SESSIONS): their lifetimes' and number's ceilings. */
+#define SBX_SESSION_MAX_S (7u * 86400)
+#define SBX_MAX_SESSIONS 4096u
 
 /* In an `env` value: the run's memory limit in MiB, written in when the sandbox starts (the one
  * variable; sandboxd.policy(5)). */
@@ -171,6 +174,10 @@ struct sbx_policy {
   /* `sandboxd mcp`: the tasks (long calls answered later, MCP's tasks) one client may hold at once,
    * running or kept until their ttl ends. */
   uint64_t max_tasks;
+  /* Sessions of `sandboxd mcp` (session_start): idle TTL and maximum life, and how many at once,
+   * in all and per bearer token. max_sessions 0: no sessions. */
+  uint64_t session_idle_ms, session_max_life_ms;
+  uint64_t max_sessions, max_sessions_per_token;
 
   enum sbx_network network;        /* what a run gets */
   enum sbx_network max_network;    /* the most --allow-host may ask: proxy, or none (refused) */

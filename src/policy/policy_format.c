@@ -206,6 +206,10 @@ static void fmt_isolation(strbuf_t *sb, const struct sbx_policy *p, bool comment
   kv_str(sb, "readonly_root", p->readonly_root ? "yes" : "no");
   kv_str(sb, "mask_proc", p->mask_proc ? "yes" : "no");
   kv_u64(sb, "fork_template_calls", p->fork_template_calls);
+  fmt_milli(sb, "session_idle", p->session_idle_ms, "s");
+  fmt_milli(sb, "session_max_life", p->session_max_life_ms, "s");
+  kv_u64(sb, "max_sessions", p->max_sessions);
+  kv_u64(sb, "max_sessions_per_token", p->max_sessions_per_token);
   if (p->cgroup == SBX_CGROUP_REQUIRED) {
     kv_str(sb, "cgroup", "required");
   } else {

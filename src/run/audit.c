@@ -222,6 +222,8 @@ static void write_record(json_writer_t *w, const struct audit_record *r)
     json_kv_str(w, "client", r->client);
   if (r->task)
     json_kv_str(w, "task", r->task);
+  if (r->session)
+    json_kv_str(w, "session", r->session);
   if (log_code && r->code)
     json_kv_strn(w, "code", r->code, r->code_len);
   json_kv_str_or_null(w, "policy", r->policy ? r->policy->name : NULL);
@@ -281,6 +283,8 @@ static int append_line(const char *buf, size_t len, sbx_error_t *err)
   return ok ? 0 : -1;
 }
 
+static void emit(json_writer_t *w);
+
 void audit_write(const struct audit_record *r)
 {
   if (!configured)
@@ -293,6 +297,52 @@ void audit_write(const struct audit_record *r)
     return;
   }
   write_record(w, r);
+  emit(w);
+}
+
+void audit_write_session(const struct audit_session *r)
+{
+  if (!configured)
+    audit_configure(NULL);
+  if (disabled)
+    return;
+  json_writer_t *w = json_writer_new();
+  if (!w) {
+    dropped++;
+    return;
+  }
+  char now[64];
+  iso_time(now, sizeof now);
+  json_obj_begin(w);
+  json_kv_str(w, "time", now);
+  json_kv_str(w, "event", r->event);
+  json_kv_str(w, "mode", "mcp");
+  json_kv_uint(w, "uid", (uint64_t) getuid());
+  json_kv_str(w, "session", r->session);
+  json_kv_str_or_null(w, "client", r->client);
+  json_kv_str(w, "language", r->language);
+  json_key(w, "limits");
+  json_obj_begin(w);
+  json_kv_uint(w, "idle_ttl_s", r->idle_s);
+  json_kv_uint(w, "max_life_s", r->max_life_s);
+  json_kv_uint(w, "memory_bytes", r->limits->memory_bytes);
+  json_kv_uint(w, "pids", r->limits->pids);
+  json_kv_double(w, "cpus", (double) r->limits->cpus_milli / 1000.0);
+  json_obj_end(w);
+  if (r->reason) {
+    json_kv_str(w, "reason", r->reason);
+    json_kv_str(w, "message", r->message ? r->message : "");
+    json_kv_uint(w, "calls", r->calls);
+  }
+  if (dropped)
+    json_kv_uint(w, "dropped_before", dropped);
+  json_obj_end(w);
+  emit(w);
+}
+
+/* The record in w, written (and w freed). */
+static void emit(json_writer_t *w)
+{
   size_t len;
   const char *buf = json_writer_buf(w, &len);
   if (!buf) {

@@ -28,6 +28,19 @@ struct audit_record {
   const char *client;              /* mcp --http: the client (token index, session prefix), or NULL */
   const char *egress_json;         /* network proxy: the egress log as a JSON object, or NULL */
   const char *task;                /* mcp: the id of the task the call served, or NULL */
+  const char *session;             /* mcp: the session the call ran in (its handle's hash), or NULL */
+};
+
+/* A session's start or end (mcp, sandboxd-mcp(7) SESSIONS): never its handle, a hash of it. */
+struct audit_session {
+  const char *event;   /* "session_start" or "session_end" */
+  const char *session; /* the handle's hash */
+  const char *client;  /* over HTTP: the token (its line's index) and the transport session, or NULL */
+  const char *language;
+  const struct sbx_limits *limits;
+  uint64_t idle_s, max_life_s, calls;
+  const char *reason;  /* session_end: ended, idle, max_life, died, server_exit */
+  const char *message; /* session_end: what later calls are told */
 };
 
 /* Where records go: a path, "syslog", "off", or NULL for the default ($SANDBOXD_AUDIT_LOG, else
@@ -42,6 +55,7 @@ int audit_start(const char *target, const struct hostfile_guard *guard, sbx_erro
 /* Also log the code text itself (opt-in: it may hold secrets). */
 void audit_set_log_code(bool on);
 void audit_write(const struct audit_record *r);
+void audit_write_session(const struct audit_session *r);
 /* A fresh request_id (32 hex digits), for a caller that names other things after its record. */
 void audit_new_request_id(char out[33]);
 /* Reopen the file by its name in the same directory (after logrotate moved it): call on SIGHUP. */

@@ -113,3 +113,35 @@ def test_pod_apparmor_profile_is_confined():
         r = subprocess.run(["apparmor_parser", "-Q", "-K", "/dev/stdin"], input=text, capture_output=True,
                            text=True)
         assert r.returncode == 0, r.stderr
+
+
+SDIR = os.path.join(KDIR, "sessions")
+SESSION_MANIFESTS = sorted(glob.glob(os.path.join(SDIR, "*.yaml")))
+
+
+def test_session_manifests_are_valid(validator):
+    """sessions/: the StatefulSet, its headless Service, the ring and nginx (6 documents)."""
+    r = validator(*SESSION_MANIFESTS)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.strip().splitlines()[-1] == "6 passed, 0 failed", r.stdout
+
+
+def test_session_pods_are_the_deployments_but_for_the_ring():
+    """The StatefulSet's pods are deployment.yaml's, but without --stateless and with the ring; the
+    ring, nginx's upstream and the replica names agree server for server."""
+    dep = yaml.safe_load(open(os.path.join(KDIR, "deployment.yaml")))
+    ss = yaml.safe_load(open(os.path.join(SDIR, "statefulset.yaml")))
+    a, b = dep["spec"]["template"]["spec"], ss["spec"]["template"]["spec"]
+    ca, cb = a["containers"][0], b["containers"][0]
+    assert cb["args"] == [x for x in ca["args"] if x != "--stateless"] + [
+        "--ring-file", "/etc/sandboxd/ring/ring", "--ring-name", "$(POD_NAME).sandboxd-sessions:8080"]
+    for key in ("securityContext", "resources", "readinessProbe", "livenessProbe", "image", "command"):
+        assert ca[key] == cb[key], key
+    for key in ("hostUsers", "securityContext", "terminationGracePeriodSeconds"):
+        assert a[key] == b[key], key
+    ring = yaml.safe_load(open(os.path.join(SDIR, "ring.yaml")))["data"]["ring"].split()
+    n = ss["spec"]["replicas"]
+    assert ring == [f"sandboxd-sessions-{i}.sandboxd-sessions:8080" for i in range(n)]
+    conf = list(yaml.safe_load_all(open(os.path.join(SDIR, "nginx.yaml"))))[0]["data"]["nginx.conf"]
+    assert re.findall(r"^\s*server (\S+);", conf, re.M) == ring
+    assert "hash $sandboxd_key consistent;" in conf

@@ -37,10 +37,10 @@ def mcp():
 
 def test_both_tools_by_default_with_the_common_schema(mcp):
     tools = mcp.tools()
-    assert set(tools) == {"run_python", "execute_code"}
+    assert set(tools) == {"run_python", "execute_code", "session_start", "session_end"}
     t = tools["execute_code"]
     props = t["inputSchema"]["properties"]
-    assert set(props) == {"language", "code", "timeout"}
+    assert set(props) == {"language", "code", "timeout", "session_id"}
     assert t["inputSchema"]["required"] == ["language", "code"]
     assert props["language"]["enum"] in (["python", "bash"], ["python", "bash", "javascript"])
     out = t["outputSchema"]
@@ -78,8 +78,9 @@ def test_tools_say_how_long_a_result_is_for_claude_code(limit):
     finally:
         m.close()
     most = 2 * (limit or 40000) + 1024
-    assert {n: t.get("_meta", {}).get("anthropic/maxResultSizeChars") for n, t in tools.items()} == \
-        {"run_python": most, "execute_code": most}, tools
+    # (session_start and session_end answer a line or two: no _meta.)
+    assert {n: t.get("_meta", {}).get("anthropic/maxResultSizeChars") for n, t in tools.items()
+            if not n.startswith("session_")} == {"run_python": most, "execute_code": most}, tools
     texts = [c["text"] for c in r["content"] if c["type"] == "text"]
     assert len(texts) == 2 and "not returned" in texts[1], texts[1:]
     units = sum(len(t.encode("utf-16-le")) // 2 for t in texts)

@@ -11,19 +11,30 @@ import sbx
 from mcpsession import Mcp
 
 
+CODE_TOOLS = {"run_python", "execute_code"}
+SESSION_TOOLS = {"session_start", "session_end"}
+
+
 def hints(*args, version="2025-11-25"):
+    """initialize's result, the code tools' annotations, and every tool."""
     sbx.require_sandboxd()
     m = Mcp(*args, version=version)
     try:
         tools = m.tools()
-        return m.init, {name: t.get("annotations", {}) for name, t in tools.items()}, tools
+        return m.init, {name: t.get("annotations", {}) for name, t in tools.items() if name in CODE_TOOLS}, tools
     finally:
         m.close()
 
 
 def test_a_plain_server_is_read_only_and_has_icons():
     init, ann, tools = hints()
-    assert set(ann) == {"run_python", "execute_code"}, ann
+    assert set(tools) == CODE_TOOLS | SESSION_TOOLS, tools
+    # A session's tools make or end a sandbox's state and reach nothing else (sandboxd-mcp(7),
+    # SESSIONS): never read-only, never an open world; ending loses the state.
+    for name in SESSION_TOOLS:
+        a = tools[name]["annotations"]
+        assert a["readOnlyHint"] is False and a["openWorldHint"] is False, a
+        assert a["destructiveHint"] is (name == "session_end"), a
     for a in ann.values():
         assert a["readOnlyHint"] is True and a["destructiveHint"] is False and a["openWorldHint"] is False, a
     for icons in [init["serverInfo"].get("icons")] + [t.get("icons") for t in tools.values()]:

@@ -373,3 +373,118 @@ def test_http_without_a_stream_cannot_ask(tmp_path):
         assert [c["approval"] for c in audit_calls(tmp_path)] == ["unavailable"]
     finally:
         s.stop()
+
+
+# ------------------------------------------------------------------ 2026-07-28: InputRequiredResult
+
+MODERN_META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+               "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}}}
+
+
+def modern_call(client, tools, meta=MODERN_META, **extra):
+    params = {"name": "run_python", "arguments": {"code": CODE % (list(tools),), "servers": ["host"]},
+              "_meta": meta, **extra}
+    return client.request("tools/call", params), params
+
+
+def code_saw(r):
+    text = "".join(c["text"] for c in r["result"]["content"] if c["type"] == "text")
+    return json.loads(text.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("client", [{"answer": None}], indirect=True)
+@pytest.mark.parametrize("action, seen, verdict", [("accept", ["ok"], "approved"), ("decline", None, "denied"),
+                                                   ("cancel", None, "cancelled")])
+def test_modern_asks_in_the_answer_and_the_retry_decides(client, tmp_path, action, seen, verdict):
+    """basic/patterns/mrtr: no elicitation/create request of the server's; the tools/call is
+    answered with an InputRequiredResult, and its retry (a new id, inputResponses, requestState)
+    decides and gets the call's result."""
+    r, params = modern_call(client, ["write"])
+    res = r["result"]
+    assert res["resultType"] == "input_required" and client.asked == [], r
+    [(key, ask)] = res["inputRequests"].items()
+    assert ask["method"] == "elicitation/create" and ask["params"]["mode"] == "form", ask
+    assert "`write`" in ask["params"]["message"] and len(res["requestState"]) >= 43, res
+    assert host_calls(tmp_path) == []  # held while nobody answered
+    content = {"content": {}} if action == "accept" else {}
+    r = client.request("tools/call", dict(params, requestState=res["requestState"],
+                                          inputResponses={key: {"action": action, **content}}))
+    assert r["result"]["resultType"] == "complete", r
+    [out] = code_saw(r)
+    if seen:
+        assert out == seen and host_calls(tmp_path) == ["write"]
+    else:
+        assert out[0] == "error" and out[1] == NOT_APPROVED and host_calls(tmp_path) == [], out
+    assert [c["approval"] for c in audit_calls(tmp_path)] == [verdict]
+
+
+@pytest.mark.parametrize("client", [{"answer": None}], indirect=True)
+def test_modern_retry_without_an_answer_is_asked_again_and_bad_state_is_refused(client, tmp_path):
+    r, params = modern_call(client, ["write"])
+    state = r["result"]["requestState"]
+    # Tampered, or sent with other code: refused, and the call still waits for its own retry.
+    for bad in (dict(params, requestState=state[:-2] + "xx"),
+                dict(params, requestState=state, arguments=dict(params["arguments"], code="print(1)"))):
+        e = client.request("tools/call", dict(bad, inputResponses={"sandboxd_approval": {"action": "accept"}}))
+        assert e["error"]["code"] == -32602 and "requestState" in e["error"]["message"], e
+    assert host_calls(tmp_path) == []
+    r = client.request("tools/call", dict(params, requestState=state))  # no inputResponses: asked again
+    assert r["result"]["resultType"] == "input_required" and r["result"]["requestState"] == state, r
+    r = client.request("tools/call", dict(params, requestState=state,
+                                          inputResponses={"sandboxd_approval": {"action": "accept", "content": {}}}))
+    assert code_saw(r) == [["ok"]] and host_calls(tmp_path) == ["write"]
+    # Used up: the call has ended, its state names nothing.
+    e = client.request("tools/call", dict(params, requestState=state))
+    assert e["error"]["code"] == -32602, e
+
+
+@pytest.mark.parametrize("client", [{"answer": None}], indirect=True)
+def test_modern_without_elicitation_cannot_approve(client, tmp_path):
+    meta = dict(MODERN_META, **{"io.modelcontextprotocol/clientCapabilities": {}})
+    r, _ = modern_call(client, ["write"], meta=meta)
+    [[kind, code, text]] = code_saw(r)
+    assert kind == "error" and code == NOT_APPROVED and "no elicitation" in text, text
+    assert host_calls(tmp_path) == [] and [c["approval"] for c in audit_calls(tmp_path)] == ["unavailable"]
+
+
+@pytest.mark.parametrize("client", [{"answer": None, "args": ("--approve", "all", "--approve-timeout", "2")}],
+                         indirect=True)
+def test_modern_no_retry_times_out_and_the_state_is_gone(client, tmp_path):
+    r, params = modern_call(client, ["write"])
+    state = r["result"]["requestState"]
+    deadline = time.monotonic() + 20  # the approval times out, the code goes on, the call ends unanswered
+    while not (tmp_path / "audit.log").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert [(c["outcome"], c["approval"]) for c in audit_calls(tmp_path)] == [("denied", "timeout")]
+    e = client.request("tools/call", dict(params, requestState=state,
+                                          inputResponses={"sandboxd_approval": {"action": "accept"}}))
+    assert e["error"]["code"] == -32602 and host_calls(tmp_path) == [], e
+
+
+def test_modern_over_http_the_retry_is_the_same_tokens(tmp_path):
+    """Over HTTP (no session): the InputRequiredResult ends the first POST without ending the run;
+    a retry with another bearer token names nothing, the owner's retry gets the result."""
+    from httpmcp import token_file
+    sbx.require_sandboxd()
+    tokens = token_file(tmp_path, "a" * 32, "b" * 32)
+    s = HttpMcp("--config", str(host_config(tmp_path)), "--approve", "all", "--token-file", tokens,
+                audit=str(tmp_path / "audit.log"))
+    try:
+        params = {"name": "run_python", "arguments": {"code": CODE % (["write"],), "servers": ["host"]},
+                  "_meta": MODERN_META}
+
+        def post(rid, p, token):
+            hdrs = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "run_python"}
+            st, _, body = s.post({"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": p}, token=token,
+                                 headers=hdrs)
+            return st, json.loads(body)
+        st, r = post(1, params, "a" * 32)
+        assert st == 200 and r["result"]["resultType"] == "input_required", r
+        retry = dict(params, requestState=r["result"]["requestState"],
+                     inputResponses={"sandboxd_approval": {"action": "accept", "content": {}}})
+        st, e = post(2, retry, "b" * 32)
+        assert e["error"]["code"] == -32602 and host_calls(tmp_path) == [], e
+        st, r = post(3, retry, "a" * 32)
+        assert st == 200 and code_saw(r) == [["ok"]] and host_calls(tmp_path) == ["write"], r
+    finally:
+        s.stop()

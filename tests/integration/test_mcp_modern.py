@@ -127,7 +127,7 @@ def test_stdio_discover_before_any_initialize(stdio):
     check_result(r, ttl=False)
     m, _ = stdio.request("tools/list", {"_meta": META})
     check_result(m["result"], ttl=True)
-    assert [t["name"] for t in m["result"]["tools"]] == ["run_python", "execute_code"]
+    assert [t["name"] for t in m["result"]["tools"]] == ["run_python", "execute_code", "session_start", "session_end"]
 
 
 def test_stdio_meta_required_and_version_checked(stdio):
@@ -274,3 +274,32 @@ def test_http_log_level_per_request(http):
     st, _, body = modern_post(s, "tools/call", call)
     notes = [json.loads(line[6:]) for line in body.decode().split("\n") if line.startswith("data: ")]
     assert any(n.get("method") == "notifications/message" and n["params"]["level"] == "debug" for n in notes), body
+
+
+def test_http_session_id_is_mirrored_and_checked(http):
+    """session_id is marked x-mcp-header (Session): a 2026-07-28 call carrying it must say it in
+    Mcp-Param-Session, exactly (the Base64 sentinel decoded, padded); a header for a session_id
+    the body lacks is refused too, so a load balancer never routes on a value the server ignores."""
+    s = http()
+    st, _, body = modern_post(s, "tools/list", {"_meta": META})
+    tools = {t["name"]: t for t in json.loads(body)["result"]["tools"]}
+    for name in ("run_python", "execute_code", "session_end"):
+        assert tools[name]["inputSchema"]["properties"]["session_id"]["x-mcp-header"] == "Session", name
+    st, _, body = modern_post(s, "tools/call", {"name": "session_start", "arguments": {}, "_meta": META})
+    sid = json.loads(body)["result"]["structuredContent"]["session_id"]
+    call = {"name": "run_python", "arguments": {"code": "x = 41", "session_id": sid}, "_meta": META}
+    b64 = base64.b64encode(sid.encode()).decode()
+    for value in (None, sid[:-1] + "A", "=?base64?" + b64.rstrip("=") + "?=" if b64.endswith("=") else "=?base64?!?="):
+        headers = {} if value is None else {"Mcp-Param-Session": value}
+        st, _, body = modern_post(s, "tools/call", call, headers=headers)
+        assert st == 400 and json.loads(body)["error"]["code"] == -32020, (value, body)
+    for value in (sid, "=?base64?" + b64 + "?="):
+        st, _, body = modern_post(s, "tools/call", call, headers={"Mcp-Param-Session": value})
+        assert st == 200 and not body_json(body)["result"]["isError"], (value, body)
+    call["arguments"] = {"code": "print(x + 1)", "session_id": sid}
+    st, _, body = modern_post(s, "tools/call", call, headers={"Mcp-Param-Session": sid})
+    assert body_json(body)["result"]["structuredContent"]["stdout"] == "42\n", body
+    # A header with no session_id in the body.
+    one_shot = {"name": "run_python", "arguments": {"code": "print(1)"}, "_meta": META}
+    st, _, body = modern_post(s, "tools/call", one_shot, headers={"Mcp-Param-Session": sid})
+    assert st == 400 and json.loads(body)["error"]["code"] == -32020, body

@@ -1,6 +1,7 @@
 // run_python print(1) through the official SDK client, side by side in one run: `sandboxd mcp`
 // with each --warm in BENCH_WARM (default "0 2 4"), with --warm-mode fork, and the reference stub, bench/bwrap-stub.py (one
-// bubblewrap sandbox per call; BENCH_STUB=0 leaves it out). For each server, after 10 warm-up calls:
+// bubblewrap sandbox per call; BENCH_STUB=0 leaves it out), and calls on live sessions of the fork-mode
+// server (BENCH_SESSION=0 leaves that out). For each server, after 10 warm-up calls:
 //   paced:        PACED calls (default 50), PAUSE ms apart (default 50): p50/p95/p99;
 //   back to back: N calls, one in flight: p50/p95/p99, calls/s;
 //   4, 16 in flight: N calls each: p50/p95/p99 of each call, calls/s;
@@ -31,6 +32,7 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const TRANSPORT = process.env.BENCH_TRANSPORT || 'stdio';
 
 const N = Number(process.argv[2] || 350);
+const SESSIONS = 4;
 const PACED = Number(process.env.PACED ?? 50);
 const PAUSE = Number(process.env.PAUSE || 50);
 const ROOTFS = process.env.SANDBOXD_ROOTFS || resolve(REPO, 'rootfs/python-3.14-slim');
@@ -132,16 +134,25 @@ async function inFlight(call, k, n) {
   const lat = [];
   let next = 0;
   const t0 = Date.now();
-  await Promise.all(Array.from({ length: k }, async () => { while (next++ < n) lat.push(await call()); }));
+  await Promise.all(Array.from({ length: k }, async (_, w) => { while (next++ < n) lat.push(await call(w)); }));
   return { ...stats(lat), rate: (n * 1000) / (Date.now() - t0) };
 }
 
 async function bench(server, idx) {
   const cg = cgMeter(`bench-mcp-${process.pid}-${idx}`);
   const { client, transport, pid } = await start(server, cg);
-  const call = async () => {
+  // A session row: calls on live sessions (session_start), worker w on session w; as many
+  // sessions as a client may hold (the policy's max_sessions_per_token, 4 by default).
+  const sessions = [];
+  for (let i = 0; server.session && i < SESSIONS; i++) {
+    const r = await client.callTool({ name: 'session_start', arguments: {} });
+    if (r.isError) throw new Error(`session_start: ${JSON.stringify(r)}`);
+    sessions.push(r.structuredContent.session_id);
+  }
+  const call = async (w = 0) => {
     const t0 = process.hrtime.bigint();
-    const r = await client.callTool({ name: 'run_python', arguments: { code: 'print(1)' } });
+    const args = { code: 'print(1)', ...(server.session ? { session_id: sessions[w] } : {}) };
+    const r = await client.callTool({ name: 'run_python', arguments: args });
     if (stdoutOf(r) !== '1\n') throw new Error(`${server.label}: ${JSON.stringify(r)}`);
     return Number(process.hrtime.bigint() - t0) / 1e6;
   };
@@ -161,9 +172,10 @@ async function bench(server, idx) {
     await sleep(500);
     res.inflight4 = await inFlight(call, 4, N);
     await sleep(500);
-    res.inflight16 = await inFlight(call, 16, N);
+    // A session runs one call at a time and a client holds SESSIONS: no 16 in flight.
+    res.inflight16 = server.session ? null : await inFlight(call, 16, N);
     await sleep(1000); // the pool refilled, the last sandboxes reaped
-    const calls = PACED + 3 * N;
+    const calls = PACED + (server.session ? 2 : 3) * N;
     res.calls = calls;
     if (cg) {
       const cg1 = cg.read();
@@ -194,8 +206,8 @@ function table(rows) {
   for (const r of rows) {
     lines.push(`| ${[r.label, ms(r.paced.p50), ms(r.serial.p50), ms(r.serial.p95), ms(r.serial.p99),
       ms(r.inflight4.p50), ms(r.inflight4.p95), ms(r.inflight4.p99),
-      ms(r.inflight16.p50), ms(r.inflight16.p95), ms(r.inflight16.p99),
-      r.inflight4.rate.toFixed(0), r.inflight16.rate.toFixed(0),
+      ms(r.inflight16?.p50), ms(r.inflight16?.p95), ms(r.inflight16?.p99),
+      r.inflight4.rate.toFixed(0), r.inflight16 ? r.inflight16.rate.toFixed(0) : '–',
       r.cpu_ms_per_call === undefined ? '– (not root)' : r.cpu_ms_per_call.toFixed(2),
       r.cpu_ms_per_call_machine.toFixed(2), r.faults_per_call === undefined ? '–' : r.faults_per_call.toFixed(0),
       r.faults_per_call_machine.toFixed(0)].join(' | ')} |`);
@@ -215,6 +227,12 @@ const servers = (process.env.BENCH_WARM ?? '0 2 4').split(' ').filter(Boolean).m
 if (process.env.BENCH_FORK !== '0')
   servers.push({ label: `sandboxd mcp --warm-mode fork${TRANSPORT === 'stdio' ? '' : ` (${TRANSPORT})`}`,
     command: SANDBOXD, args: [...SERVER_ARGS, ...HTTP_ARGS, '--warm-mode', 'fork'], http: TRANSPORT !== 'stdio' });
+// Calls on live sessions (session_start, then session_id), on the fork-mode server (BENCH_SESSION=0:
+// not): the session row. Its setup (the session's sandbox) is outside the timings.
+if (process.env.BENCH_SESSION !== '0')
+  servers.push({ label: `sandboxd mcp --warm-mode fork: calls on a live session${TRANSPORT === 'stdio' ? '' : ` (${TRANSPORT})`}`,
+    command: SANDBOXD, args: [...SERVER_ARGS, ...HTTP_ARGS, '--warm-mode', 'fork'], http: TRANSPORT !== 'stdio',
+    session: true });
 // BENCH_BASELINE=PATH: the fork row again with another sandboxd binary (say, a build of the commit
 // before a change), for a before/after side by side in one run.
 if (process.env.BENCH_BASELINE && process.env.BENCH_FORK !== '0')

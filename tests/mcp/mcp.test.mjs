@@ -34,7 +34,8 @@ describe('sdk client', () => {
 
   test('tools/list: run_python with schemas, title, annotations', async () => {
     const { tools } = await conn.client.listTools();
-    assert.deepEqual(tools.map((x) => x.name), ['run_python', 'execute_code']); // execute.test.mjs: the second
+    // execute.test.mjs: the second; test_mcp_sessions.py: the session tools
+    assert.deepEqual(tools.map((x) => x.name), ['run_python', 'execute_code', 'session_start', 'session_end']);
     const t = tools[0];
     assert.ok(t.title);
     assert.deepEqual(t.inputSchema.required, ['code']);

@@ -1,5 +1,6 @@
 // Soak (a bench mode, not part of make check): N run_python calls through the SDK client, a mix
-// of ok, failing, timing-out and cancelled ones, 4 in flight. sandboxd's fd count, RSS, cgroup
+// of ok, failing, timing-out and cancelled ones and calls on live sessions (made and ended
+// throughout), 4 in flight. sandboxd's fd count, RSS, cgroup
 // count and the host's mount count are sampled before, during (every 500 calls) and after, and
 // must stay flat; the trend is printed (RSS and fds per sample, latency of the ok calls by
 // decile of the run: p50/p95, which must not climb either, judged by eye: no timing assertion).
@@ -24,7 +25,12 @@ function sample(pid) {
   return { rss_kib: rss, fds, mounts, cgroups };
 }
 
-const kinds = ['ok', 'ok', 'ok', 'ok', 'ok', 'ok', 'error', 'error', 'timeout', 'cancel'];
+// 'session': a call on the worker's own live session (session_start), which counts its calls in a
+// variable; each worker ends its session and starts a new one every SESSION_CHURN of its session
+// calls, so sessions are made and ended throughout the run (SOAK_SESSIONS=0: none).
+const SESSIONS = process.env.SOAK_SESSIONS !== '0';
+const SESSION_CHURN = 25;
+const kinds = ['ok', 'ok', 'ok', 'ok', 'ok', SESSIONS ? 'session' : 'ok', 'error', 'error', 'timeout', 'cancel'];
 const code = {
   ok: 'print(sum(range(1000)))',
   error: 'raise ValueError("soak")',
@@ -38,15 +44,41 @@ for (let i = 0; i < 10; i++) await client.callTool({ name: 'run_python', argumen
 await sleep(500);
 const before = sample(pid);
 const samples = [before];
-const counts = { ok: 0, error: 0, timeout: 0, cancel: 0, unexpected: 0 };
+const counts = { ok: 0, error: 0, timeout: 0, cancel: 0, session: 0, sessions_started: 0, unexpected: 0 };
 let next = 0;
 const okLatency = []; // [call index, ms]
 const t0 = Date.now();
 
+async function sessionStart() {
+  const r = await client.callTool({ name: 'session_start', arguments: {} });
+  if (r.isError) throw new Error(`session_start: ${JSON.stringify(r.content)}`);
+  counts.sessions_started++;
+  return { id: r.structuredContent.session_id, calls: 0 };
+}
+
+async function sessionCall(w) {
+  if (w.session && w.session.calls === SESSION_CHURN) {
+    await client.callTool({ name: 'session_end', arguments: { session_id: w.session.id } });
+    w.session = null;
+  }
+  if (!w.session) w.session = await sessionStart();
+  const r = await client.callTool({ name: 'run_python', arguments: {
+    session_id: w.session.id, code: 'n = globals().get("n", 0) + 1\nprint(n)' } });
+  w.session.calls++;
+  if (r.structuredContent?.status === 'ok' && r.structuredContent.stdout === `${w.session.calls}\n`) counts.session++;
+  else counts.unexpected++;
+}
+
 async function worker() {
+  const w = { session: null };
   while (next < N) {
     const i = next++;
     const kind = kinds[i % kinds.length];
+    if (kind === 'session') {
+      try { await sessionCall(w); } catch { counts.unexpected++; }
+      if (i % 500 === 0) samples.push(sample(pid));
+      continue;
+    }
     const args = { code: code[kind] };
     if (kind === 'timeout') args.timeout = 1;
     try {
@@ -70,6 +102,7 @@ async function worker() {
     }
     if (i % 500 === 0) samples.push(sample(pid));
   }
+  if (w.session) await client.callTool({ name: 'session_end', arguments: { session_id: w.session.id } });
 }
 await Promise.all(Array.from({ length: IN_FLIGHT }, worker));
 await sleep(2000); // let cancelled sandboxes be reaped and the pool settle

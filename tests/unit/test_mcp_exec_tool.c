@@ -84,7 +84,10 @@ static void test_write(void)
   CHECK(!strcmp(json_as_string(json_get(tool, "name"), NULL), EXEC_TOOL_NAME));
   const json_node_t *in = json_get(tool, "inputSchema");
   const json_node_t *props = json_get(in, "properties");
-  CHECK(json_object_len(props) == 3 && json_get(props, "code") && json_get(props, "timeout"));
+  CHECK(json_object_len(props) == 4 && json_get(props, "code") && json_get(props, "timeout"));
+  /* session_id: optional, a session's handle (sandboxd-mcp(7), SESSIONS) */
+  CHECK(!strcmp(json_as_string(json_get(json_get(props, "session_id"), "pattern"), NULL),
+                "^sbx_[A-Za-z0-9_-]+$"));
   const json_node_t *e = json_get(json_get(props, "language"), "enum");
   CHECK(json_array_len(e) == 2 && !strcmp(json_as_string(json_array_at(e, 0), NULL), "python") &&
         !strcmp(json_as_string(json_array_at(e, 1), NULL), "bash"));

@@ -30,7 +30,8 @@ static const char base[] =
     "inotify_instances 16\ninotify_watches 8192\nfanotify_groups 0\nfanotify_marks 0\nnamespaces 2\n"
     "sigpending 1024\nmsgqueue 128K\nmemlock 1M\n"
     "no_new_privs yes\ndrop_capabilities yes\nreadonly_root yes\nmask_proc yes\ncgroup required\n"
-    "fork_template_calls 256\n"
+    "fork_template_calls 256\nsession_idle 900s\nsession_max_life 7200s\nmax_sessions "
+    "16\nmax_sessions_per_token 4\n"
     "env PATH=/usr/bin\nproxy_servers *\nproxy_request_limit 16M\nnetwork none\nmax_network none\n"
     "egress_connections 4\negress_bytes_up 1M\negress_bytes_down 8M\negress_connection_time 60s\n"
     "seccomp_default errno ENOSYS\nseccomp_badarch kill\n"
@@ -135,7 +136,7 @@ static void test_valid(void)
 static void test_errors(void)
 {
   /* Each error names file:line. */
-  CHECK(fails_with("bogus_key 1\n", "t.policy:59: unknown key `bogus_key`"));
+  CHECK(fails_with("bogus_key 1\n", "t.policy:63: unknown key `bogus_key`"));
   CHECK(fails_with("host_uid 65534\n", "`host_uid` was replaced by `host_id_range START COUNT`"));
   CHECK(fails_with("timeout 10s\n", "`timeout` is defined twice"));
   CHECK(fails_with("env PATH=/x\n", "`env PATH` is defined twice"));
@@ -307,7 +308,7 @@ static void test_conditions(void)
   CHECK(p != NULL);
   if (p) {
     CHECK(seccomp_validate(p, &err) < 0 && strstr(err.msg, "unknown syscall `not_a_syscall`") &&
-          strstr(err.msg, "t.policy:60"));
+          strstr(err.msg, "t.policy:64"));
     policy_free(p);
   }
 }
@@ -580,6 +581,49 @@ static void test_proxy_request_limit(void)
   policy_free(p);
 }
 
+/* Sessions' keys: required, bounded, printed; max_sessions 0 means none, the per-token bound
+ * not. */
+static void test_session_keys(void)
+{
+  sbx_error_t err;
+  struct sbx_policy *p = parse("", &err);
+  CHECK(p && p->session_idle_ms == 900000 && p->session_max_life_ms == 7200000 && p->max_sessions == 16 &&
+        p->max_sessions_per_token == 4);
+  char *canon = p ? policy_format_canonical(p) : NULL;
+  CHECK(canon && strstr(canon, "\nsession_idle       900s\n") &&
+        strstr(canon, "\nsession_max_life   7200s\n") && strstr(canon, "\nmax_sessions       16\n") &&
+        strstr(canon, "\nmax_sessions_per_token 4\n"));
+  free(canon);
+  policy_free(p);
+  static const char *const keys[][2] = {{"session_idle 900s\n", "session_idle"},
+                                        {"session_max_life 7200s\n", "session_max_life"},
+                                        {"max_sessions 16\n", "max_sessions"},
+                                        {"max_sessions_per_token 4\n", "max_sessions_per_token"}};
+  for (size_t i = 0; i < 4; i++) {
+    char want[80];
+    snprintf(want, sizeof want, "missing key `%s`", keys[i][1]);
+    CHECK(replaced_fails_with(keys[i][0], "", want));
+  }
+  p = parse_replaced("session_idle 900s\n", "session_idle 604801s\n", &err);
+  CHECK(!p && strstr(err.msg, "`session_idle` and `session_max_life` must be from 1s to 604800s"));
+  policy_free(p);
+  p = parse_replaced("session_max_life 7200s\n", "session_max_life 500ms\n", &err);
+  CHECK(!p && strstr(err.msg, "must be from 1s"));
+  policy_free(p);
+  p = parse_replaced("max_sessions 16\n", "max_sessions 4097\n", &err);
+  CHECK(!p && strstr(err.msg, "`max_sessions` must be from 0 to 4096"));
+  policy_free(p);
+  p = parse_replaced("max_sessions 16\n", "max_sessions 0\n", &err);
+  CHECK(p && p->max_sessions == 0);
+  policy_free(p);
+  p = parse_replaced("max_sessions_per_token 4\n", "max_sessions_per_token 0\n", &err);
+  CHECK(!p && strstr(err.msg, "`max_sessions_per_token`: bad count `0`"));
+  policy_free(p);
+  p = parse_replaced("max_sessions 16\n", "max_sessions 16\nmax_sessions 16\n", &err);
+  CHECK(!p && strstr(err.msg, "max_sessions"));
+  policy_free(p);
+}
+
 /* fork_template_calls: required, from 1 to 65536, printed. */
 static void test_fork_template_calls(void)
 {
@@ -653,7 +697,7 @@ static void test_network_errors(void)
   CHECK(replaced_fails_with("max_network none\n", "", "missing key `max_network`"));
   CHECK(fails_with("network none\n", "`network` is defined twice"));
   CHECK(replaced_fails_with("network none\n", "network on\n",
-                            "t.policy:47: `network` takes `none` or `proxy`"));
+                            "t.policy:51: `network` takes `none` or `proxy`"));
   CHECK(replaced_fails_with("max_network none\n", "max_network\n", "`max_network` takes `none` or `proxy`"));
   CHECK(replaced_fails_with("network none\n", "network proxy\n", "`network` is above `max_network`"));
   CHECK(fails_with("allow_host pypi.org\n", "`allow_host` needs `network proxy` or `max_network proxy`"));
@@ -874,6 +918,7 @@ int main(void)
   test_proxy_request_limit();
   test_fork_template_calls();
   test_max_tasks();
+  test_session_keys();
   test_approve_host_calls();
   test_floor();
   return check_summary("test_policy");

@@ -1,0 +1,516 @@
+"""Sessions (issue #38; sandboxd-mcp(7), SESSIONS): session_start gives a handle, run_python and
+execute_code with session_id run in that session's one sandbox, whose interpreter keeps its state;
+a session ends at session_end, idle TTL, maximum life, its interpreter's death or the server's exit,
+and every later call says why. Without session_id a call is a one-shot call, as ever."""
+import json
+import os
+import re
+import signal
+import subprocess
+import time
+import uuid
+
+import pytest
+
+import sbx
+from httpmcp import HttpMcp, token_file
+from mcpsession import Mcp
+
+HANDLE = re.compile(r"^sbx_[A-Za-z0-9_-]{43}$")
+TOKEN_A = "a" * 20 + "-token-of-client-A"
+TOKEN_B = "b" * 20 + "-token-of-client-B"
+
+
+@pytest.fixture
+def mcp():
+    servers = []
+
+    def start(*args, **kw):
+        m = Mcp(*args, **kw)
+        servers.append(m)
+        return m
+
+    yield start
+    for m in servers:
+        if m.p.poll() is None:
+            m.p.kill()
+            m.p.wait()
+
+
+def start(m, **args):
+    r = m.send("tools/call", {"name": "session_start", "arguments": args})
+    assert not r.get("isError"), r
+    return r
+
+
+def call(m, code, sid=None, tool="run_python", **args):
+    a = {"code": code, **args}
+    if tool == "execute_code":
+        a["language"] = "python"
+    if sid:
+        a["session_id"] = sid
+    return m.send("tools/call", {"name": tool, "arguments": a})
+
+
+def text(r):
+    return r["content"][0]["text"]
+
+
+def end(m, sid):
+    return m.send("tools/call", {"name": "session_end", "arguments": {"session_id": sid}})
+
+
+def test_tools_listed_with_schemas(mcp):
+    m = mcp()
+    tools = m.tools()
+    assert list(tools)[-2:] == ["session_start", "session_end"]
+    st = tools["session_start"]
+    assert set(st["outputSchema"]["required"]) == {"session_id", "expires_at", "idle_ttl_s", "max_life_s"}
+    assert "15 min" in st["description"] and "2 h" in st["description"]
+    assert "restart" in st["description"]
+    assert st["annotations"]["readOnlyHint"] is False and st["annotations"]["openWorldHint"] is False
+    assert tools["session_end"]["annotations"]["destructiveHint"] is True
+    for name in ("run_python", "execute_code"):
+        prop = tools[name]["inputSchema"]["properties"]["session_id"]
+        assert prop["pattern"] == "^sbx_[A-Za-z0-9_-]+$"
+        assert "session_id" not in tools[name]["inputSchema"]["required"]
+
+
+def test_state_kept_and_nothing_shared(mcp):
+    m = mcp()
+    r = start(m)
+    sc = r["structuredContent"]
+    sid = sc["session_id"]
+    assert HANDLE.match(sid), sid
+    assert sc["idle_ttl_s"] == 900 and sc["max_life_s"] == 7200
+    assert re.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$", sc["expires_at"])
+    assert sid in text(r)
+    other = start(m)["structuredContent"]["session_id"]
+    assert other != sid
+    assert not call(m, "x = 41\nimport json\nopen('/tmp/f', 'w').write('t')", sid).get("isError")
+    r = call(m, "print(x + 1, json.dumps(1), open('/tmp/f').read())", sid)
+    assert text(r) == "42 1 t\n", r
+    # execute_code reaches the same interpreter
+    assert text(call(m, "print(x)", sid, tool="execute_code")) == "41\n"
+    # a one-shot call beside it, and another session, see nothing of it
+    probe = "import os\nprint(globals().get('x'), os.path.exists('/tmp/f'))"
+    assert text(call(m, probe)) == "None False\n"
+    assert text(call(m, probe, other)) == "None False\n"
+    assert text(call(m, probe, sid)) == "41 True\n"
+
+
+def test_workspace_out_per_call(mcp):
+    m = mcp()
+    sid = start(m)["structuredContent"]["session_id"]
+    r = call(m, "open('/workspace/out/a.txt', 'w').write('one')", sid)
+    assert [f["path"] for f in r["structuredContent"]["files"]] == ["a.txt"], r
+    r = call(m, "import os\nprint(os.listdir('/workspace/out'))\nopen('/workspace/out/b.txt', 'w').write('two')", sid)
+    assert text(r).startswith("[]\n"), r
+    assert [f["path"] for f in r["structuredContent"]["files"]] == ["b.txt"], r
+
+
+def test_busy(mcp):
+    m = mcp()
+    sid = start(m)["structuredContent"]["session_id"]
+    slow = {"jsonrpc": "2.0", "id": "slow", "method": "tools/call",
+            "params": {"name": "run_python", "arguments": {"code": "import time\ntime.sleep(2)\nprint('slept')",
+                                                           "session_id": sid}}}
+    m.p.stdin.write(json.dumps(slow) + "\n")
+    m.p.stdin.flush()
+    time.sleep(0.3)
+    r = call(m, "print(1)", sid)
+    assert r["isError"] and "session busy" in text(r) and sid in text(r), r
+    line = json.loads(m.p.stdout.readline())
+    assert line["id"] == "slow" and text(line["result"]) == "slept\n", line
+    assert text(call(m, "print(2)", sid)) == "2\n"
+
+
+def test_unknown_and_malformed_handle(mcp):
+    m = mcp()
+    fake = "sbx_" + "A" * 43
+    r = call(m, "print(1)", fake)
+    assert r["isError"] and text(r).startswith(f"unknown session {fake}:"), r
+    assert "session_start" in text(r)
+    r = call(m, "print(1)", "not-a-handle")
+    assert r["isError"] and "`session_id` must be" in text(r), r
+    r = end(m, fake)
+    assert r["isError"] and text(r).startswith(f"unknown session {fake}:"), r
+
+
+def test_end_then_use(mcp):
+    m = mcp()
+    sid = start(m)["structuredContent"]["session_id"]
+    call(m, "x = 1", sid)
+    r = end(m, sid)
+    assert not r.get("isError") and "ended" in text(r), r
+    want = f"session {sid} was ended by session_end; its variables and files are gone; call session_start"
+    for r in (call(m, "print(x)", sid), end(m, sid)):
+        assert r["isError"] and text(r) == want, r
+
+
+def test_language_not_supported(mcp):
+    m = mcp()
+    r = m.send("tools/call", {"name": "session_start", "arguments": {"language": "bash"}})
+    assert r["isError"] and "python only" in text(r), r
+
+
+def test_idle_expiry_by_timer(mcp, tmp_path):
+    """A session never used is reaped by its idle TTL, by the timer (the audit record is there
+    before any later call), and a later call says why."""
+    log = tmp_path / "audit.log"
+    m = mcp("--session-idle", "1", audit=str(log))
+    sid = start(m)["structuredContent"]["session_id"]
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        recs = [json.loads(l) for l in log.read_text().splitlines()] if log.exists() else []
+        ends = [r for r in recs if r.get("event") == "session_end"]
+        if ends:
+            break
+        time.sleep(0.1)
+    assert ends and ends[0]["reason"] == "idle", recs
+    r = call(m, "print(1)", sid)
+    assert r["isError"] and text(r) == (f"session {sid} expired after 1 s idle; its variables and files are "
+                                        "gone; call session_start"), r
+
+
+def test_idle_ttl_counts_from_the_last_call(mcp):
+    m = mcp("--session-idle", "2")
+    sid = start(m)["structuredContent"]["session_id"]
+    for i in range(3):
+        time.sleep(1.2)
+        assert text(call(m, f"y = {i}\nprint(y)", sid)) == f"{i}\n"
+
+
+def test_max_life(mcp):
+    m = mcp("--session-max-life", "2")
+    r = start(m)
+    sid = r["structuredContent"]["session_id"]
+    assert r["structuredContent"]["max_life_s"] == 2
+    assert text(call(m, "x = 1\nprint(x)", sid)) == "1\n"
+    time.sleep(2.5)
+    r = call(m, "print(x)", sid)
+    assert r["isError"] and text(r) == (f"session {sid} reached its maximum life of 2 s and was ended; its "
+                                        "variables and files are gone; call session_start"), r
+
+
+def test_start_arguments_within_bounds(mcp):
+    m = mcp("--session-idle", "60")
+    r = start(m, idle_timeout=5, max_life=30)
+    assert r["structuredContent"]["idle_ttl_s"] == 5 and r["structuredContent"]["max_life_s"] == 30
+    r = m.send("tools/call", {"name": "session_start", "arguments": {"idle_timeout": 61}})
+    assert r["isError"] and "above this server's limit of 60 s" in text(r), r
+    r = m.send("tools/call", {"name": "session_start", "arguments": {"memory_mb": 1 << 30}})
+    assert r["isError"] and re.fullmatch(r"`memory_mb` \d+ is above the policy's maximum of \d+ MiB", text(r)), r
+
+
+def test_caps_total_and_per_client(mcp):
+    m = mcp("--sessions", "2")
+    start(m)
+    start(m)
+    r = m.send("tools/call", {"name": "session_start", "arguments": {}})
+    assert r["isError"] and "too many sessions" in text(r) and "max_sessions)" in text(r), r
+    # The default policy: 4 per client (over stdio, the one client).
+    m = mcp()
+    sids = [start(m)["structuredContent"]["session_id"] for _ in range(4)]
+    r = m.send("tools/call", {"name": "session_start", "arguments": {}})
+    assert r["isError"] and "max_sessions_per_token" in text(r), r
+    end(m, sids[0])
+    start(m)
+
+
+@pytest.mark.parametrize("opts", [("--sessions", "0"), ("--tools", "run_python,execute_code")])
+def test_sessions_offered_or_not(mcp, opts):
+    assert "session_start" in mcp("--tools", "run_python,sessions").tools()
+    m = mcp(*opts)
+    assert "session_start" not in m.tools()
+    r = m.request("tools/call", {"name": "session_start", "arguments": {}})
+    assert r["error"]["message"].startswith("Unknown tool"), r
+
+
+@pytest.mark.parametrize("opt,value,key", [("--session-idle", "901", "session_idle"),
+                                           ("--session-max-life", "7201", "session_max_life"),
+                                           ("--sessions", "17", "max_sessions")])
+def test_cli_may_only_tighten(opt, value, key):
+    r = sbx.sandboxd("mcp", "--rootfs", sbx.ROOTFS, "--audit-log", "off", opt, value, input=b"")
+    sbx.assert_usage_error(r, opt)
+    assert key in r.stderr and "only a policy may raise" in r.stderr
+
+
+def test_timeout_interrupts_and_the_session_survives(mcp):
+    m = mcp()
+    sid = start(m)["structuredContent"]["session_id"]
+    call(m, "x = 5", sid)
+    t0 = time.monotonic()
+    r = call(m, "import time\nwhile True:\n    time.sleep(0.05)", sid, timeout=1)
+    assert time.monotonic() - t0 < 3
+    assert r["isError"] and r["structuredContent"]["status"] == "timeout", r
+    assert "KeyboardInterrupt" in r["structuredContent"]["stderr"] and "interrupted" in text(r), r
+    assert text(call(m, "print(x)", sid)) == "5\n"
+
+
+def test_timeout_not_interruptible_kills_the_session(mcp):
+    m = mcp()
+    sid = start(m)["structuredContent"]["session_id"]
+    code = "import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    time.sleep(0.05)"
+    t0 = time.monotonic()
+    r = call(m, code, sid, timeout=1)
+    assert time.monotonic() - t0 < 6
+    assert r["isError"] and r["structuredContent"]["status"] == "timeout", r
+    gone = (f"session {sid} is over: its interpreter did not stop within 2 s of the interrupt at a call's "
+            "time limit and was killed; its variables and files are gone; call session_start")
+    assert gone in text(r), r
+    r = call(m, "print(1)", sid)
+    assert r["isError"] and text(r) == gone, r
+
+
+def test_memory_limit_kills_the_session(mcp):
+    m = mcp()
+    r = start(m, memory_mb=128)
+    sid = r["structuredContent"]["session_id"]
+    call(m, "x = 1", sid)
+    if sbx.enforcement() == "degraded":
+        # No cgroup: the limit is RLIMIT_AS, a MemoryError the code sees; the session lives on.
+        r = call(m, "b = b'x' * (400 << 20)", sid)
+        assert r["isError"] and "MemoryError" in r["structuredContent"]["stderr"], r
+        assert text(call(m, "print(x)", sid)) == "1\n"
+        return
+    r = call(m, "b = b'x' * (400 << 20)\nprint(len(b))", sid)
+    assert r["isError"] and r["structuredContent"]["status"] == "memory_limit", r
+    gone = (f"session {sid} is over: its interpreter was killed at the memory limit (128 MiB for the "
+            "session); its variables and files are gone; call session_start")
+    assert gone in text(r), r
+    r = call(m, "print(x)", sid)
+    assert r["isError"] and text(r) == gone, r
+
+
+def test_background_process_lives_with_the_session(mcp):
+    marker = f"sbx-sess-{uuid.uuid4().hex}"
+    try:
+        m = mcp()
+        sid = start(m)["structuredContent"]["session_id"]
+        code = ("import subprocess\np = subprocess.Popen(['/usr/bin/python3', '-c', 'import time; time.sleep(120)', "
+                f"'{marker}'])\nprint('started')")
+        assert text(call(m, code, sid)) == "started\n"
+        time.sleep(0.3)
+        assert sbx.processes_with(marker), "the background process ended with its call"
+        assert text(call(m, "print(p.poll())", sid)) == "None\n"
+        end(m, sid)
+        assert not sbx.wait_gone(marker, timeout=5), "the background process outlived its session"
+    finally:
+        sbx.kill_marker(marker)
+
+
+def _cgroups_of(pid):
+    found = []
+    for root, dirs, _ in os.walk("/sys/fs/cgroup"):
+        for d in dirs:
+            if d.startswith(f"sandboxd-{pid}-"):
+                found.append(os.path.join(root, d))
+        if root.count("/") > 9:
+            dirs[:] = []
+    return found
+
+
+@pytest.mark.parametrize("how", ["eof", "sigterm"])
+def test_nothing_left_after_the_server_exits(mcp, tmp_path, how):
+    marker = f"sbx-sess-{uuid.uuid4().hex}"
+    mounts, tmp_before = sbx.host_mounts(), sbx.temp_dirs()
+    log = tmp_path / "audit.log"
+    try:
+        m = mcp(audit=str(log))
+        pid = m.p.pid
+        for _ in range(2):
+            sid = start(m)["structuredContent"]["session_id"]
+            call(m, "import subprocess\nsubprocess.Popen(['/usr/bin/python3', '-c', 'import time; time.sleep(120)', "
+                    f"'{marker}'])", sid)
+        time.sleep(0.3)
+        assert len(sbx.processes_with(marker)) == 2
+        assert _cgroups_of(pid) or sbx.enforcement() == "degraded"
+        if how == "eof":
+            m.close()
+        else:
+            m.p.send_signal(signal.SIGTERM)
+            assert m.p.wait(timeout=30) == 0
+        assert not sbx.wait_gone(marker, timeout=5), "a session's process outlived the server"
+        assert not _cgroups_of(pid), "a session's cgroup outlived the server"
+        assert sbx.host_mounts() == mounts
+        new_tmp = {p for p in sbx.temp_dirs() - tmp_before
+                   if "sandboxd" in os.path.basename(p) and not os.path.basename(p).startswith("sandboxd-tests")}
+        assert not new_tmp, new_tmp
+        ends = [json.loads(l) for l in log.read_text().splitlines() if '"session_end"' in l]
+        assert [e["reason"] for e in ends] == ["server_exit"] * 2, ends
+        # The calls' records name their sessions too.
+        calls = [json.loads(l) for l in log.read_text().splitlines() if '"request_id"' in l]
+        assert sorted(c["session"] for c in calls) == sorted(e["session"] for e in ends), calls
+    finally:
+        sbx.kill_marker(marker)
+
+
+def test_nothing_survives_a_restart(mcp):
+    m = mcp()
+    sid = start(m)["structuredContent"]["session_id"]
+    m.close()
+    m = mcp()
+    r = call(m, "print(1)", sid)
+    assert r["isError"] and text(r).startswith(f"unknown session {sid}:"), r
+
+
+def test_audit_records(mcp, tmp_path):
+    log = tmp_path / "audit.log"
+    m = mcp(audit=str(log))
+    sid = start(m, memory_mb=256)["structuredContent"]["session_id"]
+    call(m, "print(1)", sid)
+    end(m, sid)
+    m.close()
+    raw = log.read_text()
+    assert sid not in raw and sid[4:] not in raw, "the handle itself is in the audit log"
+    recs = [json.loads(l) for l in raw.splitlines()]
+    s, c, e = recs
+    assert s["event"] == "session_start" and re.fullmatch(r"[0-9a-f]{16}", s["session"]), s
+    assert s["limits"]["memory_bytes"] == 256 << 20 and s["limits"]["idle_ttl_s"] == 900, s
+    assert s["limits"]["max_life_s"] == 7200 and s["language"] == "python", s
+    assert c["session"] == s["session"] and c["status"] == "ok", c
+    assert e["event"] == "session_end" and e["session"] == s["session"] and e["reason"] == "ended", e
+    assert e["message"] == "was ended by session_end", e
+    assert e["calls"] == 1
+
+
+def test_http_foreign_token_is_told_unknown(tmp_path):
+    s = HttpMcp("--token-file", token_file(tmp_path, TOKEN_A, TOKEN_B))
+    try:
+        a = s.initialize(token=TOKEN_A)
+        b = s.initialize(token=TOKEN_B)
+
+        def tool(name, args, sess, token):
+            st, _, body = s.request("tools/call", {"name": name, "arguments": args}, session=sess, token=token)
+            assert st == 200, (st, body)
+            return json.loads(body)["result"]
+
+        sid = tool("session_start", {}, a, TOKEN_A)["structuredContent"]["session_id"]
+        assert text(tool("run_python", {"code": "x = 7\nprint(x)", "session_id": sid}, a, TOKEN_A)) == "7\n"
+        fake = "sbx_" + "B" * 43
+        unknown = text(tool("run_python", {"code": "print(1)", "session_id": fake}, b, TOKEN_B))
+        foreign = text(tool("run_python", {"code": "print(x)", "session_id": sid}, b, TOKEN_B))
+        assert foreign == unknown.replace(fake, sid), (foreign, unknown)
+        assert text(tool("session_end", {"session_id": sid}, b, TOKEN_B)) == foreign
+        # Another transport session of the same token is the same owner: the handle is not tied
+        # to the HTTP session.
+        a2 = s.initialize(token=TOKEN_A)
+        assert text(tool("run_python", {"code": "print(x)", "session_id": sid}, a2, TOKEN_A)) == "7\n"
+        # An ended session is still "unknown" to the other token.
+        tool("session_end", {"session_id": sid}, a, TOKEN_A)
+        assert text(tool("run_python", {"code": "print(1)", "session_id": sid}, b, TOKEN_B)) == foreign
+    finally:
+        rc, err = s.stop()
+        assert rc == 0, err
+
+
+def test_host_servers_from_a_session(mcp, tmp_path):
+    """The proxy on each call's own channel, as in a one-shot call: a session's calls reach host
+    servers call after call, with a call without `servers` in between (with servers configured,
+    it has a bridge too, for discovery)."""
+    from test_mcp_approval import host_calls, host_config
+    m = mcp("--config", str(host_config(tmp_path)))
+    sid = start(m)["structuredContent"]["session_id"]
+    code = "from mcp import runtime\nprint(runtime.call_tool_sync('host', 'look', {})['content'][0]['text'])"
+    for i in range(3):
+        r = call(m, code, sid, servers=["host"])
+        assert not r.get("isError") and text(r) == "done\n", (i, r)
+        r = call(m, "import os\nprint('SANDBOXD_MCP_SERVERS' in os.environ)", sid)
+        assert text(r) == "True\n", (i, r)  # discovery: every call has a bridge here
+    assert host_calls(tmp_path) == ["look"] * 3
+
+
+def test_death_between_calls_is_seen_at_once(mcp, tmp_path):
+    """An interpreter that dies while no call runs (here by its own hand, from a thread) ends the
+    session at once (its pidfd is watched): recorded before any later call, which says why."""
+    log = tmp_path / "audit.log"
+    m = mcp(audit=str(log))
+    sid = start(m)["structuredContent"]["session_id"]
+    assert text(call(m, "import os, threading\nthreading.Timer(0.3, os._exit, (3,)).start()\nprint('ok')", sid)) == "ok\n"
+    deadline = time.monotonic() + 10
+    ends = []
+    while not ends and time.monotonic() < deadline:
+        time.sleep(0.1)
+        ends = [json.loads(l) for l in log.read_text().splitlines() if '"session_end"' in l]
+    assert ends and ends[0]["reason"] == "died" and ends[0]["message"] == "is over: its interpreter exited (status 3)", ends
+    r = call(m, "print(1)", sid)
+    assert r["isError"] and text(r) == (f"session {sid} is over: its interpreter exited (status 3); its variables "
+                                        "and files are gone; call session_start"), r
+
+
+def test_http_session_stays_with_its_token_when_the_file_is_reordered(tmp_path):
+    """The owner is the token itself, not its place in --token-file: after the file is rewritten
+    in another order and reread (SIGHUP), the other token is still told "unknown"."""
+    path = token_file(tmp_path, TOKEN_A, TOKEN_B)
+    s = HttpMcp("--token-file", path)
+    try:
+        def tool(name, args, token):
+            sess = s.initialize(token=token)
+            st, _, body = s.request("tools/call", {"name": name, "arguments": args}, session=sess, token=token)
+            assert st == 200, (st, body)
+            return json.loads(body)["result"]
+
+        sid = tool("session_start", {}, TOKEN_A)["structuredContent"]["session_id"]
+        assert text(tool("run_python", {"code": "x = 3", "session_id": sid}, TOKEN_A)) == "(no output)"
+        token_file(tmp_path, TOKEN_B, TOKEN_A)
+        s.p.send_signal(signal.SIGHUP)
+        time.sleep(0.5)
+        r = tool("run_python", {"code": "print(x)", "session_id": sid}, TOKEN_B)
+        assert r["isError"] and text(r).startswith(f"unknown session {sid}:"), r
+        assert text(tool("run_python", {"code": "print(x)", "session_id": sid}, TOKEN_A)) == "3\n"
+    finally:
+        rc, err = s.stop()
+        assert rc == 0, err
+
+
+def send_raw(m, rid, code, sid):
+    m.p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {
+        "name": "run_python", "arguments": {"code": code, "session_id": sid}}}) + "\n")
+    m.p.stdin.flush()
+
+
+def read_id(m, rid):
+    while True:
+        line = json.loads(m.p.stdout.readline())
+        if line.get("id") == rid:
+            return line
+
+
+def test_end_kills_a_running_call(mcp):
+    m = mcp()
+    sid = start(m)["structuredContent"]["session_id"]
+    send_raw(m, "slow", "import time\nprint('before', flush=True)\ntime.sleep(30)", sid)
+    time.sleep(0.5)
+    t0 = time.monotonic()
+    r = end(m, sid)
+    assert not r.get("isError") and "its running call was killed" in text(r), r
+    slow = read_id(m, "slow")["result"]
+    assert time.monotonic() - t0 < 5
+    assert slow["isError"] and slow["structuredContent"]["status"] == "killed", slow
+    assert text(slow).startswith("before\n") and text(slow).endswith(
+        f"--- session {sid} was ended by session_end; its variables and files are gone; call session_start ---"), slow
+
+
+def test_max_life_kills_a_running_call(mcp):
+    m = mcp("--session-max-life", "2")
+    sid = start(m)["structuredContent"]["session_id"]
+    t0 = time.monotonic()
+    r = call(m, "import time\ntime.sleep(30)", sid)
+    assert 1.5 < time.monotonic() - t0 < 6
+    assert r["isError"] and f"session {sid} reached its maximum life of 2 s and was ended" in text(r), r
+
+
+def test_cancel_interrupts_and_the_session_survives(mcp):
+    m = mcp()
+    sid = start(m)["structuredContent"]["session_id"]
+    call(m, "x = 9", sid)
+    send_raw(m, "c1", "import time\nwhile True:\n    time.sleep(0.05)", sid)
+    time.sleep(0.5)
+    m.p.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                                "params": {"requestId": "c1"}}) + "\n")
+    m.p.stdin.flush()
+    time.sleep(0.3)
+    # No answer to the cancelled call; the next one finds the session as it was.
+    r = call(m, "print(x)", sid)
+    assert text(r) == "9\n", r
