@@ -226,7 +226,14 @@ static void m_tools_call(struct server *srv, const char *id, const json_node_t *
     send_error(srv, id, JSONRPC_INVALID_PARAMS, "Invalid params: `name` must be a string");
     return;
   }
-  /* Sessions' tools, unless the policy allows none (max_sessions 0). */
+  /* Sessions' tools, unless the policy allows none (max_sessions 0). Never tasks (they declare no
+   * execution.taskSupport: 2025-11-25 tasks, "Tool-Level Negotiation", -32601 for one asked). */
+  bool session_tool = (srv->tools & TOOL_SESSIONS) && srv->max_sessions &&
+                      (strcmp(name, "session_start") == 0 || strcmp(name, "session_end") == 0);
+  if (session_tool && tasks_negotiated(srv) && json_get(params, "task")) {
+    send_errorf(srv, id, JSONRPC_METHOD_NOT_FOUND, "Method not found: %s does not run as a task", name);
+    return;
+  }
   if ((srv->tools & TOOL_SESSIONS) && srv->max_sessions && strcmp(name, "session_start") == 0) {
     session_tool_start(srv, id, json_get(params, "arguments"));
     return;

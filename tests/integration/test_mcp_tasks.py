@@ -352,6 +352,22 @@ def test_input_required_while_the_user_is_asked(tmp_path):
         c.close()
 
 
+def test_a_sessions_call_as_a_task(stdio):
+    """A call in a session (issue #38) may be a task; session_start and session_end never are."""
+    c = stdio()
+    m = c.request("tools/call", {"name": "session_start", "arguments": {}, "task": {}})
+    assert m["error"]["code"] == -32601, m
+    r = c.send("tools/call", {"name": "session_start", "arguments": {}})
+    sid = r["structuredContent"]["session_id"]
+    tid = c.send("tools/call", {"name": "run_python", "arguments": {"code": "x = 6 * 7", "session_id": sid},
+                                "task": {}})["task"]["taskId"]
+    assert c.send("tasks/result", {"taskId": tid})["isError"] is False
+    tid = c.send("tools/call", {"name": "run_python", "arguments": {"code": "print(x)", "session_id": sid},
+                                "task": {}})["task"]["taskId"]
+    assert text_of(c.send("tasks/result", {"taskId": tid})) == "42\n"
+    c.send("tools/call", {"name": "session_end", "arguments": {"session_id": sid}})
+
+
 # ------------------------------------------------------------------ over HTTP
 
 V = {"MCP-Protocol-Version": "2025-11-25"}

@@ -23,7 +23,11 @@ describe('tasks through the sdk', () => {
     const caps = conn.client.getServerCapabilities();
     assert.deepEqual(caps.tasks?.requests?.tools?.call, {});
     const { tools } = await conn.client.listTools(); // the SDK learns which tools are tasks
-    assert.ok(tools.every((t) => t.execution?.taskSupport === 'optional'));
+    const code = tools.filter((t) => t.name === 'run_python' || t.name === 'execute_code');
+    assert.equal(code.length, 2);
+    assert.ok(code.every((t) => t.execution?.taskSupport === 'optional'));
+    // session_start and session_end are quick: not tasks (no execution.taskSupport: forbidden).
+    assert.ok(tools.filter((t) => t.name.startsWith('session_')).every((t) => !t.execution));
     const seen = [];
     let result;
     const stream = conn.client.experimental.tasks.callToolStream(
