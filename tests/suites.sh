@@ -174,12 +174,12 @@ fi
 
 # MCP: the official TypeScript SDK client and Claude Code's CLI against `sandboxd mcp`.
 ! want mcp || run_node mcp "$repo/tests/mcp" "$rundir/mcp.log"
-# The protocol's acceptance files again over Streamable HTTP (sandboxd mcp --http), with sessions
-# and --stateless (about 20 s each).
+# The protocol's acceptance files and the tasks' again over Streamable HTTP (sandboxd mcp
+# --http), with sessions and --stateless (about 20 s each).
 if want mcp; then
   for t in http http-stateless; do
     run_node "mcp ($t)" "$repo/tests/mcp" "$rundir/mcp-$t.log" SANDBOXD_MCP_TRANSPORT=$t \
-      MCP_TESTS="./mcp.test.mjs ./execute.test.mjs"
+      MCP_TESTS="./mcp.test.mjs ./execute.test.mjs ./tasks.test.mjs"
   done
 fi
 # The same suite with every Python call from the prestart pool (--warm-mode prestart; auto, the

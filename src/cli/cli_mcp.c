@@ -729,6 +729,7 @@ static void teardown(struct server *srv, const sigset_t *old)
   free(srv->preload);
   free(srv->client_levels);
   free(srv->client_caps);
+  tasks_free_all(srv);
   output_budget_free(&srv->output_budget);
   bind_opts_free(&srv->binds);
   mcp_roots_free(&srv->roots);

@@ -83,12 +83,18 @@ static bool protocol_at_least(const char *protocol, const char *version)
 /* NULL if c's client can be asked, else why not (in buf, or static). */
 static const char *why_not(struct server *srv, const struct call *c, char *buf, size_t size)
 {
+  if (mcp_is_modern(c->protocol) && c->task) /* its request is answered: with the task */
+    return "a task's call cannot ask its client (the request was answered with the task, and sandboxd "
+           "asks nothing through the tasks extension's inputRequests)";
   if (mcp_is_modern(c->protocol)) /* asked in the request's answer: no session or stream needed */
     return c->elicit_form ? NULL
                           : "the client has no elicitation (its request's "
                             "io.modelcontextprotocol/clientCapabilities does not declare it)";
   if (srv->http && !c->session)
     return "a stateless HTTP request has no session to take the client's answer";
+  if (srv->http && c->task)
+    return "a task's call over HTTP has no stream to ask on (its request was answered with the task; call "
+           "the tool without a task, with a progressToken)";
   const struct client_caps *cc = caps_find(srv, c->client);
   if (!cc || !cc->elicit_form)
     return "the client has no elicitation (it did not declare the capability in initialize)";
@@ -98,6 +104,17 @@ static const char *why_not(struct server *srv, const struct call *c, char *buf, 
     return buf;
   }
   return srv->http ? mcp_http_stream_why_not(srv->http, c->route) : NULL;
+}
+
+/* A task's call waits for the user while an approval of it is asked: its task says
+ * input_required (2025-11-25 tasks, "Input Required Status"), then working again. */
+static void task_input(struct server *srv, struct call *c)
+{
+  bool asked = false;
+  for (const struct approval *a = srv->approvals; a && !asked; a = a->next)
+    asked = a->call == c && a->req;
+  if (c->task)
+    tasks_input_required(srv, c->task, asked);
 }
 
 static void approval_free(struct approval *a)
@@ -142,12 +159,22 @@ static bool approval_send(struct server *srv, struct approval *a)
   json_obj_begin(w);
   json_obj_end(w);
   json_obj_end(w);
+  if (c->task) { /* 2025-11-25 tasks, "Associating Task-Related Messages" */
+    json_key(w, "_meta");
+    json_obj_begin(w);
+    json_key(w, "io.modelcontextprotocol/related-task");
+    json_obj_begin(w);
+    json_kv_str(w, "taskId", c->task->id);
+    json_obj_end(w);
+    json_obj_end(w);
+  }
   json_obj_end(w);
   json_obj_end(w);
   srv->route = c->route;
   send_writer(srv, w);
   srv->client = client;
   srv->route = route;
+  task_input(srv, c);
   return true;
 }
 
@@ -301,6 +328,7 @@ static void approval_finish(struct server *srv, struct approval *a, enum proxy_v
   if (c->proxy)
     proxy_approval(c->proxy, a->proxy_id, v, detail);
   approval_free(a);
+  task_input(srv, c);
   approval_pump(srv);
 }
 

@@ -53,6 +53,8 @@ void call_free(struct call *c)
   free(c->not_saved);
   if (c->srv) /* started: a host tool call may be waiting for the user */
     approval_forget_call(c->srv, c);
+  if (c->task)
+    tasks_call_gone(c->task);
   proxy_free(c->proxy);
   for (size_t i = 0; i < c->n_servers; i++)
     free(c->servers[i]);
@@ -75,15 +77,47 @@ void call_unlink(struct server *srv, struct call *c)
 
 struct call *call_find(struct server *srv, const char *id)
 {
-  /* An answered call is over for the client, which may reuse its id. */
+  /* An answered call is over for the client, which may reuse its id; so is a task's (answered
+   * with the task, and cancelled with tasks/cancel, never notifications/cancelled). */
   for (struct call *c = srv->calls; c; c = c->next)
-    if (!c->answered && !c->detached && c->client == srv->client && strcmp(c->id, id) == 0)
+    if (!c->answered && !c->detached && !c->task && c->client == srv->client && strcmp(c->id, id) == 0)
       return c;
   return NULL;
 }
 
 static void call_audit_free(struct server *srv, struct call *c, const struct sbx_result *res,
                             const char *error);
+
+void call_cancel(struct server *srv, struct call *c)
+{
+  if (c->state == CALL_QUEUED || c->pending) {
+    call_unlink(srv, c);
+    call_free(c);
+    return;
+  }
+  c->cancelled = true;
+  if (c->sess) { /* interrupted, as at its time limit: the session lives on if it comes back */
+    if (!c->interrupted) {
+      c->interrupted = true;
+      sandbox_signal(c->sb, SIGINT);
+      sandbox_set_deadline(c->sb, now_ns() + SESSION_GRACE_NS);
+    }
+    return;
+  }
+  if (!c->killed) {
+    c->killed = true;
+    sandbox_kill(c->sb, false);
+  }
+}
+
+/* The call's answer (w, taken): to its client, or, a task's, kept for the task (mcp_tasks.c). */
+static void call_reply(struct server *srv, struct call *c, json_writer_t *w)
+{
+  if (c->task)
+    tasks_settle(srv, c->task, w);
+  else if (w)
+    send_writer(srv, w);
+}
 
 /* Read what is in one pipe into the capture (capture.h: its head and its tail within the policy's
  * output_limit). 1 at EOF. */
@@ -257,7 +291,10 @@ static void send_call_result(struct server *srv, struct call *c, const struct sb
   struct shaped sh = {0};
   if (result_text(srv, c, res, &sh) < 0) {
     shaped_free(&sh);
-    send_error(srv, c->id, JSONRPC_INTERNAL_ERROR, "Internal error: out of memory");
+    json_writer_t *e = json_writer_new();
+    if (e)
+      jsonrpc_write_error(e, c->id, JSONRPC_INTERNAL_ERROR, "Internal error: out of memory");
+    call_reply(srv, c, e);
     return;
   }
 
@@ -305,7 +342,7 @@ static void send_call_result(struct server *srv, struct call *c, const struct sb
   json_obj_end(w);
   jsonrpc_end(w);
   shaped_free(&sh);
-  send_writer(srv, w);
+  call_reply(srv, c, w);
 }
 
 /* The sandbox has ended: collect the rest of its output, reap it, answer. */
@@ -342,9 +379,11 @@ void call_finish(struct server *srv, struct call *c)
   if (c->cancelled || c->answered || c->detached)
     ; /* the client cancelled, or no retry took the call back (mcp_approval.c): no answer */
   else if (c->job_error)
-    send_tool_error(srv, c->id, "sandboxd could not give the sandbox its code: %s", c->job_error);
+    call_reply(
+        srv, c,
+        tool_error_writer(srv, c->id, "sandboxd could not give the sandbox its code: %s", c->job_error));
   else if (r < 0)
-    send_tool_error(srv, c->id, "sandboxd: %s", err.msg);
+    call_reply(srv, c, tool_error_writer(srv, c->id, "sandboxd: %s", err.msg));
   else
     send_call_result(srv, c, &res);
   srv->protocol = protocol;
@@ -371,6 +410,7 @@ static void call_audit_free(struct server *srv, struct call *c, const struct sbx
       .calls_json = calls,
       .client = c->client_name[0] ? c->client_name : NULL,
       .egress_json = egress_json,
+      .task = c->task_id[0] ? c->task_id : NULL,
       .session = c->sess_hash[0] ? c->sess_hash : NULL,
   };
   audit_write(&rec);
@@ -697,7 +737,7 @@ static void call_start_failed(struct server *srv, struct call *c, const sbx_erro
   log_sbx_error(err);
   mcp_log(srv, 4, err->msg);
   call_unlink(srv, c);
-  send_tool_error(srv, c->id, "sandboxd could not start the sandbox: %s", err->msg);
+  call_reply(srv, c, tool_error_writer(srv, c->id, "sandboxd could not start the sandbox: %s", err->msg));
   srv->protocol = protocol;
   srv->req = req;
   call_free(c);
@@ -848,18 +888,18 @@ bool code_running(const struct server *srv)
 }
 
 /* A new call at the end of the queue; start_queued() starts it when there is room. */
-int call_enqueue(struct server *srv, const char *id, const struct mcp_tool_args *a,
-                 const json_node_t *progress_token, struct session *sess)
+struct call *call_enqueue(struct server *srv, const char *id, const struct mcp_tool_args *a,
+                          const json_node_t *progress_token, struct session *sess)
 {
   struct call *c = calloc(1, sizeof *c);
   if (!c)
-    return -1;
+    return NULL;
   /* Before anything can fail: call_free closes these, and 0 would be stdin. */
   c->out_fd = c->err_fd = c->done_fd = c->job.fd = -1;
   c->code_len = a->code_len;
   if (!(c->id = strdup(id)) || !(c->code = strndup(a->code, a->code_len))) {
     call_free(c);
-    return -1;
+    return NULL;
   }
   c->timeout_ms = a->timeout_ms;
   c->lang = a->lang;
@@ -882,7 +922,7 @@ int call_enqueue(struct server *srv, const char *id, const struct mcp_tool_args 
   size_t ns = json_array_len(a->servers);
   if (ns && !(c->servers = calloc(ns, sizeof *c->servers))) {
     call_free(c);
-    return -1;
+    return NULL;
   }
   for (size_t i = 0; i < ns; i++)
     if ((c->servers[c->n_servers] = strdup(json_as_string(json_array_at(a->servers, i), NULL))))
@@ -894,5 +934,5 @@ int call_enqueue(struct server *srv, const char *id, const struct mcp_tool_args 
   slist_append(&srv->calls, c);
   srv->n_queued++;
   srv->code_bytes += c->code_len;
-  return 0;
+  return c;
 }

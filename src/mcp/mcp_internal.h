@@ -18,6 +18,7 @@
 #include "mcp/capture.h"
 #include "mcp/mcp_binds.h"
 #include "mcp/mcp_lang.h"
+#include "mcp/mcp_tasks.h"
 #include "mcp/mcp_tool.h"
 #include "mcp/route_ring.h"
 #include "policy/policy.h"
@@ -245,6 +246,11 @@ struct call {
   char *sess_gone;
   char sess_hash[17];                /* the session's, for the audit record (kept if the session ends) */
   struct fork_pool_entry *fork_tmpl; /* --warm-mode fork: the template its sandbox forked from */
+  /* The task it serves (mcp_tasks.c), or NULL: its answer is kept there, not sent, and its
+   * request is over for the client (its id may be used again). task_id: that task's, for the
+   * audit record (kept when the task has gone). */
+  struct task *task;
+  char task_id[33];
 };
 
 #define DEFAULT_OUTPUT_MAX_SIZE (1ULL << 30)    /* --output-max-size */
@@ -375,6 +381,10 @@ struct server {
   const char *(*req_header)(void *ctx, const char *name);
   void *req_ctx;
   struct mcp_modern_req req; /* the request being dispatched, when it is of 2026-07-28 */
+
+  /* Calls run as tasks (mcp_tasks.c), oldest first, and the last creation number given. */
+  struct task *tasks;
+  uint64_t task_seq;
 };
 
 struct pollfd;
@@ -393,6 +403,9 @@ void send_errorf(struct server *srv, const char *id, int code, const char *fmt, 
     __attribute__((format(printf, 4, 5)));
 /* A tool result that is only an error message (bad arguments, setup failure). */
 void send_tool_error(struct server *srv, const char *id, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* The same, as a message not yet sent (NULL: out of memory). */
+json_writer_t *tool_error_writer(const struct server *srv, const char *id, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* notifications/message at level (an index into mcp_log_levels), to srv->route, if srv->client
  * (over HTTP; the one client over stdio) asked for that level. */
@@ -429,6 +442,11 @@ void mcp_method_not_found(struct server *srv, const char *id, const char *method
  * identity in _meta, and with ttl_ms >= 0 the caching hints (server/utilities/caching). Nothing
  * under older versions. */
 void mcp_result_fields(const char *protocol, json_writer_t *w, int64_t ttl_ms);
+/* The same with another resultType ("task": SEP-2663's CreateTaskResult). */
+void mcp_result_fields_typed(const char *protocol, json_writer_t *w, int64_t ttl_ms, const char *result_type);
+/* MissingRequiredClientCapability (-32021, over HTTP with status 400) naming the extension the
+ * request lacks in its clientCapabilities. */
+void mcp_missing_extension(struct server *srv, const char *id, const char *extension);
 
 /* mcp_server.c: the methods and the loop. */
 void serve(struct server *srv);
@@ -467,6 +485,8 @@ void approval_forget_client(struct server *srv, uint64_t client);
 /* mcp_calls.c */
 void call_free(struct call *c);
 void call_unlink(struct server *srv, struct call *c);
+/* The client cancelled c (or its task): killed, never answered; a queued one is gone at once. */
+void call_cancel(struct server *srv, struct call *c);
 struct call *call_find(struct server *srv, const char *id);
 /* Read what is in one pipe; keep it while the call is under its output limit. 1 at EOF. */
 int drain_pipe(struct call *c, int *fd, enum capture_stream_id id);
@@ -484,9 +504,10 @@ int call_deliver(struct call *c, int fd, const char *kind, sbx_error_t *err);
 void call_job_ready(struct server *srv, struct call *c, bool timed_out);
 /* The warm sandbox a call waited for is built, or failed, or took too long (give_up). */
 void call_pending_ready(struct server *srv, struct call *c, bool give_up);
-/* A new call at the end of the queue (args checked, mcp_tool.c). -1: out of memory. */
-int call_enqueue(struct server *srv, const char *id, const struct mcp_tool_args *a,
-                 const json_node_t *progress_token, struct session *sess);
+/* A new call at the end of the queue (args checked, mcp_tool.c), in sess's sandbox if sess. NULL:
+ * out of memory. */
+struct call *call_enqueue(struct server *srv, const char *id, const struct mcp_tool_args *a,
+                          const json_node_t *progress_token, struct session *sess);
 /* Start queued calls while there is room. */
 void start_queued(struct server *srv);
 /* Kill at deadlines, tick progress; returns the poll timeout until the next such event. */

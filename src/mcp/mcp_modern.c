@@ -189,6 +189,10 @@ static bool headers_match(const struct server *srv, const struct jsonrpc_message
     name = json_as_string(json_get(m->params, "name"), NULL);
   else if (strcmp(m->method, "resources/read") == 0)
     name = json_as_string(json_get(m->params, "uri"), NULL);
+  /* SEP-2663, "Streamable HTTP: Routing Headers": Mcp-Name is the task's id. */
+  else if (strcmp(m->method, "tasks/get") == 0 || strcmp(m->method, "tasks/update") == 0 ||
+           strcmp(m->method, "tasks/cancel") == 0)
+    name = json_as_string(json_get(m->params, "taskId"), NULL);
   if (name && !header_matches(srv, "Mcp-Name", name, why, size))
     return false;
   return strcmp(m->method, "tools/call") != 0 || params_match(srv, m->params, why, size);
@@ -255,6 +259,29 @@ bool mcp_version_refused(struct server *srv, const struct jsonrpc_message *m)
   return true;
 }
 
+void mcp_missing_extension(struct server *srv, const char *id, const char *extension)
+{
+  json_writer_t *w = json_writer_new();
+  if (!w)
+    return;
+  jsonrpc_write_error_data(w, id, MCP_MISSING_CAPABILITY, "Missing required client capability");
+  json_obj_begin(w);
+  json_key(w, "requiredCapabilities");
+  json_obj_begin(w);
+  json_key(w, "extensions");
+  json_obj_begin(w);
+  json_key(w, extension);
+  json_obj_begin(w);
+  json_obj_end(w);
+  json_obj_end(w);
+  json_obj_end(w);
+  json_obj_end(w);
+  jsonrpc_end_error_data(w);
+  if (srv->http)
+    mcp_http_status(srv->http, srv->route, 400);
+  send_writer(srv, w);
+}
+
 void mcp_method_not_found(struct server *srv, const char *id, const char *method)
 {
   char msg[300];
@@ -266,9 +293,14 @@ void mcp_method_not_found(struct server *srv, const char *id, const char *method
 
 void mcp_result_fields(const char *protocol, json_writer_t *w, int64_t ttl_ms)
 {
+  mcp_result_fields_typed(protocol, w, ttl_ms, "complete");
+}
+
+void mcp_result_fields_typed(const char *protocol, json_writer_t *w, int64_t ttl_ms, const char *result_type)
+{
   if (!mcp_is_modern(protocol))
     return;
-  json_kv_str(w, "resultType", "complete");
+  json_kv_str(w, "resultType", result_type);
   if (ttl_ms >= 0) { /* server/utilities/caching: the same for every caller here */
     json_kv_int(w, "ttlMs", ttl_ms);
     json_kv_str(w, "cacheScope", "public");

@@ -172,16 +172,16 @@ void mcp_log(struct server *srv, int level, const char *msg)
 
 /* A tool result that is only an error message (bad arguments, setup failure): isError, text only.
  * No structuredContent: clients validate it against outputSchema, and there is no run to describe. */
-void send_tool_error(struct server *srv, const char *id, const char *fmt, ...)
+static json_writer_t *tool_error_writerv(const struct server *srv, const char *id, const char *fmt,
+                                         va_list ap) __attribute__((format(printf, 3, 0)));
+static json_writer_t *tool_error_writerv(const struct server *srv, const char *id, const char *fmt,
+                                         va_list ap)
 {
   char msg[1024];
-  va_list ap;
-  va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
   json_writer_t *w = json_writer_new();
   if (!w)
-    return;
+    return NULL;
   jsonrpc_begin_result(w, id);
   json_obj_begin(w);
   json_key(w, "content");
@@ -195,5 +195,24 @@ void send_tool_error(struct server *srv, const char *id, const char *fmt, ...)
   mcp_result_fields(srv->protocol, w, -1);
   json_obj_end(w);
   jsonrpc_end(w);
-  send_writer(srv, w);
+  return w;
+}
+
+json_writer_t *tool_error_writer(const struct server *srv, const char *id, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  json_writer_t *w = tool_error_writerv(srv, id, fmt, ap);
+  va_end(ap);
+  return w;
+}
+
+void send_tool_error(struct server *srv, const char *id, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  json_writer_t *w = tool_error_writerv(srv, id, fmt, ap);
+  va_end(ap);
+  if (w)
+    send_writer(srv, w);
 }

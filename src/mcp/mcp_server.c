@@ -113,6 +113,7 @@ static void m_initialize(struct server *srv, const char *id, const json_node_t *
   json_key(w, "logging");
   json_obj_begin(w);
   json_obj_end(w);
+  tasks_write_capability(srv, w);
   json_obj_end(w);
   json_key(w, "serverInfo");
   json_obj_begin(w);
@@ -155,6 +156,7 @@ static void m_server_discover(struct server *srv, const char *id, const json_nod
   json_key(w, "logging");
   json_obj_begin(w);
   json_obj_end(w);
+  tasks_ext_write_capability(w);
   json_obj_end(w);
   json_kv_str(w, "instructions", instructions(srv));
   mcp_result_fields(srv->protocol, w, LIST_TTL_MS);
@@ -169,7 +171,8 @@ static struct mcp_tool_facts tool_facts(const struct server *srv)
   struct mcp_tool_facts fx = {.output_dir = srv->output_dir != NULL,
                               .egress =
                                   srv->policy->network == SBX_NET_PROXY && srv->policy->n_allow_hosts > 0,
-                              .icons = protocol_has_icons(srv->protocol)};
+                              .icons = protocol_has_icons(srv->protocol),
+                              .tasks = tasks_negotiated(srv)};
   for (size_t i = 0; i < srv->binds.n; i++)
     fx.rw_binds |= srv->binds.binds[i].rw;
   for (size_t i = 0; srv->hs.cfg && i < srv->hs.cfg->n; i++)
@@ -203,6 +206,19 @@ static void m_tools_list(struct server *srv, const char *id, const json_node_t *
   send_writer(srv, w);
 }
 
+/* A tool error before any call (bad arguments, busy): the answer, or, with a task (which the
+ * client may wait for), a task that has ended with it. */
+static void refuse_call(struct server *srv, const char *id, struct task *t, json_writer_t *w)
+{
+  if (!t) {
+    if (w)
+      send_writer(srv, w);
+    return;
+  }
+  tasks_created(srv, t, NULL, id);
+  tasks_settle(srv, t, w);
+}
+
 static void m_tools_call(struct server *srv, const char *id, const json_node_t *params)
 {
   const char *name = json_as_string(json_get(params, "name"), NULL);
@@ -210,7 +226,14 @@ static void m_tools_call(struct server *srv, const char *id, const json_node_t *
     send_error(srv, id, JSONRPC_INVALID_PARAMS, "Invalid params: `name` must be a string");
     return;
   }
-  /* Sessions' tools, unless the policy allows none (max_sessions 0). */
+  /* Sessions' tools, unless the policy allows none (max_sessions 0). Never tasks (they declare no
+   * execution.taskSupport: 2025-11-25 tasks, "Tool-Level Negotiation", -32601 for one asked). */
+  bool session_tool = (srv->tools & TOOL_SESSIONS) && srv->max_sessions &&
+                      (strcmp(name, "session_start") == 0 || strcmp(name, "session_end") == 0);
+  if (session_tool && tasks_negotiated(srv) && json_get(params, "task")) {
+    send_errorf(srv, id, JSONRPC_METHOD_NOT_FOUND, "Method not found: %s does not run as a task", name);
+    return;
+  }
   if ((srv->tools & TOOL_SESSIONS) && srv->max_sessions && strcmp(name, "session_start") == 0) {
     session_tool_start(srv, id, json_get(params, "arguments"));
     return;
@@ -225,13 +248,16 @@ static void m_tools_call(struct server *srv, const char *id, const json_node_t *
     send_errorf(srv, id, JSONRPC_INVALID_PARAMS, "Unknown tool: %.200s", name);
     return;
   }
-  /* Bad arguments are the model's to fix: answer with an isError result it can read. */
+  /* Bad arguments are the model's to fix: answer with an isError result it can read (in a task
+   * that has ended with it, when the client asked for one: it waits for a task). */
   struct mcp_tool_args args;
   char msg[1024];
+  struct task *t = NULL;
   const json_node_t *a = json_get(params, "arguments");
   if ((run_python ? mcp_tool_parse_args(a, srv->policy, srv->hs.cfg, &args, msg, sizeof msg)
                   : mcp_exec_parse_args(a, srv->policy, srv->langs, &args, msg, sizeof msg)) < 0) {
-    send_tool_error(srv, id, "%s", msg);
+    if (tasks_for_call(srv, id, params, false, &t) == 0)
+      refuse_call(srv, id, t, tool_error_writer(srv, id, "%s", msg));
     return;
   }
   if (srv->req.modern && json_get(params, "requestState")) { /* a retry (mcp_approval.c) */
@@ -244,29 +270,40 @@ static void m_tools_call(struct server *srv, const char *id, const json_node_t *
     send_errorf(srv, id, JSONRPC_INVALID_REQUEST, "Invalid Request: id %.100s is already in use", id);
     return;
   }
+  /* A task (mcp_tasks.c) where the client asked for one (2025-11-25) or may get one (2026-07-28):
+   * answered now, the call queued as any other. */
+  if (tasks_for_call(srv, id, params, true, &t) < 0)
+    return;
   struct session *sess = NULL;
   if (args.session_id && !(sess = session_for_call(srv, args.session_id, args.lang, msg, sizeof msg))) {
-    send_tool_error(srv, id, "%s", msg);
+    refuse_call(srv, id, t, tool_error_writer(srv, id, "%s", msg));
     return;
   }
   if (!sess && srv->n_running >= srv->max_concurrent && srv->n_queued >= srv->max_queue) {
-    send_tool_error(srv, id,
-                    "sandboxd is busy: %zu calls running and %zu queued (--max-queue); try again later",
-                    srv->n_running, srv->n_queued);
+    refuse_call(srv, id, t,
+                tool_error_writer(srv, id,
+                                  "sandboxd is busy: %zu calls running and %zu queued (--max-queue); try "
+                                  "again later",
+                                  srv->n_running, srv->n_queued));
     return;
   }
   if (srv->code_bytes + args.code_len > CODE_HELD_MESSAGES * srv->max_message) {
-    send_tool_error(srv, id,
-                    "sandboxd is busy: the calls running and queued hold %zu bytes of code, and this one "
-                    "(%zu bytes) would pass the limit of %zu; try again later",
-                    srv->code_bytes, args.code_len, CODE_HELD_MESSAGES * srv->max_message);
+    refuse_call(srv, id, t,
+                tool_error_writer(srv, id,
+                                  "sandboxd is busy: the calls running and queued hold %zu bytes of code, "
+                                  "and this one (%zu bytes) would pass the limit of %zu; try again later",
+                                  srv->code_bytes, args.code_len, CODE_HELD_MESSAGES * srv->max_message));
     return;
   }
-
-  if (call_enqueue(srv, id, &args, json_get(json_get(params, "_meta"), "progressToken"), sess) < 0) {
+  struct call *c = call_enqueue(srv, id, &args, json_get(json_get(params, "_meta"), "progressToken"), sess);
+  if (!c) {
+    if (t)
+      tasks_abandon(srv, t);
     send_error(srv, id, JSONRPC_INTERNAL_ERROR, "Internal error: out of memory");
     return;
   }
+  if (t)
+    tasks_created(srv, t, c, id);
   start_queued(srv);
 }
 
@@ -517,6 +554,8 @@ static const struct method {
     {"tools/list", m_tools_list},         {"tools/call", m_tools_call},
     {"resources/list", m_resources_list}, {"resources/templates/list", m_resources_templates_list},
     {"resources/read", m_resources_read}, {"logging/setLevel", m_logging_set_level},
+    {"tasks/get", m_tasks_get},           {"tasks/result", m_tasks_result},
+    {"tasks/list", m_tasks_list},         {"tasks/cancel", m_tasks_cancel},
     /* Not here, so answered -32601: prompts/list, completion/complete. */
 };
 
@@ -529,6 +568,9 @@ static const struct method modern_methods[] = {
     {"resources/list", m_resources_list},
     {"resources/templates/list", m_resources_templates_list},
     {"resources/read", m_resources_read},
+    {"tasks/get", m_tasks_ext_get},
+    {"tasks/update", m_tasks_ext_update},
+    {"tasks/cancel", m_tasks_ext_cancel},
 };
 
 /* ------------------------------------------------------------------ requests to the client
@@ -602,41 +644,24 @@ static void on_response(struct server *srv, const struct jsonrpc_message *m)
   }
 }
 
-static void call_cancel(struct server *srv, struct call *c)
-{
-  if (c->state == CALL_QUEUED || c->pending) {
-    call_unlink(srv, c);
-    call_free(c);
-    return;
-  }
-  c->cancelled = true;
-  if (c->sess) { /* interrupted, as at its time limit: the session lives on if it comes back */
-    if (!c->interrupted) {
-      c->interrupted = true;
-      sandbox_signal(c->sb, SIGINT);
-      sandbox_set_deadline(c->sb, now_ns() + SESSION_GRACE_NS);
-    }
-    return;
-  }
-  if (!c->killed) {
-    c->killed = true;
-    sandbox_kill(c->sb, false);
-  }
-}
-
 static void on_cancelled(struct server *srv, const json_node_t *params)
 {
   _cleanup_free_ char *id = jsonrpc_id_canonical(json_get(params, "requestId"));
   struct call *c = id ? call_find(srv, id) : NULL;
   if (c)
     call_cancel(srv, c); /* else already answered, or never ours: nothing to do */
+  else if (id)
+    tasks_request_cancelled(srv, id); /* a tasks/result that waits */
 }
 
 void mcp_cancel_calls(struct server *srv, uint64_t client, uint64_t route)
 {
-  if (!route) { /* the session ended */
+  if (!route) { /* the session ended: its tasks too */
     mcp_log_level_forget(srv, client);
     approval_forget_client(srv, client);
+    tasks_forget_client(srv, client);
+  } else {
+    tasks_forget_route(srv, route);
   }
   for (struct call *c = srv->calls, *next; c; c = next) {
     next = c->next;
@@ -827,6 +852,9 @@ void serve(struct server *srv)
     int approval_timeout = approval_timers(srv);
     if (approval_timeout >= 0 && (timeout < 0 || approval_timeout < timeout))
       timeout = approval_timeout;
+    int task_timeout = tasks_timers(srv); /* ttls: reaped on time, not when next asked */
+    if (task_timeout >= 0 && (timeout < 0 || task_timeout < timeout))
+      timeout = task_timeout;
     int session_timeout = session_timers(srv);
     if (session_timeout >= 0 && (timeout < 0 || session_timeout < timeout))
       timeout = session_timeout;

@@ -218,6 +218,12 @@ static void write_annotations(json_writer_t *w, const char *title, const struct 
   json_obj_end(w);
   if (fx->icons)
     mcp_icons_write(w);
+  if (fx->tasks) { /* a task or not, as the client likes (2025-11-25 tasks, "Tool-Level Negotiation") */
+    json_key(w, "execution");
+    json_obj_begin(w);
+    json_kv_str(w, "taskSupport", "optional");
+    json_obj_end(w);
+  }
 }
 
 /* 32x32, a prompt on a blue ground; the SVG draws the same. */

@@ -55,6 +55,7 @@ struct mcp_tool_facts {
   bool egress;     /* the egress proxy, with hosts allowed */
   bool host_tools; /* host MCP servers the code may call: sandboxd does not vouch for their tools */
   bool icons;      /* the client speaks 2025-11-25 or later, where tools and servers have icons */
+  bool tasks;      /* the client may call the tools as tasks (2025-11-25: execution.taskSupport) */
 };
 /* The tool object of tools/list; the description names the host directories (--bind, and with
  * roots ROOTS_DIR) and the configured servers; _meta the longest result (text_limit); the hints

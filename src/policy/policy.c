@@ -95,6 +95,7 @@ static const struct key_def keys[] = {
     {"proxy_request_limit", K_SIZE, FIELD(proxy_request_bytes)},
     {"fork_template_calls", K_COUNT, FIELD(fork_template_calls)},
     {"approve_host_calls", K_APPROVE, FIELD(approve_host_calls)},
+    {"max_tasks", K_COUNT, FIELD(max_tasks)},
     {"session_idle", K_DURATION, FIELD(session_idle_ms)},
     {"session_max_life", K_DURATION, FIELD(session_max_life_ms)},
     {"max_sessions", K_BUDGET, FIELD(max_sessions)}, /* 0: no sessions */
@@ -779,6 +780,8 @@ static int check_complete(struct parser *ps)
   if (p->fork_template_calls > SBX_FORK_TEMPLATE_CALLS_MAX)
     return sbx_error_set(ps->err, 0, "%s: `fork_template_calls` must be from 1 to %u", ps->file,
                          SBX_FORK_TEMPLATE_CALLS_MAX);
+  if (p->max_tasks > SBX_MAX_TASKS_MAX)
+    return sbx_error_set(ps->err, 0, "%s: `max_tasks` must be from 1 to %u", ps->file, SBX_MAX_TASKS_MAX);
   if (p->session_idle_ms < 1000 || p->session_max_life_ms < 1000 ||
       p->session_idle_ms > SBX_SESSION_MAX_S * 1000 || p->session_max_life_ms > SBX_SESSION_MAX_S * 1000)
     return sbx_error_set(ps->err, 0, "%s: `session_idle` and `session_max_life` must be from 1s to %us",

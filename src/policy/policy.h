@@ -128,6 +128,8 @@ struct sbx_egress_limits {
 /* fork_template_calls' ceiling: a template serves at least one call. */
 #define SBX_FORK_TEMPLATE_CALLS_MAX 65536u
 
+/* max_tasks' ceiling: the tasks one MCP client may hold (each keeps its result until its ttl). */
+#define SBX_MAX_TASKS_MAX 1024u
 /* Sessions (sandboxd-mcp(7), SESSIONS): their lifetimes' and number's ceilings. */
 #define SBX_SESSION_MAX_S (7u * 86400)
 #define SBX_MAX_SESSIONS 4096u
@@ -169,6 +171,9 @@ struct sbx_policy {
    * they share its str hash secret and address-space layout (sandboxd-mcp(7)). */
   uint64_t fork_template_calls;
   enum sbx_approve approve_host_calls; /* approve_host_calls: which host tool calls ask the user */
+  /* `sandboxd mcp`: the tasks (long calls answered later, MCP's tasks) one client may hold at once,
+   * running or kept until their ttl ends. */
+  uint64_t max_tasks;
   /* Sessions of `sandboxd mcp` (session_start): idle TTL and maximum life, and how many at once,
    * in all and per bearer token. max_sessions 0: no sessions. */
   uint64_t session_idle_ms, session_max_life_ms;

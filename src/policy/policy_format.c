@@ -232,6 +232,7 @@ static void fmt_network(strbuf_t *sb, const struct sbx_policy *p, bool comments)
   strbuf_printf(sb, "%s\n", p->n_proxy_servers ? "" : " none");
   fmt_size(sb, "proxy_request_limit", p->proxy_request_bytes);
   kv_str(sb, "approve_host_calls", policy_approve_name(p->approve_host_calls));
+  kv_u64(sb, "max_tasks", p->max_tasks);
   kv_str(sb, "network", p->network == SBX_NET_PROXY ? "proxy" : "none");
   kv_str(sb, "max_network", p->max_network == SBX_NET_PROXY ? "proxy" : "none");
   for (size_t i = 0; i < p->n_allow_hosts; i++) {

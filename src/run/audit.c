@@ -220,6 +220,8 @@ static void write_record(json_writer_t *w, const struct audit_record *r)
     json_kv_str(w, "language", r->language);
   if (r->client)
     json_kv_str(w, "client", r->client);
+  if (r->task)
+    json_kv_str(w, "task", r->task);
   if (r->session)
     json_kv_str(w, "session", r->session);
   if (log_code && r->code)

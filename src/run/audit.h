@@ -27,6 +27,7 @@ struct audit_record {
   const char *calls_json;          /* proxied calls as a JSON array, or NULL */
   const char *client;              /* mcp --http: the client (token index, session prefix), or NULL */
   const char *egress_json;         /* network proxy: the egress log as a JSON object, or NULL */
+  const char *task;                /* mcp: the id of the task the call served, or NULL */
   const char *session;             /* mcp: the session the call ran in (its handle's hash), or NULL */
 };
 

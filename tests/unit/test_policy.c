@@ -37,7 +37,8 @@ static const char base[] =
     "seccomp_default errno ENOSYS\nseccomp_badarch kill\n"
     "group io \"basic io\"\n"
     "allow read write\n"
-    "approve_host_calls none\n";
+    "approve_host_calls none\n"
+    "max_tasks 16\n";
 
 static struct sbx_policy *parse(const char *extra, sbx_error_t *err)
 {
@@ -135,7 +136,7 @@ static void test_valid(void)
 static void test_errors(void)
 {
   /* Each error names file:line. */
-  CHECK(fails_with("bogus_key 1\n", "t.policy:62: unknown key `bogus_key`"));
+  CHECK(fails_with("bogus_key 1\n", "t.policy:63: unknown key `bogus_key`"));
   CHECK(fails_with("host_uid 65534\n", "`host_uid` was replaced by `host_id_range START COUNT`"));
   CHECK(fails_with("timeout 10s\n", "`timeout` is defined twice"));
   CHECK(fails_with("env PATH=/x\n", "`env PATH` is defined twice"));
@@ -307,7 +308,7 @@ static void test_conditions(void)
   CHECK(p != NULL);
   if (p) {
     CHECK(seccomp_validate(p, &err) < 0 && strstr(err.msg, "unknown syscall `not_a_syscall`") &&
-          strstr(err.msg, "t.policy:63"));
+          strstr(err.msg, "t.policy:64"));
     policy_free(p);
   }
 }
@@ -671,6 +672,25 @@ static void test_approve_host_calls(void)
   CHECK(SBX_APPROVE_NONE < SBX_APPROVE_WRITES && SBX_APPROVE_WRITES < SBX_APPROVE_ALL);
 }
 
+/* max_tasks: required, from 1 to 1024, printed. */
+static void test_max_tasks(void)
+{
+  sbx_error_t err;
+  struct sbx_policy *p = parse("", &err);
+  CHECK(p && p->max_tasks == 16);
+  char *canon = p ? policy_format_canonical(p) : NULL;
+  CHECK(canon && strstr(canon, "\nmax_tasks          16\n"));
+  free(canon);
+  policy_free(p);
+  CHECK(replaced_fails_with("max_tasks 16\n", "", "missing key `max_tasks`"));
+  CHECK(replaced_fails_with("max_tasks 16\n", "max_tasks 0\n", "`max_tasks`: bad count `0`"));
+  CHECK(replaced_fails_with("max_tasks 16\n", "max_tasks 1025\n", "`max_tasks` must be from 1 to 1024"));
+  CHECK(fails_with("max_tasks 2\n", "`max_tasks` is defined twice"));
+  p = parse_replaced("max_tasks 16\n", "max_tasks 1\n", &err);
+  CHECK(p && p->max_tasks == 1);
+  policy_free(p);
+}
+
 static void test_network_errors(void)
 {
   CHECK(replaced_fails_with("network none\n", "", "missing key `network`"));
@@ -897,6 +917,7 @@ int main(void)
   test_network_errors();
   test_proxy_request_limit();
   test_fork_template_calls();
+  test_max_tasks();
   test_session_keys();
   test_approve_host_calls();
   test_floor();
