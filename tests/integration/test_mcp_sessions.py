@@ -514,3 +514,42 @@ def test_cancel_interrupts_and_the_session_survives(mcp):
     # No answer to the cancelled call; the next one finds the session as it was.
     r = call(m, "print(x)", sid)
     assert text(r) == "9\n", r
+
+
+CONFINEMENT = r"""
+import json, os
+facts = {}
+with open("/proc/self/status") as f:
+    for line in f:
+        k, _, v = line.partition(":")
+        if k in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb", "NoNewPrivs", "Seccomp", "Seccomp_filters"):
+            facts[k] = v.strip()
+facts["ids"] = [os.getuid(), os.getgid(), os.getgroups()]
+facts["hostname"] = os.uname().nodename
+facts["net"] = sorted(l.split(":")[0].strip() for l in list(open("/proc/net/dev"))[2:])
+try:
+    open("/usr/x", "w")
+    facts["root"] = "writable"
+except OSError as e:
+    facts["root"] = e.errno
+for name in ("memory.max", "pids.max"):
+    try:
+        facts[name] = open("/sys/fs/cgroup/" + name).read().strip()
+    except OSError as e:
+        facts[name] = e.errno
+facts["mounts"] = sorted(l.split()[4] + " " + l.split()[-3] for l in open("/proc/self/mountinfo"))
+print(json.dumps(facts))
+"""
+
+
+def test_confined_like_a_one_shot_call(mcp):
+    """What the code sees of its confinement (capabilities, no_new_privs, the seccomp filters, ids,
+    network, the read-only root, the cgroup's limits, the mounts) is a one-shot call's: a cold
+    one's, as a session's sandbox is spawned as a cold call's (base_spec, the one setup sequence).
+    (A forked call's has the template's layer under it: a filter and mounts more.)"""
+    m = mcp("--warm-mode", "prestart")
+    sid = start(m)["structuredContent"]["session_id"]
+    one = json.loads(text(call(m, CONFINEMENT)))
+    ses = json.loads(text(call(m, CONFINEMENT, sid)))
+    assert ses == one
+    assert one["NoNewPrivs"] == "1" and one["Seccomp"] == "2" and one["CapEff"] == "0000000000000000", one
