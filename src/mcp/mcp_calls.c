@@ -421,8 +421,8 @@ static void call_answer_session(struct server *srv, struct call *c, unsigned cha
  * tells): they are read once nothing can write them any more. */
 static void call_answer_done(struct server *srv, struct call *c, unsigned char status)
 {
-  if (c->sess && !c->killed) {
-    call_answer_session(srv, c, status);
+  if (c->sess && !c->killed) { /* answered from the loop, once out of the handler that read it */
+    c->sess_status = status;
     return;
   }
   if (c->killed || c->cancelled || c->answered)
@@ -825,6 +825,15 @@ int run_timers(struct server *srv)
   return timeout;
 }
 
+void calls_answer_sessions(struct server *srv)
+{
+  for (struct call *c = srv->calls, *next; c; c = next) {
+    next = c->next;
+    if (c->sess && !c->killed && c->sess_status >= 0)
+      call_answer_session(srv, c, (unsigned char) c->sess_status);
+  }
+}
+
 /* Whether some call is running or about to (answered calls only wait to be reaped). */
 bool code_running(const struct server *srv)
 {
@@ -851,6 +860,7 @@ int call_enqueue(struct server *srv, const char *id, const struct mcp_tool_args 
   c->timeout_ms = a->timeout_ms;
   c->lang = a->lang;
   c->sess = sess;
+  c->sess_status = -1;
   c->client = srv->client;
   c->route = srv->route;
   c->protocol = srv->protocol;
