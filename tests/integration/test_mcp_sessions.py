@@ -553,3 +553,34 @@ def test_confined_like_a_one_shot_call(mcp):
     ses = json.loads(text(call(m, CONFINEMENT, sid)))
     assert ses == one
     assert one["NoNewPrivs"] == "1" and one["Seccomp"] == "2" and one["CapEff"] == "0000000000000000", one
+
+
+def test_no_fd_or_process_left_per_session(mcp):
+    """Sessions started, used and ended (or expired, or killed) one after another leave the server
+    with the fds it had, and no child."""
+    m = mcp("--session-idle", "1", "--warm-mode", "prestart")  # (fork mode keeps a template: a child)
+    pid = m.p.pid
+
+    def fds():
+        return len(os.listdir(f"/proc/{pid}/fd"))
+
+    def children():
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return f.read().split()
+
+    sid = start(m)["structuredContent"]["session_id"]
+    call(m, "print(1)", sid)
+    end(m, sid)
+    before = fds()
+    for i in range(12):
+        sid = start(m)["structuredContent"]["session_id"]
+        call(m, "open('/workspace/out/f.txt', 'w').write('x')\nprint(1)", sid)
+        if i % 3 == 0:
+            end(m, sid)
+        elif i % 3 == 1:
+            call(m, "import os\nos._exit(1)", sid)
+        else:
+            time.sleep(1.5)  # expires
+    time.sleep(0.5)
+    assert fds() == before, os.listdir(f"/proc/{pid}/fd")
+    assert children() == [], children()
