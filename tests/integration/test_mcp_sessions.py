@@ -76,6 +76,16 @@ def test_tools_listed_with_schemas(mcp):
         assert "session_id" not in tools[name]["inputSchema"]["required"]
 
 
+def test_capabilities_say_the_bounds(mcp):
+    m = mcp("--sessions", "3", "--session-idle", "60")
+    start(m)
+    r = m.send("resources/read", {"uri": "sandboxd://capabilities"})
+    caps = json.loads(r["contents"][0]["text"])
+    assert caps["sessions"] == {"max_sessions": 3, "max_sessions_per_token": 4, "idle_ttl_s": 60,
+                                "max_life_s": 7200, "live": 1}, caps["sessions"]
+    assert "session" in caps["persistence"] and "session_id" in m.init["instructions"]
+
+
 def test_state_kept_and_nothing_shared(mcp):
     m = mcp()
     r = start(m)
