@@ -392,8 +392,13 @@ static bool readable(int fd)
 static void call_answer_session(struct server *srv, struct call *c, unsigned char status)
 {
   struct sbx_result res;
-  if (sandbox_result_now(c->sb, status, &res) < 0)
-    res = (struct sbx_result){.status = status ? SBX_STATUS_ERROR : SBX_STATUS_OK, .exit_code = status};
+  if (sandbox_result_now(c->sb, status, &res) < 0) /* no cgroup: rlimits only, as the policy allowed */
+    res = (struct sbx_result){
+        .status = status ? SBX_STATUS_ERROR : SBX_STATUS_OK,
+        .exit_code = status,
+        .limits = "degraded",
+        .execution_time_ms = (now_ns() - c->queued_ns) / 1000000, /* started when queued */
+    };
   if (c->interrupted) {
     res.status = SBX_STATUS_TIMEOUT;
     res.exit_code = 124;

@@ -98,8 +98,11 @@ def test_state_kept_and_nothing_shared(mcp):
     other = start(m)["structuredContent"]["session_id"]
     assert other != sid
     assert not call(m, "x = 41\nimport json\nopen('/tmp/f', 'w').write('t')", sid).get("isError")
-    r = call(m, "print(x + 1, json.dumps(1), open('/tmp/f').read())", sid)
+    r = call(m, "import time\ntime.sleep(0.2)\nprint(x + 1, json.dumps(1), open('/tmp/f').read())", sid)
     assert text(r) == "42 1 t\n", r
+    sc = r["structuredContent"]
+    assert sc["status"] == "ok" and sc["exit_code"] == 0 and 200 <= sc["execution_time_ms"] < 2000, sc
+    assert sc["limits"] == sbx.enforcement(), sc
     # execute_code reaches the same interpreter
     assert text(call(m, "print(x)", sid, tool="execute_code")) == "41\n"
     # a one-shot call beside it, and another session, see nothing of it
