@@ -597,3 +597,21 @@ def test_no_fd_or_process_left_per_session(mcp):
     time.sleep(0.5)
     assert fds() == before, os.listdir(f"/proc/{pid}/fd")
     assert children() == [], children()
+
+
+def test_a_killed_server_takes_its_sessions_processes(mcp):
+    """Even SIGKILL of the server (no cleanup runs) ends its sessions' processes: each sandbox's
+    pid 1 dies with the server, as a one-shot call's does."""
+    marker = f"sbx-sess-{uuid.uuid4().hex}"
+    try:
+        m = mcp()
+        sid = start(m)["structuredContent"]["session_id"]
+        call(m, "import subprocess\nsubprocess.Popen(['/usr/bin/python3', '-c', 'import time; time.sleep(120)', "
+                f"'{marker}'])", sid)
+        time.sleep(0.3)
+        assert sbx.processes_with(marker)
+        m.p.send_signal(signal.SIGKILL)
+        m.p.wait()
+        assert not sbx.wait_gone(marker, timeout=5), "a session's process outlived the killed server"
+    finally:
+        sbx.kill_marker(marker)
