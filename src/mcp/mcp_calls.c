@@ -138,7 +138,8 @@ static int result_footer(const struct call *c, const struct sbx_result *res, siz
   case SBX_STATUS_TIMEOUT:
     if (c->interrupted && !c->sess_gone) {
       r |= strbuf_printf(
-          f, "--- status: timeout, interrupted (KeyboardInterrupt) at %llu.%03llu s (the limit) ---",
+          f,
+          "--- status: timeout, interrupted (SIGINT) at %llu.%03llu s (the limit); the session lives on ---",
           (unsigned long long) (c->limits.timeout_ms / 1000),
           (unsigned long long) (c->limits.timeout_ms % 1000));
       break;
@@ -624,7 +625,7 @@ static void job_sent(struct call *c)
 int call_deliver(struct call *c, int fd, const char *kind, sbx_error_t *err)
 {
   const char *servers = c->proxy ? strchr(proxy_env(c->proxy), '=') + 1 : NULL;
-  if (c->lang != MCP_LANG_PYTHON)
+  if (c->lang != MCP_LANG_PYTHON && !c->sess) /* (a session's loop takes the job frame) */
     job_begin_raw(&c->job, fd, c->code, c->code_len);
   else if (job_begin(&c->job, fd, servers, c->code, c->code_len, err) < 0)
     return -1;

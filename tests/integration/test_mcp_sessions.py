@@ -163,8 +163,62 @@ def test_end_then_use(mcp):
 
 def test_language_not_supported(mcp):
     m = mcp()
-    r = m.send("tools/call", {"name": "session_start", "arguments": {"language": "bash"}})
-    assert r["isError"] and "python only" in text(r), r
+    r = m.send("tools/call", {"name": "session_start", "arguments": {"language": "javascript"}})
+    assert r["isError"] and "`language` javascript is not supported in a session: sessions run python or bash" \
+        == text(r), r
+    assert m.tools()["session_start"]["inputSchema"]["properties"]["language"]["enum"] == ["python", "bash"]
+
+
+def bash(m, code, sid, **args):
+    return m.send("tools/call", {"name": "execute_code", "arguments": {"language": "bash", "code": code,
+                                                                       "session_id": sid, **args}})
+
+
+def test_bash_session(mcp):
+    """One bash for the session: variables, functions and the working directory last; output and
+    status as a one-shot call's; the time limit interrupts the foreground command and the shell
+    lives on; `exit` ends the session, and says so."""
+    m = mcp()
+    r = start(m, language="bash")
+    sid = r["structuredContent"]["session_id"]
+    assert r["structuredContent"]["language"] == "bash"
+    assert text(bash(m, "x=41; cd /tmp; f() { echo fn \"$1\"; }; echo set", sid)) == "set\n"
+    r = bash(m, "echo $((x + 1)) $PWD; f 2; echo oops >&2; read y; echo read:$y", sid)
+    assert r["structuredContent"]["stdout"] == "42 /tmp\nfn 2\nread:\n" and r["structuredContent"]["stderr"] == "oops\n", r
+    r = bash(m, "false", sid)
+    assert r["isError"] and r["structuredContent"]["exit_code"] == 1, r
+    t0 = time.monotonic()
+    r = bash(m, "while true; do sleep 0.05; done", sid, timeout=1)
+    assert time.monotonic() - t0 < 3 and r["structuredContent"]["status"] == "timeout", r
+    assert text(bash(m, "echo still $x", sid)) == "still 41\n"
+    # A Python session is not a bash one, nor the reverse.
+    r = call(m, "print(1)", sid, tool="execute_code")
+    assert r["isError"] and text(r) == f"session {sid} runs bash, not python", r
+    r = bash(m, "exit 3", sid)
+    gone = (f"session {sid} is over: its interpreter exited (status 3); its variables and files are gone; call "
+            "session_start")
+    assert r["isError"] and gone in text(r), r
+    r = bash(m, "echo $x", sid)
+    assert r["isError"] and text(r) == gone, r
+
+
+def test_bash_session_background_process_ends_with_it(mcp):
+    marker = f"sbx-sess-{uuid.uuid4().hex}"
+    try:
+        m = mcp()
+        sid = start(m, language="bash")["structuredContent"]["session_id"]
+        r = bash(m, f"/usr/bin/python3 -c 'import time; time.sleep(120)' {marker} & echo started", sid)
+        assert text(r) == "started\n", r
+        time.sleep(0.3)
+        assert sbx.processes_with(marker)
+        assert text(bash(m, "echo next", sid)) == "next\n"
+        # The shell's `exit` ends the session at once, though a process it started is still there.
+        t0 = time.monotonic()
+        r = bash(m, "exit 4", sid)
+        assert time.monotonic() - t0 < 3 and "its interpreter exited (status 4)" in text(r), r
+        assert not sbx.wait_gone(marker, timeout=5)
+    finally:
+        sbx.kill_marker(marker)
 
 
 def test_idle_expiry_by_timer(mcp, tmp_path):
@@ -257,7 +311,7 @@ def test_timeout_interrupts_and_the_session_survives(mcp):
     r = call(m, "import time\nwhile True:\n    time.sleep(0.05)", sid, timeout=1)
     assert time.monotonic() - t0 < 3
     assert r["isError"] and r["structuredContent"]["status"] == "timeout", r
-    assert "KeyboardInterrupt" in r["structuredContent"]["stderr"] and "interrupted" in text(r), r
+    assert "KeyboardInterrupt" in r["structuredContent"]["stderr"] and "interrupted (SIGINT)" in text(r), r
     assert text(call(m, "print(x)", sid)) == "5\n"
 
 
