@@ -172,7 +172,8 @@ static int result_footer(const struct call *c, const struct sbx_result *res, siz
   case SBX_STATUS_TIMEOUT:
     if (c->interrupted && !c->sess_gone) {
       r |= strbuf_printf(
-          f, "--- status: timeout, interrupted (KeyboardInterrupt) at %llu.%03llu s (the limit) ---",
+          f,
+          "--- status: timeout, interrupted (SIGINT) at %llu.%03llu s (the limit); the session lives on ---",
           (unsigned long long) (c->limits.timeout_ms / 1000),
           (unsigned long long) (c->limits.timeout_ms % 1000));
       break;
@@ -436,8 +437,13 @@ static bool readable(int fd)
 static void call_answer_session(struct server *srv, struct call *c, unsigned char status)
 {
   struct sbx_result res;
-  if (sandbox_result_now(c->sb, status, &res) < 0)
-    res = (struct sbx_result){.status = status ? SBX_STATUS_ERROR : SBX_STATUS_OK, .exit_code = status};
+  if (sandbox_result_now(c->sb, status, &res) < 0) /* no cgroup: rlimits only, as the policy allowed */
+    res = (struct sbx_result){
+        .status = status ? SBX_STATUS_ERROR : SBX_STATUS_OK,
+        .exit_code = status,
+        .limits = "degraded",
+        .execution_time_ms = (now_ns() - c->queued_ns) / 1000000, /* started when queued */
+    };
   if (c->interrupted) {
     res.status = SBX_STATUS_TIMEOUT;
     res.exit_code = 124;
@@ -465,8 +471,8 @@ static void call_answer_session(struct server *srv, struct call *c, unsigned cha
  * tells): they are read once nothing can write them any more. */
 static void call_answer_done(struct server *srv, struct call *c, unsigned char status)
 {
-  if (c->sess && !c->killed) {
-    call_answer_session(srv, c, status);
+  if (c->sess && !c->killed) { /* answered from the loop, once out of the handler that read it */
+    c->sess_status = status;
     return;
   }
   if (c->killed || c->cancelled || c->answered)
@@ -663,7 +669,7 @@ static void job_sent(struct call *c)
 int call_deliver(struct call *c, int fd, const char *kind, sbx_error_t *err)
 {
   const char *servers = c->proxy ? strchr(proxy_env(c->proxy), '=') + 1 : NULL;
-  if (c->lang != MCP_LANG_PYTHON)
+  if (c->lang != MCP_LANG_PYTHON && !c->sess) /* (a session's loop takes the job frame) */
     job_begin_raw(&c->job, fd, c->code, c->code_len);
   else if (job_begin(&c->job, fd, servers, c->code, c->code_len, err) < 0)
     return -1;
@@ -878,6 +884,15 @@ int run_timers(struct server *srv)
   return timeout;
 }
 
+void calls_answer_sessions(struct server *srv)
+{
+  for (struct call *c = srv->calls, *next; c; c = next) {
+    next = c->next;
+    if (c->sess && !c->killed && c->sess_status >= 0)
+      call_answer_session(srv, c, (unsigned char) c->sess_status);
+  }
+}
+
 /* Whether some call is running or about to (answered calls only wait to be reaped). */
 bool code_running(const struct server *srv)
 {
@@ -904,6 +919,7 @@ struct call *call_enqueue(struct server *srv, const char *id, const struct mcp_t
   c->timeout_ms = a->timeout_ms;
   c->lang = a->lang;
   c->sess = sess;
+  c->sess_status = -1;
   c->client = srv->client;
   c->route = srv->route;
   c->protocol = srv->protocol;

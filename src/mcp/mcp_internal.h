@@ -244,7 +244,10 @@ struct call {
   struct session *sess;
   bool interrupted;
   char *sess_gone;
-  char sess_hash[17];                /* the session's, for the audit record (kept if the session ends) */
+  char sess_hash[17]; /* the session's, for the audit record (kept if the session ends) */
+  /* A session call's done status, answered once the loop is out of the handlers that read it
+   * (the proxy's done hook, the done channel: calls_answer_sessions); -1: none yet. */
+  int sess_status;
   struct fork_pool_entry *fork_tmpl; /* --warm-mode fork: the template its sandbox forked from */
   /* The task it serves (mcp_tasks.c), or NULL: its answer is kept there, not sent, and its
    * request is over for the client (its id may be used again). task_id: that task's, for the
@@ -512,6 +515,9 @@ struct call *call_enqueue(struct server *srv, const char *id, const struct mcp_t
 void start_queued(struct server *srv);
 /* Kill at deadlines, tick progress; returns the poll timeout until the next such event. */
 int run_timers(struct server *srv);
+/* Answer the session calls whose done status came (call_answer_done): out of every handler, as
+ * answering frees the call, its pipes and its proxy. */
+void calls_answer_sessions(struct server *srv);
 /* Whether some call is running or about to (answered calls only wait to be reaped). */
 bool code_running(const struct server *srv);
 /* mcp_sessions.c: sessions (sandboxd-mcp(7), SESSIONS). */
