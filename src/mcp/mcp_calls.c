@@ -925,7 +925,7 @@ struct call *call_enqueue(struct server *srv, const char *id, const struct mcp_t
   c->protocol = srv->protocol;
   c->req = srv->req;
   c->req.caps = NULL;
-  c->principal = srv->principal;
+  bufprintf_cut(c->owner, sizeof c->owner, "%s", srv->owner ? srv->owner : "");
   approval_digest(a, c->digest);
   if (srv->req.modern) { /* 2025-11-25's form, or 2025-06-18's plain object (mcp_approval.c) */
     const json_node_t *e = json_get(srv->req.caps, "elicitation");

@@ -229,11 +229,11 @@ struct call {
   const char *protocol;      /* the client's protocol version when it called (static), or NULL */
   struct mcp_modern_req req; /* a 2026-07-28 request's log level (its caps not kept) */
   /* 2026-07-28 (mcp_approval.c): whether its request's clientCapabilities has elicitation (form);
-   * the bearer token's index (-1: none); and, while an approval is asked in an InputRequiredResult,
+   * the bearer token's sha256 ("": none); and, while an approval is asked in an InputRequiredResult,
    * the call is detached: its request answered, no id or route, until a retry brings `req_state`
    * back from the same token with the same tool and code (digest). */
   bool elicit_form;
-  int principal;
+  char owner[65];
   bool detached;
   char req_state[48];
   uint8_t digest[32];
