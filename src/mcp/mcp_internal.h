@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "base/json.h"
 #include "base/jsonrpc.h"
@@ -428,7 +429,10 @@ extern const char *const mcp_log_levels[MCP_LOG_LEVELS]; /* debug ... emergency 
 #define MCP_HEADER_MISMATCH (-32020)
 #define MCP_MISSING_CAPABILITY (-32021)
 #define MCP_UNSUPPORTED_VERSION (-32022)
-bool mcp_is_modern(const char *protocol);
+static inline bool mcp_is_modern(const char *protocol)
+{
+  return protocol && strcmp(protocol, MCP_MODERN_VERSION) == 0;
+}
 /* Whether m is a request of revision 2026-07-28: header_version (HTTP's MCP-Protocol-Version, or
  * NULL) names it, or its _meta carries a protocolVersion that is not an initialize-based one, or
  * it is server/discover (which exists only there). Pure. */
@@ -441,7 +445,7 @@ int mcp_modern_request(struct server *srv, const struct jsonrpc_message *m, stru
 bool mcp_version_refused(struct server *srv, const struct jsonrpc_message *m);
 /* -32601, over HTTP with status 404 (transports/streamable-http, "Protocol Version Header"). */
 void mcp_method_not_found(struct server *srv, const char *id, const char *method);
-/* Before a result object's closing brace: under MCP_MODERN_VERSION, resultType and the server's
+/* mcp_output.c: before a result object's closing brace: under MCP_MODERN_VERSION, resultType and the server's
  * identity in _meta, and with ttl_ms >= 0 the caching hints (server/utilities/caching). Nothing
  * under older versions. */
 void mcp_result_fields(const char *protocol, json_writer_t *w, int64_t ttl_ms);
