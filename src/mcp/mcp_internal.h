@@ -503,11 +503,11 @@ void call_finish(struct server *srv, struct call *c);
 int call_start_warm(struct call *c, struct warm *w, sbx_error_t *err);
 /* The runner's done byte is readable. */
 void call_done(struct server *srv, struct call *c);
-/* Hand the call's sandbox (kind: "warm" or "cold", for the debug log) its code on fd (our end of
- * fd 3 inside, taken): what fits now, the rest from the loop (call_job_ready). -1 if fd takes
- * nothing (the sandbox is gone). */
+/* mcp_job.c: hand the call's sandbox (kind: "warm", "cold", "session", for the debug log) its
+ * code on fd (our end of fd 3 inside, taken): what fits now, the rest from the loop
+ * (call_job_ready). -1 if fd takes nothing (the sandbox is gone). */
 int call_deliver(struct call *c, int fd, const char *kind, sbx_error_t *err);
-/* The job's socket is writable (or its deadline passed: timed_out). */
+/* mcp_job.c: the job's socket is writable (or its deadline passed: timed_out). */
 void call_job_ready(struct server *srv, struct call *c, bool timed_out);
 /* The warm sandbox a call waited for is built, or failed, or took too long (give_up). */
 void call_pending_ready(struct server *srv, struct call *c, bool give_up);
