@@ -276,6 +276,8 @@ def test_expiry_is_reaped_by_the_timer(stdio, tmp_path):
 
 def test_the_bound(stdio):
     c = stdio("--policy", max_tasks_policy(2))
+    caps = json.loads(c.send("resources/read", {"uri": "sandboxd://capabilities"})["contents"][0]["text"])
+    assert caps["concurrency"]["max_tasks"] == 2 and caps["concurrency"]["task_ttl_max_ms"] == 3600000, caps
     marker = "sbx-task-bound-%d" % os.getpid()
     a = c.send("tools/call", task_call(sleeper(marker)))["task"]["taskId"]
     b = c.send("tools/call", task_call("print(2)", ttl=1000))["task"]["taskId"]
