@@ -419,7 +419,7 @@ void approval_retry(struct server *srv, const char *id, const json_node_t *param
 {
   const char *state = json_as_string(json_get(params, "requestState"), NULL);
   struct call *c = state ? call_by_state(srv, state) : NULL;
-  if (!c || c->principal != srv->principal || memcmp(c->digest, digest, 32) != 0) {
+  if (!c || strcmp(c->owner, srv->owner ? srv->owner : "") != 0 || memcmp(c->digest, digest, 32) != 0) {
     send_error(srv, id, JSONRPC_INVALID_PARAMS,
                "Invalid params: `requestState` names no call waiting for this request (it ended, its "
                "approval timed out, or the state, the client or the code differ)");

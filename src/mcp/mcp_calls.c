@@ -172,7 +172,8 @@ static int result_footer(const struct call *c, const struct sbx_result *res, siz
   case SBX_STATUS_TIMEOUT:
     if (c->interrupted && !c->sess_gone) {
       r |= strbuf_printf(
-          f, "--- status: timeout, interrupted (KeyboardInterrupt) at %llu.%03llu s (the limit) ---",
+          f,
+          "--- status: timeout, interrupted (SIGINT) at %llu.%03llu s (the limit); the session lives on ---",
           (unsigned long long) (c->limits.timeout_ms / 1000),
           (unsigned long long) (c->limits.timeout_ms % 1000));
       break;
@@ -436,8 +437,13 @@ static bool readable(int fd)
 static void call_answer_session(struct server *srv, struct call *c, unsigned char status)
 {
   struct sbx_result res;
-  if (sandbox_result_now(c->sb, status, &res) < 0)
-    res = (struct sbx_result){.status = status ? SBX_STATUS_ERROR : SBX_STATUS_OK, .exit_code = status};
+  if (sandbox_result_now(c->sb, status, &res) < 0) /* no cgroup: rlimits only, as the policy allowed */
+    res = (struct sbx_result){
+        .status = status ? SBX_STATUS_ERROR : SBX_STATUS_OK,
+        .exit_code = status,
+        .limits = "degraded",
+        .execution_time_ms = (now_ns() - c->queued_ns) / 1000000, /* started when queued */
+    };
   if (c->interrupted) {
     res.status = SBX_STATUS_TIMEOUT;
     res.exit_code = 124;
@@ -465,8 +471,8 @@ static void call_answer_session(struct server *srv, struct call *c, unsigned cha
  * tells): they are read once nothing can write them any more. */
 static void call_answer_done(struct server *srv, struct call *c, unsigned char status)
 {
-  if (c->sess && !c->killed) {
-    call_answer_session(srv, c, status);
+  if (c->sess && !c->killed) { /* answered from the loop, once out of the handler that read it */
+    c->sess_status = status;
     return;
   }
   if (c->killed || c->cancelled || c->answered)
@@ -648,67 +654,6 @@ static int call_start(struct server *srv, struct call *c, sbx_error_t *err)
   return call_start_cold(srv, c, err);
 }
 
-/* What fd 3 becomes once the job is written: the bridge, or the done channel. */
-static void job_sent(struct call *c)
-{
-  if (c->job.raw)
-    ; /* closed below: the interpreter's EOF */
-  else if (c->proxy)
-    proxy_adopt_fd(c->proxy, TAKE_FD(c->job.fd));
-  else
-    c->done_fd = TAKE_FD(c->job.fd);
-  job_free(&c->job);
-}
-
-int call_deliver(struct call *c, int fd, const char *kind, sbx_error_t *err)
-{
-  const char *servers = c->proxy ? strchr(proxy_env(c->proxy), '=') + 1 : NULL;
-  if (c->lang != MCP_LANG_PYTHON)
-    job_begin_raw(&c->job, fd, c->code, c->code_len);
-  else if (job_begin(&c->job, fd, servers, c->code, c->code_len, err) < 0)
-    return -1;
-  /* Nothing is written yet if this fails (a warm sandbox that died idle: EPIPE). */
-  int r = job_write(&c->job, err);
-  if (r < 0) {
-    job_free(&c->job);
-    return -1;
-  }
-  if (r == 1)
-    job_sent(c);
-  uint64_t client = c->srv->client; /* the call's client's level, from the loop too */
-  struct mcp_modern_req req = c->srv->req;
-  c->srv->client = c->client;
-  c->srv->req = c->req;
-  if (mcp_log_level(c->srv) == 0) { /* debug: which kind of sandbox served the call */
-    char msg[200];
-    bufprintf_cut(msg, sizeof msg, "call %.100s: its code went to a %s sandbox", c->id, kind);
-    c->srv->route = c->route;
-    mcp_log(c->srv, 0, msg);
-  }
-  c->srv->client = client;
-  c->srv->req = req;
-  return 0;
-}
-
-void call_job_ready(struct server *srv, struct call *c, bool timed_out)
-{
-  (void) srv;
-  sbx_error_t err = {0};
-  int r = timed_out ? sbx_error_set(&err, ETIMEDOUT, "it read %zu of %zu bytes, then nothing for %d ms",
-                                    c->job.sent, c->job.total, JOB_SEND_TIMEOUT_MS)
-                    : job_write(&c->job, &err);
-  if (r == 1) {
-    job_sent(c);
-  } else if (r < 0) {
-    /* The runner is stuck or gone: end the sandbox, and say so when it has ended (call_finish). */
-    log_warn("a sandbox did not take its code: %s", err.msg);
-    job_free(&c->job);
-    c->job_error = strdup(err.msg);
-    c->killed = true;
-    sandbox_signal(c->sb, SIGKILL);
-  }
-}
-
 /* A sandbox built for this call: the runner (or another language's interpreter) started without
  * code, which it then reads like a warm one (call_deliver). */
 static int call_start_cold(struct server *srv, struct call *c, sbx_error_t *err)
@@ -878,6 +823,15 @@ int run_timers(struct server *srv)
   return timeout;
 }
 
+void calls_answer_sessions(struct server *srv)
+{
+  for (struct call *c = srv->calls, *next; c; c = next) {
+    next = c->next;
+    if (c->sess && !c->killed && c->sess_status >= 0)
+      call_answer_session(srv, c, (unsigned char) c->sess_status);
+  }
+}
+
 /* Whether some call is running or about to (answered calls only wait to be reaped). */
 bool code_running(const struct server *srv)
 {
@@ -904,12 +858,13 @@ struct call *call_enqueue(struct server *srv, const char *id, const struct mcp_t
   c->timeout_ms = a->timeout_ms;
   c->lang = a->lang;
   c->sess = sess;
+  c->sess_status = -1;
   c->client = srv->client;
   c->route = srv->route;
   c->protocol = srv->protocol;
   c->req = srv->req;
   c->req.caps = NULL;
-  c->principal = srv->principal;
+  bufprintf_cut(c->owner, sizeof c->owner, "%s", srv->owner ? srv->owner : "");
   approval_digest(a, c->digest);
   if (srv->req.modern) { /* 2025-11-25's form, or 2025-06-18's plain object (mcp_approval.c) */
     const json_node_t *e = json_get(srv->req.caps, "elicitation");

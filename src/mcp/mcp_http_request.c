@@ -98,6 +98,14 @@ static int principal(struct exchange *x)
   return i < 0 ? -2 : i;
 }
 
+/* The caller's token as what owns sessions, tasks and approvals: its sha256 (the same token
+ * after a reload that moved its line is the same owner), or NULL without tokens. */
+static const char *token_sha(const struct exchange *x)
+{
+  const struct http_tokens *t = &x->h->tokens;
+  return x->principal >= 0 && (size_t) x->principal < t->n ? t->sha[x->principal] : NULL;
+}
+
 static void name_client(struct exchange *x)
 {
   char sess[24] = "";
@@ -123,7 +131,7 @@ static int find_session(struct exchange *x, bool required, bool *ret)
     }
     return 0;
   }
-  x->sess = http_session_find(&x->h->sessions, id, x->principal);
+  x->sess = http_session_find(&x->h->sessions, id, token_sha(x));
   if (!x->sess && !required) {
     x->refuse_status = 404;
     x->refuse_msg = "Session not found";
@@ -266,7 +274,7 @@ static void dispatch(struct mcp_http *h, struct exchange *x, const struct jsonrp
   srv->route = x->id;
   srv->client_name = x->name;
   /* A session's owner (mcp_sessions.c): the token itself, not its place in the file. */
-  srv->owner = x->principal >= 0 && (size_t) x->principal < h->tokens.n ? h->tokens.sha[x->principal] : NULL;
+  srv->owner = token_sha(x);
   /* The version is each request's (MCP-Protocol-Version; absent, as before initialize), not the
    * latest initialize of any client. */
   const char *version = header(x, "MCP-Protocol-Version");
@@ -331,7 +339,7 @@ bool http_request_body(struct exchange *x)
                          "Service Unavailable: too many sessions (--max-sessions)");
   } else if (!h->o.stateless && !x->sess) {
     sbx_error_t err = {0};
-    if (http_session_new(&h->sessions, &h->srv->ring, ++h->next_id, x->principal, &x->sess, &err) < 0) {
+    if (http_session_new(&h->sessions, &h->srv->ring, ++h->next_id, token_sha(x), &x->sess, &err) < 0) {
       log_sbx_error(&err);
       ret = http_refuse_id(x, id, 500, NULL, NULL, "Internal error");
     } else {

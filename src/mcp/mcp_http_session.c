@@ -13,7 +13,7 @@
 #include "base/util.h"
 #include "mcp/route_ring.h"
 
-int http_session_new(struct http_sessions *s, const struct route_ring *ring, uint64_t num, int principal,
+int http_session_new(struct http_sessions *s, const struct route_ring *ring, uint64_t num, const char *owner,
                      struct http_session **ret, sbx_error_t *err)
 {
   struct http_session *x = calloc(1, sizeof *x);
@@ -33,7 +33,7 @@ int http_session_new(struct http_sessions *s, const struct route_ring *ring, uin
     }
   } while (!route_ring_mine(ring, x->id, 32));
   x->num = num;
-  x->principal = principal;
+  bufprintf_cut(x->owner, sizeof x->owner, "%s", owner ? owner : "");
   x->used_ns = now_ns();
   slist_append(&s->list, x);
   s->n++;
@@ -49,12 +49,12 @@ static bool same_id(const char *a, const char *b)
   return diff == 0;
 }
 
-struct http_session *http_session_find(struct http_sessions *s, const char *id, int principal)
+struct http_session *http_session_find(struct http_sessions *s, const char *id, const char *owner)
 {
   if (strlen(id) != 32)
     return NULL;
   for (struct http_session *x = s->list; x; x = x->next)
-    if (same_id(x->id, id) && x->principal == principal)
+    if (same_id(x->id, id) && strcmp(x->owner, owner ? owner : "") == 0)
       return x;
   return NULL;
 }

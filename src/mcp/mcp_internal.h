@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "base/json.h"
 #include "base/jsonrpc.h"
@@ -229,11 +230,11 @@ struct call {
   const char *protocol;      /* the client's protocol version when it called (static), or NULL */
   struct mcp_modern_req req; /* a 2026-07-28 request's log level (its caps not kept) */
   /* 2026-07-28 (mcp_approval.c): whether its request's clientCapabilities has elicitation (form);
-   * the bearer token's index (-1: none); and, while an approval is asked in an InputRequiredResult,
+   * the bearer token's sha256 ("": none); and, while an approval is asked in an InputRequiredResult,
    * the call is detached: its request answered, no id or route, until a retry brings `req_state`
    * back from the same token with the same tool and code (digest). */
   bool elicit_form;
-  int principal;
+  char owner[65];
   bool detached;
   char req_state[48];
   uint8_t digest[32];
@@ -244,7 +245,10 @@ struct call {
   struct session *sess;
   bool interrupted;
   char *sess_gone;
-  char sess_hash[17];                /* the session's, for the audit record (kept if the session ends) */
+  char sess_hash[17]; /* the session's, for the audit record (kept if the session ends) */
+  /* A session call's done status, answered once the loop is out of the handlers that read it
+   * (the proxy's done hook, the done channel: calls_answer_sessions); -1: none yet. */
+  int sess_status;
   struct fork_pool_entry *fork_tmpl; /* --warm-mode fork: the template its sandbox forked from */
   /* The task it serves (mcp_tasks.c), or NULL: its answer is kept there, not sent, and its
    * request is over for the client (its id may be used again). task_id: that task's, for the
@@ -425,7 +429,10 @@ extern const char *const mcp_log_levels[MCP_LOG_LEVELS]; /* debug ... emergency 
 #define MCP_HEADER_MISMATCH (-32020)
 #define MCP_MISSING_CAPABILITY (-32021)
 #define MCP_UNSUPPORTED_VERSION (-32022)
-bool mcp_is_modern(const char *protocol);
+static inline bool mcp_is_modern(const char *protocol)
+{
+  return protocol && strcmp(protocol, MCP_MODERN_VERSION) == 0;
+}
 /* Whether m is a request of revision 2026-07-28: header_version (HTTP's MCP-Protocol-Version, or
  * NULL) names it, or its _meta carries a protocolVersion that is not an initialize-based one, or
  * it is server/discover (which exists only there). Pure. */
@@ -438,7 +445,7 @@ int mcp_modern_request(struct server *srv, const struct jsonrpc_message *m, stru
 bool mcp_version_refused(struct server *srv, const struct jsonrpc_message *m);
 /* -32601, over HTTP with status 404 (transports/streamable-http, "Protocol Version Header"). */
 void mcp_method_not_found(struct server *srv, const char *id, const char *method);
-/* Before a result object's closing brace: under MCP_MODERN_VERSION, resultType and the server's
+/* mcp_output.c: before a result object's closing brace: under MCP_MODERN_VERSION, resultType and the server's
  * identity in _meta, and with ttl_ms >= 0 the caching hints (server/utilities/caching). Nothing
  * under older versions. */
 void mcp_result_fields(const char *protocol, json_writer_t *w, int64_t ttl_ms);
@@ -496,11 +503,11 @@ void call_finish(struct server *srv, struct call *c);
 int call_start_warm(struct call *c, struct warm *w, sbx_error_t *err);
 /* The runner's done byte is readable. */
 void call_done(struct server *srv, struct call *c);
-/* Hand the call's sandbox (kind: "warm" or "cold", for the debug log) its code on fd (our end of
- * fd 3 inside, taken): what fits now, the rest from the loop (call_job_ready). -1 if fd takes
- * nothing (the sandbox is gone). */
+/* mcp_job.c: hand the call's sandbox (kind: "warm", "cold", "session", for the debug log) its
+ * code on fd (our end of fd 3 inside, taken): what fits now, the rest from the loop
+ * (call_job_ready). -1 if fd takes nothing (the sandbox is gone). */
 int call_deliver(struct call *c, int fd, const char *kind, sbx_error_t *err);
-/* The job's socket is writable (or its deadline passed: timed_out). */
+/* mcp_job.c: the job's socket is writable (or its deadline passed: timed_out). */
 void call_job_ready(struct server *srv, struct call *c, bool timed_out);
 /* The warm sandbox a call waited for is built, or failed, or took too long (give_up). */
 void call_pending_ready(struct server *srv, struct call *c, bool give_up);
@@ -512,6 +519,9 @@ struct call *call_enqueue(struct server *srv, const char *id, const struct mcp_t
 void start_queued(struct server *srv);
 /* Kill at deadlines, tick progress; returns the poll timeout until the next such event. */
 int run_timers(struct server *srv);
+/* Answer the session calls whose done status came (call_answer_done): out of every handler, as
+ * answering frees the call, its pipes and its proxy. */
+void calls_answer_sessions(struct server *srv);
 /* Whether some call is running or about to (answered calls only wait to be reaped). */
 bool code_running(const struct server *srv);
 /* mcp_sessions.c: sessions (sandboxd-mcp(7), SESSIONS). */

@@ -24,7 +24,6 @@
 #include "base/json.h"
 #include "base/jsonrpc.h"
 #include "base/util.h"
-#include "base/version.h"
 #include "mcp/mcp_http.h"
 #include "mcp/mcp_internal.h"
 #include "mcp/mcp_server.h"
@@ -32,17 +31,11 @@
 #define META_VERSION "io.modelcontextprotocol/protocolVersion"
 #define META_CAPS "io.modelcontextprotocol/clientCapabilities"
 #define META_LEVEL "io.modelcontextprotocol/logLevel"
-#define META_SERVER "io.modelcontextprotocol/serverInfo"
 
 /* Every version served, the modern one first: server/discover's supportedVersions and the
  * -32022 error's data.supported. */
 const char *const mcp_all_versions[] = {MCP_MODERN_VERSION, "2025-11-25", "2025-06-18",
                                         "2025-03-26",       "2024-11-05", NULL};
-
-bool mcp_is_modern(const char *protocol)
-{
-  return protocol && strcmp(protocol, MCP_MODERN_VERSION) == 0;
-}
 
 static bool legacy_version(const char *v)
 {
@@ -287,30 +280,4 @@ void mcp_method_not_found(struct server *srv, const char *id, const char *method
   char msg[300];
   bufprintf_cut(msg, sizeof msg, "Method not found: %.200s", method);
   refuse(srv, id, 404, JSONRPC_METHOD_NOT_FOUND, msg);
-}
-
-/* ------------------------------------------------------------------ results */
-
-void mcp_result_fields(const char *protocol, json_writer_t *w, int64_t ttl_ms)
-{
-  mcp_result_fields_typed(protocol, w, ttl_ms, "complete");
-}
-
-void mcp_result_fields_typed(const char *protocol, json_writer_t *w, int64_t ttl_ms, const char *result_type)
-{
-  if (!mcp_is_modern(protocol))
-    return;
-  json_kv_str(w, "resultType", result_type);
-  if (ttl_ms >= 0) { /* server/utilities/caching: the same for every caller here */
-    json_kv_int(w, "ttlMs", ttl_ms);
-    json_kv_str(w, "cacheScope", "public");
-  }
-  json_key(w, "_meta");
-  json_obj_begin(w);
-  json_key(w, META_SERVER);
-  json_obj_begin(w);
-  json_kv_str(w, "name", "sandboxd");
-  json_kv_str(w, "version", SANDBOXD_VERSION);
-  json_obj_end(w);
-  json_obj_end(w);
 }

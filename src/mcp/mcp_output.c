@@ -15,6 +15,7 @@
 #include "base/jsonrpc.h"
 #include "base/log.h"
 #include "base/util.h"
+#include "base/version.h"
 #include "mcp/mcp_http.h"
 #include "mcp/mcp_internal.h"
 
@@ -215,4 +216,30 @@ void send_tool_error(struct server *srv, const char *id, const char *fmt, ...)
   va_end(ap);
   if (w)
     send_writer(srv, w);
+}
+
+/* Revision 2026-07-28's fields of every result (mcp_modern.c; basic/index, "Per-response protocol
+ * fields"; server/utilities/caching). */
+void mcp_result_fields(const char *protocol, json_writer_t *w, int64_t ttl_ms)
+{
+  mcp_result_fields_typed(protocol, w, ttl_ms, "complete");
+}
+
+void mcp_result_fields_typed(const char *protocol, json_writer_t *w, int64_t ttl_ms, const char *result_type)
+{
+  if (!mcp_is_modern(protocol))
+    return;
+  json_kv_str(w, "resultType", result_type);
+  if (ttl_ms >= 0) { /* server/utilities/caching: the same for every caller here */
+    json_kv_int(w, "ttlMs", ttl_ms);
+    json_kv_str(w, "cacheScope", "public");
+  }
+  json_key(w, "_meta");
+  json_obj_begin(w);
+  json_key(w, "io.modelcontextprotocol/serverInfo");
+  json_obj_begin(w);
+  json_kv_str(w, "name", "sandboxd");
+  json_kv_str(w, "version", SANDBOXD_VERSION);
+  json_obj_end(w);
+  json_obj_end(w);
 }

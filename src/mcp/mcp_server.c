@@ -921,6 +921,7 @@ void serve(struct server *srv)
     /* Host servers' answers first: they go to bridges that are still open. */
     mcp_hosts_dispatch(srv->hs.hosts, pfds + FD_FIXED, first_call - FD_FIXED);
     calls_dispatch(srv, pfds + first_call, owners + first_call, first_warm - first_call);
+    calls_answer_sessions(srv);
     /* In pool order, which nothing above changed: calls take warm sandboxes only in read_stdin. */
     warm_pool_dispatch(srv, pfds + first_warm, first_session - first_warm);
     session_dispatch(srv, pfds + first_session, first_http - first_session);

@@ -391,6 +391,17 @@ static int arg_seconds(const json_node_t *args, const char *key, uint64_t def, u
   return 0;
 }
 
+/* The languages a session may run: python, and bash where it is in python's rootfs (a bash
+ * session's shell is kept by the Python loop, inside/session.py). */
+static unsigned session_langs(const struct server *srv)
+{
+  unsigned langs = MCP_LANG_BIT(MCP_LANG_PYTHON);
+  if ((srv->langs & MCP_LANG_BIT(MCP_LANG_BASH)) && srv->lang_rootfs[MCP_LANG_BASH] && srv->rootfs &&
+      strcmp(srv->lang_rootfs[MCP_LANG_BASH], srv->rootfs) == 0)
+    langs |= MCP_LANG_BIT(MCP_LANG_BASH);
+  return langs;
+}
+
 /* session_start's arguments: language, idle_timeout, max_life, memory_mb. */
 static int start_args(struct server *srv, const json_node_t *args, struct session *s, char *msg, size_t len)
 {
@@ -401,9 +412,10 @@ static int start_args(struct server *srv, const json_node_t *args, struct sessio
   const char *lang = json_as_string(json_get(args, "language"), NULL);
   s->lang = MCP_LANG_PYTHON;
   if (json_get(args, "language") && json_type(json_get(args, "language")) != JSON_NULL &&
-      (!lang || mcp_lang_parse(lang, &s->lang) < 0 || s->lang != MCP_LANG_PYTHON)) {
-    bufprintf_cut(msg, len, "`language` %.40s is not supported in a session: sessions run python only",
-                  lang ? lang : "(not a string)");
+      (!lang || mcp_lang_parse(lang, &s->lang) < 0 || !(session_langs(srv) & MCP_LANG_BIT(s->lang)))) {
+    bufprintf_cut(msg, len, "`language` %.40s is not supported in a session: sessions run %s",
+                  lang ? lang : "(not a string)",
+                  session_langs(srv) & MCP_LANG_BIT(MCP_LANG_BASH) ? "python or bash" : "python only");
     return -1;
   }
   if (arg_seconds(args, "idle_timeout", srv->session_idle_s, srv->session_idle_s, &s->idle_s, msg, len) < 0 ||
@@ -450,7 +462,8 @@ static size_t sessions_of_caller(const struct server *srv)
 
 static int session_spawn(struct server *srv, struct session *s, sbx_error_t *err)
 {
-  static char *argv[] = {PYTHON, "-c", (char *) mcp_session_source, NULL};
+  static char *argv[] = {PYTHON, "-c", (char *) mcp_session_source, NULL, NULL};
+  argv[3] = s->lang == MCP_LANG_BASH ? "bash" : NULL; /* (session.py keeps a bash) */
   _cleanup_sandbox_fds_ struct sandbox_fds f = SANDBOX_FDS_INIT;
   if (sandbox_fds_open(MCP_LANG_PYTHON, &f, err) < 0)
     return -1;
@@ -473,11 +486,14 @@ static void write_start_result(struct server *srv, const char *id, const struct 
   utc_time(idle_end < life_end ? idle_end : life_end, &y, &mo, &d, &h, &mi, &sec);
   bufprintf_cut(expires, sizeof expires, "%04d-%02d-%02dT%02d:%02d:%02dZ", y, mo, d, h, mi, sec);
   bufprintf_cut(text, sizeof text,
-                "Session %s started (python). Pass it as session_id to run_python or execute_code: "
-                "variables, imports and files in /tmp and /workspace stay across its calls. It ends after "
+                "Session %s started (%s). Pass it as session_id to %s: variables, %s files in /tmp and "
+                "/workspace stay across its calls. It ends after "
                 "%s without a call, or %s after its start, or at " END_TOOL "; its memory limit (%s) covers "
                 "all its calls; nothing of it survives a restart of the server.",
-                s->id, duration(s->idle_s, d1, sizeof d1), duration(s->max_life_s, d2, sizeof d2),
+                s->id, mcp_lang_name(s->lang),
+                s->lang == MCP_LANG_PYTHON ? "run_python or execute_code" : "execute_code (language bash)",
+                s->lang == MCP_LANG_PYTHON ? "imports and" : "functions, the working directory and",
+                duration(s->idle_s, d1, sizeof d1), duration(s->max_life_s, d2, sizeof d2),
                 format_size(s->limits.memory_bytes, size, sizeof size));
   json_writer_t *w = json_writer_new();
   if (!w)
@@ -628,9 +644,10 @@ void session_tools_write(struct server *srv, json_writer_t *w, bool icons)
 {
   char desc[900], d1[32], d2[32];
   bufprintf_cut(desc, sizeof desc,
-                "Start a session: one sandbox whose Python interpreter keeps its variables, imports, "
-                "files (/tmp, /workspace) and background processes across calls. Returns session_id; pass "
-                "it to run_python or execute_code. Calls on a session run one at a time. It ends after %s "
+                "Start a session: one sandbox whose Python interpreter (or bash, with language) keeps its "
+                "variables, imports, files (/tmp, /workspace) and background processes across calls. Returns "
+                "session_id; pass it to run_python or execute_code. Calls on a session run one at a time. It "
+                "ends after %s "
                 "without a call (idle_timeout) or %s after its start (max_life), at " END_TOOL
                 ", or when its interpreter is killed (memory limit, or a call that does not stop at its "
                 "time limit); then its state is gone and calls say why. Nothing survives a restart of the "
@@ -652,8 +669,12 @@ void session_tools_write(struct server *srv, json_writer_t *w, bool icons)
   json_key(w, "enum");
   json_arr_begin(w);
   json_str(w, "python");
+  if (session_langs(srv) & MCP_LANG_BIT(MCP_LANG_BASH))
+    json_str(w, "bash");
   json_arr_end(w);
-  json_kv_str(w, "description", "The session's interpreter (python, the default).");
+  json_kv_str(w, "description",
+              "The session's interpreter: python (the default), or bash (one shell: its variables, "
+              "functions and working directory last; `exit` ends the session).");
   json_obj_end(w);
   prop(w, "idle_timeout", "integer", "Seconds without a call before it ends (at most the server's).");
   prop(w, "max_life", "integer", "Seconds from its start before it ends (at most the server's).");

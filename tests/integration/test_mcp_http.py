@@ -221,6 +221,18 @@ def test_session_of_another_client_is_refused(srv, tmp_path):
     assert s.request("tools/list", {}, session=sid, token=TOKEN_A)[0] == 200
 
 
+def test_a_session_stays_its_tokens_when_a_reload_moves_the_lines(srv, tmp_path):
+    """A session belongs to the token itself, not to its line in --token-file: after a reload
+    that swaps the lines, A's session is still A's and B still cannot use it."""
+    s = srv("--token-file", token_file(tmp_path, TOKEN_A, TOKEN_B))
+    sid = s.initialize(token=TOKEN_A)
+    token_file(tmp_path, TOKEN_B, TOKEN_A)
+    s.p.send_signal(signal.SIGHUP)
+    time.sleep(0.5)
+    assert s.request("tools/list", {}, session=sid, token=TOKEN_B)[0] == 404
+    assert s.request("tools/list", {}, session=sid, token=TOKEN_A)[0] == 200
+
+
 def test_tokens_reread_on_sighup(srv, tmp_path):
     path = token_file(tmp_path, TOKEN_A)
     s = srv("--token-file", path)

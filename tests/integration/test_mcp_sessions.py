@@ -76,6 +76,16 @@ def test_tools_listed_with_schemas(mcp):
         assert "session_id" not in tools[name]["inputSchema"]["required"]
 
 
+def test_capabilities_say_the_bounds(mcp):
+    m = mcp("--sessions", "3", "--session-idle", "60")
+    start(m)
+    r = m.send("resources/read", {"uri": "sandboxd://capabilities"})
+    caps = json.loads(r["contents"][0]["text"])
+    assert caps["sessions"] == {"max_sessions": 3, "max_sessions_per_token": 4, "idle_ttl_s": 60,
+                                "max_life_s": 7200, "live": 1}, caps["sessions"]
+    assert "session" in caps["persistence"] and "session_id" in m.init["instructions"]
+
+
 def test_state_kept_and_nothing_shared(mcp):
     m = mcp()
     r = start(m)
@@ -88,8 +98,11 @@ def test_state_kept_and_nothing_shared(mcp):
     other = start(m)["structuredContent"]["session_id"]
     assert other != sid
     assert not call(m, "x = 41\nimport json\nopen('/tmp/f', 'w').write('t')", sid).get("isError")
-    r = call(m, "print(x + 1, json.dumps(1), open('/tmp/f').read())", sid)
+    r = call(m, "import time\ntime.sleep(0.2)\nprint(x + 1, json.dumps(1), open('/tmp/f').read())", sid)
     assert text(r) == "42 1 t\n", r
+    sc = r["structuredContent"]
+    assert sc["status"] == "ok" and sc["exit_code"] == 0 and 200 <= sc["execution_time_ms"] < 2000, sc
+    assert sc["limits"] == sbx.enforcement(), sc
     # execute_code reaches the same interpreter
     assert text(call(m, "print(x)", sid, tool="execute_code")) == "41\n"
     # a one-shot call beside it, and another session, see nothing of it
@@ -150,8 +163,62 @@ def test_end_then_use(mcp):
 
 def test_language_not_supported(mcp):
     m = mcp()
-    r = m.send("tools/call", {"name": "session_start", "arguments": {"language": "bash"}})
-    assert r["isError"] and "python only" in text(r), r
+    r = m.send("tools/call", {"name": "session_start", "arguments": {"language": "javascript"}})
+    assert r["isError"] and "`language` javascript is not supported in a session: sessions run python or bash" \
+        == text(r), r
+    assert m.tools()["session_start"]["inputSchema"]["properties"]["language"]["enum"] == ["python", "bash"]
+
+
+def bash(m, code, sid, **args):
+    return m.send("tools/call", {"name": "execute_code", "arguments": {"language": "bash", "code": code,
+                                                                       "session_id": sid, **args}})
+
+
+def test_bash_session(mcp):
+    """One bash for the session: variables, functions and the working directory last; output and
+    status as a one-shot call's; the time limit interrupts the foreground command and the shell
+    lives on; `exit` ends the session, and says so."""
+    m = mcp()
+    r = start(m, language="bash")
+    sid = r["structuredContent"]["session_id"]
+    assert r["structuredContent"]["language"] == "bash"
+    assert text(bash(m, "x=41; cd /tmp; f() { echo fn \"$1\"; }; echo set", sid)) == "set\n"
+    r = bash(m, "echo $((x + 1)) $PWD; f 2; echo oops >&2; read y; echo read:$y", sid)
+    assert r["structuredContent"]["stdout"] == "42 /tmp\nfn 2\nread:\n" and r["structuredContent"]["stderr"] == "oops\n", r
+    r = bash(m, "false", sid)
+    assert r["isError"] and r["structuredContent"]["exit_code"] == 1, r
+    t0 = time.monotonic()
+    r = bash(m, "while true; do sleep 0.05; done", sid, timeout=1)
+    assert time.monotonic() - t0 < 3 and r["structuredContent"]["status"] == "timeout", r
+    assert text(bash(m, "echo still $x", sid)) == "still 41\n"
+    # A Python session is not a bash one, nor the reverse.
+    r = call(m, "print(1)", sid, tool="execute_code")
+    assert r["isError"] and text(r) == f"session {sid} runs bash, not python", r
+    r = bash(m, "exit 3", sid)
+    gone = (f"session {sid} is over: its interpreter exited (status 3); its variables and files are gone; call "
+            "session_start")
+    assert r["isError"] and gone in text(r), r
+    r = bash(m, "echo $x", sid)
+    assert r["isError"] and text(r) == gone, r
+
+
+def test_bash_session_background_process_ends_with_it(mcp):
+    marker = f"sbx-sess-{uuid.uuid4().hex}"
+    try:
+        m = mcp()
+        sid = start(m, language="bash")["structuredContent"]["session_id"]
+        r = bash(m, f"/usr/bin/python3 -c 'import time; time.sleep(120)' {marker} & echo started", sid)
+        assert text(r) == "started\n", r
+        time.sleep(0.3)
+        assert sbx.processes_with(marker)
+        assert text(bash(m, "echo next", sid)) == "next\n"
+        # The shell's `exit` ends the session at once, though a process it started is still there.
+        t0 = time.monotonic()
+        r = bash(m, "exit 4", sid)
+        assert time.monotonic() - t0 < 3 and "its interpreter exited (status 4)" in text(r), r
+        assert not sbx.wait_gone(marker, timeout=5)
+    finally:
+        sbx.kill_marker(marker)
 
 
 def test_idle_expiry_by_timer(mcp, tmp_path):
@@ -244,7 +311,7 @@ def test_timeout_interrupts_and_the_session_survives(mcp):
     r = call(m, "import time\nwhile True:\n    time.sleep(0.05)", sid, timeout=1)
     assert time.monotonic() - t0 < 3
     assert r["isError"] and r["structuredContent"]["status"] == "timeout", r
-    assert "KeyboardInterrupt" in r["structuredContent"]["stderr"] and "interrupted" in text(r), r
+    assert "KeyboardInterrupt" in r["structuredContent"]["stderr"] and "interrupted (SIGINT)" in text(r), r
     assert text(call(m, "print(x)", sid)) == "5\n"
 
 
@@ -514,3 +581,91 @@ def test_cancel_interrupts_and_the_session_survives(mcp):
     # No answer to the cancelled call; the next one finds the session as it was.
     r = call(m, "print(x)", sid)
     assert text(r) == "9\n", r
+
+
+CONFINEMENT = r"""
+import json, os
+facts = {}
+with open("/proc/self/status") as f:
+    for line in f:
+        k, _, v = line.partition(":")
+        if k in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb", "NoNewPrivs", "Seccomp", "Seccomp_filters"):
+            facts[k] = v.strip()
+facts["ids"] = [os.getuid(), os.getgid(), os.getgroups()]
+facts["hostname"] = os.uname().nodename
+facts["net"] = sorted(l.split(":")[0].strip() for l in list(open("/proc/net/dev"))[2:])
+try:
+    open("/usr/x", "w")
+    facts["root"] = "writable"
+except OSError as e:
+    facts["root"] = e.errno
+for name in ("memory.max", "pids.max"):
+    try:
+        facts[name] = open("/sys/fs/cgroup/" + name).read().strip()
+    except OSError as e:
+        facts[name] = e.errno
+facts["mounts"] = sorted(l.split()[4] + " " + l.split()[-3] for l in open("/proc/self/mountinfo"))
+print(json.dumps(facts))
+"""
+
+
+def test_confined_like_a_one_shot_call(mcp):
+    """What the code sees of its confinement (capabilities, no_new_privs, the seccomp filters, ids,
+    network, the read-only root, the cgroup's limits, the mounts) is a one-shot call's: a cold
+    one's, as a session's sandbox is spawned as a cold call's (base_spec, the one setup sequence).
+    (A forked call's has the template's layer under it: a filter and mounts more.)"""
+    m = mcp("--warm-mode", "prestart")
+    sid = start(m)["structuredContent"]["session_id"]
+    one = json.loads(text(call(m, CONFINEMENT)))
+    ses = json.loads(text(call(m, CONFINEMENT, sid)))
+    assert ses == one
+    assert one["NoNewPrivs"] == "1" and one["Seccomp"] == "2" and one["CapEff"] == "0000000000000000", one
+
+
+def test_no_fd_or_process_left_per_session(mcp):
+    """Sessions started, used and ended (or expired, or killed) one after another leave the server
+    with the fds it had, and no child."""
+    m = mcp("--session-idle", "1", "--warm-mode", "prestart")  # (fork mode keeps a template: a child)
+    pid = m.p.pid
+
+    def fds():
+        return len(os.listdir(f"/proc/{pid}/fd"))
+
+    def children():
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return f.read().split()
+
+    sid = start(m)["structuredContent"]["session_id"]
+    call(m, "print(1)", sid)
+    end(m, sid)
+    before = fds()
+    for i in range(12):
+        sid = start(m)["structuredContent"]["session_id"]
+        call(m, "open('/workspace/out/f.txt', 'w').write('x')\nprint(1)", sid)
+        if i % 3 == 0:
+            end(m, sid)
+        elif i % 3 == 1:
+            call(m, "import os\nos._exit(1)", sid)
+        else:
+            time.sleep(1.5)  # expires
+    time.sleep(0.5)
+    assert fds() == before, os.listdir(f"/proc/{pid}/fd")
+    assert children() == [], children()
+
+
+def test_a_killed_server_takes_its_sessions_processes(mcp):
+    """Even SIGKILL of the server (no cleanup runs) ends its sessions' processes: each sandbox's
+    pid 1 dies with the server, as a one-shot call's does."""
+    marker = f"sbx-sess-{uuid.uuid4().hex}"
+    try:
+        m = mcp()
+        sid = start(m)["structuredContent"]["session_id"]
+        call(m, "import subprocess\nsubprocess.Popen(['/usr/bin/python3', '-c', 'import time; time.sleep(120)', "
+                f"'{marker}'])", sid)
+        time.sleep(0.3)
+        assert sbx.processes_with(marker)
+        m.p.send_signal(signal.SIGKILL)
+        m.p.wait()
+        assert not sbx.wait_gone(marker, timeout=5), "a session's process outlived the killed server"
+    finally:
+        sbx.kill_marker(marker)

@@ -69,6 +69,28 @@ static void test_refused(void)
   json_free(t);
 }
 
+/* session_id: absent, null, or a handle's shape (sbx_ and base64url); anything else is refused
+ * before any lookup. */
+static void test_session_id(void)
+{
+  json_node_t *t;
+  CHECK(check_args("{\"code\": \"1\"}", &cfg, &t) == 0 && args.session_id == NULL);
+  json_free(t);
+  CHECK(check_args("{\"code\": \"1\", \"session_id\": null}", &cfg, &t) == 0 && args.session_id == NULL);
+  json_free(t);
+  CHECK(check_args("{\"code\": \"1\", \"session_id\": \"sbx_aZ09-_\"}", &cfg, &t) == 0 && args.session_id &&
+        strcmp(args.session_id, "sbx_aZ09-_") == 0);
+  json_free(t);
+  static const char *const bad[] = {"1",          "\"\"",        "\"sbx_\"",    "\"sbx-abc\"",
+                                    "\"abc\"",    "\"sbx_a b\"", "\"sbx_a/b\"", "\"sbx_a\\u0000b\"",
+                                    "[\"sbx_a\"]"};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    char text[80];
+    bufprintf_cut(text, sizeof text, "{\"code\": \"1\", \"session_id\": %s}", bad[i]);
+    CHECK(strstr(refused(text), "`session_id` must be a session's handle from session_start"));
+  }
+}
+
 /* No limit of the code's own (it was argv's 128 KiB): the message limit bounds it, in the framer.
  * 4 MiB of code, the default message limit, is accepted whole. */
 static void test_code_limit(void)
@@ -258,6 +280,7 @@ int main(void)
   policy.limits.timeout_ms = 30000;
   policy.max.timeout_ms = 120000;
   test_refused();
+  test_session_id();
   test_code_limit();
   test_accepted();
   test_write();
