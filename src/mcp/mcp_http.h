@@ -80,6 +80,9 @@ void mcp_http_send(struct mcp_http *h, uint64_t route, const char *msg, size_t l
 /* The HTTP status the answer sent next to route goes with (revision 2026-07-28's errors: 400,
  * 404), when that exchange is not a stream already. */
 void mcp_http_status(struct mcp_http *h, uint64_t route, unsigned status);
+/* The route of the open GET stream of the session whose client number is client, or 0: where a
+ * message no request carries may reach that client (a task's status, mcp_tasks_legacy.c). */
+uint64_t mcp_http_session_stream(struct mcp_http *h, uint64_t client);
 /* Whether a request of the server's can reach the client on the exchange route, answered as an
  * SSE stream that is still open: NULL if so, else why not (a sentence for an error message). */
 const char *mcp_http_stream_why_not(struct mcp_http *h, uint64_t route);

@@ -117,6 +117,14 @@ void mcp_http_status(struct mcp_http *h, uint64_t route, unsigned status)
     x->status = status;
 }
 
+uint64_t mcp_http_session_stream(struct mcp_http *h, uint64_t client)
+{
+  for (const struct http_session *s = h->sessions.list; s; s = s->next)
+    if (s->num == client)
+      return s->get_route;
+  return 0;
+}
+
 const char *mcp_http_stream_why_not(struct mcp_http *h, uint64_t route)
 {
   const struct exchange *x = http_exchange_find(h, route);

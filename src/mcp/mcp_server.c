@@ -393,6 +393,9 @@ static void write_capabilities(struct server *srv, json_writer_t *w)
   json_obj_begin(w);
   json_kv_uint(w, "max_concurrent", srv->max_concurrent);
   json_kv_uint(w, "max_queue", srv->max_queue);
+  /* Calls as tasks (sandboxd-mcp(7), TASKS): how many a client holds, and the longest ttl. */
+  json_kv_uint(w, "max_tasks", p->max_tasks);
+  json_kv_uint(w, "task_ttl_max_ms", TASK_TTL_MAX_MS);
   /* The code has no limit of its own: the request that carries it does (mcp_job.c). */
   json_kv_uint(w, "max_code_bytes", srv->max_message);
   json_kv_uint(w, "max_message_bytes", srv->max_message);

@@ -11,6 +11,7 @@
 #include "base/jsonrpc.h"
 #include "base/slist.h"
 #include "base/util.h"
+#include "mcp/mcp_http.h"
 #include "mcp/mcp_internal.h"
 #include "mcp/mcp_tasks.h"
 
@@ -154,11 +155,16 @@ static void send_task_payload(struct server *srv, const char *id, const struct t
   send_writer(srv, w);
 }
 
-/* notifications/tasks/status: over stdio, where it reaches the client (over HTTP the request
- * that made the task is over; the client polls, as it must anyway). */
+/* notifications/tasks/status: over stdio; over HTTP on its session's GET stream when one is open
+ * (2025-11-25 tasks, "Input Required Status": messages may come on any stream, the GET stream
+ * too), since the request that made the task is over. Else none: the client polls, as it must
+ * anyway. */
 void tasks_legacy_status(struct server *srv, const struct task *t)
 {
-  if (srv->http || t->ext)
+  uint64_t route = 0;
+  if (t->ext)
+    return;
+  if (srv->http && (t->owner >> 63 || !(route = mcp_http_session_stream(srv->http, t->owner))))
     return;
   json_writer_t *w = json_writer_new();
   if (!w)
@@ -168,7 +174,11 @@ void tasks_legacy_status(struct server *srv, const struct task *t)
   write_task_members(w, t);
   json_obj_end(w);
   jsonrpc_end(w);
+  uint64_t was = srv->route;
+  if (srv->http)
+    srv->route = route;
   send_writer(srv, w);
+  srv->route = was;
 }
 
 void tasks_legacy_ended(struct server *srv, struct task *t, const char *gone_msg)

@@ -7,6 +7,8 @@ policy's max_tasks, another client (HTTP session or token) cannot see them, a cl
 negotiate tasks gets its call run as ever, and nothing runs on after the server exits."""
 import json
 import os
+import select
+import socket
 import subprocess
 import threading
 import time
@@ -274,6 +276,8 @@ def test_expiry_is_reaped_by_the_timer(stdio, tmp_path):
 
 def test_the_bound(stdio):
     c = stdio("--policy", max_tasks_policy(2))
+    caps = json.loads(c.send("resources/read", {"uri": "sandboxd://capabilities"})["contents"][0]["text"])
+    assert caps["concurrency"]["max_tasks"] == 2 and caps["concurrency"]["task_ttl_max_ms"] == 3600000, caps
     marker = "sbx-task-bound-%d" % os.getpid()
     a = c.send("tools/call", task_call(sleeper(marker)))["task"]["taskId"]
     b = c.send("tools/call", task_call("print(2)", ttl=1000))["task"]["taskId"]
@@ -408,6 +412,30 @@ def test_http_a_session_cannot_see_anothers_task(http):
     assert processes_alive(marker)
     assert http_send(s, "tasks/cancel", {"taskId": tid}, session=a)["result"]["status"] == "cancelled"
     assert sbx.wait_gone(marker, 5) == []
+
+
+def test_http_status_notifications_on_the_sessions_get_stream(http):
+    s = http()
+    sid = s.initialize()
+    sock = socket.create_connection((s.host, s.port), timeout=30)
+    sock.sendall(("GET /mcp HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\nMcp-Session-Id: %s\r\n\r\n"
+                  % sid).encode())
+    other = s.initialize()  # another session's task says nothing on this stream
+    http_send(s, "tools/call", task_call("print(0)"), session=other)
+    tid = http_send(s, "tools/call", task_call("print(1)"), session=sid)["result"]["task"]["taskId"]
+    buf, events = b"", []
+    deadline = time.monotonic() + 20  # keepalive comments come every 25 s: a deadline of its own
+    while not any(e["params"]["status"] == "completed" for e in events):
+        left = deadline - time.monotonic()
+        assert left > 0, "no completed status on the GET stream: %r" % buf
+        if select.select([sock], [], [], left)[0]:
+            chunk = sock.recv(65536)
+            assert chunk, "the GET stream ended"
+            buf += chunk
+            events = [json.loads(line[6:]) for line in buf.decode().split("\n") if line.startswith("data: ")]
+    assert b" 200 " in buf.split(b"\r\n", 1)[0], buf
+    assert all(e["method"] == "notifications/tasks/status" and e["params"]["taskId"] == tid for e in events), events
+    sock.close()
 
 
 def test_http_task_outlives_its_request_and_the_session_end_kills_it(http):
