@@ -29,6 +29,7 @@
 #include "mcp/mcp_http.h"
 #include "mcp/mcp_internal.h"
 #include "mcp/mcp_server.h"
+#include "mcp/mcp_tasks.h"
 #include "policy/policy.h"
 #include "run/audit.h"
 #include "run/binds.h"
@@ -763,6 +764,8 @@ int cmd_mcp(int argc, char **argv)
       .session_idle_s = UINT64_MAX, /* the policy's (session_bounds) */
       .session_max_life_s = UINT64_MAX,
       .max_sessions = UINT64_MAX,
+      /* The task store calls up only through these (mcp_tasks.c). */
+      .tasks_on = {.status = tasks_legacy_status, .ended = tasks_legacy_ended, .cancel_call = call_cancel},
   };
   const char *policy_name = NULL, *rootfs = NULL, *output_dir = NULL;
   struct mcp_http_opts http = {

@@ -388,6 +388,14 @@ struct server {
 
   /* Calls run as tasks (mcp_tasks.c), oldest first, and the last creation number given. */
   struct task *tasks;
+  /* What the task store (mcp_tasks.c) tells the layers above it, given at start (cli_mcp.c):
+   * a task's status changed (2025-11-25's notification), it ended or went (its waiting
+   * tasks/result answered), its call is to be killed (call_cancel). It calls none by name. */
+  struct tasks_handlers {
+    void (*status)(struct server *srv, const struct task *t);
+    void (*ended)(struct server *srv, struct task *t, const char *gone_msg);
+    void (*cancel_call)(struct server *srv, struct call *c);
+  } tasks_on;
   uint64_t task_seq;
 };
 

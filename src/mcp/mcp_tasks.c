@@ -155,44 +155,6 @@ void tasks_abandon(struct server *srv, struct task *t)
 
 /* ------------------------------------------------------------------ the call's side */
 
-int tasks_for_call(struct server *srv, const char *id, const json_node_t *params, bool runs,
-                   struct task **ret)
-{
-  *ret = NULL;
-  int code;
-  char msg[512];
-  /* 2025-11-25: the client asks, with `task` (ignored by an earlier revision, "Task Support and
-   * Handling"). An asked task the server cannot make is an error: the client waits for one. */
-  const json_node_t *task = tasks_negotiated(srv) ? json_get(params, "task") : NULL;
-  if (task && tasks_legacy_create(srv, task, &code, msg, sizeof msg, ret) < 0) {
-    send_error(srv, id, code, msg);
-    return -1;
-  }
-  /* 2026-07-28, SEP-2663 "Capability Negotiation": the server alone decides, for a client that
-   * declared the extension on this request (`task` is no opt-in there), for a call that runs
-   * (one refused is answered at once). A client at its max_tasks gets the call answered as
-   * ever: a valid answer too. */
-  if (!task && runs && tasks_ext_declared(srv))
-    tasks_create(srv, TASK_TTL_DEFAULT_MS, &code, msg, sizeof msg, ret);
-  return 0;
-}
-
-void tasks_created(struct server *srv, struct task *t, struct call *c, const char *id)
-{
-  t->ext = mcp_is_modern(srv->protocol);
-  if (t->ext)
-    tasks_ext_created(srv, t, id);
-  else
-    tasks_legacy_created(srv, t, id);
-  if (!c)
-    return;
-  c->task = t;
-  t->call = c;
-  memcpy(c->task_id, t->id, sizeof c->task_id);
-  /* The request is answered: what the call sends from now (progress) goes to no exchange of it. */
-  c->route = 0;
-}
-
 void tasks_settle(struct server *srv, struct task *t, json_writer_t *w)
 {
   size_t n = 0, off, len, eo, el;
@@ -222,7 +184,8 @@ void tasks_settle(struct server *srv, struct task *t, json_writer_t *w)
              !t->result    ? t->error_message
              : t->is_error ? "The call ended in an error: its result says what happened (isError)"
                            : NULL);
-  tasks_legacy_ended(srv, t, NULL);
+  if (srv->tasks_on.ended)
+    srv->tasks_on.ended(srv, t, NULL);
 }
 
 bool tasks_cancel(struct server *srv, struct task *t)
@@ -233,7 +196,7 @@ bool tasks_cancel(struct server *srv, struct task *t)
   /* Killed as notifications/cancelled kills a call; never answered (it is the task's). A queued
    * call is gone at once (call_free: tasks_call_gone). */
   if (t->call)
-    call_cancel(srv, t->call);
+    srv->tasks_on.cancel_call(srv, t->call);
   return true;
 }
 
@@ -248,7 +211,8 @@ void tasks_input_required(struct server *srv, struct task *t, bool waiting)
     return;
   set_status(t, waiting ? TASK_INPUT_REQUIRED : TASK_WORKING,
              waiting ? "Waiting for the user to approve a host tool call (elicitation/create)" : NULL);
-  tasks_legacy_status(srv, t);
+  if (srv->tasks_on.status)
+    srv->tasks_on.status(srv, t);
 }
 
 /* ------------------------------------------------------------------ ends */
@@ -261,9 +225,10 @@ static void task_drop(struct server *srv, struct task *t, const char *why)
   struct call *c = TAKE_PTR(t->call);
   if (c) {
     c->task = NULL;
-    call_cancel(srv, c);
+    srv->tasks_on.cancel_call(srv, c);
   }
-  tasks_legacy_ended(srv, t, why);
+  if (srv->tasks_on.ended)
+    srv->tasks_on.ended(srv, t, why);
   task_free(t);
 }
 

@@ -102,7 +102,7 @@ void tasks_free_all(struct server *srv);
 /* "2026-12-06T10:30:00.123Z" */
 void tasks_write_time(json_writer_t *w, const char *key, int64_t ms);
 
-/* ------------------------------------------------------------------ the call's side */
+/* ------------------------------------------------------------------ mcp_tasks_call.c: the call's side */
 
 /* The task a tools/call gets, if any (mcp_server.c): with params' `task` under 2025-11-25, or
  * whenever the client declared the extension under 2026-07-28 and the call runs (runs: it is not
