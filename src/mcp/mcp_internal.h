@@ -463,6 +463,14 @@ void mcp_result_fields_typed(const char *protocol, json_writer_t *w, int64_t ttl
  * request lacks in its clientCapabilities. */
 void mcp_missing_extension(struct server *srv, const char *id, const char *extension);
 
+/* mcp_resources.c: the resources methods (sandboxd://capabilities). */
+void m_resources_list(struct server *srv, const char *id, const json_node_t *params);
+void m_resources_templates_list(struct server *srv, const char *id, const json_node_t *params);
+void m_resources_read(struct server *srv, const char *id, const json_node_t *params);
+/* How long a client may keep the lists and server/discover (2026-07-28's ttlMs): they change only
+ * with the server's configuration (roots, which change the tools, are not used under 2026-07-28). */
+#define LIST_TTL_MS 300000
+
 /* mcp_server.c: the methods and the loop. */
 void serve(struct server *srv);
 /* One parsed message, as if read from stdin (the HTTP transport's entry). */
