@@ -83,10 +83,9 @@ static bool protocol_at_least(const char *protocol, const char *version)
 /* NULL if c's client can be asked, else why not (in buf, or static). */
 static const char *why_not(struct server *srv, const struct call *c, char *buf, size_t size)
 {
-  if (mcp_is_modern(c->protocol) && c->task) /* its request is answered: with the task */
-    return "a task's call cannot ask its client (the request was answered with the task, and sandboxd "
-           "asks nothing through the tasks extension's inputRequests)";
-  if (mcp_is_modern(c->protocol)) /* asked in the request's answer: no session or stream needed */
+  /* Asked in the request's answer, or a task's in its inputRequests (tasks/get, answered by
+   * tasks/update): no session or stream needed. */
+  if (mcp_is_modern(c->protocol))
     return c->elicit_form ? NULL
                           : "the client has no elicitation (its request's "
                             "io.modelcontextprotocol/clientCapabilities does not declare it)";
@@ -112,7 +111,7 @@ static void task_input(struct server *srv, struct call *c)
 {
   bool asked = false;
   for (const struct approval *a = srv->approvals; a && !asked; a = a->next)
-    asked = a->call == c && a->req;
+    asked = a->call == c && (a->req || a->in_result);
   if (c->task)
     tasks_input_required(srv, c->task, asked);
 }
@@ -217,6 +216,26 @@ static int new_state(char out[48])
   return 0;
 }
 
+/* An inputRequests entry: a form elicitation/create asking message, with nothing to fill in. */
+static void write_elicit(json_writer_t *w, const char *message)
+{
+  json_obj_begin(w);
+  json_kv_str(w, "method", "elicitation/create");
+  json_key(w, "params");
+  json_obj_begin(w);
+  json_kv_str(w, "mode", "form");
+  json_kv_str(w, "message", message);
+  json_key(w, "requestedSchema");
+  json_obj_begin(w);
+  json_kv_str(w, "type", "object");
+  json_key(w, "properties");
+  json_obj_begin(w);
+  json_obj_end(w);
+  json_obj_end(w);
+  json_obj_end(w);
+  json_obj_end(w);
+}
+
 /* Answer c's request with an InputRequiredResult asking a, and detach c until the retry. */
 static bool approval_in_result(struct server *srv, struct approval *a)
 {
@@ -232,21 +251,7 @@ static bool approval_in_result(struct server *srv, struct approval *a)
   json_key(w, "inputRequests");
   json_obj_begin(w);
   json_key(w, INPUT_KEY);
-  json_obj_begin(w);
-  json_kv_str(w, "method", "elicitation/create");
-  json_key(w, "params");
-  json_obj_begin(w);
-  json_kv_str(w, "mode", "form");
-  json_kv_str(w, "message", a->message);
-  json_key(w, "requestedSchema");
-  json_obj_begin(w);
-  json_kv_str(w, "type", "object");
-  json_key(w, "properties");
-  json_obj_begin(w);
-  json_obj_end(w);
-  json_obj_end(w);
-  json_obj_end(w);
-  json_obj_end(w);
+  write_elicit(w, a->message);
   json_obj_end(w);
   json_kv_str(w, "requestState", c->req_state);
   json_obj_end(w);
@@ -282,7 +287,14 @@ static void approval_pump(struct server *srv)
   for (struct approval *a = srv->approvals; a; a = a->next) {
     if (a->req || a->in_result)
       continue;
-    if (mcp_is_modern(a->call->protocol)) {
+    if (mcp_is_modern(a->call->protocol) && a->call->task) {
+      /* The tasks extension (SEP-2663, "Mid-flight input"): the task says input_required, its
+       * tasks/get carries the question (approval_task_question), tasks/update the answer. */
+      if (!call_asking(srv, a->call)) {
+        a->in_result = true;
+        task_input(srv, a->call);
+      }
+    } else if (mcp_is_modern(a->call->protocol)) {
       if (!a->call->detached && !call_asking(srv, a->call))
         approval_in_result(srv, a);
     } else if (asked < MAX_APPROVAL_REQUESTS && approval_send(srv, a))
@@ -455,6 +467,41 @@ void approval_retry(struct server *srv, const char *id, const json_node_t *param
                          : strcmp(action, "cancel") == 0 ? PROXY_CANCELLED
                                                          : PROXY_DENIED;
   approval_finish(srv, a, v, NULL);
+}
+
+/* c's approval asked through its task (2026-07-28's tasks extension), or NULL. */
+static struct approval *task_question(const struct server *srv, const struct call *c)
+{
+  struct approval *a = srv->approvals;
+  while (a && !(a->call == c && a->in_result && c->task))
+    a = a->next;
+  return a;
+}
+
+bool approval_task_question(const struct server *srv, const struct call *c, json_writer_t *w)
+{
+  const struct approval *a = c ? task_question(srv, c) : NULL;
+  if (!a)
+    return false;
+  json_key(w, "inputRequests");
+  json_obj_begin(w);
+  json_key(w, INPUT_KEY);
+  write_elicit(w, a->message);
+  json_obj_end(w);
+  return true;
+}
+
+void approval_task_answer(struct server *srv, struct call *c, const json_node_t *responses)
+{
+  struct approval *a = c ? task_question(srv, c) : NULL;
+  const char *action = json_as_string(json_get(json_get(responses, INPUT_KEY), "action"), NULL);
+  if (!a || !action) /* SEP-2663: responses to unknown or satisfied keys are ignored */
+    return;
+  approval_finish(srv, a,
+                  strcmp(action, "accept") == 0   ? PROXY_APPROVED
+                  : strcmp(action, "cancel") == 0 ? PROXY_CANCELLED
+                                                  : PROXY_DENIED,
+                  NULL);
 }
 
 void approval_forget_call(struct server *srv, struct call *c)

@@ -500,6 +500,11 @@ void approval_forget_call(struct server *srv, struct call *c);
  * language and code, as approval_digest), and the approval its inputResponses answer is decided. */
 void approval_retry(struct server *srv, const char *id, const json_node_t *params, const uint8_t digest[32]);
 void approval_digest(const struct mcp_tool_args *args, uint8_t out[32]);
+/* The tasks extension (2026-07-28): the question c's task holds, as tasks/get's inputRequests
+ * written to w (false: none), and tasks/update's inputResponses deciding it (any other key, or
+ * none asked, ignored). */
+bool approval_task_question(const struct server *srv, const struct call *c, json_writer_t *w);
+void approval_task_answer(struct server *srv, struct call *c, const json_node_t *responses);
 /* initialize from srv->client: what it declared (elicitation). */
 void approval_client_init(struct server *srv, const json_node_t *capabilities);
 /* A session ended: forget what its client declared. */

@@ -31,13 +31,13 @@ void tasks_ext_write_capability(json_writer_t *w)
 }
 
 /* SEP-2663, "Task Status": a tool result, isError or not, is completed; failed is a JSON-RPC
- * error alone. input_required needs inputRequests, which a call's approval (an elicitation of
- * 2025-11-25's) never gives here: it stays working, saying why. */
+ * error alone; input_required while an approval of its call waits (its inputRequests: tasks/get). */
 static const char *status_name(const struct task *t)
 {
   switch (t->status) {
-  case TASK_WORKING:
   case TASK_INPUT_REQUIRED:
+    return "input_required";
+  case TASK_WORKING:
     return "working";
   case TASK_ENDED:
     return t->result ? "completed" : "failed";
@@ -116,6 +116,8 @@ void m_tasks_ext_get(struct server *srv, const char *id, const json_node_t *para
   jsonrpc_begin_result(w, id);
   json_obj_begin(w);
   write_members(w, t);
+  if (t->status == TASK_INPUT_REQUIRED)
+    approval_task_question(srv, t->call, w);
   /* Inline, as the call would have answered; no related-task _meta (the taskId is beside it). */
   if (t->status == TASK_ENDED && t->result) {
     json_kv_raw(w, "result", t->result, t->result_len);
@@ -132,12 +134,16 @@ void m_tasks_ext_get(struct server *srv, const char *id, const json_node_t *para
   send_writer(srv, w);
 }
 
-/* SEP-2663, "Task Update Requests": responses to inputRequests; a call here never asks any, so
- * every key is one not outstanding, ignored. */
+/* SEP-2663, "Task Update Requests": inputResponses to the task's inputRequests (its call's
+ * approval: approval_task_answer); keys not outstanding are ignored. Acknowledged either way. */
 void m_tasks_ext_update(struct server *srv, const char *id, const json_node_t *params)
 {
-  if (method_task(srv, id, params))
-    send_ack(srv, id);
+  struct task *t = method_task(srv, id, params);
+  if (!t)
+    return;
+  if (!task_ended(t))
+    approval_task_answer(srv, t->call, json_get(params, "inputResponses"));
+  send_ack(srv, id);
 }
 
 /* SEP-2663, "Task Cancellation": acknowledged, an ended task too (it stays as it ended). */

@@ -530,7 +530,7 @@ def test_ext_create_poll_inline_result(stdio):
     # No tasks/result, no tasks/list there.
     for method in ("tasks/result", "tasks/list"):
         assert c.request(method, modern({"taskId": tid}))["error"]["code"] == -32601
-    # tasks/update: acknowledged (nothing is ever asked of the client here).
+    # tasks/update: acknowledged, a key nothing asked for ignored.
     assert c.send("tasks/update", modern({"taskId": tid, "inputResponses": {"x": {}}}))["resultType"] == "complete"
     m = c.request("tasks/get", modern({"taskId": "0" * 32}))
     assert m["error"]["code"] == -32602, m
@@ -600,3 +600,40 @@ def test_ext_http_tasks_belong_to_the_token(http, tmp_path):
     # Mcp-Name carries the task's id (SEP-2663, "Routing Headers"): another is a mismatch.
     st, m = ext_post(s, "tasks/get", {"taskId": tid}, token="a" * 20, name="f" * 32)
     assert st == 400 and m["error"]["code"] == -32020, (st, m)
+
+
+@pytest.mark.parametrize("action, seen", [("accept", "wrote\n"), ("decline", "refused\n")])
+def test_ext_approval_is_the_tasks_input(tmp_path, action, seen):
+    """SEP-2663, "Mid-flight input": a task's call whose host tool call waits for approval makes
+    the task input_required, its tasks/get carries the form elicitation in inputRequests, and
+    tasks/update's inputResponses decide; nothing is asked as a request of the server's."""
+    c = Stdio("--config", str(host_config(tmp_path)), "--approve", "all")
+    try:
+        code = ("from mcp import runtime\ntry:\n    runtime.call_tool_sync('host', 'write', {})\n"
+                "    print('wrote')\nexcept runtime.MCPError:\n    print('refused')\n")
+        meta = {"io.modelcontextprotocol/protocolVersion": MODERN,
+                "io.modelcontextprotocol/clientCapabilities": {"extensions": {EXT: {}}, "elicitation": {"form": {}}}}
+        tid = c.send("tools/call", {"name": "run_python", "arguments": {"code": code, "servers": ["host"]},
+                                    "_meta": meta})["taskId"]
+        deadline = time.monotonic() + 60
+        while True:
+            t = c.send("tasks/get", {"taskId": tid, "_meta": meta})
+            if t["status"] != "working" or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        assert t["status"] == "input_required", t
+        [(key, ask)] = t["inputRequests"].items()
+        assert ask["method"] == "elicitation/create" and ask["params"]["mode"] == "form", ask
+        assert "`write`" in ask["params"]["message"] and c.asks == [] and host_calls(tmp_path) == []
+        answer = {"action": action, "content": {}} if action == "accept" else {"action": action}
+        assert c.send("tasks/update", {"taskId": tid, "inputResponses": {key: answer}, "_meta": meta}) is not None
+        while True:
+            t = c.send("tasks/get", {"taskId": tid, "_meta": meta})
+            if t["status"] in ("completed", "failed") or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        assert t["status"] == "completed" and text_of(t["result"]) == seen, t
+        assert host_calls(tmp_path) == (["write"] if action == "accept" else [])
+    finally:
+        c.close()
+
