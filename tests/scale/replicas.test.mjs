@@ -8,43 +8,19 @@
 // the next one (proxy_next_upstream error; max_fails=0 here, so nginx never sets the dead replica
 // aside and every later call assigned to it relies on that). Each replica needs a bearer token
 // (nginx passes Authorization through). About 5 s here. Needs nginx (scripts/install-deps).
-import { test, after } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn, spawnSync, execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync, existsSync, mkdirSync } from "node:fs";
-import { createServer } from "node:net";
-import { tmpdir } from "node:os";
-import { join, dirname } from "node:path";
-import { fileURLToPath } from "node:url";
+import { spawn, spawnSync } from "node:child_process";
+import { readFileSync, readdirSync, existsSync, mkdirSync } from "node:fs";
+import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { SANDBOXD, NGINX, exited, waitExit, workspace, nginxHead, nginxTemps, startNginx as nginxStart } from "./lib.mjs";
 
-const repo = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
-const SANDBOXD = process.env.SANDBOXD || join(repo, "build", "sandboxd");
 const CALLS = 300, IN_FLIGHT = 8, REPLICAS = 3, KILL_AFTER = 100;
-const NGINX = ["/usr/sbin/nginx", "/usr/bin/nginx"].find((p) => existsSync(p));
-
-const dir = mkdtempSync(join(tmpdir(), "sandboxd-replicas-"));
-const procs = [];
-const TOKEN = "replicas-" + Math.random().toString(36).slice(2);
-const tokens = join(dir, "tokens");
-writeFileSync(tokens, `${TOKEN}\n`, { mode: 0o600 });
-
-function exited(p) {
-  return p.exitCode !== null || p.signalCode !== null;
-}
-function waitExit(p, ms) {
-  return exited(p) ? Promise.resolve() : new Promise((res) => {
-    const t = setTimeout(() => { p.kill("SIGKILL"); }, ms);
-    p.once("exit", () => { clearTimeout(t); res(); });
-  });
-}
-
-after(async () => {
-  for (const p of procs) if (!exited(p)) p.kill("SIGTERM");
-  await Promise.all(procs.map((p) => waitExit(p, 5000)));
-  rmSync(dir, { recursive: true, force: true });
-});
+const ws = workspace("sandboxd-replicas-");
+const { dir, procs, tokens } = ws;
+const TOKEN = ws.token;
 
 // A replica: its own audit log; its URL from the line it prints on stderr.
 function startReplica(i) {
@@ -64,27 +40,11 @@ function startReplica(i) {
   });
 }
 
-function freePort() {
-  return new Promise((res) => {
-    const s = createServer().listen(0, "127.0.0.1", () => { const { port } = s.address(); s.close(() => res(port)); });
-  });
-}
-
 // The upstream as sandboxd-mcp(7) documents it (DEPLOYMENT).
 function nginxConf(port, replicas) {
-  const t = (n) => join(dir, n);
-  return `worker_processes 1;
-daemon off;
-pid ${t("nginx.pid")};
-error_log ${t("error.log")} warn;
-events { worker_connections 512; }
+  return `${nginxHead(dir)}
 http {
-  access_log ${t("access.log")};
-  client_body_temp_path ${t("body")};
-  proxy_temp_path ${t("proxy")};
-  fastcgi_temp_path ${t("fastcgi")};
-  uwsgi_temp_path ${t("uwsgi")};
-  scgi_temp_path ${t("scgi")};
+  ${nginxTemps(dir)}
   upstream sandboxd {
 ${replicas.map((r) => `    server 127.0.0.1:${r.port} max_fails=0;`).join("\n")}
     keepalive 16;
@@ -106,25 +66,7 @@ ${replicas.map((r) => `    server 127.0.0.1:${r.port} max_fails=0;`).join("\n")}
 `;
 }
 
-async function startNginx(replicas) {
-  const port = await freePort();
-  const conf = join(dir, "nginx.conf");
-  writeFileSync(conf, nginxConf(port, replicas));
-  // -p: the prefix (every relative path); -e: the error log before the config is read.
-  execFileSync(NGINX, ["-t", "-q", "-p", dir, "-e", join(dir, "error.log"), "-c", conf], { stdio: "pipe" });
-  const p = spawn(NGINX, ["-p", dir, "-e", join(dir, "error.log"), "-c", conf], { stdio: "ignore" });
-  procs.push(p);
-  for (let i = 0; i < 100; i++) {
-    try {
-      const r = await fetch(`http://127.0.0.1:${port}/mcp`, { method: "GET" });
-      await r.arrayBuffer();
-      return { p, url: new URL(`http://127.0.0.1:${port}/mcp`) };
-    } catch {
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
-  throw new Error(`nginx did not answer: ${readFileSync(join(dir, "error.log"), "utf8")}`);
-}
+const startNginx = (replicas) => nginxStart(ws, (port) => nginxConf(port, replicas));
 
 // Every process below pid (each task's children file).
 function descendants(pid) {

@@ -7,47 +7,20 @@
 // is there, and each session's audit records are in one replica's log), sessions spread over
 // the replicas, and a replica killed with SIGKILL ends only its own sessions, each call on one
 // with a clear error, while the others' state is intact. Needs nginx (scripts/install-deps).
-import { test, after } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn, execFileSync } from "node:child_process";
+import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from "node:fs";
-import { createServer } from "node:net";
-import { tmpdir } from "node:os";
-import { join, dirname } from "node:path";
-import { fileURLToPath } from "node:url";
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { SANDBOXD, NGINX, waitExit, workspace, freePort, nginxHead, nginxTemps, startNginx as nginxStart } from "./lib.mjs";
 
-const repo = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
-const SANDBOXD = process.env.SANDBOXD || join(repo, "build", "sandboxd");
-const NGINX = ["/usr/sbin/nginx", "/usr/bin/nginx"].find((p) => existsSync(p));
 const REPLICAS = 3, SESSIONS = 9, LEGACY = 3;
 const MODERN = "2026-07-28";
 const META = { "io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {} };
-
-const dir = mkdtempSync(join(tmpdir(), "sandboxd-sessions-"));
-const procs = [];
-const TOKEN = "sessions-" + Math.random().toString(36).slice(2);
-const tokens = join(dir, "tokens");
-writeFileSync(tokens, `${TOKEN}\n`, { mode: 0o600 });
-
-const exited = (p) => p.exitCode !== null || p.signalCode !== null;
-function waitExit(p, ms) {
-  return exited(p) ? Promise.resolve() : new Promise((res) => {
-    const t = setTimeout(() => { p.kill("SIGKILL"); }, ms);
-    p.once("exit", () => { clearTimeout(t); res(); });
-  });
-}
-after(async () => {
-  for (const p of procs) if (!exited(p)) p.kill("SIGTERM");
-  await Promise.all(procs.map((p) => waitExit(p, 5000)));
-  rmSync(dir, { recursive: true, force: true });
-});
-
-function freePort() {
-  return new Promise((res) => {
-    const s = createServer().listen(0, "127.0.0.1", () => { const { port } = s.address(); s.close(() => res(port)); });
-  });
-}
+const ws = workspace("sandboxd-sessions-");
+const { dir, procs, tokens } = ws;
+const TOKEN = ws.token;
 
 function startReplica(i, port, ring) {
   const audit = join(dir, `replica${i}.audit.log`);
@@ -67,19 +40,9 @@ function startReplica(i, port, ring) {
 
 // The upstream as sandboxd-mcp(7) documents it for sessions (DEPLOYMENT).
 function nginxConf(port, replicas) {
-  const t = (n) => join(dir, n);
-  return `worker_processes 1;
-daemon off;
-pid ${t("nginx.pid")};
-error_log ${t("error.log")} warn;
-events { worker_connections 512; }
+  return `${nginxHead(dir)}
 http {
-  access_log ${t("access.log")};
-  client_body_temp_path ${t("body")};
-  proxy_temp_path ${t("proxy")};
-  fastcgi_temp_path ${t("fastcgi")};
-  uwsgi_temp_path ${t("uwsgi")};
-  scgi_temp_path ${t("scgi")};
+  ${nginxTemps(dir)}
   map $http_mcp_param_session $sandboxd_key {
     ""      $http_mcp_session_id;
     default $http_mcp_param_session;
@@ -105,22 +68,7 @@ ${replicas.map((r) => `    server 127.0.0.1:${r.port} max_fails=0;`).join("\n")}
 }
 
 async function startNginx(replicas) {
-  const port = await freePort();
-  const conf = join(dir, "nginx.conf");
-  writeFileSync(conf, nginxConf(port, replicas));
-  execFileSync(NGINX, ["-t", "-q", "-p", dir, "-e", join(dir, "error.log"), "-c", conf], { stdio: "pipe" });
-  const p = spawn(NGINX, ["-p", dir, "-e", join(dir, "error.log"), "-c", conf], { stdio: "ignore" });
-  procs.push(p);
-  for (let i = 0; i < 100; i++) {
-    try {
-      const r = await fetch(`http://127.0.0.1:${port}/mcp`, { method: "GET" });
-      await r.arrayBuffer();
-      return `http://127.0.0.1:${port}/mcp`;
-    } catch {
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
-  throw new Error(`nginx did not answer: ${readFileSync(join(dir, "error.log"), "utf8")}`);
+  return String((await nginxStart(ws, (port) => nginxConf(port, replicas))).url);
 }
 
 let url, nextId = 1;
