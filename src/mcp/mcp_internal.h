@@ -413,6 +413,10 @@ void send_writer(struct server *srv, json_writer_t *w);
 void send_error(struct server *srv, const char *id, int code, const char *message);
 void send_errorf(struct server *srv, const char *id, int code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* A result that is an empty object ({}, with 2026-07-28's fields). */
+void send_empty_result(struct server *srv, const char *id);
+/* A tool result of one text block (no structuredContent), isError as given. */
+void send_text_result(struct server *srv, const char *id, bool is_error, const char *text);
 /* A tool result that is only an error message (bad arguments, setup failure). */
 void send_tool_error(struct server *srv, const char *id, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

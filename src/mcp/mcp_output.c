@@ -171,15 +171,23 @@ void mcp_log(struct server *srv, int level, const char *msg)
   send_writer(srv, w);
 }
 
-/* A tool result that is only an error message (bad arguments, setup failure): isError, text only.
- * No structuredContent: clients validate it against outputSchema, and there is no run to describe. */
-static json_writer_t *tool_error_writerv(const struct server *srv, const char *id, const char *fmt,
-                                         va_list ap) __attribute__((format(printf, 3, 0)));
-static json_writer_t *tool_error_writerv(const struct server *srv, const char *id, const char *fmt,
-                                         va_list ap)
+void send_empty_result(struct server *srv, const char *id)
 {
-  char msg[1024];
-  vsnprintf(msg, sizeof msg, fmt, ap);
+  json_writer_t *w = json_writer_new();
+  if (!w)
+    return;
+  jsonrpc_begin_result(w, id);
+  json_obj_begin(w);
+  mcp_result_fields(srv->protocol, w, -1);
+  json_obj_end(w);
+  jsonrpc_end(w);
+  send_writer(srv, w);
+}
+
+/* A tool result of one text block, and no structuredContent. */
+static json_writer_t *text_result_writer(const struct server *srv, const char *id, bool is_error,
+                                         const char *text)
+{
   json_writer_t *w = json_writer_new();
   if (!w)
     return NULL;
@@ -189,14 +197,33 @@ static json_writer_t *tool_error_writerv(const struct server *srv, const char *i
   json_arr_begin(w);
   json_obj_begin(w);
   json_kv_str(w, "type", "text");
-  json_kv_str(w, "text", msg);
+  json_kv_str(w, "text", text);
   json_obj_end(w);
   json_arr_end(w);
-  json_kv_bool(w, "isError", true);
+  json_kv_bool(w, "isError", is_error);
   mcp_result_fields(srv->protocol, w, -1);
   json_obj_end(w);
   jsonrpc_end(w);
   return w;
+}
+
+void send_text_result(struct server *srv, const char *id, bool is_error, const char *text)
+{
+  json_writer_t *w = text_result_writer(srv, id, is_error, text);
+  if (w)
+    send_writer(srv, w);
+}
+
+/* A tool result that is only an error message (bad arguments, setup failure): isError, text only.
+ * No structuredContent: clients validate it against outputSchema, and there is no run to describe. */
+static json_writer_t *tool_error_writerv(const struct server *srv, const char *id, const char *fmt,
+                                         va_list ap) __attribute__((format(printf, 3, 0)));
+static json_writer_t *tool_error_writerv(const struct server *srv, const char *id, const char *fmt,
+                                         va_list ap)
+{
+  char msg[1024];
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  return text_result_writer(srv, id, true, msg);
 }
 
 json_writer_t *tool_error_writer(const struct server *srv, const char *id, const char *fmt, ...)

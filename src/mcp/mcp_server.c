@@ -52,20 +52,6 @@ static const char *instructions(const struct server *srv)
                "Nothing persists between calls. Limits are in resource " CAPABILITIES_URI ".";
 }
 
-/* A result that is an empty object: {}. */
-static void send_empty_result(struct server *srv, const char *id)
-{
-  json_writer_t *w = json_writer_new();
-  if (!w)
-    return;
-  jsonrpc_begin_result(w, id);
-  json_obj_begin(w);
-  mcp_result_fields(srv->protocol, w, -1);
-  json_obj_end(w);
-  jsonrpc_end(w);
-  send_writer(srv, w);
-}
-
 /* ------------------------------------------------------------------ methods */
 
 const char *mcp_negotiate_version(const char *client_version)

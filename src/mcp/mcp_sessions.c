@@ -595,23 +595,7 @@ void session_tool_end(struct server *srv, const char *id, const json_node_t *arg
   bufprintf_cut(text, sizeof text, "Session %s ended%s; its variables and files are gone.", s->id,
                 s->busy ? " (its running call was killed)" : "");
   session_destroy(srv, s, "ended", "was ended by " END_TOOL);
-  json_writer_t *w = json_writer_new();
-  if (!w)
-    return;
-  jsonrpc_begin_result(w, id);
-  json_obj_begin(w);
-  json_key(w, "content");
-  json_arr_begin(w);
-  json_obj_begin(w);
-  json_kv_str(w, "type", "text");
-  json_kv_str(w, "text", text);
-  json_obj_end(w);
-  json_arr_end(w);
-  json_kv_bool(w, "isError", false);
-  mcp_result_fields(srv->protocol, w, -1);
-  json_obj_end(w);
-  jsonrpc_end(w);
-  send_writer(srv, w);
+  send_text_result(srv, id, false, text);
 }
 
 static void prop(json_writer_t *w, const char *name, const char *type, const char *desc)

@@ -92,19 +92,6 @@ static struct task *method_task(struct server *srv, const char *id, const json_n
   return t;
 }
 
-static void send_ack(struct server *srv, const char *id)
-{
-  json_writer_t *w = json_writer_new();
-  if (!w)
-    return;
-  jsonrpc_begin_result(w, id);
-  json_obj_begin(w);
-  mcp_result_fields(srv->protocol, w, -1);
-  json_obj_end(w);
-  jsonrpc_end(w);
-  send_writer(srv, w);
-}
-
 void m_tasks_ext_get(struct server *srv, const char *id, const json_node_t *params)
 {
   struct task *t = method_task(srv, id, params);
@@ -143,7 +130,7 @@ void m_tasks_ext_update(struct server *srv, const char *id, const json_node_t *p
     return;
   if (!task_ended(t))
     approval_task_answer(srv, t->call, json_get(params, "inputResponses"));
-  send_ack(srv, id);
+  send_empty_result(srv, id);
 }
 
 /* SEP-2663, "Task Cancellation": acknowledged, an ended task too (it stays as it ended). */
@@ -153,5 +140,5 @@ void m_tasks_ext_cancel(struct server *srv, const char *id, const json_node_t *p
   if (!t)
     return;
   tasks_cancel(srv, t);
-  send_ack(srv, id);
+  send_empty_result(srv, id);
 }
