@@ -108,7 +108,7 @@ static const char mcp_usage[] =
     "                           at most the policy's session_idle\n"
     "  --session-max-life SECS  end a session this long after its start; at most the policy's\n"
     "                           session_max_life\n"
-    "  --sessions N             sessions at once (0: none); at most the policy's max_sessions\n"
+    "  --max-sessions N         sessions at once (0: none); at most the policy's max_sessions\n"
     "  --roots                  bind the client's roots (if it has any) read-only under\n"
     "                           " ROOTS_DIR "/NAME (stdio only)\n"
     "Streamable HTTP instead of stdio (sandboxd-mcp(7)):\n"
@@ -123,7 +123,7 @@ static const char mcp_usage[] =
     "                           eighth, at most 256, for those whose request head is not complete\n"
     "  --max-requests N         HTTP requests in flight, all clients (default 256); more get 503\n"
     "  --max-streams N          open SSE streams (default 1024)\n"
-    "  --max-sessions N         sessions (default 256)\n"
+    "  --max-http-sessions N    HTTP transport sessions (Mcp-Session-Id; default 256)\n"
     "  --idle-timeout SECS      close a connection idle this long (default 60)\n"
     "  --ring-file FILE         the servers of nginx's `hash ... consistent` upstream, one a line,\n"
     "  --ring-name NAME         and this replica's among them: session ids and handles are minted\n"
@@ -167,7 +167,7 @@ enum {
   OPT_MAX_CONNECTIONS,
   OPT_MAX_REQUESTS,
   OPT_MAX_STREAMS,
-  OPT_MAX_SESSIONS,
+  OPT_MAX_HTTP_SESSIONS,
   OPT_IDLE_TIMEOUT,
   OPT_WARM_MODE,
   OPT_PRELOAD,
@@ -217,8 +217,8 @@ static bool parse_http_opt(int c, const char *arg, struct mcp_http_opts *o, bool
   case OPT_MAX_STREAMS:
     *r = parse_count("--max-streams", arg, 1000000, &o->max_streams, err);
     return true;
-  case OPT_MAX_SESSIONS:
-    *r = parse_count("--max-sessions", arg, 1000000, &o->max_sessions, err);
+  case OPT_MAX_HTTP_SESSIONS:
+    *r = parse_count("--max-http-sessions", arg, 1000000, &o->max_sessions, err);
     return true;
   case OPT_RING_FILE:
     o->ring_file = arg;
@@ -369,7 +369,7 @@ static bool parse_number_opt(int c, const char *arg, struct server *srv, int *r,
     return true;
   case OPT_SESSIONS:
     if (parse_u64(arg, &v) < 0 || v > SBX_MAX_SESSIONS)
-      *r = sbx_error_set(err, 0, "--sessions `%s`: expected a whole number from 0 to %u", arg,
+      *r = sbx_error_set(err, 0, "--max-sessions `%s`: expected a whole number from 0 to %u", arg,
                          SBX_MAX_SESSIONS);
     else
       srv->max_sessions = v;
@@ -473,7 +473,7 @@ static int parse_args(int argc, char **argv, struct server *srv, const char **re
       {"max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS},
       {"max-requests", required_argument, NULL, OPT_MAX_REQUESTS},
       {"max-streams", required_argument, NULL, OPT_MAX_STREAMS},
-      {"max-sessions", required_argument, NULL, OPT_MAX_SESSIONS},
+      {"max-http-sessions", required_argument, NULL, OPT_MAX_HTTP_SESSIONS},
       {"idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT},
       {"warm-mode", required_argument, NULL, OPT_WARM_MODE},
       {"preload", required_argument, NULL, OPT_PRELOAD},
@@ -481,7 +481,7 @@ static int parse_args(int argc, char **argv, struct server *srv, const char **re
       {"approve-timeout", required_argument, NULL, OPT_APPROVE_TIMEOUT},
       {"session-idle", required_argument, NULL, OPT_SESSION_IDLE},
       {"session-max-life", required_argument, NULL, OPT_SESSION_MAX_LIFE},
-      {"sessions", required_argument, NULL, OPT_SESSIONS},
+      {"max-sessions", required_argument, NULL, OPT_SESSIONS},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
@@ -618,15 +618,16 @@ static int session_bounds(struct server *srv, sbx_error_t *err)
   } b[] = {
       {"--session-idle", "session_idle", &srv->session_idle_s, p->session_idle_ms / 1000},
       {"--session-max-life", "session_max_life", &srv->session_max_life_s, p->session_max_life_ms / 1000},
-      {"--sessions", "max_sessions", &srv->max_sessions, p->max_sessions},
+      {"--max-sessions", "max_sessions", &srv->max_sessions, p->max_sessions},
   };
   for (size_t i = 0; i < ARRAY_SIZE(b); i++) {
     if (*b[i].v == UINT64_MAX)
       *b[i].v = b[i].policy;
     else if (*b[i].v > b[i].policy)
-      return sbx_error_set(err, 0, "%s %llu: policy `%s` says %s %llu, which only a policy may raise",
-                           b[i].opt, (unsigned long long) *b[i].v, p->name, b[i].key,
-                           (unsigned long long) b[i].policy);
+      return sbx_error_set(
+          err, 0, "%s %llu: policy `%s` says %s %llu, which only a policy may raise%s", b[i].opt,
+          (unsigned long long) *b[i].v, p->name, b[i].key, (unsigned long long) b[i].policy,
+          b[i].v == &srv->max_sessions ? " (the HTTP transport's cap is --max-http-sessions)" : "");
   }
   srv->max_sessions_per_token = p->max_sessions_per_token;
   return 0;

@@ -336,7 +336,7 @@ bool http_request_body(struct exchange *x)
     ret = http_refuse_id(x, id, 400, NULL, NULL, "Bad Request: Mcp-Session-Id header is required");
   } else if (!h->o.stateless && !x->sess && h->sessions.n >= h->o.max_sessions) {
     ret = http_refuse_id(x, id, 503, "Retry-After", "5",
-                         "Service Unavailable: too many sessions (--max-sessions)");
+                         "Service Unavailable: too many sessions (--max-http-sessions)");
   } else if (!h->o.stateless && !x->sess) {
     sbx_error_t err = {0};
     if (http_session_new(&h->sessions, &h->srv->ring, ++h->next_id, token_sha(x), &x->sess, &err) < 0) {

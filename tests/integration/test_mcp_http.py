@@ -475,10 +475,10 @@ def test_max_requests_in_flight(srv):
 
 
 def test_max_streams_and_sessions(srv):
-    s = srv("--max-streams", "1", "--max-sessions", "2")
+    s = srv("--max-streams", "1", "--max-http-sessions", "2")
     a, b = s.initialize(), s.initialize()
     st, _, body = s.request("initialize", INIT)
-    assert st == 503 and b"--max-sessions" in body
+    assert st == 503 and b"--max-http-sessions" in body
     c = s.conn()
     c.request("GET", "/mcp", headers={"Accept": "text/event-stream", "Mcp-Session-Id": a})
     stream = c.getresponse()  # held: a response object that is freed closes its socket

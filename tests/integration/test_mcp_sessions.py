@@ -77,7 +77,7 @@ def test_tools_listed_with_schemas(mcp):
 
 
 def test_capabilities_say_the_bounds(mcp):
-    m = mcp("--sessions", "3", "--session-idle", "60")
+    m = mcp("--max-sessions", "3", "--session-idle", "60")
     start(m)
     r = m.send("resources/read", {"uri": "sandboxd://capabilities"})
     caps = json.loads(r["contents"][0]["text"])
@@ -271,7 +271,7 @@ def test_start_arguments_within_bounds(mcp):
 
 
 def test_caps_total_and_per_client(mcp):
-    m = mcp("--sessions", "2")
+    m = mcp("--max-sessions", "2")
     start(m)
     start(m)
     r = m.send("tools/call", {"name": "session_start", "arguments": {}})
@@ -285,7 +285,7 @@ def test_caps_total_and_per_client(mcp):
     start(m)
 
 
-@pytest.mark.parametrize("opts", [("--sessions", "0"), ("--tools", "run_python,execute_code")])
+@pytest.mark.parametrize("opts", [("--max-sessions", "0"), ("--tools", "run_python,execute_code")])
 def test_sessions_offered_or_not(mcp, opts):
     assert "session_start" in mcp("--tools", "run_python,sessions").tools()
     m = mcp(*opts)
@@ -296,11 +296,13 @@ def test_sessions_offered_or_not(mcp, opts):
 
 @pytest.mark.parametrize("opt,value,key", [("--session-idle", "901", "session_idle"),
                                            ("--session-max-life", "7201", "session_max_life"),
-                                           ("--sessions", "17", "max_sessions")])
+                                           ("--max-sessions", "17", "max_sessions")])
 def test_cli_may_only_tighten(opt, value, key):
     r = sbx.sandboxd("mcp", "--rootfs", sbx.ROOTFS, "--audit-log", "off", opt, value, input=b"")
     sbx.assert_usage_error(r, opt)
     assert key in r.stderr and "only a policy may raise" in r.stderr
+    # --max-sessions once meant the HTTP transport's cap: a deployment still passing that is told.
+    assert ("--max-http-sessions" in r.stderr) == (opt == "--max-sessions"), r.stderr
 
 
 def test_timeout_interrupts_and_the_session_survives(mcp):
