@@ -42,7 +42,7 @@ run_node() {
 }
 
 # The policies the integration run picked (pdir_root), also when --only left that run out.
-[ -n "${pdir_root:-}" ] || ! { want mcp || want proxy || want asan || want security-egress; } ||
+[ -n "${pdir_root:-}" ] || ! { want mcp || want proxy || want asan || want asan-mcp || want security-egress; } ||
   pdir_root=$(policy_dir_for "$rundir/policy" "$repo/policy")
 
 if [ -n "${py:-}" ]; then
@@ -103,7 +103,13 @@ if [ -n "${py:-}" ]; then
       SANDBOXD_SHIPPED_POLICY_DIR="$repo/policy" SANDBOXD_TEST_WORK="$rundir/asan-work" \
       ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
       -- "$repo/tests/integration"
-    # The unit tests built with ASan+UBSan too.
+  elif [ "$ci" = true ]; then
+    fail "no ASan build at $asan (make asan)"
+  fi
+  # The unit tests and the MCP suite under the ASan+UBSan build (asan-mcp: no pytest needed).
+  if ! want asan-mcp; then
+    :
+  elif [ -x "$asan/sandboxd" ] && [ "$asan" != "$build" ]; then
     asan_p=0 asan_f=0
     for t in "$asan"/tests/*; do
       [ -x "$t" ] || continue
