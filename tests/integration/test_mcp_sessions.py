@@ -855,3 +855,40 @@ def test_js_session_end_and_nothing_left(mcp, tmp_path):
         assert {e["language"] for e in ends} == {"javascript"}, ends
     finally:
         sbx.kill_marker(marker)
+
+
+# The same facts from Node (for a module and a script alike: no import statement).
+JS_CONFINEMENT = r"""
+const fs = process.getBuiltinModule('node:fs'), os = process.getBuiltinModule('node:os');
+const facts = {};
+for (const l of fs.readFileSync('/proc/self/status', 'utf8').split('\n')) {
+  const [k, v] = l.split(':');
+  if (['CapInh', 'CapPrm', 'CapEff', 'CapBnd', 'CapAmb', 'NoNewPrivs', 'Seccomp', 'Seccomp_filters'].includes(k))
+    facts[k] = v.trim();
+}
+facts.ids = [process.getuid(), process.getgid(), process.getgroups()];
+facts.hostname = os.hostname();
+facts.net = fs.readFileSync('/proc/net/dev', 'utf8').split('\n').slice(2).filter(Boolean)
+  .map((l) => l.split(':')[0].trim()).sort();
+try { fs.writeFileSync('/usr/x', ''); facts.root = 'writable'; } catch (e) { facts.root = e.code; }
+for (const name of ['memory.max', 'pids.max']) {
+  try { facts[name] = fs.readFileSync('/sys/fs/cgroup/' + name, 'utf8').trim(); } catch (e) { facts[name] = e.code; }
+}
+facts.mounts = fs.readFileSync('/proc/self/mountinfo', 'utf8').split('\n').filter(Boolean)
+  .map((l) => { const f = l.split(' '); return f[4] + ' ' + f[f.length - 3]; }).sort();
+console.log(JSON.stringify(facts));
+"""
+
+
+def test_js_session_confined_like_a_one_shot_call(mcp):
+    """A javascript session's node sees the confinement a one-shot javascript call's sees: the same
+    rootfs, policy, seccomp filters, cgroup limits and mounts (base_spec for javascript)."""
+    m = mcp()
+    sid = js_session(m)
+    if sbx.enforcement() == "degraded":
+        pytest.skip("no cgroup: a one-shot node needs --memory 2G on rlimits, and the server's policy gives 512M")
+    one = json.loads(out(js(m, JS_CONFINEMENT)))
+    ses = json.loads(out(js(m, JS_CONFINEMENT, sid)))
+    assert ses == one
+    assert one["NoNewPrivs"] == "1" and one["Seccomp"] == "2" and one["CapEff"] == "0000000000000000", one
+    assert any(mnt.startswith("/ ") for mnt in one["mounts"]), one
