@@ -69,7 +69,8 @@ $(BUILD)/tests/%: tests/unit/%.c $(LIBOBJS) Makefile | $(BUILD)/tests
 -include $(OBJS:.o=.d) $(UNIT_BINS:=.d)
 
 # The runner's text is assembled into this object (.incbin), so it rebuilds when runner.py changes.
-$(BUILD)/obj/mcp/mcp_runner.o: src/inside/runner.py src/inside/template.py src/inside/session.py
+$(BUILD)/obj/mcp/mcp_runner.o: src/inside/runner.py src/inside/template.py src/inside/session.py \
+	src/inside/session.js
 
 # The fork template's C pid 1 and the init it execs (src/inside/zygote.c, callinit.c): freestanding
 # (no libc, so any rootfs can load them), x86_64 only, not built with the flags above (no
@@ -123,7 +124,8 @@ FUZZ_OBJS := $(FUZZ_LIBSRCS:src/%.c=build-fuzz/obj/%.o)
 build-fuzz/obj/%.o: src/%.c Makefile
 	@mkdir -p $(@D)
 	@echo "  CC (fuzz) $<"; clang $(FUZZ_CFLAGS) -MMD -MP -c -o $@ $<
-build-fuzz/obj/mcp/mcp_runner.o: src/inside/runner.py src/inside/template.py src/inside/session.py
+build-fuzz/obj/mcp/mcp_runner.o: src/inside/runner.py src/inside/template.py src/inside/session.py \
+	src/inside/session.js
 -include $(FUZZ_OBJS:.o=.d)
 # Not intermediate files of the pattern chain: kept, so a rebuild compiles only what changed.
 .SECONDARY: $(FUZZ_OBJS)

@@ -448,10 +448,7 @@ static void call_answer_session(struct server *srv, struct call *c, unsigned cha
     res.status = SBX_STATUS_TIMEOUT;
     res.exit_code = 124;
   }
-  while (c->out_fd >= 0 && drain_pipe(c, &c->out_fd, CAPTURE_STDOUT) == 0 && readable(c->out_fd))
-    ;
-  while (c->err_fd >= 0 && drain_pipe(c, &c->err_fd, CAPTURE_STDERR) == 0 && readable(c->err_fd))
-    ;
+  session_call_output(c);
   call_unlink(srv, c);
   srv->route = c->route;
   if (!c->cancelled) {

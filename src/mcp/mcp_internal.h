@@ -108,6 +108,9 @@ struct session {
   enum mcp_lang lang;
   struct sbx_sandbox *sb;
   int ctl_fd; /* our end of its control socket (fd 3 inside) */
+  /* javascript: the read ends of its own stdout and stderr, each call's output (else -1: a Python
+   * or bash call brings its own pipes) */
+  int out_fd, err_fd;
   struct sbx_limits limits;
   uint64_t idle_s, max_life_s;
   uint64_t started_ns, used_ns; /* now_ns clock */
@@ -556,8 +559,11 @@ void session_tool_end(struct server *srv, const char *id, const json_node_t *arg
  * model is told in msg. */
 struct session *session_for_call(struct server *srv, const char *sid, enum mcp_lang lang, char *msg,
                                  size_t msg_len);
-/* Hand the call to its session's interpreter: the call's pipes and job socket (SCM_RIGHTS). */
+/* Hand the call to its session's interpreter: the call's pipes and job socket (SCM_RIGHTS), or,
+ * javascript, the job on the session's control socket and its own pipes for the output. */
 int session_call_start(struct server *srv, struct call *c, sbx_error_t *err);
+/* The session call's output: what is in its pipes at its done byte, and no more. */
+void session_call_output(struct call *c);
 /* The call was answered and its interpreter is waiting for the next. */
 void session_call_over(struct server *srv, struct call *c);
 /* The session's sandbox ended during the call (reaped, res): the session is over, the call owns

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The Python built into the binary (mcp_runner.c): one copy, assembled in from src/inside/. */
+/* The Python (and a session's JavaScript) built into the binary (mcp_runner.c): one copy,
+ * assembled in from src/inside/. */
 #ifndef SBX_MCP_RUNNER_H
 #define SBX_MCP_RUNNER_H
 
@@ -10,5 +11,7 @@ extern const char mcp_runner_source[];
 extern const char mcp_template_source[];
 /* A session's interpreter: "_SANDBOXD_SESSION = True", runner.py, then src/inside/session.py. */
 extern const char mcp_session_source[];
+/* A javascript session's interpreter: src/inside/session.js, for `node -e`. */
+extern const char mcp_session_js_source[];
 
 #endif

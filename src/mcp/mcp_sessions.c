@@ -3,12 +3,16 @@
  *
  *   session_start   a sandbox spawned as a cold call's (base_spec: the same policy, namespaces,
  *                   seccomp, cgroup; the session's memory limit covers all its calls), running
- *                   inside/session.py: the runner in a loop, on its control socket (fd 3 inside).
+ *                   inside/session.py: the runner in a loop, on its control socket (fd 3 inside);
+ *                   a javascript one, in javascript's rootfs, node running inside/session.js, with
+ *                   the session's own stdout/stderr pipes.
  *   a call          sandboxd makes the call's stdout/stderr pipes and job socket, as a one-shot
  *                   call's, and sends their inside ends over the control socket (SCM_RIGHTS); then
  *                   it delivers the job and reads the output and the done byte as for any call
- *                   (mcp_calls.c). At the call's time limit: SIGINT, and SESSION_GRACE_NS later the
- *                   sandbox is killed (the session is over).
+ *                   (mcp_calls.c). Node takes no fds: a javascript call's job and done byte go
+ *                   over the control socket itself, its output is what the session's pipes hold
+ *                   (js_call_fds). At the call's time limit: SIGINT, and SESSION_GRACE_NS later
+ *                   the sandbox is killed (the session is over).
  *   the end         session_end, idle TTL or maximum life (session_timers, from the poll loop),
  *                   the interpreter's death, or the server's exit: the sandbox is killed and
  *                   reaped, an audit record says why, and the handle is remembered with that
@@ -17,11 +21,13 @@
  * Handles are 256 random bits; a session belongs to the token that made it (over HTTP), and any
  * other token is told "unknown session", word for word as for a handle that never existed. */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -180,8 +186,9 @@ static void session_destroy(struct server *srv, struct session *s, const char *r
   bury(srv, s, why);
   slist_unlink(&srv->sessions, s);
   srv->n_sessions--;
-  if (s->ctl_fd >= 0)
-    close(s->ctl_fd);
+  int *fds[] = {&s->ctl_fd, &s->out_fd, &s->err_fd};
+  for (size_t i = 0; i < 3; i++)
+    sbx_closep(fds[i]);
   if (s->busy) {
     struct call *c = s->busy;
     c->sess = NULL; /* the call owns the sandbox now, and ends with it */
@@ -252,10 +259,58 @@ struct session *session_for_call(struct server *srv, const char *sid, enum mcp_l
   return s;
 }
 
-int session_call_start(struct server *srv, struct call *c, sbx_error_t *err)
+/* What is in one of the session's pipes now, and no more: into the call's capture, or dropped
+ * (c NULL). Never to EOF: a javascript session's pipes outlive the call, and what its background
+ * work writes from now on must not keep the loop reading. */
+static void take_queued(int fd, struct call *c, enum capture_stream_id id)
 {
-  (void) srv;
-  struct session *s = c->sess;
+  char buf[MCP_READ_CHUNK];
+  int queued = 0;
+  if (fd < 0 || ioctl(fd, FIONREAD, &queued) < 0)
+    return;
+  while (queued > 0) {
+    ssize_t n = read(fd, buf, (size_t) queued < sizeof buf ? (size_t) queued : sizeof buf);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return;
+    if (c)
+      capture_add(&c->cap, id, buf, (size_t) n);
+    queued -= (int) n;
+  }
+}
+
+void session_call_output(struct call *c)
+{
+  take_queued(c->out_fd, c, CAPTURE_STDOUT);
+  take_queued(c->err_fd, c, CAPTURE_STDERR);
+}
+
+/* A javascript call's channels (Node takes no fds over SCM_RIGHTS; inside/session.js): what its
+ * background work wrote since the last call dropped, then dups of the session's pipes and of its
+ * control socket, which takes the job and gives the done byte. */
+static int js_call_fds(struct session *s, struct call *c, int *ret_job, sbx_error_t *err)
+{
+  take_queued(s->out_fd, NULL, CAPTURE_STDOUT);
+  take_queued(s->err_fd, NULL, CAPTURE_STDERR);
+  _cleanup_close_ int out = fcntl(s->out_fd, F_DUPFD_CLOEXEC, 3);
+  _cleanup_close_ int errfd = fcntl(s->err_fd, F_DUPFD_CLOEXEC, 3);
+  int job = fcntl(s->ctl_fd, F_DUPFD_CLOEXEC, 3);
+  if (out < 0 || errfd < 0 || job < 0) {
+    if (job >= 0)
+      close(job);
+    return sbx_error_errno(err, "session %.12s...: its pipes", s->id);
+  }
+  c->out_fd = TAKE_FD(out);
+  c->err_fd = TAKE_FD(errfd);
+  *ret_job = job;
+  return 0;
+}
+
+/* A Python or bash call's channels: its own pipes and job socket, their inside ends sent to the
+ * session's loop (inside/session.py). */
+static int py_call_fds(struct session *s, struct call *c, int *ret_job, sbx_error_t *err)
+{
   _cleanup_sandbox_fds_ struct sandbox_fds f = SANDBOX_FDS_INIT;
   if (sandbox_fds_open(MCP_LANG_PYTHON, &f, err) < 0)
     return -1;
@@ -274,6 +329,19 @@ int session_call_start(struct server *srv, struct call *c, sbx_error_t *err)
   while (n < 0 && errno == EINTR);
   if (n != 1)
     return sbx_error_errno(err, "session %.12s...: hand the call to its interpreter", s->id);
+  c->out_fd = TAKE_FD(f.out_r);
+  c->err_fd = TAKE_FD(f.err_r);
+  *ret_job = TAKE_FD(f.job);
+  return 0;
+}
+
+int session_call_start(struct server *srv, struct call *c, sbx_error_t *err)
+{
+  (void) srv;
+  struct session *s = c->sess;
+  int job = -1;
+  if ((s->lang == MCP_LANG_JAVASCRIPT ? js_call_fds : py_call_fds)(s, c, &job, err) < 0)
+    return -1;
   uint64_t timeout_ms = c->limits.timeout_ms;
   c->limits = s->limits;
   c->limits.timeout_ms = timeout_ms;
@@ -284,9 +352,7 @@ int session_call_start(struct server *srv, struct call *c, sbx_error_t *err)
   s->used_ns = now_ns();
   sandbox_start_clock(s->sb);
   sandbox_set_deadline(s->sb, s->used_ns + timeout_ms * 1000000ULL);
-  c->out_fd = TAKE_FD(f.out_r);
-  c->err_fd = TAKE_FD(f.err_r);
-  if (call_deliver(c, TAKE_FD(f.job), "session", err) < 0) {
+  if (call_deliver(c, job, "session", err) < 0) {
     s->busy = NULL;
     c->sb = NULL;
     return -1;
@@ -391,15 +457,39 @@ static int arg_seconds(const json_node_t *args, const char *key, uint64_t def, u
   return 0;
 }
 
-/* The languages a session may run: python, and bash where it is in python's rootfs (a bash
- * session's shell is kept by the Python loop, inside/session.py). */
+/* The languages a session may run: python; bash where it is in python's rootfs (a bash
+ * session's shell is kept by the Python loop, inside/session.py); javascript where the server
+ * offers it (its own rootfs: inside/session.js is its loop). */
 static unsigned session_langs(const struct server *srv)
 {
   unsigned langs = MCP_LANG_BIT(MCP_LANG_PYTHON);
   if ((srv->langs & MCP_LANG_BIT(MCP_LANG_BASH)) && srv->lang_rootfs[MCP_LANG_BASH] && srv->rootfs &&
       strcmp(srv->lang_rootfs[MCP_LANG_BASH], srv->rootfs) == 0)
     langs |= MCP_LANG_BIT(MCP_LANG_BASH);
+  if ((srv->langs & MCP_LANG_BIT(MCP_LANG_JAVASCRIPT)) && srv->lang_rootfs[MCP_LANG_JAVASCRIPT])
+    langs |= MCP_LANG_BIT(MCP_LANG_JAVASCRIPT);
   return langs;
+}
+
+/* "python only", "python or bash", "python, bash or javascript". */
+static const char *session_langs_text(unsigned langs, char *buf, size_t len)
+{
+  size_t n = 0, k = 0;
+  for (int l = 0; l < MCP_LANG_COUNT; l++)
+    n += !!(langs & MCP_LANG_BIT(l));
+  buf[0] = '\0';
+  for (int l = 0; l < MCP_LANG_COUNT; l++)
+    if (langs & MCP_LANG_BIT(l)) {
+      k++;
+      bufprintf_cut(buf + strlen(buf), len - strlen(buf), "%s%s",
+                    k == 1   ? ""
+                    : k == n ? " or "
+                             : ", ",
+                    mcp_lang_name((enum mcp_lang) l));
+    }
+  if (n == 1)
+    bufprintf_cut(buf + strlen(buf), len - strlen(buf), " only");
+  return buf;
 }
 
 /* session_start's arguments: language, idle_timeout, max_life, memory_mb. */
@@ -413,9 +503,10 @@ static int start_args(struct server *srv, const json_node_t *args, struct sessio
   s->lang = MCP_LANG_PYTHON;
   if (json_get(args, "language") && json_type(json_get(args, "language")) != JSON_NULL &&
       (!lang || mcp_lang_parse(lang, &s->lang) < 0 || !(session_langs(srv) & MCP_LANG_BIT(s->lang)))) {
+    char langs[64];
     bufprintf_cut(msg, len, "`language` %.40s is not supported in a session: sessions run %s",
                   lang ? lang : "(not a string)",
-                  session_langs(srv) & MCP_LANG_BIT(MCP_LANG_BASH) ? "python or bash" : "python only");
+                  session_langs_text(session_langs(srv), langs, sizeof langs));
     return -1;
   }
   if (arg_seconds(args, "idle_timeout", srv->session_idle_s, srv->session_idle_s, &s->idle_s, msg, len) < 0 ||
@@ -460,26 +551,43 @@ static size_t sessions_of_caller(const struct server *srv)
   return n;
 }
 
+/* The session's sandbox: a one-shot call's of its language (base_spec: rootfs, policy, limits),
+ * running the session's loop instead, its control socket at fd 3 (the bridge's place). */
 static int session_spawn(struct server *srv, struct session *s, sbx_error_t *err)
 {
   static char *argv[] = {PYTHON, "-c", (char *) mcp_session_source, NULL, NULL};
+  static char *js_argv[] = {"/usr/bin/node", "-e", (char *) mcp_session_js_source, NULL};
+  bool js = s->lang == MCP_LANG_JAVASCRIPT;
   argv[3] = s->lang == MCP_LANG_BASH ? "bash" : NULL; /* (session.py keeps a bash) */
   _cleanup_sandbox_fds_ struct sandbox_fds f = SANDBOX_FDS_INIT;
-  if (sandbox_fds_open(MCP_LANG_PYTHON, &f, err) < 0)
+  if (sandbox_fds_open(MCP_LANG_PYTHON, &f, err) < 0) /* (a socket at fd 3, whatever the language) */
     return -1;
   struct sbx_spec spec;
-  /* Its own stdout and stderr are /dev/null: each call brings its own. */
-  base_spec(srv, MCP_LANG_PYTHON, &s->limits, f.inside, srv->devnull, srv->devnull, &spec);
-  spec.argv = argv;
+  /* Python's stdout and stderr are /dev/null: each call brings its own. Node's are the session's
+   * pipes, each call's output in turn (js_call_fds). */
+  base_spec(srv, js ? MCP_LANG_JAVASCRIPT : MCP_LANG_PYTHON, &s->limits, f.inside,
+            js ? f.out_w : srv->devnull, js ? f.err_w : srv->devnull, &spec);
+  spec.argv = js ? js_argv : argv;
+  spec.stdin_fd = srv->devnull;
+  spec.bridge_fd = f.inside;
   if (sandbox_spawn(&spec, &s->sb, err) < 0)
     return -1;
   s->ctl_fd = TAKE_FD(f.job);
+  if (js) {
+    s->out_fd = TAKE_FD(f.out_r);
+    s->err_fd = TAKE_FD(f.err_r);
+  }
   return 0;
 }
 
 static void write_start_result(struct server *srv, const char *id, const struct session *s)
 {
-  char expires[32], text[600], d1[32], d2[32], size[32];
+  static const char *const tools[MCP_LANG_COUNT] = {
+      "run_python or execute_code", "execute_code (language bash)", "execute_code (language javascript)"};
+  static const char *const kept[MCP_LANG_COUNT] = {
+      "imports and", "functions, the working directory and",
+      "top-level declarations, modules from `await import()` (static import is not available), timers and"};
+  char expires[32], text[800], d1[32], d2[32], size[32];
   int y, mo, d, h, mi, sec;
   int64_t idle_end = s->started_wall + (int64_t) s->idle_s,
           life_end = s->started_wall + (int64_t) s->max_life_s;
@@ -490,9 +598,7 @@ static void write_start_result(struct server *srv, const char *id, const struct 
                 "/workspace stay across its calls. It ends after "
                 "%s without a call, or %s after its start, or at " END_TOOL "; its memory limit (%s) covers "
                 "all its calls; nothing of it survives a restart of the server.",
-                s->id, mcp_lang_name(s->lang),
-                s->lang == MCP_LANG_PYTHON ? "run_python or execute_code" : "execute_code (language bash)",
-                s->lang == MCP_LANG_PYTHON ? "imports and" : "functions, the working directory and",
+                s->id, mcp_lang_name(s->lang), tools[s->lang], kept[s->lang],
                 duration(s->idle_s, d1, sizeof d1), duration(s->max_life_s, d2, sizeof d2),
                 format_size(s->limits.memory_bytes, size, sizeof size));
   json_writer_t *w = json_writer_new();
@@ -546,7 +652,7 @@ void session_tool_start(struct server *srv, const char *id, const json_node_t *a
     send_error(srv, id, JSONRPC_INTERNAL_ERROR, "Internal error: out of memory");
     return;
   }
-  s->ctl_fd = -1;
+  s->ctl_fd = s->out_fd = s->err_fd = -1;
   if (start_args(srv, args, s, msg, sizeof msg) < 0) {
     free(s);
     send_tool_error(srv, id, "%s", msg);
@@ -626,16 +732,24 @@ static void annotations(json_writer_t *w, const char *title, bool destructive, b
 
 void session_tools_write(struct server *srv, json_writer_t *w, bool icons)
 {
-  char desc[900], d1[32], d2[32];
+  char desc[1200], d1[32], d2[32];
+  bool js = session_langs(srv) & MCP_LANG_BIT(MCP_LANG_JAVASCRIPT);
   bufprintf_cut(desc, sizeof desc,
-                "Start a session: one sandbox whose Python interpreter (or bash, with language) keeps its "
+                "Start a session: one sandbox whose Python interpreter (or %s, with language) keeps its "
                 "variables, imports, files (/tmp, /workspace) and background processes across calls. Returns "
-                "session_id; pass it to run_python or execute_code. Calls on a session run one at a time. It "
-                "ends after %s "
+                "session_id; pass it to run_python or execute_code. Calls on a session run one at a time.%s "
+                "It ends after %s "
                 "without a call (idle_timeout) or %s after its start (max_life), at " END_TOOL
                 ", or when its interpreter is killed (memory limit, or a call that does not stop at its "
                 "time limit); then its state is gone and calls say why. Nothing survives a restart of the "
                 "server. Without a session every call runs in a fresh sandbox.",
+                session_langs(srv) & MCP_LANG_BIT(MCP_LANG_BASH) ? (js ? "bash or Node.js" : "bash")
+                                                                 : (js ? "Node.js" : "bash"),
+                js ? " A javascript session runs each call as Node's REPL does: top-level let, const, "
+                     "function and class stay for the next call and top-level await works, but static "
+                     "import is not available (use `await import()`); output its background timers write "
+                     "between calls is dropped."
+                   : "",
                 duration(srv->session_idle_s, d1, sizeof d1),
                 duration(srv->session_max_life_s, d2, sizeof d2));
   json_obj_begin(w);
@@ -655,10 +769,14 @@ void session_tools_write(struct server *srv, json_writer_t *w, bool icons)
   json_str(w, "python");
   if (session_langs(srv) & MCP_LANG_BIT(MCP_LANG_BASH))
     json_str(w, "bash");
+  if (js)
+    json_str(w, "javascript");
   json_arr_end(w);
   json_kv_str(w, "description",
-              "The session's interpreter: python (the default), or bash (one shell: its variables, "
-              "functions and working directory last; `exit` ends the session).");
+              "The session's interpreter: python (the default), bash (one shell: its variables, "
+              "functions and working directory last; `exit` ends the session) or javascript (one Node.js: "
+              "top-level declarations and globalThis last; process.exit() ends the session), as the "
+              "server offers them.");
   json_obj_end(w);
   prop(w, "idle_timeout", "integer", "Seconds without a call before it ends (at most the server's).");
   prop(w, "max_life", "integer", "Seconds from its start before it ends (at most the server's).");

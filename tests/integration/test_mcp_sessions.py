@@ -161,12 +161,18 @@ def test_end_then_use(mcp):
         assert r["isError"] and text(r) == want, r
 
 
+def session_langs(m):
+    return m.tools()["session_start"]["inputSchema"]["properties"]["language"]["enum"]
+
+
 def test_language_not_supported(mcp):
     m = mcp()
-    r = m.send("tools/call", {"name": "session_start", "arguments": {"language": "javascript"}})
-    assert r["isError"] and "`language` javascript is not supported in a session: sessions run python or bash" \
-        == text(r), r
-    assert m.tools()["session_start"]["inputSchema"]["properties"]["language"]["enum"] == ["python", "bash"]
+    # javascript where execute_code offers it (its rootfs built: make rootfs-node)
+    js = "javascript" in m.tools()["execute_code"]["inputSchema"]["properties"]["language"]["enum"]
+    assert session_langs(m) == ["python", "bash"] + ["javascript"] * js
+    r = m.send("tools/call", {"name": "session_start", "arguments": {"language": "ruby"}})
+    assert r["isError"] and text(r) == "`language` ruby is not supported in a session: sessions run " + (
+        "python, bash or javascript" if js else "python or bash"), r
 
 
 def bash(m, code, sid, **args):
@@ -671,3 +677,220 @@ def test_a_killed_server_takes_its_sessions_processes(mcp):
         assert not sbx.wait_gone(marker, timeout=5), "a session's process outlived the killed server"
     finally:
         sbx.kill_marker(marker)
+
+
+# ---------------------------------------------------------------- javascript sessions
+
+def js_session(m, **args):
+    """A javascript session's handle; skipped where the server offers no javascript. Without a
+    cgroup the memory limit is an address-space rlimit and V8 reserves ~1.3 GiB of it at start
+    (sandboxd.policy(5), Node.js): the session asks for 2 GiB there, as test_node.py's runs do."""
+    if "javascript" not in m.tools()["execute_code"]["inputSchema"]["properties"]["language"]["enum"]:
+        pytest.skip("no node-slim rootfs (make rootfs-node): no javascript here")
+    if sbx.enforcement() == "degraded":
+        args.setdefault("memory_mb", 2048)
+    r = start(m, language="javascript", **args)
+    assert r["structuredContent"]["language"] == "javascript", r
+    return r["structuredContent"]["session_id"]
+
+
+def js(m, code, sid=None, **args):
+    a = {"language": "javascript", "code": code, **args}
+    if sid:
+        a["session_id"] = sid
+    return m.send("tools/call", {"name": "execute_code", "arguments": a})
+
+
+def out(r):
+    return r["structuredContent"]["stdout"]
+
+
+def test_js_session_keeps_state_and_awaits(mcp):
+    m = mcp()
+    sid = js_session(m)
+    r = js(m, "let x = 41; globalThis.g = 'g'; function f() { return 'f' }", sid)
+    assert not r.get("isError") and out(r) == "", r
+    r = js(m, "console.log(x + 1, g, f()); console.error('to stderr')", sid)
+    assert (out(r), r["structuredContent"]["stderr"]) == ("42 g f\n", "to stderr\n"), r
+    # top-level await, and what it declared stays too
+    r = js(m, "const v = await new Promise((res) => setTimeout(() => res(7), 50)); console.log(v)", sid)
+    assert out(r) == "7\n", r
+    r = js(m, "const { join } = await import('node:path'); console.log(v + x, join('a', 'b'))", sid)
+    assert out(r) == "48 a/b\n", r
+    # process.exitCode is the call's status, as a one-shot node's exit status; the next call's is its own
+    r = js(m, "process.exitCode = 3", sid)
+    assert r["isError"] and r["structuredContent"]["exit_code"] == 3, r
+    assert not js(m, "1", sid).get("isError")
+    # static import is a module's: the error says what to use
+    r = js(m, "import fs from 'node:fs'", sid)
+    assert r["isError"] and "await import(" in r["structuredContent"]["stderr"], r
+    # a fresh session sees nothing of it; nor does a one-shot call (node's rlimits need a cgroup here)
+    probe = "console.log(typeof x, typeof globalThis.g, typeof f)"
+    assert out(js(m, probe, js_session(m))) == "undefined undefined undefined\n"
+    if sbx.enforcement() != "degraded":
+        assert out(js(m, probe)) == "undefined undefined undefined\n"
+    assert out(js(m, probe, sid)) == "number string function\n"
+
+
+def test_js_session_is_not_python_nor_the_reverse(mcp):
+    m = mcp()
+    sid = js_session(m)
+    r = call(m, "print(1)", sid)
+    assert r["isError"] and text(r) == f"session {sid} runs javascript, not python", r
+    r = call(m, "print(1)", sid, tool="execute_code")
+    assert r["isError"] and text(r) == f"session {sid} runs javascript, not python", r
+    py = start(m)["structuredContent"]["session_id"]
+    r = js(m, "console.log(1)", py)
+    assert r["isError"] and text(r) == f"session {py} runs python, not javascript", r
+    assert out(js(m, "console.log(1)", sid)) == "1\n"
+
+
+def test_js_session_uncaught_errors(mcp):
+    """An uncaught error is the call's status 1 with its stack on stderr, as in a one-shot node
+    (thrown, rejected, or from a callback while the call awaits); the session lives on."""
+    m = mcp()
+    sid = js_session(m)
+    js(m, "let kept = 'kept'", sid)
+    for code in ("function boom() { throw new TypeError('boom') }\nboom()",
+                 "await Promise.reject(new TypeError('boom'))",
+                 "Promise.reject(new TypeError('boom')); 1",
+                 "setTimeout(() => { throw new TypeError('boom') }, 5); await new Promise((r) => setTimeout(r, 500))"):
+        r = js(m, code, sid)
+        sc = r["structuredContent"]
+        assert r["isError"] and sc["status"] == "error" and sc["exit_code"] == 1, (code, r)
+        assert sc["stderr"].startswith("TypeError: boom\n    at "), (code, sc["stderr"])
+        assert "node:repl" not in sc["stderr"] and "[eval]" not in sc["stderr"], sc["stderr"]
+        assert out(js(m, "console.log(kept)", sid)) == "kept\n"
+
+
+def test_js_session_timeout_interrupts_and_the_session_survives(mcp):
+    m = mcp()
+    sid = js_session(m)
+    js(m, "let x = 5", sid)
+    for code in ("while (true) {}", "await new Promise(() => {})"):
+        t0 = time.monotonic()
+        r = js(m, code, sid, timeout=1)
+        assert time.monotonic() - t0 < 3, code
+        assert r["isError"] and r["structuredContent"]["status"] == "timeout", r
+        assert "interrupted (SIGINT)" in text(r) and "the session lives on" in text(r), r
+        assert out(js(m, "console.log(x)", sid)) == "5\n"
+
+
+def test_js_session_not_interruptible_is_killed(mcp):
+    """A busy loop after an await runs outside the REPL's SIGINT watchdog: killed at the grace,
+    and with it the session."""
+    m = mcp()
+    sid = js_session(m)
+    t0 = time.monotonic()
+    r = js(m, "await null; while (true) {}", sid, timeout=1)
+    assert time.monotonic() - t0 < 6 and r["structuredContent"]["status"] == "timeout", r
+    gone = (f"session {sid} is over: its interpreter did not stop within 2 s of the interrupt at a call's "
+            "time limit and was killed; its variables and files are gone; call session_start")
+    assert gone in text(r), r
+    r = js(m, "1", sid)
+    assert r["isError"] and text(r) == gone, r
+
+
+def test_js_session_workspace_out_per_call(mcp):
+    m = mcp()
+    sid = js_session(m)
+    r = js(m, "require('node:fs').writeFileSync('/workspace/out/a.txt', 'one')", sid)
+    assert [f["path"] for f in r["structuredContent"]["files"]] == ["a.txt"], r
+    r = js(m, "const fs = require('node:fs'); console.log(JSON.stringify(fs.readdirSync('/workspace/out')));"
+              "fs.writeFileSync('/workspace/out/b.txt', 'two')", sid)
+    assert out(r) == "[]\n" and [f["path"] for f in r["structuredContent"]["files"]] == ["b.txt"], r
+
+
+def test_js_session_background_output(mcp):
+    """What a session's background work writes between calls is dropped (as a Python session's goes
+    to /dev/null): its timers' console output inside node, a child process's in the pipes by
+    sandboxd before the next call. Neither wedges the session; what a timer writes while a call runs
+    is that call's."""
+    m = mcp()
+    sid = js_session(m)
+    r = js(m, "globalThis.t = setInterval(() => console.log('x'), 1); console.log('started')", sid)
+    assert out(r).startswith("started\n") and set(out(r).split()) <= {"started", "x"}, r
+    time.sleep(0.3)
+    assert out(js(m, "clearInterval(t); console.log('done')", sid)) == "done\n"
+    # 1 MiB a millisecond, far more than the pipe holds
+    js(m, "const big = 'y'.repeat(1 << 20); globalThis.t = setInterval(() => process.stdout.write(big), 1)", sid)
+    time.sleep(0.3)
+    assert out(js(m, "clearInterval(t); console.log('done')", sid)) == "done\n"
+    r = js(m, "require('node:child_process').spawn(process.execPath, ['-e', "
+              "'setTimeout(() => process.stdout.write(\"c\".repeat(30000)), 100)'], "
+              "{ stdio: ['ignore', 'inherit', 'inherit'] }); console.log('spawned')", sid)
+    assert out(r) == "spawned\n", r
+    time.sleep(1)
+    assert out(js(m, "console.log('clean')", sid)) == "clean\n"
+    # and the call's own output is all there before its status, though node queued most of it
+    r = js(m, "process.stdout.write('z'.repeat(16 << 20)); console.log('end')", sid)
+    sc = r["structuredContent"]
+    assert sc["stdout"].endswith("zzzend\n") and sc["cut_characters"] > 0, sc
+
+
+def test_js_session_end_and_nothing_left(mcp, tmp_path):
+    marker = f"sbx-sess-{uuid.uuid4().hex}"
+    log = tmp_path / "audit.log"
+    try:
+        m = mcp(audit=str(log))
+        pid = m.p.pid
+        sids = [js_session(m) for _ in range(2)]
+        for sid in sids:
+            r = js(m, "globalThis.keep = require('node:child_process').spawn('/usr/bin/node', "
+                      f"['-e', 'setTimeout(() => {{}}, 120000)', '{marker}']); console.log('started')", sid)
+            assert out(r) == "started\n", r
+        time.sleep(0.3)
+        assert len(sbx.processes_with(marker)) == 2
+        r = end(m, sids[1])
+        assert not r.get("isError") and "ended" in text(r), r
+        r = js(m, "1", sids[1])
+        assert r["isError"] and "was ended by session_end" in text(r), r
+        deadline = time.monotonic() + 5
+        while len(sbx.processes_with(marker)) != 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(sbx.processes_with(marker)) == 1, "session_end left its session's process"
+        m.close()  # the server's exit ends sids[0]
+        assert not sbx.wait_gone(marker, timeout=5), "a session's process outlived the server"
+        assert not _cgroups_of(pid), "a session's cgroup outlived the server"
+        ends = [json.loads(l) for l in log.read_text().splitlines() if '"session_end"' in l]
+        assert sorted(e["reason"] for e in ends) == ["ended", "server_exit"], ends
+        assert {e["language"] for e in ends} == {"javascript"}, ends
+    finally:
+        sbx.kill_marker(marker)
+
+
+# The same facts from Node (for a module and a script alike: no import statement).
+JS_CONFINEMENT = r"""
+const fs = process.getBuiltinModule('node:fs'), os = process.getBuiltinModule('node:os');
+const facts = {};
+for (const l of fs.readFileSync('/proc/self/status', 'utf8').split('\n')) {
+  const [k, v] = l.split(':');
+  if (['CapInh', 'CapPrm', 'CapEff', 'CapBnd', 'CapAmb', 'NoNewPrivs', 'Seccomp', 'Seccomp_filters'].includes(k))
+    facts[k] = v.trim();
+}
+facts.ids = [process.getuid(), process.getgid(), process.getgroups()];
+facts.hostname = os.hostname();
+facts.net = fs.readFileSync('/proc/net/dev', 'utf8').split('\n').slice(2).filter(Boolean)
+  .map((l) => l.split(':')[0].trim()).sort();
+try { fs.writeFileSync('/usr/x', ''); facts.root = 'writable'; } catch (e) { facts.root = e.code; }
+for (const name of ['memory.max', 'pids.max']) {
+  try { facts[name] = fs.readFileSync('/sys/fs/cgroup/' + name, 'utf8').trim(); } catch (e) { facts[name] = e.code; }
+}
+facts.mounts = fs.readFileSync('/proc/self/mountinfo', 'utf8').split('\n').filter(Boolean)
+  .map((l) => { const f = l.split(' '); return f[4] + ' ' + f[f.length - 3]; }).sort();
+console.log(JSON.stringify(facts));
+"""
+
+
+def test_js_session_confined_like_a_one_shot_call(mcp):
+    """A javascript session's node sees the confinement a one-shot javascript call's sees: the same
+    rootfs, policy, seccomp filters, cgroup limits and mounts (base_spec for javascript)."""
+    m = mcp()
+    sid = js_session(m)
+    if sbx.enforcement() == "degraded":
+        pytest.skip("no cgroup: a one-shot node needs --memory 2G on rlimits, and the server's policy gives 512M")
+    one = json.loads(out(js(m, JS_CONFINEMENT)))
+    ses = json.loads(out(js(m, JS_CONFINEMENT, sid)))
+    assert ses == one
+    assert one["NoNewPrivs"] == "1" and one["Seccomp"] == "2" and one["CapEff"] == "0000000000000000", one
+    assert any(mnt.startswith("/ ") for mnt in one["mounts"]), one
