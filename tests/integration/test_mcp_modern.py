@@ -289,7 +289,7 @@ def test_http_session_id_is_mirrored_and_checked(http):
     sid = json.loads(body)["result"]["structuredContent"]["session_id"]
     call = {"name": "run_python", "arguments": {"code": "x = 41", "session_id": sid}, "_meta": META}
     b64 = base64.b64encode(sid.encode()).decode()
-    for value in (None, sid[:-1] + "A", "=?base64?" + b64.rstrip("=") + "?=" if b64.endswith("=") else "=?base64?!?="):
+    for value in (None, sid[:-1] + ("B" if sid.endswith("A") else "A"), "=?base64?" + b64.rstrip("=") + "?=" if b64.endswith("=") else "=?base64?!?="):
         headers = {} if value is None else {"Mcp-Param-Session": value}
         st, _, body = modern_post(s, "tools/call", call, headers=headers)
         assert st == 400 and json.loads(body)["error"]["code"] == -32020, (value, body)
